@@ -1,0 +1,24 @@
+//===- Passes.h - mp lowering passes ----------------------------*- C++ -*-===//
+
+#ifndef MP_CONVERSION_PASSES_H
+#define MP_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace mp {
+
+#define GEN_PASS_DECL
+#include "mp/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "mp/Conversion/Passes.h.inc"
+
+} // namespace mp
+} // namespace mlir
+
+#endif // MP_CONVERSION_PASSES_H

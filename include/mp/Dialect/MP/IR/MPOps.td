@@ -1,0 +1,149 @@
+//===- MPOps.td - mp dialect operations --------------------*- tablegen -*-===//
+//
+// Loss scaling and calibration ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_DIALECT_MP_IR_MPOPS_TD
+#define MP_DIALECT_MP_IR_MPOPS_TD
+
+include "mp/Dialect/MP/IR/MPDialect.td"
+include "mp/Dialect/MP/IR/MPAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def MP_FloatScalarOrTensor : AnyTypeOf<[AnyFloat, RankedTensorOf<[AnyFloat]>]>;
+def MP_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def MP_GrowthTracker : AnyTypeOf<[I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// mp.scale_loss
+//===----------------------------------------------------------------------===//
+
+def MP_ScaleLossOp : MP_Op<"scale_loss",
+    [Pure, AllTypesMatch<["loss", "result"]>]> {
+  let summary = "multiply the loss by the current loss scale";
+  let description = [{
+    Returns `loss * scale`. The backward pass of a mixed-precision training
+    step starts from the scaled loss, so that FP16 gradients smaller than
+    2^-24 do not flush to zero. `scale` is always `f32`; the product is
+    rounded to the loss' element type.
+
+    Example:
+
+    ```mlir
+    %scaled = mp.scale_loss %loss, %scale : f32
+    %scaled_t = mp.scale_loss %loss_t, %scale : tensor<f32>
+    ```
+  }];
+  let arguments = (ins MP_FloatScalarOrTensor:$loss, F32:$scale);
+  let results = (outs MP_FloatScalarOrTensor:$result);
+  let assemblyFormat = "$loss `,` $scale attr-dict `:` type($loss)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// mp.unscale
+//===----------------------------------------------------------------------===//
+
+def MP_UnscaleOp : MP_Op<"unscale", [Pure]> {
+  let summary = "divide gradients by the loss scale and detect inf/nan";
+  let description = [{
+    Multiplies each gradient by `1 / scale`, computing in FP32 (or FP64 for
+    FP64 results), and returns the unscaled gradients together with
+    `found_inf`: true when any element of any unscaled gradient is inf or
+    nan. A training step updates its parameters only when `found_inf` is
+    false.
+
+    Each result has the shape of its gradient. Its element type is the
+    gradient's, or a wider float (`f32`, `f64`) so that FP16 gradients reach
+    the FP32 master weights without another cast.
+
+    Example:
+
+    ```mlir
+    %g:2, %found_inf = mp.unscale %dw1, %dw2 by %scale
+        : tensor<64x32xf16>, tensor<32xf32> -> tensor<64x32xf32>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<MP_FloatTensor>:$grads, F32:$scale);
+  let results = (outs Variadic<MP_FloatTensor>:$unscaled, I1:$found_inf);
+  let assemblyFormat = [{
+    $grads `by` $scale attr-dict `:` type($grads) `->` type($unscaled)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// mp.update_scale
+//===----------------------------------------------------------------------===//
+
+def MP_UpdateScaleOp : MP_Op<"update_scale",
+    [Pure, AllTypesMatch<["growth_tracker", "new_growth_tracker"]>]> {
+  let summary = "advance the dynamic loss-scale state machine by one step";
+  let description = [{
+    Given the current scale, the number of clean steps since the last change
+    (`growth_tracker`) and this step's `found_inf`:
+
+    * `found_inf` true: the scale is multiplied by `backoff_factor` (not
+      below `min_scale`) and the tracker resets to 0; the step was skipped;
+    * otherwise the tracker counts the clean step; when it reaches
+      `growth_interval` the scale is multiplied by `growth_factor` (not above
+      `max_scale`) and the tracker resets to 0.
+
+    Defaults follow common practice (PyTorch's GradScaler): growth 2.0 every
+    2000 clean steps, backoff 0.5. `min_scale` (1.0) keeps a model with a
+    persistent inf from driving the scale to zero; `max_scale` (2^24) bounds
+    growth over long runs of clean steps.
+
+    Example:
+
+    ```mlir
+    %new_scale, %new_tracker = mp.update_scale %scale, %tracker, %found_inf
+        {growth_interval = 1000 : i64} : i32
+    ```
+  }];
+  let arguments = (ins F32:$scale, MP_GrowthTracker:$growth_tracker,
+                   I1:$found_inf,
+                   DefaultValuedAttr<F32Attr, "2.0">:$growth_factor,
+                   DefaultValuedAttr<F32Attr, "0.5">:$backoff_factor,
+                   DefaultValuedAttr<I64Attr, "2000">:$growth_interval,
+                   DefaultValuedAttr<F32Attr, "1.0">:$min_scale,
+                   DefaultValuedAttr<F32Attr, "16777216.0">:$max_scale);
+  let results = (outs F32:$new_scale, MP_GrowthTracker:$new_growth_tracker);
+  let assemblyFormat = [{
+    $scale `,` $growth_tracker `,` $found_inf attr-dict `:`
+    type($growth_tracker)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// mp.observe
+//===----------------------------------------------------------------------===//
+
+def MP_ObserveOp : MP_Op<"observe", [AllTypesMatch<["input", "output"]>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "calibration probe: record a tensor's value range";
+  let description = [{
+    Passes `input` through unchanged. A calibration run records, per probe
+    `id`, the minimum, maximum and a histogram of |x| of every tensor that
+    flows through it; `--mp-quantize` reads those statistics back by id. The
+    id must be non-empty and is kept stable across passes.
+
+    The probe has a side effect (it writes the statistics), so it is neither
+    removed when its result is unused nor merged with another probe.
+
+    Example:
+
+    ```mlir
+    %x1 = mp.observe %x as "fc1.input" : tensor<64x512xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$id);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "$input `as` $id attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+#endif // MP_DIALECT_MP_IR_MPOPS_TD

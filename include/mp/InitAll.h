@@ -1,0 +1,31 @@
+//===- InitAll.h - register mp's dialects and passes ------------*- C++ -*-===//
+//
+// One place for tools and framework lowering stacks to register everything
+// mp provides.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_INITALL_H
+#define MP_INITALL_H
+
+#include "mp/Conversion/Passes.h"
+#include "mp/Dialect/MP/IR/MPDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+
+namespace mlir {
+namespace mp {
+
+/// Adds the mp dialect to `registry`.
+inline void registerAllDialects(DialectRegistry &registry) {
+  registry.insert<MPDialect>();
+}
+
+/// Registers every mp pass and pipeline with the global pass registry, so
+/// they can be named on a command line or in a textual pipeline.
+inline void registerAllPasses() { registerMPConversionPasses(); }
+
+} // namespace mp
+} // namespace mlir
+
+#endif // MP_INITALL_H

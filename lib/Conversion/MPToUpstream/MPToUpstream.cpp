@@ -1,0 +1,245 @@
+//===- MPToUpstream.cpp - lower mp ops to arith/linalg/tensor -------------===//
+//
+// Makes modules that use mp ops executable with upstream MLIR alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Conversion/Passes.h"
+#include "mp/Dialect/MP/IR/MPOps.h"
+
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
+
+namespace mlir {
+namespace mp {
+#define GEN_PASS_DEF_CONVERTMPTOUPSTREAM
+#include "mp/Conversion/Passes.h.inc"
+} // namespace mp
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::mp;
+
+namespace {
+
+/// Converts a float scalar to `type` with extf/truncf as needed.
+Value convertFloat(OpBuilder &b, Location loc, Value value, Type type) {
+  unsigned from = value.getType().getIntOrFloatBitWidth();
+  unsigned to = type.getIntOrFloatBitWidth();
+  if (value.getType() == type)
+    return value;
+  if (to > from)
+    return arith::ExtFOp::create(b, loc, type, value);
+  return arith::TruncFOp::create(b, loc, type, value);
+}
+
+/// An empty tensor with the shape of `like` and element type `elementType`.
+Value emptyLike(OpBuilder &b, Location loc, Value like, Type elementType) {
+  return tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, like),
+                                 elementType);
+}
+
+/// Applies `fn` to every element of `input`, producing a tensor of the same
+/// shape with element type `resultElementType`.
+Value mapElements(OpBuilder &b, Location loc, Value input,
+                  Type resultElementType,
+                  function_ref<Value(OpBuilder &, Location, Value)> fn) {
+  auto type = cast<RankedTensorType>(input.getType());
+  unsigned rank = type.getRank();
+  Value init = emptyLike(b, loc, input, resultElementType);
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, init.getType(), ValueRange{input}, ValueRange{init},
+      ArrayRef<AffineMap>{identity, identity}, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, fn(nb, nloc, args[0]));
+      });
+  return generic.getResult(0);
+}
+
+/// True (i1) when any element of the float tensor `input` is inf or nan.
+Value anyNonFinite(OpBuilder &b, Location loc, Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  unsigned rank = type.getRank();
+  Value falseValue = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
+                                       b.getI1Type());
+  init = linalg::FillOp::create(b, loc, ValueRange{falseValue},
+                                ValueRange{init})
+             .getResult(0);
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                 AffineMap::get(rank, 0, b.getContext())};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  auto eltType = cast<FloatType>(type.getElementType());
+  Value inf = arith::ConstantOp::create(
+      b, loc,
+      b.getFloatAttr(eltType, APFloat::getInf(eltType.getFloatSemantics())));
+  auto reduce = linalg::GenericOp::create(
+      b, loc, init.getType(), ValueRange{input}, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value magnitude = math::AbsFOp::create(nb, nloc, args[0]);
+        // "uge" is true when unordered (nan) or |x| >= inf (inf).
+        Value nonFinite = arith::CmpFOp::create(
+            nb, nloc, arith::CmpFPredicate::UGE, magnitude, inf);
+        linalg::YieldOp::create(
+            nb, nloc, arith::OrIOp::create(nb, nloc, args[1], nonFinite)
+                          .getResult());
+      });
+  return tensor::ExtractOp::create(b, loc, reduce.getResult(0), ValueRange{});
+}
+
+struct ScaleLossLowering : OpConversionPattern<ScaleLossOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScaleLossOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type elementType = getElementTypeOrSelf(op.getLoss().getType());
+    Value scale = convertFloat(rewriter, loc, adaptor.getScale(), elementType);
+    Value loss = adaptor.getLoss();
+    if (!isa<RankedTensorType>(loss.getType())) {
+      rewriter.replaceOpWithNewOp<arith::MulFOp>(op, loss, scale);
+      return success();
+    }
+    rewriter.replaceOp(
+        op, mapElements(rewriter, loc, loss, elementType,
+                        [&](OpBuilder &b, Location l, Value x) -> Value {
+                          return arith::MulFOp::create(b, l, x, scale);
+                        }));
+    return success();
+  }
+};
+
+struct UnscaleLowering : OpConversionPattern<UnscaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(UnscaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value one = arith::ConstantOp::create(rewriter, loc,
+                                          rewriter.getF32FloatAttr(1.0f));
+    Value inverseScale =
+        arith::DivFOp::create(rewriter, loc, one, adaptor.getScale());
+    SmallVector<Value> results;
+    Value foundInf;
+    for (auto [grad, resultType] :
+         llvm::zip(adaptor.getGrads(), op.getUnscaled().getTypes())) {
+      Type resultElt = cast<RankedTensorType>(resultType).getElementType();
+      // Unscale in FP32 at least, whatever the gradient's type.
+      Type computeType = resultElt.getIntOrFloatBitWidth() > 32
+                             ? resultElt
+                             : Type(rewriter.getF32Type());
+      Value inverse = convertFloat(rewriter, loc, inverseScale, computeType);
+      Value unscaled = mapElements(
+          rewriter, loc, grad, resultElt,
+          [&](OpBuilder &b, Location l, Value x) {
+            Value wide = convertFloat(b, l, x, computeType);
+            Value product = arith::MulFOp::create(b, l, wide, inverse);
+            return convertFloat(b, l, product, resultElt);
+          });
+      // Check the result: an unscaled value can still overflow its type.
+      Value nonFinite = anyNonFinite(rewriter, loc, unscaled);
+      foundInf = foundInf
+                     ? arith::OrIOp::create(rewriter, loc, foundInf, nonFinite)
+                           .getResult()
+                     : nonFinite;
+      results.push_back(unscaled);
+    }
+    results.push_back(foundInf);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct UpdateScaleLowering : OpConversionPattern<UpdateScaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(UpdateScaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type trackerType = op.getGrowthTracker().getType();
+    auto f32 = [&](APFloat value) -> Value {
+      return arith::ConstantOp::create(
+          rewriter, loc, rewriter.getF32FloatAttr(value.convertToFloat()));
+    };
+    auto integer = [&](int64_t value) -> Value {
+      return arith::ConstantOp::create(
+          rewriter, loc, rewriter.getIntegerAttr(trackerType, value));
+    };
+    Value zero = integer(0);
+    Value one = integer(1);
+    Value interval = integer(op.getGrowthInterval());
+    Value growthFactor = f32(op.getGrowthFactor());
+    Value maxScale = f32(op.getMaxScale());
+    Value backoffFactor = f32(op.getBackoffFactor());
+    Value minScale = f32(op.getMinScale());
+    Value scale = adaptor.getScale();
+    Value tracker = adaptor.getGrowthTracker();
+
+    // Clean step: count it; grow the scale when the interval is reached.
+    Value grownTracker = arith::AddIOp::create(rewriter, loc, tracker, one);
+    Value shouldGrow = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::sge, grownTracker, interval);
+    Value grownScale = arith::MinimumFOp::create(
+        rewriter, loc,
+        arith::MulFOp::create(rewriter, loc, scale, growthFactor), maxScale);
+    Value cleanScale =
+        arith::SelectOp::create(rewriter, loc, shouldGrow, grownScale, scale);
+    Value cleanTracker = arith::SelectOp::create(rewriter, loc, shouldGrow,
+                                                 zero, grownTracker);
+
+    // Step with inf/nan: back off and restart counting.
+    Value backedOffScale = arith::MaximumFOp::create(
+        rewriter, loc,
+        arith::MulFOp::create(rewriter, loc, scale, backoffFactor), minScale);
+
+    Value foundInf = adaptor.getFoundInf();
+    Value newScale = arith::SelectOp::create(rewriter, loc, foundInf,
+                                             backedOffScale, cleanScale);
+    Value newTracker =
+        arith::SelectOp::create(rewriter, loc, foundInf, zero, cleanTracker);
+    rewriter.replaceOp(op, {newScale, newTracker});
+    return success();
+  }
+};
+
+struct ObserveLowering : OpConversionPattern<ObserveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ObserveOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getInput());
+    return success();
+  }
+};
+
+struct ConvertMPToUpstreamPass
+    : mp::impl::ConvertMPToUpstreamBase<ConvertMPToUpstreamPass> {
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    unsigned count = 0;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<MPDialect>(op->getDialect()))
+        ++count;
+    });
+
+    ConversionTarget target(*context);
+    target.addIllegalDialect<MPDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(context);
+    patterns.add<ScaleLossLowering, UnscaleLowering, UpdateScaleLowering,
+                 ObserveLowering>(context);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      return signalPassFailure();
+    numOpsLowered += count;
+  }
+};
+
+} // namespace

@@ -1,0 +1,161 @@
+//===- MPOps.cpp - mp op verifiers and folders ----------------------------===//
+
+#include "mp/Dialect/MP/IR/MPOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+using namespace mlir::mp;
+
+#define GET_OP_CLASSES
+#include "mp/Dialect/MP/IR/MPOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Loss-scale state machine
+//===----------------------------------------------------------------------===//
+
+LossScaleState mlir::mp::updateLossScale(LossScaleState state, bool foundInf,
+                                         const LossScaleParams &params) {
+  if (foundInf)
+    return {std::max(state.scale * params.backoffFactor, params.minScale), 0};
+  int64_t cleanSteps = state.growthTracker + 1;
+  if (cleanSteps >= params.growthInterval)
+    return {std::min(state.scale * params.growthFactor, params.maxScale), 0};
+  return {state.scale, cleanSteps};
+}
+
+//===----------------------------------------------------------------------===//
+// ScaleLossOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ScaleLossOp::fold(FoldAdaptor adaptor) {
+  // Scaling by exactly one is the identity (static scaling with scale 1).
+  if (auto scale = dyn_cast_if_present<FloatAttr>(adaptor.getScale()))
+    if (scale.getValue().isExactlyValue(1.0))
+      return getLoss();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// UnscaleOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult UnscaleOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  if (getGrads().size() != getUnscaled().size())
+    return emitOpError("has ")
+           << getGrads().size() << " gradients but " << getUnscaled().size()
+           << " unscaled results; they must correspond one to one";
+  for (auto [index, pair] :
+       llvm::enumerate(llvm::zip(getGrads().getTypes(),
+                                 getUnscaled().getTypes()))) {
+    auto gradType = cast<RankedTensorType>(std::get<0>(pair));
+    auto resultType = cast<RankedTensorType>(std::get<1>(pair));
+    if (gradType.getShape() != resultType.getShape())
+      return emitOpError("result #")
+             << index << " has shape of " << resultType
+             << " but its gradient is " << gradType;
+    Type gradElt = gradType.getElementType();
+    Type resultElt = resultType.getElementType();
+    bool widensToFp32OrFp64 =
+        (resultElt.isF32() || resultElt.isF64()) &&
+        resultElt.getIntOrFloatBitWidth() >= gradElt.getIntOrFloatBitWidth();
+    if (resultElt != gradElt && !widensToFp32OrFp64)
+      return emitOpError("result #")
+             << index << " has element type " << resultElt
+             << "; it must be the gradient's (" << gradElt
+             << ") or a wider f32/f64";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// UpdateScaleOp
+//===----------------------------------------------------------------------===//
+
+/// Formats a float the way a user wrote it ("1.5", not "1.500000e+00").
+static std::string formatFloat(float value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", value);
+  return buffer;
+}
+
+static LossScaleParams getParams(UpdateScaleOp op) {
+  LossScaleParams params;
+  params.growthFactor = op.getGrowthFactor().convertToFloat();
+  params.backoffFactor = op.getBackoffFactor().convertToFloat();
+  params.growthInterval = op.getGrowthInterval();
+  params.minScale = op.getMinScale().convertToFloat();
+  params.maxScale = op.getMaxScale().convertToFloat();
+  return params;
+}
+
+LogicalResult UpdateScaleOp::verify() {
+  LossScaleParams params = getParams(*this);
+  if (!(params.growthFactor > 1.0f) || std::isinf(params.growthFactor))
+    return emitOpError("growth_factor must be finite and greater than 1, got ")
+           << formatFloat(params.growthFactor);
+  if (!(params.backoffFactor > 0.0f && params.backoffFactor < 1.0f))
+    return emitOpError("backoff_factor must lie in (0, 1), got ")
+           << formatFloat(params.backoffFactor);
+  if (params.growthInterval < 1)
+    return emitOpError("growth_interval must be at least 1, got ")
+           << params.growthInterval;
+  if (!(params.minScale > 0.0f) || std::isinf(params.maxScale) ||
+      !(params.minScale <= params.maxScale))
+    return emitOpError("needs 0 < min_scale <= max_scale < inf, got "
+                       "min_scale = ")
+           << formatFloat(params.minScale)
+           << ", max_scale = " << formatFloat(params.maxScale);
+  unsigned trackerWidth = getGrowthTracker().getType().getIntOrFloatBitWidth();
+  if (trackerWidth < 64 &&
+      params.growthInterval > (int64_t(1) << (trackerWidth - 1)) - 1)
+    return emitOpError("growth_interval ")
+           << params.growthInterval << " does not fit the i" << trackerWidth
+           << " growth tracker";
+  return success();
+}
+
+LogicalResult UpdateScaleOp::fold(FoldAdaptor adaptor,
+                                  SmallVectorImpl<OpFoldResult> &results) {
+  auto scale = dyn_cast_if_present<FloatAttr>(adaptor.getScale());
+  auto tracker = dyn_cast_if_present<IntegerAttr>(adaptor.getGrowthTracker());
+  auto foundInf = dyn_cast_if_present<IntegerAttr>(adaptor.getFoundInf());
+  if (!scale || !tracker || !foundInf)
+    return failure();
+  LossScaleState next = updateLossScale(
+      {static_cast<float>(scale.getValueAsDouble()), tracker.getInt()},
+      foundInf.getValue().getBoolValue(), getParams(*this));
+  Builder builder(getContext());
+  results.push_back(builder.getF32FloatAttr(next.scale));
+  results.push_back(
+      builder.getIntegerAttr(getGrowthTracker().getType(), next.growthTracker));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ObserveOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ObserveOp::verify() {
+  if (getId().empty())
+    return emitOpError("needs a non-empty probe id");
+  return success();
+}
+
+void ObserveOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // The probe records statistics of its input in the runtime.
+  effects.emplace_back(MemoryEffects::Read::get());
+  effects.emplace_back(MemoryEffects::Write::get());
+}

@@ -1,0 +1,109 @@
+// RUN: mp-opt %s --convert-mp-to-upstream --split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @scale_loss_scalar
+// CHECK-SAME: (%[[LOSS:.*]]: f32, %[[SCALE:.*]]: f32)
+// CHECK: %[[R:.*]] = arith.mulf %[[LOSS]], %[[SCALE]] : f32
+// CHECK: return %[[R]]
+func.func @scale_loss_scalar(%loss: f32, %scale: f32) -> f32 {
+  %0 = mp.scale_loss %loss, %scale : f32
+  return %0 : f32
+}
+
+// The scale is rounded to the loss' type before multiplying.
+// CHECK-LABEL: func.func @scale_loss_tensor_f16
+// CHECK-SAME: (%[[LOSS:.*]]: tensor<?xf16>, %[[SCALE:.*]]: f32)
+// CHECK: %[[S16:.*]] = arith.truncf %[[SCALE]] : f32 to f16
+// CHECK: %[[DIM:.*]] = tensor.dim %[[LOSS]]
+// CHECK: %[[EMPTY:.*]] = tensor.empty(%[[DIM]]) : tensor<?xf16>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[LOSS]] : tensor<?xf16>) outs(%[[EMPTY]] : tensor<?xf16>)
+// CHECK: ^bb0(%[[IN:.*]]: f16, %{{.*}}: f16):
+// CHECK:   %[[M:.*]] = arith.mulf %[[IN]], %[[S16]] : f16
+// CHECK:   linalg.yield %[[M]]
+func.func @scale_loss_tensor_f16(%loss: tensor<?xf16>, %scale: f32) -> tensor<?xf16> {
+  %0 = mp.scale_loss %loss, %scale : tensor<?xf16>
+  return %0 : tensor<?xf16>
+}
+
+// -----
+
+// Each gradient is multiplied by 1/scale in f32, then checked for inf/nan;
+// the per-gradient flags are ORed.
+// CHECK-LABEL: func.func @unscale
+// CHECK-SAME: (%[[A:.*]]: tensor<4xf16>, %[[B:.*]]: tensor<2x3xf32>, %[[S:.*]]: f32)
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[INV:.*]] = arith.divf %[[ONE]], %[[S]] : f32
+// CHECK: %[[UA:.*]] = linalg.generic {{.*}} ins(%[[A]] : tensor<4xf16>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK:   %[[W:.*]] = arith.extf %{{.*}} : f16 to f32
+// CHECK:   arith.mulf %[[W]], %[[INV]] : f32
+// CHECK: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// CHECK: %[[FA:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[UA]] : tensor<4xf32>) outs(%{{.*}} : tensor<i1>)
+// CHECK:   %[[ABS:.*]] = math.absf
+// CHECK:   %[[NF:.*]] = arith.cmpf uge, %[[ABS]], %[[INF]] : f32
+// CHECK:   arith.ori %{{.*}}, %[[NF]] : i1
+// CHECK: %[[FOUNDA:.*]] = tensor.extract %[[FA]][] : tensor<i1>
+// CHECK: %[[UB:.*]] = linalg.generic {{.*}} ins(%[[B]] : tensor<2x3xf32>)
+// CHECK-NOT: arith.extf
+// CHECK: %[[FB:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%[[UB]]
+// CHECK: %[[FOUNDB:.*]] = tensor.extract %[[FB]][] : tensor<i1>
+// CHECK: %[[FOUND:.*]] = arith.ori %[[FOUNDA]], %[[FOUNDB]] : i1
+// CHECK: return %[[UA]], %[[UB]], %[[FOUND]]
+func.func @unscale(%a: tensor<4xf16>, %b: tensor<2x3xf32>, %s: f32)
+    -> (tensor<4xf32>, tensor<2x3xf32>, i1) {
+  %u:2, %found = mp.unscale %a, %b by %s
+      : tensor<4xf16>, tensor<2x3xf32> -> tensor<4xf32>, tensor<2x3xf32>
+  return %u#0, %u#1, %found : tensor<4xf32>, tensor<2x3xf32>, i1
+}
+
+// A bf16 result is computed in f32 and rounded once.
+// CHECK-LABEL: func.func @unscale_bf16
+// CHECK: linalg.generic
+// CHECK:   %[[W:.*]] = arith.extf %{{.*}} : bf16 to f32
+// CHECK:   %[[P:.*]] = arith.mulf %[[W]], %{{.*}} : f32
+// CHECK:   %[[N:.*]] = arith.truncf %[[P]] : f32 to bf16
+// CHECK:   linalg.yield %[[N]] : bf16
+func.func @unscale_bf16(%a: tensor<8xbf16>, %s: f32) -> (tensor<8xbf16>, i1) {
+  %u, %found = mp.unscale %a by %s : tensor<8xbf16> -> tensor<8xbf16>
+  return %u, %found : tensor<8xbf16>, i1
+}
+
+// -----
+
+// CHECK-LABEL: func.func @update_scale
+// CHECK-SAME: (%[[S:.*]]: f32, %[[T:.*]]: i64, %[[F:.*]]: i1)
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[INTERVAL:.*]] = arith.constant 7 : i64
+// CHECK-DAG: %[[GROWTH:.*]] = arith.constant 3.000000e+00 : f32
+// CHECK-DAG: %[[MAX:.*]] = arith.constant 1.000000e+06 : f32
+// CHECK-DAG: %[[BACKOFF:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK-DAG: %[[MIN:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK: %[[GT:.*]] = arith.addi %[[T]], %[[ONE]] : i64
+// CHECK: %[[GROW:.*]] = arith.cmpi sge, %[[GT]], %[[INTERVAL]] : i64
+// CHECK: %[[UP:.*]] = arith.mulf %[[S]], %[[GROWTH]] : f32
+// CHECK: %[[UPC:.*]] = arith.minimumf %[[UP]], %[[MAX]] : f32
+// CHECK: %[[CS:.*]] = arith.select %[[GROW]], %[[UPC]], %[[S]] : f32
+// CHECK: %[[CT:.*]] = arith.select %[[GROW]], %[[ZERO]], %[[GT]] : i64
+// CHECK: %[[DOWN:.*]] = arith.mulf %[[S]], %[[BACKOFF]] : f32
+// CHECK: %[[DOWNC:.*]] = arith.maximumf %[[DOWN]], %[[MIN]] : f32
+// CHECK: %[[NS:.*]] = arith.select %[[F]], %[[DOWNC]], %[[CS]] : f32
+// CHECK: %[[NT:.*]] = arith.select %[[F]], %[[ZERO]], %[[CT]] : i64
+// CHECK: return %[[NS]], %[[NT]]
+func.func @update_scale(%s: f32, %t: i64, %f: i1) -> (f32, i64) {
+  %ns, %nt = mp.update_scale %s, %t, %f {growth_factor = 3.0 : f32,
+      backoff_factor = 0.25 : f32, growth_interval = 7 : i64,
+      min_scale = 0.5 : f32, max_scale = 1.0e6 : f32} : i64
+  return %ns, %nt : f32, i64
+}
+
+// -----
+
+// A probe forwards its input.
+// CHECK-LABEL: func.func @observe
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>)
+// CHECK-NOT: mp.observe
+// CHECK: return %[[X]]
+func.func @observe(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = mp.observe %x as "p0" : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

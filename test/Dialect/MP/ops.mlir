@@ -1,0 +1,56 @@
+// Round trip of every mp op and attribute, in the custom and generic forms.
+// RUN: mp-opt %s | mp-opt | FileCheck %s
+// RUN: mp-opt %s --mlir-print-op-generic | mp-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @scale_loss
+// CHECK-SAME: (%[[LOSS:.*]]: f32, %[[SCALE:.*]]: f32, %[[T:.*]]: tensor<f16>)
+func.func @scale_loss(%loss: f32, %scale: f32, %t: tensor<f16>) -> (f32, tensor<f16>) {
+  // CHECK: mp.scale_loss %[[LOSS]], %[[SCALE]] : f32
+  %0 = mp.scale_loss %loss, %scale : f32
+  // CHECK: mp.scale_loss %[[T]], %[[SCALE]] : tensor<f16>
+  %1 = mp.scale_loss %t, %scale : tensor<f16>
+  return %0, %1 : f32, tensor<f16>
+}
+
+// CHECK-LABEL: func.func @unscale
+// CHECK-SAME: (%[[A:.*]]: tensor<64x32xf16>, %[[B:.*]]: tensor<?xbf16>, %[[C:.*]]: tensor<f32>, %[[S:.*]]: f32)
+func.func @unscale(%a: tensor<64x32xf16>, %b: tensor<?xbf16>, %c: tensor<f32>, %s: f32)
+    -> (tensor<64x32xf32>, tensor<?xbf16>, tensor<f32>, i1) {
+  // CHECK: %[[U:.*]]:3, %[[FOUND:.*]] = mp.unscale %[[A]], %[[B]], %[[C]] by %[[S]]
+  // CHECK-SAME: : tensor<64x32xf16>, tensor<?xbf16>, tensor<f32> -> tensor<64x32xf32>, tensor<?xbf16>, tensor<f32>
+  %u:3, %found = mp.unscale %a, %b, %c by %s
+      : tensor<64x32xf16>, tensor<?xbf16>, tensor<f32> -> tensor<64x32xf32>, tensor<?xbf16>, tensor<f32>
+  // CHECK: return %[[U]]#0, %[[U]]#1, %[[U]]#2, %[[FOUND]]
+  return %u#0, %u#1, %u#2, %found : tensor<64x32xf32>, tensor<?xbf16>, tensor<f32>, i1
+}
+
+// Default attributes are not printed; others are.
+// CHECK-LABEL: func.func @update_scale
+func.func @update_scale(%s: f32, %t32: i32, %t64: i64, %inf: i1) -> (f32, i32, f32, i64) {
+  // CHECK: mp.update_scale %{{.*}}, %{{.*}}, %{{.*}} : i32
+  %s1, %t1 = mp.update_scale %s, %t32, %inf : i32
+  // CHECK: mp.update_scale %{{.*}}, %{{.*}}, %{{.*}} {backoff_factor = 2.500000e-01 : f32, growth_factor = 4.000000e+00 : f32, growth_interval = 100 : i64, max_scale = 1.024000e+03 : f32, min_scale = 1.250000e-01 : f32} : i64
+  %s2, %t2 = mp.update_scale %s, %t64, %inf
+      {growth_factor = 4.0 : f32, backoff_factor = 0.25 : f32,
+       growth_interval = 100 : i64, min_scale = 0.125 : f32,
+       max_scale = 1024.0 : f32} : i64
+  return %s1, %t1, %s2, %t2 : f32, i32, f32, i64
+}
+
+// CHECK-LABEL: func.func @observe
+func.func @observe(%x: tensor<4x8xf32>, %q: tensor<4xi8>) -> (tensor<4x8xf32>, tensor<4xi8>) {
+  // CHECK: mp.observe %{{.*}} as "fc1.input" : tensor<4x8xf32>
+  %0 = mp.observe %x as "fc1.input" : tensor<4x8xf32>
+  // CHECK: mp.observe %{{.*}} as "q" : tensor<4xi8>
+  %1 = mp.observe %q as "q" : tensor<4xi8>
+  return %0, %1 : tensor<4x8xf32>, tensor<4xi8>
+}
+
+// CHECK-LABEL: func.func @attributes
+// CHECK-SAME: mp.class = #mp.class<allow>
+// CHECK-SAME: mp.decision = #mp.decision<deny, f32>
+// CHECK-SAME: other = #mp.decision<infer, bf16>
+func.func @attributes() attributes {mp.class = #mp.class<allow>,
+    mp.decision = #mp.decision<deny, f32>, other = #mp.decision<infer, bf16>} {
+  return
+}

@@ -1,0 +1,35 @@
+# -*- Python -*-
+# lit configuration for mp's regression tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "MP"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mp_obj_root, "test")
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%mp_src_root", config.mp_src_root))
+config.substitutions.append(("%mp_obj_root", config.mp_obj_root))
+
+# Shared libraries mlir-runner loads for printing.
+for lib in ["mlir_runner_utils", "mlir_c_runner_utils"]:
+    path = os.path.join(config.mlir_runner_lib_dir, "lib" + lib + ".so")
+    config.substitutions.append(("%" + lib, path))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
+tools = [
+    "mp-opt",
+    "mlir-opt",
+    "mlir-runner",
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
