@@ -10,6 +10,7 @@
 
 #include "mp/Conversion/Passes.h"
 #include "mp/Dialect/MP/IR/MPDialect.h"
+#include "mp/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -23,7 +24,10 @@ inline void registerAllDialects(DialectRegistry &registry) {
 
 /// Registers every mp pass and pipeline with the global pass registry, so
 /// they can be named on a command line or in a textual pipeline.
-inline void registerAllPasses() { registerMPConversionPasses(); }
+inline void registerAllPasses() {
+  registerMPConversionPasses();
+  registerMPTransformsPasses();
+}
 
 } // namespace mp
 } // namespace mlir

@@ -1,0 +1,27 @@
+//===- Passes.h - mp mixed-precision passes ---------------------*- C++ -*-===//
+
+#ifndef MP_TRANSFORMS_PASSES_H
+#define MP_TRANSFORMS_PASSES_H
+
+#include "mp/Dialect/MP/IR/MPDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace mp {
+
+#define GEN_PASS_DECL
+#include "mp/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "mp/Transforms/Passes.h.inc"
+
+} // namespace mp
+} // namespace mlir
+
+#endif // MP_TRANSFORMS_PASSES_H

@@ -1,0 +1,181 @@
+//===- Passes.td - mp mixed-precision passes ---------------*- tablegen -*-===//
+
+#ifndef MP_TRANSFORMS_PASSES_TD
+#define MP_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MPImport : Pass<"mp-import", "::mlir::ModuleOp"> {
+  let summary = "Bring a tosa model to linalg on tensors in canonical form";
+  let description = [{
+    Runs upstream `tosa-to-linalg-named`, `tosa-to-linalg`, `tosa-to-arith`
+    and `tosa-to-tensor` on every function, then canonicalization, so that
+    the mixed-precision passes see one form (linalg, tensor, arith, math)
+    whatever the frontend produced. A module without tosa ops is only
+    canonicalized.
+
+    Before:
+
+    ```mlir
+    %0 = tosa.matmul %a, %b, %azp, %bzp
+        : (tensor<1x8x64xf32>, tensor<1x64x32xf32>, tensor<1xf32>,
+           tensor<1xf32>) -> tensor<1x8x32xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %1 = linalg.batch_matmul ins(%a, %b : tensor<1x8x64xf32>,
+        tensor<1x64x32xf32>) outs(%0 : tensor<1x8x32xf32>) -> tensor<1x8x32xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+// Options the analysis and the rewrite share.
+defvar MPAnalysisOptions = [
+  Option<"dtype", "dtype", "std::string", /*default=*/"\"f16\"",
+         "Low-precision type: f16 or bf16">,
+  ListOption<"allowOps", "allow-ops", "std::string",
+             "Op names forced into the allow class (e.g. linalg.generic)">,
+  ListOption<"denyOps", "deny-ops", "std::string",
+             "Op names forced into the deny class (kept in f32)">,
+  Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
+         "Calibration statistics file (JSON, see docs/calibration-stats.md); "
+         "values beyond f16's safe range keep their ops in f32">,
+  Option<"f16SafeMax", "f16-safe-max", "double", /*default=*/"32752.0",
+         "Largest |x| treated as safe in f16 (65504 with a 2x margin)">,
+  Option<"report", "report", "std::string", /*default=*/"\"\"",
+         "Write a JSON report of every decision to this path">,
+  Option<"keepSignature", "keep-signature", "bool", /*default=*/"true",
+         "Keep function argument and result types (f32); when false, "
+         "arguments and results may become low precision">
+];
+
+def MPAnalyzePrecision : Pass<"mp-analyze-precision", "::mlir::ModuleOp"> {
+  let summary = "Classify every op (allow, infer, clear, deny) and decide "
+                "the type it computes in";
+  let description = [{
+    Gives every op on float tensors a precision class and records the
+    decision as an `mp.decision` attribute:
+
+    * `allow`: contractions (matmul, batch_matmul, transposed variants,
+      convolutions, and `linalg.generic` found to be a multiply-add
+      reduction) take low-precision inputs and accumulate in f32;
+    * `infer`: elementwise arithmetic, activations (relu, tanh, sigmoid,
+      gelu), broadcasts and bias adds;
+    * `clear`: reshapes, transposes, slices, concat, pad, fill, max-pool;
+    * `deny`: exp, log, pow, sqrt/rsqrt, division by a computed value
+      (softmax, normalisation), sum/mean/variance reductions, and every op
+      the analysis does not know (a warning names it; it stays f32).
+
+    `allow-ops=` / `deny-ops=` override classes by op name, and an op's own
+    `mp.precision = "f32" | "f16" | "bf16"` attribute wins over every rule.
+    With `calibration=` (f16 only), a value whose measured |x| exceeds
+    `f16-safe-max`, or whose non-zero values are mostly below f16's normal
+    range, keeps its producer and consumers in f32.
+
+    Infer and clear ops are then placed by a minimum cut over the op graph:
+    each op may compute in the low type or in f32; a conversion costs the
+    bytes it reads and writes, and an op that runs low saves half of the
+    bytes it moves. Contraction inputs are fixed low and their results f32,
+    deny ops are fixed f32. The cheapest placement of precision boundaries
+    is exact, unlike greedy painting.
+
+    Before:
+
+    ```mlir
+    %0 = linalg.matmul ins(%x, %w : tensor<8x64xf32>, tensor<64x32xf32>)
+                       outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %0 = linalg.matmul {mp.decision = #mp.decision<allow, f16>}
+        ins(%x, %w : tensor<8x64xf32>, tensor<64x32xf32>)
+        outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+    ```
+  }];
+  let options = MPAnalysisOptions;
+  let statistics = [
+    Statistic<"numAllow", "allow-ops", "Ops classified allow">,
+    Statistic<"numInfer", "infer-ops", "Ops classified infer">,
+    Statistic<"numClear", "clear-ops", "Ops classified clear">,
+    Statistic<"numDeny", "deny-ops", "Ops classified deny">,
+    Statistic<"numLow", "low-precision-ops", "Ops decided low precision">
+  ];
+}
+
+def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Rewrite a model to f16/bf16 compute with f32 accumulation";
+  let description = [{
+    Runs `--mp-import` when the module holds tosa ops, then the precision
+    analysis (see `--mp-analyze-precision`; decisions already present as
+    `mp.decision` attributes are kept), then rewrites:
+
+    * contractions get low-precision inputs and keep their f32 accumulator
+      and result (named ops are rebuilt, so their bodies extend the inputs);
+    * low-precision infer and clear ops read and write the low type;
+      `linalg.generic` bodies keep their arithmetic and round once on the
+      way out;
+    * a value is converted at most once per type, cast pairs that cancel
+      are removed, casts of constants are folded into the constants, and a
+      cast next to a `linalg.generic` is folded into that op's body so no
+      stand-alone cast kernel remains where a neighbour can absorb it;
+    * a warning names every op that would accumulate in f16/bf16 over a
+      reduction longer than `warn-reduction-size`.
+
+    Function signatures are kept by default (`keep-signature=false` lets
+    arguments and results take the low type).
+
+    Before:
+
+    ```mlir
+    %0 = linalg.matmul ins(%x, %w : tensor<8x64xf32>, tensor<64x32xf32>)
+                       outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+    ```
+
+    After (`dtype=f16`):
+
+    ```mlir
+    %xh = linalg.generic ... ins(%x : tensor<8x64xf32>)
+                            outs(%e0 : tensor<8x64xf16>) { arith.truncf }
+    %wh = linalg.generic ... ins(%w : tensor<64x32xf32>)
+                            outs(%e1 : tensor<64x32xf16>) { arith.truncf }
+    %0 = linalg.matmul ins(%xh, %wh : tensor<8x64xf16>, tensor<64x32xf16>)
+                       outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+    ```
+  }];
+  let options = !listconcat(MPAnalysisOptions, [
+    Option<"warnReductionSize", "warn-reduction-size", "int64_t",
+           /*default=*/"2048",
+           "Warn when an op accumulates in f16/bf16 over more elements">,
+    Option<"summary", "summary", "bool", /*default=*/"false",
+           "Emit a remark with class totals, casts and bytes converted">
+  ]);
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::mp::MPDialect"
+  ];
+  let statistics = [
+    Statistic<"numCasts", "casts-inserted",
+              "Stand-alone cast ops left in the rewritten IR">,
+    Statistic<"numFusedCasts", "casts-fused",
+              "Conversions folded into neighbouring linalg.generic ops">,
+    Statistic<"numBytesConverted", "bytes-converted",
+              "Bytes read plus written by stand-alone casts">,
+    Statistic<"numDemoted", "ops-demoted",
+              "Ops that now compute in (or read) the low type">
+  ];
+}
+
+#endif // MP_TRANSFORMS_PASSES_TD

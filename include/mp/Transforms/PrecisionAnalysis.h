@@ -1,0 +1,127 @@
+//===- PrecisionAnalysis.h - per-op precision decisions ---------*- C++ -*-===//
+//
+// Classifies ops (allow, infer, clear, deny) and decides, by a minimum cut
+// over the op graph, which of them compute in the low-precision type. The
+// analysis pass reports the decisions; the rewrite pass applies them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_TRANSFORMS_PRECISIONANALYSIS_H
+#define MP_TRANSFORMS_PRECISIONANALYSIS_H
+
+#include "mp/Dialect/MP/IR/MPAttrs.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace mp {
+
+/// Name of the user's per-op override: "f32", "f16" or "bf16".
+constexpr llvm::StringLiteral kPrecisionAttrName = "mp.precision";
+/// Name of the attribute recording a decision (#mp.decision<...>).
+constexpr llvm::StringLiteral kDecisionAttrName = "mp.decision";
+
+/// Measured range of one value, from a calibration statistics file.
+struct MeasuredRange {
+  double absMax = 0;
+  /// Fraction of non-zero elements with |x| below f16's smallest normal.
+  double belowF16NormalFraction = 0;
+};
+
+struct PrecisionAnalysisOptions {
+  Type lowType;
+  std::vector<std::string> allowOps;
+  std::vector<std::string> denyOps;
+  /// Keyed by value id (see valueId()); empty without calibration data.
+  llvm::StringMap<MeasuredRange> ranges;
+  double f16SafeMax = 32752.0;
+  bool keepSignature = true;
+};
+
+/// The verdict for one op.
+struct OpDecision {
+  PrecisionClass precisionClass = PrecisionClass::Deny;
+  /// f32, or the low type (allow ops: the type of their inputs).
+  Type computeType;
+  std::string reason;
+};
+
+/// Decisions for every op on float tensors in a module.
+class PrecisionAnalysis {
+public:
+  /// Analyses `module`. Fails (after emitting a located error) only on
+  /// malformed user input such as a bad `mp.precision` value.
+  static FailureOr<PrecisionAnalysis>
+  run(ModuleOp module, const PrecisionAnalysisOptions &options);
+
+  /// The decision of `op`, or null when the analysis ignores it.
+  const OpDecision *lookup(Operation *op) const;
+
+  /// Analysed ops in program order, with their decisions.
+  ArrayRef<std::pair<Operation *, OpDecision>> decisions() const {
+    return ordered;
+  }
+
+  /// Function arguments that may take the low type (keep-signature=false).
+  const llvm::DenseMap<Value, Type> &lowArguments() const {
+    return argumentTypes;
+  }
+  /// Function results that may take the low type (keep-signature=false),
+  /// keyed by (function, result index).
+  const llvm::DenseMap<std::pair<Operation *, unsigned>, Type> &
+  lowResults() const {
+    return resultTypes;
+  }
+
+private:
+  std::vector<std::pair<Operation *, OpDecision>> ordered;
+  llvm::DenseMap<Operation *, size_t> index;
+  llvm::DenseMap<Value, Type> argumentTypes;
+  llvm::DenseMap<std::pair<Operation *, unsigned>, Type> resultTypes;
+  friend class PrecisionGraphBuilder;
+};
+
+/// The rule-based class of `op` and why, before overrides and ranges.
+/// Returns failure for ops the analysis ignores (no float tensors).
+FailureOr<std::pair<PrecisionClass, std::string>> classifyOp(Operation *op);
+
+/// Stable id of `value` for calibration statistics: the producer's `mp.id`
+/// attribute, else its name location, else "<function>/<ordinal>", with
+/// "#<result>" appended for results other than the first.
+std::string valueId(Value value, llvm::StringRef functionName,
+                    unsigned ordinal);
+
+/// Reads a calibration statistics file (docs/calibration-stats.md).
+FailureOr<llvm::StringMap<MeasuredRange>>
+readCalibrationStats(llvm::StringRef path, std::string &error);
+
+/// Parses "f16" / "bf16"; null on anything else.
+Type parseLowType(MLIRContext *context, llvm::StringRef name);
+
+/// Builds analysis options from pass options; emits a located error on
+/// `module` for a bad dtype or unreadable calibration file.
+FailureOr<PrecisionAnalysisOptions> makeAnalysisOptions(
+    ModuleOp module, llvm::StringRef dtype, ArrayRef<std::string> allowOps,
+    ArrayRef<std::string> denyOps, llvm::StringRef calibrationPath,
+    double f16SafeMax, bool keepSignature);
+
+/// The JSON report: every decision with location, class, type and reason;
+/// totals per class and per type.
+llvm::json::Object buildReport(const PrecisionAnalysis &analysis,
+                               const PrecisionAnalysisOptions &options);
+
+/// Writes `report` to `path`; a located error on `module` if it cannot.
+LogicalResult writeReport(ModuleOp module, llvm::json::Object report,
+                          llvm::StringRef path);
+
+} // namespace mp
+} // namespace mlir
+
+#endif // MP_TRANSFORMS_PRECISIONANALYSIS_H

@@ -1,0 +1,573 @@
+//===- AutoMixedPrecision.cpp - f16/bf16 compute, f32 accumulation --------===//
+//
+// Applies the precision analysis: rebuilds ops in the low type, converts each
+// value at most once per type, folds constant casts, cancels cast pairs and
+// folds boundary casts into neighbouring linalg.generic ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Transforms/Passes.h"
+#include "mp/Transforms/PrecisionAnalysis.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir {
+namespace mp {
+#define GEN_PASS_DEF_AUTOMIXEDPRECISION
+#include "mp/Transforms/Passes.h.inc"
+} // namespace mp
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::mp;
+
+namespace {
+
+bool isFloatTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+Type elementType(Value value) { return getElementTypeOrSelf(value.getType()); }
+
+RankedTensorType withElementType(Type type, Type element) {
+  return cast<RankedTensorType>(type).clone(element);
+}
+
+int64_t staticElements(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.hasStaticShape() ? tensor.getNumElements() : 0;
+}
+
+/// Converts a float scalar between float types.
+Value convertScalar(OpBuilder &b, Location loc, Value value, Type type) {
+  if (value.getType() == type)
+    return value;
+  if (type.getIntOrFloatBitWidth() > value.getType().getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, loc, type, value);
+  if (type.getIntOrFloatBitWidth() < value.getType().getIntOrFloatBitWidth())
+    return arith::TruncFOp::create(b, loc, type, value);
+  // f16 <-> bf16: through f32, rounding once at the end.
+  Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+  return arith::TruncFOp::create(b, loc, type, wide);
+}
+
+/// A stand-alone cast: linalg.generic, one input, one output, identity maps,
+/// body = conversion + yield.
+bool isCastGeneric(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block &body = generic.getRegion().front();
+  for (Operation &inner : body.without_terminator())
+    if (!isa<arith::ExtFOp, arith::TruncFOp>(inner))
+      return false;
+  return !body.without_terminator().empty();
+}
+
+/// Rewrites one function according to the analysis.
+class Rewriter {
+public:
+  Rewriter(const PrecisionAnalysis &analysis, Type lowType)
+      : analysis(analysis), lowType(lowType) {}
+
+  void rewrite(func::FuncOp func);
+  int64_t numDemoted = 0;
+  int64_t numFused = 0;
+
+private:
+  Value convert(Value value, Type element);
+  Value freshInit(OpBuilder &b, Location loc, Value like, Type element);
+  void rewriteOp(Operation *op, const OpDecision &decision);
+  Operation *rebuild(Operation *op, ValueRange operands,
+                     TypeRange resultTypes);
+  void retypeSignature(func::FuncOp func);
+  void foldCastsIntoGenerics(func::FuncOp func);
+  void eraseDeadOps();
+
+  const PrecisionAnalysis &analysis;
+  Type lowType;
+  DenseMap<std::pair<Value, Type>, Value> converted;
+  llvm::SetVector<Operation *> maybeDead;
+};
+
+/// A tensor with the shape of `like` and element type `element` whose
+/// contents do not matter (an init the op never reads).
+Value Rewriter::freshInit(OpBuilder &b, Location loc, Value like,
+                          Type element) {
+  if (auto empty = like.getDefiningOp<tensor::EmptyOp>())
+    maybeDead.insert(empty);
+  Value init = tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, like),
+                                       element);
+  maybeDead.insert(init.getDefiningOp());
+  return init;
+}
+
+Value Rewriter::convert(Value value, Type element) {
+  if (elementType(value) == element)
+    return value;
+  Operation *def = value.getDefiningOp();
+  // Convert from the original value, never a cast of a cast.
+  if (isCastGeneric(def))
+    return convert(cast<linalg::GenericOp>(def).getDpsInputs()[0], element);
+  auto key = std::make_pair(value, element);
+  if (Value known = converted.lookup(key))
+    return known;
+
+  OpBuilder b(value.getContext());
+  if (def)
+    b.setInsertionPointAfter(def);
+  else
+    b.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
+  Location loc = value.getLoc();
+  RankedTensorType type = withElementType(value.getType(), element);
+  Value result;
+
+  DenseElementsAttr dense;
+  linalg::FillOp fill = value.getDefiningOp<linalg::FillOp>();
+  if (matchPattern(value, m_Constant(&dense))) {
+    // Fold the cast into the constant.
+    const llvm::fltSemantics &semantics =
+        cast<FloatType>(element).getFloatSemantics();
+    Attribute folded = dense.mapValues(element, [&](const APFloat &v) {
+      APFloat copy = v;
+      bool lostInfo;
+      copy.convert(semantics, APFloat::rmNearestTiesToEven, &lostInfo);
+      return copy.bitcastToAPInt();
+    });
+    result = arith::ConstantOp::create(b, loc, type, cast<TypedAttr>(folded));
+  } else if (fill && matchPattern(fill.getInputs()[0], m_Constant()) &&
+             fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>()) {
+    // Re-create the fill in the new type.
+    Value scalar = convertScalar(b, loc, fill.getInputs()[0], element);
+    Value init = freshInit(b, loc, value, element);
+    result = linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{init})
+                 .getResult(0);
+  } else {
+    Value init = freshInit(b, loc, value, element);
+    unsigned rank = type.getRank();
+    AffineMap id = b.getMultiDimIdentityMap(rank);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    result = linalg::GenericOp::create(
+                 b, loc, type, ValueRange{value}, ValueRange{init},
+                 ArrayRef<AffineMap>{id, id}, iterators,
+                 [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                   linalg::YieldOp::create(
+                       nb, nloc, convertScalar(nb, nloc, args[0], element));
+                 })
+                 .getResult(0);
+  }
+  maybeDead.insert(result.getDefiningOp());
+  converted[key] = result;
+  return result;
+}
+
+/// Clones `op` with new operands and result types; linalg bodies are rebuilt
+/// (named ops) or patched with conversions at their edges (other ops).
+Operation *Rewriter::rebuild(Operation *op, ValueRange operands,
+                             TypeRange resultTypes) {
+  OpBuilder b(op);
+  Operation *clone = b.clone(*op);
+  clone->setOperands(operands);
+  for (auto [result, type] : llvm::zip(clone->getResults(), resultTypes))
+    result.setType(type);
+
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(clone);
+  if (linalgOp) {
+    if (auto regionBuilder = linalgOp.getRegionBuilder()) {
+      // Named op: its body follows from the operand types.
+      Region &region = clone->getRegion(0);
+      region.getBlocks().clear();
+      SmallVector<Type> argTypes;
+      SmallVector<Location> locs;
+      for (Value v : operands) {
+        argTypes.push_back(getElementTypeOrSelf(v.getType()));
+        locs.push_back(op->getLoc());
+      }
+      Block *block = b.createBlock(&region, {}, argTypes, locs);
+      ImplicitLocOpBuilder ib(op->getLoc(), b);
+      ib.setInsertionPointToStart(block);
+      regionBuilder(ib, *block, clone->getAttrDictionary().getValue(),
+                    [&]() { return clone->emitError(); });
+      return clone;
+    }
+    // Other linalg ops: convert at the block arguments and the yield, so
+    // the arithmetic in between keeps its types.
+    Block &body = clone->getRegion(0).front();
+    for (OpOperand &operand : clone->getOpOperands()) {
+      if (operand.getOperandNumber() >= body.getNumArguments())
+        continue;
+      BlockArgument arg = linalgOp.getMatchingBlockArgument(&operand);
+      Type newType = getElementTypeOrSelf(operand.get().getType());
+      Type oldType = arg.getType();
+      if (newType == oldType)
+        continue;
+      arg.setType(newType);
+      if (arg.use_empty())
+        continue;
+      b.setInsertionPointToStart(&body);
+      Value restored = convertScalar(b, op->getLoc(), arg, oldType);
+      arg.replaceAllUsesExcept(restored, restored.getDefiningOp());
+    }
+    Operation *yield = body.getTerminator();
+    b.setInsertionPoint(yield);
+    for (auto [operand, type] : llvm::zip(yield->getOpOperands(),
+                                          clone->getResultTypes()))
+      operand.set(convertScalar(b, op->getLoc(), operand.get(),
+                                getElementTypeOrSelf(type)));
+    return clone;
+  }
+  if (auto pad = dyn_cast<tensor::PadOp>(clone)) {
+    Operation *yield = pad.getRegion().front().getTerminator();
+    b.setInsertionPoint(yield);
+    yield->setOperand(0, convertScalar(b, op->getLoc(), yield->getOperand(0),
+                                       pad.getResultType().getElementType()));
+  }
+  return clone;
+}
+
+void Rewriter::rewriteOp(Operation *op, const OpDecision &decision) {
+  Type compute = decision.computeType;
+  if (compute.isF32())
+    return;
+  bool accumulateF32 = decision.precisionClass == PrecisionClass::Allow &&
+                       !op->getAttr(kPrecisionAttrName);
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  OpBuilder b(op);
+
+  SmallVector<Value> operands;
+  bool changed = false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    Value value = operand.get();
+    bool isInit = linalgOp && linalgOp.isDpsInit(&operand);
+    if (!isFloatTensor(value.getType()) ||
+        !elementType(value).isF32() || (isInit && accumulateF32)) {
+      operands.push_back(value);
+      continue;
+    }
+    changed = true;
+    if (isInit && !linalgOp.payloadUsesValueFromOperand(&operand)) {
+      operands.push_back(freshInit(b, op->getLoc(), value, compute));
+      continue;
+    }
+    operands.push_back(convert(value, compute));
+  }
+  SmallVector<Type> resultTypes;
+  for (Value result : op->getResults()) {
+    Type type = result.getType();
+    if (isFloatTensor(type) && elementType(result).isF32() && !accumulateF32) {
+      type = withElementType(type, compute);
+      changed = true;
+    }
+    resultTypes.push_back(type);
+  }
+  if (!changed)
+    return;
+
+  Operation *replacement = rebuild(op, operands, resultTypes);
+  for (auto [oldResult, newResult] :
+       llvm::zip(op->getResults(), replacement->getResults())) {
+    // Users that still expect f32 get one conversion back; low users later
+    // look through it (cast pairs cancel).
+    Value restored = convert(newResult, elementType(oldResult));
+    oldResult.replaceAllUsesWith(restored);
+  }
+  for (Value operand : op->getOperands())
+    if (Operation *def = operand.getDefiningOp())
+      maybeDead.insert(def);
+  op->erase();
+  ++numDemoted;
+}
+
+void Rewriter::retypeSignature(func::FuncOp func) {
+  Block &entry = func.getBody().front();
+  for (BlockArgument arg : func.getArguments()) {
+    auto it = analysis.lowArguments().find(arg);
+    if (it == analysis.lowArguments().end())
+      continue;
+    Type oldType = arg.getType();
+    arg.setType(withElementType(oldType, it->second));
+    OpBuilder b = OpBuilder::atBlockBegin(&entry);
+    Value restored = convert(arg, elementType(Value(arg)).isF32()
+                                      ? elementType(Value(arg))
+                                      : cast<RankedTensorType>(oldType)
+                                            .getElementType());
+    arg.replaceAllUsesExcept(restored, restored.getDefiningOp());
+  }
+}
+
+void Rewriter::foldCastsIntoGenerics(func::FuncOp func) {
+  SmallVector<linalg::GenericOp> casts;
+  func.walk([&](linalg::GenericOp op) {
+    if (isCastGeneric(op))
+      casts.push_back(op);
+  });
+  for (linalg::GenericOp castOp : casts) {
+    Value input = castOp.getDpsInputs()[0];
+    Value output = castOp.getResult(0);
+    Type target = elementType(output);
+
+    // The producer writes the converted type directly.
+    auto producer = input.getDefiningOp<linalg::GenericOp>();
+    if (producer && !isCastGeneric(producer) && input.hasOneUse()) {
+      unsigned index = cast<OpResult>(input).getResultNumber();
+      OpOperand *init = producer.getDpsInitOperand(index);
+      if (!producer.payloadUsesValueFromOperand(init)) {
+        OpBuilder b(producer);
+        init->set(freshInit(b, producer.getLoc(), init->get(), target));
+        producer.getMatchingBlockArgument(init).setType(target);
+        input.setType(output.getType());
+        Operation *yield = producer.getRegion().front().getTerminator();
+        b.setInsertionPoint(yield);
+        yield->setOperand(index, convertScalar(b, producer.getLoc(),
+                                               yield->getOperand(index),
+                                               target));
+        output.replaceAllUsesWith(input);
+        castOp.erase();
+        ++numFused;
+        continue;
+      }
+    }
+
+    // Consumers read the unconverted value and convert in their bodies;
+    // only when that removes the cast and reads fewer bytes (<= 2 users).
+    SmallVector<OpOperand *> uses;
+    bool absorbable = !output.use_empty();
+    for (OpOperand &use : output.getUses()) {
+      auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!consumer || isCastGeneric(consumer) ||
+          !consumer.isDpsInput(&use)) {
+        absorbable = false;
+        break;
+      }
+      uses.push_back(&use);
+    }
+    if (!absorbable || uses.size() > 2)
+      continue;
+    for (OpOperand *use : uses) {
+      auto consumer = cast<linalg::GenericOp>(use->getOwner());
+      BlockArgument arg = consumer.getMatchingBlockArgument(use);
+      use->set(input);
+      arg.setType(elementType(input));
+      if (!arg.use_empty()) {
+        OpBuilder b = OpBuilder::atBlockBegin(arg.getOwner());
+        Value restored = convertScalar(b, consumer.getLoc(), arg, target);
+        arg.replaceAllUsesExcept(restored, restored.getDefiningOp());
+      }
+      ++numFused;
+    }
+    maybeDead.insert(castOp);
+  }
+}
+
+/// In linalg bodies, extf(truncf(x)) back to x's own type only loses
+/// precision: the rewrite produces such pairs where a body converts its
+/// input back to the type it computes in.
+void foldRoundTripsInBodies(func::FuncOp func) {
+  func.walk([](arith::ExtFOp ext) {
+    auto trunc = ext.getIn().getDefiningOp<arith::TruncFOp>();
+    if (!trunc || trunc.getIn().getType() != ext.getType() ||
+        !isa<linalg::LinalgOp>(ext->getParentOp()))
+      return;
+    ext.replaceAllUsesWith(trunc.getIn());
+    ext.erase();
+    if (trunc->use_empty())
+      trunc.erase();
+  });
+}
+
+void Rewriter::eraseDeadOps() {
+  bool erased = true;
+  while (erased) {
+    erased = false;
+    for (Operation *op : llvm::make_early_inc_range(maybeDead)) {
+      if (!op->use_empty() || !isPure(op))
+        continue;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          maybeDead.insert(def);
+      maybeDead.remove(op);
+      op->erase();
+      erased = true;
+    }
+  }
+}
+
+void Rewriter::rewrite(func::FuncOp func) {
+  retypeSignature(func);
+  // Decisions are in program order, so operands are rewritten before users.
+  SmallVector<std::pair<Operation *, OpDecision>> todo;
+  for (const auto &[op, decision] : analysis.decisions())
+    if (op->getParentOfType<func::FuncOp>() == func)
+      todo.push_back({op, decision});
+  for (auto &[op, decision] : todo)
+    rewriteOp(op, decision);
+
+  // Low results (keep-signature=false).
+  bool signatureChanged = !analysis.lowArguments().empty();
+  func.walk([&](func::ReturnOp ret) {
+    for (OpOperand &operand : ret->getOpOperands()) {
+      auto it = analysis.lowResults().find(
+          {func.getOperation(), operand.getOperandNumber()});
+      if (it == analysis.lowResults().end())
+        continue;
+      operand.set(convert(operand.get(), it->second));
+      signatureChanged = true;
+    }
+  });
+  eraseDeadOps();
+  foldCastsIntoGenerics(func);
+  eraseDeadOps();
+  foldRoundTripsInBodies(func);
+  if (signatureChanged) {
+    SmallVector<Type> results;
+    func.walk([&](func::ReturnOp ret) {
+      results.assign(ret.getOperandTypes().begin(), ret.getOperandTypes().end());
+    });
+    func.setFunctionType(FunctionType::get(
+        func.getContext(), func.getBody().front().getArgumentTypes(), results));
+  }
+}
+
+struct AutoMixedPrecisionPass
+    : mp::impl::AutoMixedPrecisionBase<AutoMixedPrecisionPass> {
+  using Base::Base;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    AutoMixedPrecisionBase::getDependentDialects(registry);
+    OpPassManager pm(ModuleOp::getOperationName());
+    pm.addPass(createMPImport());
+    pm.getDependentDialects(registry);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (warnReductionSize < 1) {
+      mlir::emitError(module.getLoc()) << "warn-reduction-size must be at least 1, got "
+                         << warnReductionSize;
+      return signalPassFailure();
+    }
+    FailureOr<PrecisionAnalysisOptions> options = makeAnalysisOptions(
+        module, dtype, allowOps, denyOps, calibration, f16SafeMax,
+        keepSignature);
+    if (failed(options))
+      return signalPassFailure();
+
+    // tosa models are brought to linalg first.
+    bool hasTosa = module
+                       .walk([](Operation *op) {
+                         return isa<tosa::TosaDialect>(op->getDialect())
+                                    ? WalkResult::interrupt()
+                                    : WalkResult::advance();
+                       })
+                       .wasInterrupted();
+    if (hasTosa) {
+      OpPassManager pm(ModuleOp::getOperationName());
+      pm.addPass(createMPImport());
+      if (failed(runPipeline(pm, module)))
+        return signalPassFailure();
+    }
+
+    FailureOr<PrecisionAnalysis> analysis =
+        PrecisionAnalysis::run(module, *options);
+    if (failed(analysis))
+      return signalPassFailure();
+    // The report names ops the rewrite replaces: build it first.
+    llvm::json::Object json = buildReport(*analysis, *options);
+
+    Rewriter rewriter(*analysis, options->lowType);
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
+      if (!func.isExternal())
+        rewriter.rewrite(func);
+
+    // LLVM release builds compile statistics out; count here as well.
+    int64_t casts = 0, bytes = 0;
+    module.walk([&](Operation *op) {
+      op->removeAttr(kDecisionAttrName);
+      if (isCastGeneric(op)) {
+        ++casts;
+        Value in = op->getOperand(0), out = op->getResult(0);
+        bytes += staticElements(in.getType()) *
+                 (elementType(in).getIntOrFloatBitWidth() / 8 +
+                  elementType(out).getIntOrFloatBitWidth() / 8);
+      }
+      warnLowAccumulation(op);
+    });
+    numCasts += casts;
+    numBytesConverted += bytes;
+    numDemoted += rewriter.numDemoted;
+    numFusedCasts += rewriter.numFused;
+
+    if (summary) {
+      const llvm::json::Object *totals = json.getObject("totals");
+      const llvm::json::Object *classes = totals->getObject("class");
+      mlir::emitRemark(module.getLoc())
+          << "auto-mixed-precision (" << dtype << "): "
+          << *classes->getInteger("allow") << " allow, "
+          << *classes->getInteger("infer") << " infer, "
+          << *classes->getInteger("clear") << " clear, "
+          << *classes->getInteger("deny") << " deny ops; "
+          << rewriter.numDemoted << " ops demoted, " << casts
+          << " casts inserted (" << bytes << " bytes converted), "
+          << rewriter.numFused << " conversions folded into neighbours";
+    }
+    if (!report.empty()) {
+      json["rewrite"] = llvm::json::Object{
+          {"ops_demoted", rewriter.numDemoted},
+          {"casts_inserted", casts},
+          {"bytes_converted", bytes},
+          {"conversions_folded", rewriter.numFused}};
+      if (failed(writeReport(module, std::move(json), report)))
+        return signalPassFailure();
+    }
+  }
+
+  /// Warns about ops that accumulate in f16/bf16 over long reductions.
+  void warnLowAccumulation(Operation *op) {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if (!linalgOp || linalgOp.getNumReductionLoops() == 0)
+      return;
+    for (OpOperand &init : linalgOp.getDpsInitsMutable()) {
+      Type element = elementType(init.get());
+      if (!(element.isF16() || element.isBF16()) ||
+          !linalgOp.payloadUsesValueFromOperand(&init))
+        continue;
+      SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
+      SmallVector<utils::IteratorType> iterators =
+          linalgOp.getIteratorTypesArray();
+      int64_t length = 1;
+      bool dynamic = false;
+      for (auto [range, iterator] : llvm::zip(ranges, iterators)) {
+        if (iterator != utils::IteratorType::reduction)
+          continue;
+        if (ShapedType::isDynamic(range))
+          dynamic = true;
+        else
+          length *= range;
+      }
+      if (dynamic || length > warnReductionSize) {
+        InFlightDiagnostic diag = op->emitWarning() << "accumulates in "
+                                                    << element << " over ";
+        if (dynamic)
+          diag << "a dynamic number of";
+        else
+          diag << length;
+        diag << " elements (warn-reduction-size = " << warnReductionSize
+             << "); keep its accumulator in f32 (mp.precision = \"f32\")";
+      }
+      return;
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks (Debian packages only, once),
+# then configures and builds mp into build/ (tools in build/bin).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build="${MP_BUILD_DIR:-$root/build}"
+
+packages=(
+  cmake ninja-build ccache g++ python3
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null |
+      grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "== setup: installing Debian packages: ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "== setup: Debian packages present"
+fi
+
+if [ ! -f "$build/build.ninja" ]; then
+  echo "== setup: configuring $build"
+  cmake -S "$root" -B "$build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null
+fi
+
+echo "== setup: building (ninja, $(nproc) cores)"
+start=$(date +%s)
+cmake --build "$build"
+echo "== setup: build done in $(( $(date +%s) - start )) s; tools in $build/bin"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs, builds and runs every test: the lit suite (check-mp) and, where
+# they exist, GoogleTest (ctest) and pytest. Ends with one line
+# "tests: N passed, N failed".
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build="${MP_BUILD_DIR:-$root/build}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+"$root/scripts/setup.sh" || exit 1
+
+echo "== test: lit suite (check-mp)"
+cmake --build "$build" --target check-mp 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+
+count() { # lit's summary lines look like "  Passed: 8 (100.00%)"
+  awk -v name="$1" '{ line = $0; sub(/^ +/, "", line) }
+    index(line, name ": ") == 1 { split(substr(line, length(name) + 3), f, " "); s += f[1] }
+    END { print s + 0 }' "$log"
+}
+passed=$(count Passed)
+failed=$(( $(count Failed) + $(count "Unresolved") + $(count "Timed Out") ))
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+echo "tests: $passed passed, $failed failed"
+exit "$status"
