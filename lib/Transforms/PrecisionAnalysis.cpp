@@ -690,8 +690,9 @@ FailureOr<PrecisionAnalysisOptions> mlir::mp::makeAnalysisOptions(
     return mlir::emitError(module.getLoc()) << "unknown dtype '" << dtype
                               << "': expected f16 or bf16";
   if (!(f16SafeMax > 0 && f16SafeMax <= 65504))
-    return mlir::emitError(module.getLoc()) << "f16-safe-max must lie in (0, 65504], got "
-                              << f16SafeMax;
+    return mlir::emitError(module.getLoc())
+           << "f16-safe-max must lie in (0, 65504], got "
+           << llvm::formatv("{0}", f16SafeMax).str();
   for (const std::string &name : allowOps)
     if (llvm::is_contained(denyOps, name))
       return mlir::emitError(module.getLoc())
@@ -714,11 +715,16 @@ FailureOr<PrecisionAnalysisOptions> mlir::mp::makeAnalysisOptions(
 static std::string locationText(Location loc) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    os << name.getName().getValue();
+    if (!isa<UnknownLoc>(name.getChildLoc()))
+      os << " at " << locationText(name.getChildLoc());
+  } else if (auto file = dyn_cast<FileLineColLoc>(loc)) {
     os << file.getFilename().getValue() << ":" << file.getLine() << ":"
        << file.getColumn();
-  else
+  } else {
     loc.print(os);
+  }
   return text;
 }
 

@@ -103,6 +103,7 @@ def MPAnalyzePrecision : Pass<"mp-analyze-precision", "::mlir::ModuleOp"> {
     ```
   }];
   let options = MPAnalysisOptions;
+  let dependentDialects = ["::mlir::mp::MPDialect"];
   let statistics = [
     Statistic<"numAllow", "allow-ops", "Ops classified allow">,
     Statistic<"numInfer", "infer-ops", "Ops classified infer">,

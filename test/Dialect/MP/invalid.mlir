@@ -152,13 +152,6 @@ func.func @decision_type() attributes {d = #mp.decision<allow, i8>} {
 
 // -----
 
-// expected-error @+1 {{a 'deny' op must compute in f32, got 'f16'}}
-func.func @decision_deny_f16() attributes {d = #mp.decision<deny, f16>} {
-  return
-}
-
-// -----
-
 // expected-error @+2 {{expected ::mlir::mp::PrecisionClass to be one of: allow, infer, clear, deny}}
 // expected-error @+1 {{failed to parse MP_PrecisionClassAttr parameter 'value'}}
 func.func @bad_class() attributes {c = #mp.class<sometimes>} {

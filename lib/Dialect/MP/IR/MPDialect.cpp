@@ -34,9 +34,6 @@ PrecisionDecisionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!computeType.isF16() && !computeType.isBF16() && !computeType.isF32())
     return emitError() << "compute type must be f16, bf16 or f32, got "
                        << computeType;
-  if (precisionClass == PrecisionClass::Deny && !computeType.isF32())
-    return emitError() << "a 'deny' op must compute in f32, got "
-                       << computeType;
   return success();
 }
 

@@ -44,7 +44,9 @@ def MP_PrecisionDecisionAttr : AttrDef<MP_Dialect, "PrecisionDecision"> {
   let description = [{
     The analysis' verdict for one op: its class and the floating-point type
     its arithmetic runs in (`f16`, `bf16` or `f32`). Contractions marked
-    `f16` or `bf16` still accumulate in `f32`.
+    `f16` or `bf16` still accumulate in `f32`. The class is what the rules
+    said; the type is the decision, which a user override
+    (`mp.precision`) may set against the class.
 
     Example: `linalg.matmul {mp.decision = #mp.decision<allow, f16>} ...`
   }];
