@@ -453,8 +453,9 @@ struct AutoMixedPrecisionPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (warnReductionSize < 1) {
-      mlir::emitError(module.getLoc()) << "warn-reduction-size must be at least 1, got "
-                         << warnReductionSize;
+      mlir::emitError(module.getLoc())
+          << "warn-reduction-size must be at least 1, got "
+          << static_cast<int64_t>(warnReductionSize);
       return signalPassFailure();
     }
     FailureOr<PrecisionAnalysisOptions> options = makeAnalysisOptions(
@@ -562,7 +563,8 @@ struct AutoMixedPrecisionPass
           diag << "a dynamic number of";
         else
           diag << length;
-        diag << " elements (warn-reduction-size = " << warnReductionSize
+        diag << " elements (warn-reduction-size = "
+             << static_cast<int64_t>(warnReductionSize)
              << "); keep its accumulator in f32 (mp.precision = \"f32\")";
       }
       return;

@@ -314,9 +314,6 @@ mlir::mp::readCalibrationStats(StringRef path, std::string &error) {
 // The graph and its minimum cut
 //===----------------------------------------------------------------------===//
 
-/// Smallest positive normal f16 value (2^-14).
-static constexpr double kF16MinNormal = 6.103515625e-05;
-
 /// Ops that look at a tensor's shape only; they accept any element type.
 static bool isShapeOnly(Operation *op) {
   return isa<tensor::DimOp, tensor::RankOp>(op);
@@ -486,7 +483,28 @@ LogicalResult PrecisionGraphBuilder::classifyAll(func::FuncOp func) {
 }
 
 void PrecisionGraphBuilder::applyRanges(func::FuncOp func) {
-  if (options.ranges.empty() || !options.lowType.isF16())
+  if (!options.lowType.isF16())
+    return;
+  // Constants are measured without calibration: one beyond f16's safe range
+  // would fold to inf, so its consumers stay f32.
+  func.walk([&](arith::ConstantOp constant) {
+    auto dense = dyn_cast<DenseFPElementsAttr>(constant.getValue());
+    if (!dense)
+      return;
+    double absMax = 0;
+    for (const APFloat &v : dense.getValues<APFloat>())
+      absMax = std::max(absMax, std::abs(v.convertToDouble()));
+    if (absMax <= options.f16SafeMax)
+      return;
+    std::string why = "range: a constant operand reaches |x| = " +
+                      llvm::formatv("{0}", absMax).str() +
+                      ", beyond f16's safe " +
+                      llvm::formatv("{0}", options.f16SafeMax).str();
+    for (Operation *user : constant->getUsers())
+      if (result.index.count(user) && !freeSources.count(user))
+        forceDeny(user, why);
+  });
+  if (options.ranges.empty())
     return;
   auto check = [&](Value value, const std::string &id) {
     auto it = options.ranges.find(id);
@@ -496,13 +514,12 @@ void PrecisionGraphBuilder::applyRanges(func::FuncOp func) {
     std::string why;
     if (range.absMax > options.f16SafeMax)
       why = "range: '" + id + "' reaches |x| = " +
-            std::to_string(range.absMax) + ", beyond f16's safe " +
-            std::to_string(options.f16SafeMax);
+            llvm::formatv("{0}", range.absMax).str() + ", beyond f16's safe " +
+            llvm::formatv("{0}", options.f16SafeMax).str();
     else if (range.belowF16NormalFraction > 0.5)
       why = "range: " +
             std::to_string(int(range.belowF16NormalFraction * 100)) +
-            "% of '" + id + "' lies below f16's normal range (" +
-            std::to_string(kF16MinNormal) + ")";
+            "% of '" + id + "' lies below f16's normal range (2^-14)";
     if (why.empty())
       return;
     if (Operation *producer = value.getDefiningOp())

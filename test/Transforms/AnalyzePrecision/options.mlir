@@ -1,8 +1,8 @@
 // Options and overrides of --mp-analyze-precision.
 // RUN: mp-opt %s --mp-analyze-precision="allow-ops=linalg.exp deny-ops=linalg.batch_matmul" | FileCheck %s --check-prefix=OVERRIDE
 // RUN: mp-opt %s --mp-analyze-precision=dtype=bf16 | FileCheck %s --check-prefix=BF16
-// RUN: mp-opt %s --mp-analyze-precision="calibration=%S/Inputs/calibration.json" --mlir-print-debuginfo | FileCheck %s --check-prefix=RANGE
-// RUN: mp-opt %s --mp-analyze-precision="dtype=bf16 calibration=%S/Inputs/calibration.json" --mlir-print-debuginfo | FileCheck %s --check-prefix=RANGE-BF16
+// RUN: mp-opt %s --mp-analyze-precision="calibration=%S/Inputs/calibration.json" --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=RANGE
+// RUN: mp-opt %s --mp-analyze-precision="dtype=bf16 calibration=%S/Inputs/calibration.json" --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=RANGE-BF16
 // RUN: mp-opt %s --mp-analyze-precision="report=%t.json" -o /dev/null
 // RUN: FileCheck %s --check-prefix=REPORT < %t.json
 
