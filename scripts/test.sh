@@ -23,5 +23,23 @@ count() { # lit's summary lines look like "  Passed: 8 (100.00%)"
 passed=$(count Passed)
 failed=$(( $(count Failed) + $(count "Unresolved") + $(count "Timed Out") ))
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+
+if [ -f "$build/CTestTestfile.cmake" ]; then
+  echo "== test: GoogleTest unit tests (ctest)"
+  ctest --test-dir "$build" --output-on-failure 2>&1 | tee "$log"
+  ctest_status=${PIPESTATUS[0]}
+  # "100% tests passed, 0 tests failed out of 11"
+  summary=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1)
+  if [ -n "$summary" ]; then
+    total=$(echo "$summary" | sed -E 's/.* out of ([0-9]+).*/\1/')
+    bad=$(echo "$summary" | sed -E 's/.*passed, ([0-9]+) tests failed.*/\1/')
+    passed=$((passed + total - bad))
+    failed=$((failed + bad))
+  elif [ "$ctest_status" -ne 0 ]; then
+    failed=$((failed + 1))
+  fi
+  [ "$ctest_status" -ne 0 ] && status=$ctest_status
+fi
+
 echo "tests: $passed passed, $failed failed"
 exit "$status"

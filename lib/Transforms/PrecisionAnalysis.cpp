@@ -7,7 +7,7 @@
 
 #include "mp/Transforms/PrecisionAnalysis.h"
 
-#include "MinCut.h"
+#include "mp/Support/MinCut.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

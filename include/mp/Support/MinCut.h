@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MP_LIB_TRANSFORMS_MINCUT_H
-#define MP_LIB_TRANSFORMS_MINCUT_H
+#ifndef MP_SUPPORT_MINCUT_H
+#define MP_SUPPORT_MINCUT_H
 
 #include <cstdint>
 #include <limits>
@@ -48,4 +48,4 @@ private:
 } // namespace mp
 } // namespace mlir
 
-#endif // MP_LIB_TRANSFORMS_MINCUT_H
+#endif // MP_SUPPORT_MINCUT_H

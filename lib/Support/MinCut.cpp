@@ -1,6 +1,6 @@
 //===- MinCut.cpp - s-t minimum cut (Dinic's max-flow) --------------------===//
 
-#include "MinCut.h"
+#include "mp/Support/MinCut.h"
 
 #include <algorithm>
 #include <deque>
