@@ -15,6 +15,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir {
@@ -80,7 +81,9 @@ public:
   Rewriter(const PrecisionAnalysis &analysis, Type lowType)
       : analysis(analysis), lowType(lowType) {}
 
-  void rewrite(func::FuncOp func);
+  using Decisions = SmallVector<std::pair<Operation *, OpDecision>>;
+  /// Rewrites `func`; `todo` holds its decisions in program order.
+  void rewrite(func::FuncOp func, const Decisions &todo);
   int64_t numDemoted = 0;
   int64_t numFused = 0;
 
@@ -290,18 +293,14 @@ void Rewriter::rewriteOp(Operation *op, const OpDecision &decision) {
 }
 
 void Rewriter::retypeSignature(func::FuncOp func) {
-  Block &entry = func.getBody().front();
   for (BlockArgument arg : func.getArguments()) {
     auto it = analysis.lowArguments().find(arg);
     if (it == analysis.lowArguments().end())
       continue;
-    Type oldType = arg.getType();
-    arg.setType(withElementType(oldType, it->second));
-    OpBuilder b = OpBuilder::atBlockBegin(&entry);
-    Value restored = convert(arg, elementType(Value(arg)).isF32()
-                                      ? elementType(Value(arg))
-                                      : cast<RankedTensorType>(oldType)
-                                            .getElementType());
+    Type oldElement = elementType(arg);
+    arg.setType(withElementType(arg.getType(), it->second));
+    // Users that still want f32 read one conversion at the entry.
+    Value restored = convert(arg, oldElement);
     arg.replaceAllUsesExcept(restored, restored.getDefiningOp());
   }
 }
@@ -333,6 +332,7 @@ void Rewriter::foldCastsIntoGenerics(func::FuncOp func) {
                                                yield->getOperand(index),
                                                target));
         output.replaceAllUsesWith(input);
+        maybeDead.remove(castOp);
         castOp.erase();
         ++numFused;
         continue;
@@ -387,29 +387,28 @@ void foldRoundTripsInBodies(func::FuncOp func) {
 }
 
 void Rewriter::eraseDeadOps() {
-  bool erased = true;
-  while (erased) {
-    erased = false;
-    for (Operation *op : llvm::make_early_inc_range(maybeDead)) {
-      if (!op->use_empty() || !isPure(op))
-        continue;
-      for (Value operand : op->getOperands())
-        if (Operation *def = operand.getDefiningOp())
-          maybeDead.insert(def);
-      maybeDead.remove(op);
-      op->erase();
-      erased = true;
-    }
+  // A worklist: erasing an op may leave its operands' producers dead.
+  SmallVector<Operation *> worklist(maybeDead.begin(), maybeDead.end());
+  maybeDead.clear();
+  llvm::DenseSet<Operation *> queued(worklist.begin(), worklist.end());
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    queued.erase(op);
+    if (!op->use_empty() || !isPure(op))
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (queued.insert(def).second)
+          worklist.push_back(def);
+    op->erase();
   }
 }
 
-void Rewriter::rewrite(func::FuncOp func) {
+void Rewriter::rewrite(func::FuncOp func, const Decisions &todo) {
+  // Erased ops free their values; never look up another function's casts.
+  converted.clear();
   retypeSignature(func);
   // Decisions are in program order, so operands are rewritten before users.
-  SmallVector<std::pair<Operation *, OpDecision>> todo;
-  for (const auto &[op, decision] : analysis.decisions())
-    if (op->getParentOfType<func::FuncOp>() == func)
-      todo.push_back({op, decision});
   for (auto &[op, decision] : todo)
     rewriteOp(op, decision);
 
@@ -486,10 +485,14 @@ struct AutoMixedPrecisionPass
     // The report names ops the rewrite replaces: build it first.
     llvm::json::Object json = buildReport(*analysis, *options);
 
+    // Group decisions by function before rewriting erases any op.
+    llvm::MapVector<Operation *, Rewriter::Decisions> perFunction;
+    for (const auto &[op, decision] : analysis->decisions())
+      perFunction[op->getParentOfType<func::FuncOp>()].push_back(
+          {op, decision});
     Rewriter rewriter(*analysis, options->lowType);
-    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
-      if (!func.isExternal())
-        rewriter.rewrite(func);
+    for (auto &[func, todo] : perFunction)
+      rewriter.rewrite(cast<func::FuncOp>(func), todo);
 
     // LLVM release builds compile statistics out; count here as well.
     int64_t casts = 0, bytes = 0;

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -229,6 +230,9 @@ FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
     return Classified{PrecisionClass::Infer,
                       "elementwise " + op->getName().getStringRef().str() +
                           " follows its inputs"};
+  if (isa<CallOpInterface>(op))
+    return Classified{PrecisionClass::Deny,
+                      "calls pass f32; the callee is analysed on its own"};
   return Classified{PrecisionClass::Deny,
                     "op '" + op->getName().getStringRef().str() +
                         "' is not understood by the precision analysis; "
@@ -574,13 +578,17 @@ void PrecisionGraphBuilder::buildAndSolve(func::FuncOp func) {
     nodes[op] = node;
   }
 
-  // Function arguments and results.
+  // Function arguments and results. A function that is called in the
+  // module keeps its signature: its callers pass f32.
+  bool keepSignature = options.keepSignature ||
+                       !SymbolTable::symbolKnownUseEmpty(
+                           func, func->getParentOfType<ModuleOp>());
   llvm::DenseMap<Value, int> argumentNodes;
   for (BlockArgument arg : func.getArguments()) {
     if (!isFloatTensor(arg.getType()))
       continue;
     int node = graph.addNode();
-    if (options.keepSignature ||
+    if (keepSignature ||
         !cast<RankedTensorType>(arg.getType()).getElementType().isF32())
       fixHigh(node);
     argumentNodes[arg] = node;
@@ -591,7 +599,7 @@ void PrecisionGraphBuilder::buildAndSolve(func::FuncOp func) {
       if (!isFloatTensor(operand.get().getType()))
         continue;
       int node = graph.addNode();
-      if (options.keepSignature ||
+      if (keepSignature ||
           !cast<RankedTensorType>(operand.get().getType())
                .getElementType()
                .isF32())

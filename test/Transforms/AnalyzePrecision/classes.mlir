@@ -205,9 +205,12 @@ func.func @clear(%x: tensor<2x4x4xf32>, %t: tensor<4x8xf32>, %img: tensor<1x2x4x
 // An op the analysis does not know stays f32, with a warning naming it.
 // CHECK-LABEL: func.func @unknown
 func.func @unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-warning @+1 {{op 'func.call' is not understood by the precision analysis; kept in f32}}
-  %0 = func.call @opaque(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-warning @+1 {{op 'tensor.bitcast' is not understood by the precision analysis; kept in f32}}
+  %0 = tensor.bitcast %x : tensor<4xf32> to tensor<4xf32>
+  // CHECK: tensor.bitcast {{.*}}mp.decision = #mp.decision<deny, f32>
+  // Calls pass f32, without a warning.
   // CHECK: call @opaque{{.*}}mp.decision = #mp.decision<deny, f32>
-  return %0 : tensor<4xf32>
+  %1 = func.call @opaque(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
 }
 func.func private @opaque(tensor<4xf32>) -> tensor<4xf32>

@@ -27,3 +27,4 @@ func.func @sig(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %acc: tensor<8x4xf32>
 // WARNSIZE: error: warn-reduction-size must be at least 1, got 0
 // Contractions accumulate in f32, so even a small limit warns about nothing.
 // NOWARN-NOT: warning
+
