@@ -8,27 +8,28 @@
 using namespace mlir::mp;
 
 int MinCut::addNode() {
-  adjacency.emplace_back();
-  return static_cast<int>(adjacency.size()) - 1;
+  firstEdge.push_back(-1);
+  return static_cast<int>(firstEdge.size()) - 1;
 }
 
 void MinCut::addEdge(int from, int to, int64_t capacity) {
   if (capacity <= 0 || from == to)
     return;
-  adjacency[from].push_back(static_cast<int>(edges.size()));
-  edges.push_back({to, std::min(capacity, kInfinite)});
-  adjacency[to].push_back(static_cast<int>(edges.size()));
-  edges.push_back({from, 0});
+  // Edge i and its residual twin i ^ 1.
+  edges.push_back({to, firstEdge[from], std::min(capacity, kInfinite)});
+  firstEdge[from] = static_cast<int>(edges.size()) - 1;
+  edges.push_back({from, firstEdge[to], 0});
+  firstEdge[to] = static_cast<int>(edges.size()) - 1;
 }
 
 bool MinCut::buildLevels() {
-  level.assign(adjacency.size(), -1);
+  level.assign(firstEdge.size(), -1);
   std::deque<int> queue{kSource};
   level[kSource] = 0;
   while (!queue.empty()) {
     int node = queue.front();
     queue.pop_front();
-    for (int e : adjacency[node]) {
+    for (int e = firstEdge[node]; e >= 0; e = edges[e].next) {
       if (edges[e].capacity > 0 && level[edges[e].to] < 0) {
         level[edges[e].to] = level[node] + 1;
         queue.push_back(edges[e].to);
@@ -62,9 +63,7 @@ int64_t MinCut::push(int start, int64_t limit) {
       continue;
     }
     bool advanced = false;
-    for (int &i = nextEdge[node]; i < static_cast<int>(adjacency[node].size());
-         ++i) {
-      int e = adjacency[node][i];
+    for (int &e = currentEdge[node]; e >= 0; e = edges[e].next) {
       if (edges[e].capacity > 0 && level[edges[e].to] == level[node] + 1) {
         path.push_back({edges[e].to, e});
         advanced = true;
@@ -74,8 +73,10 @@ int64_t MinCut::push(int start, int64_t limit) {
     if (!advanced) {
       level[node] = -1; // dead end for this phase
       path.pop_back();
-      if (!path.empty())
-        ++nextEdge[path.back().node];
+      if (!path.empty()) {
+        int &e = currentEdge[path.back().node];
+        e = edges[e].next;
+      }
     }
   }
   return total;
@@ -84,17 +85,17 @@ int64_t MinCut::push(int start, int64_t limit) {
 int64_t MinCut::solve() {
   int64_t flow = 0;
   while (buildLevels()) {
-    nextEdge.assign(adjacency.size(), 0);
+    currentEdge = firstEdge;
     flow += push(kSource, kInfinite);
   }
   // Source side of the minimum cut: reachable in the residual graph.
-  reachable.assign(adjacency.size(), false);
+  reachable.assign(firstEdge.size(), false);
   std::deque<int> queue{kSource};
   reachable[kSource] = true;
   while (!queue.empty()) {
     int node = queue.front();
     queue.pop_front();
-    for (int e : adjacency[node])
+    for (int e = firstEdge[node]; e >= 0; e = edges[e].next)
       if (edges[e].capacity > 0 && !reachable[edges[e].to]) {
         reachable[edges[e].to] = true;
         queue.push_back(edges[e].to);

@@ -91,6 +91,12 @@ private:
   Value convert(Value value, Type element);
   Value freshInit(OpBuilder &b, Location loc, Value like, Type element);
   void rewriteOp(Operation *op, const OpDecision &decision);
+  void finishReplacements();
+  /// The value that currently stands for `value` (its rewritten version).
+  Value current(Value value) const {
+    Value replaced = replacement.lookup(value);
+    return replaced ? replaced : value;
+  }
   Operation *rebuild(Operation *op, ValueRange operands,
                      TypeRange resultTypes);
   void retypeSignature(func::FuncOp func);
@@ -101,6 +107,9 @@ private:
   Type lowType;
   DenseMap<std::pair<Value, Type>, Value> converted;
   llvm::SetVector<Operation *> maybeDead;
+  /// Rewritten ops (erased at the end) and their results' replacements.
+  llvm::SetVector<Operation *> replaced;
+  DenseMap<Value, Value> replacement;
 };
 
 /// A tensor with the shape of `like` and element type `element` whose
@@ -251,11 +260,14 @@ void Rewriter::rewriteOp(Operation *op, const OpDecision &decision) {
   SmallVector<Value> operands;
   bool changed = false;
   for (OpOperand &operand : op->getOpOperands()) {
-    Value value = operand.get();
+    Value original = operand.get();
+    Value value = current(original);
     bool isInit = linalgOp && linalgOp.isDpsInit(&operand);
-    if (!isFloatTensor(value.getType()) ||
-        !elementType(value).isF32() || (isInit && accumulateF32)) {
-      operands.push_back(value);
+    if (!isFloatTensor(original.getType()) ||
+        !elementType(original).isF32() || (isInit && accumulateF32)) {
+      operands.push_back(isFloatTensor(original.getType())
+                             ? convert(value, elementType(original))
+                             : value);
       continue;
     }
     changed = true;
@@ -277,19 +289,40 @@ void Rewriter::rewriteOp(Operation *op, const OpDecision &decision) {
   if (!changed)
     return;
 
-  Operation *replacement = rebuild(op, operands, resultTypes);
+  // Later low users read the new results directly; users that still want
+  // the old types are redirected once, in finishReplacements().
+  Operation *rebuilt = rebuild(op, operands, resultTypes);
   for (auto [oldResult, newResult] :
-       llvm::zip(op->getResults(), replacement->getResults())) {
-    // Users that still expect f32 get one conversion back; low users later
-    // look through it (cast pairs cancel).
-    Value restored = convert(newResult, elementType(oldResult));
-    oldResult.replaceAllUsesWith(restored);
-  }
-  for (Value operand : op->getOperands())
-    if (Operation *def = operand.getDefiningOp())
-      maybeDead.insert(def);
-  op->erase();
+       llvm::zip(op->getResults(), rebuilt->getResults()))
+    replacement[oldResult] = newResult;
+  replaced.insert(op);
   ++numDemoted;
+}
+
+void Rewriter::finishReplacements() {
+  for (Operation *op : replaced) {
+    for (OpResult oldResult : op->getResults()) {
+      Value newResult = replacement.lookup(oldResult);
+      auto isOutside = [&](OpOperand &use) {
+        return !replaced.contains(use.getOwner());
+      };
+      if (llvm::none_of(oldResult.getUses(), isOutside))
+        continue;
+      // One conversion back to the old type for all remaining users.
+      oldResult.replaceUsesWithIf(convert(newResult, elementType(oldResult)),
+                                  isOutside);
+    }
+  }
+  // Users first: each replaced op is then free of uses when it goes.
+  for (Operation *op : llvm::reverse(replaced)) {
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (!replaced.contains(def))
+          maybeDead.insert(def);
+    op->erase();
+  }
+  replaced.clear();
+  replacement.clear();
 }
 
 void Rewriter::retypeSignature(func::FuncOp func) {
@@ -420,10 +453,11 @@ void Rewriter::rewrite(func::FuncOp func, const Decisions &todo) {
           {func.getOperation(), operand.getOperandNumber()});
       if (it == analysis.lowResults().end())
         continue;
-      operand.set(convert(operand.get(), it->second));
+      operand.set(convert(current(operand.get()), it->second));
       signatureChanged = true;
     }
   });
+  finishReplacements();
   eraseDeadOps();
   foldCastsIntoGenerics(func);
   eraseDeadOps();
@@ -483,7 +517,9 @@ struct AutoMixedPrecisionPass
     if (failed(analysis))
       return signalPassFailure();
     // The report names ops the rewrite replaces: build it first.
-    llvm::json::Object json = buildReport(*analysis, *options);
+    llvm::json::Object json;
+    if (summary || !report.empty())
+      json = buildReport(*analysis, *options);
 
     // Group decisions by function before rewriting erases any op.
     llvm::MapVector<Operation *, Rewriter::Decisions> perFunction;

@@ -163,17 +163,19 @@ static Classified classifyLinalg(linalg::LinalgOp op) {
     return {PrecisionClass::Clear, "data movement is precision-neutral"};
   if (isa<linalg::BroadcastOp>(operation))
     return {PrecisionClass::Infer, "broadcast follows its input"};
-  if (linalg::isaContractionOpInterface(op))
+  // Contractions and convolutions reduce; skip the costly structural
+  // matching for the many elementwise ops.
+  bool reduces = op.getNumReductionLoops() > 0;
+  if (reduces && linalg::isaContractionOpInterface(op))
     return {PrecisionClass::Allow,
             "contraction: low-precision inputs, f32 accumulation"};
-  if (linalg::isaConvolutionOpInterface(op))
+  if (reduces && linalg::isaConvolutionOpInterface(op))
     return {PrecisionClass::Allow,
             "convolution: low-precision inputs, f32 accumulation"};
 
   if (operation->getNumRegions() != 1 || operation->getRegion(0).empty())
     return {PrecisionClass::Deny, "linalg op without a body; kept in f32"};
   BodySummary body = summarizeBody(operation->getRegion(0).front());
-  bool reduces = op.getNumReductionLoops() > 0;
   if (reduces) {
     if (body.kind == BodyKind::MaxMin || body.kind == BodyKind::Copy)
       return {PrecisionClass::Clear, "max/min reduction is precision-neutral"};

@@ -20,7 +20,7 @@ public:
   static constexpr int64_t kInfinite = std::numeric_limits<int64_t>::max() / 4;
 
   /// Creates a graph with `source` = 0 and `sink` = 1.
-  MinCut() : adjacency(2) {}
+  MinCut() : firstEdge(2, -1) {}
   static constexpr int kSource = 0;
   static constexpr int kSink = 1;
 
@@ -32,16 +32,19 @@ public:
   bool onSourceSide(int node) const { return reachable[node]; }
 
 private:
+  // Adjacency as linked lists in one array ("forward star"): no allocation
+  // per node, which dominates on graphs of 100k ops.
   struct Edge {
     int to;
+    int next; // next edge out of the same node, or -1
     int64_t capacity;
   };
   bool buildLevels();
   int64_t push(int node, int64_t limit);
 
   std::vector<Edge> edges;
-  std::vector<std::vector<int>> adjacency;
-  std::vector<int> level, nextEdge;
+  std::vector<int> firstEdge;
+  std::vector<int> level, currentEdge;
   std::vector<bool> reachable;
 };
 
