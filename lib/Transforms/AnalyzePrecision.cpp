@@ -20,9 +20,9 @@ struct AnalyzePrecisionPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    FailureOr<PrecisionAnalysisOptions> options = makeAnalysisOptions(
-        module, dtype, allowOps, denyOps, calibration, f16SafeMax,
-        keepSignature);
+    FailureOr<PrecisionAnalysisOptions> options =
+        makeAnalysisOptions(module, dtype, allowOps, denyOps, calibration,
+                            f16SafeMax, keepSignature);
     if (failed(options))
       return signalPassFailure();
     FailureOr<PrecisionAnalysis> analysis =

@@ -97,8 +97,7 @@ private:
     Value replaced = replacement.lookup(value);
     return replaced ? replaced : value;
   }
-  Operation *rebuild(Operation *op, ValueRange operands,
-                     TypeRange resultTypes);
+  Operation *rebuild(Operation *op, ValueRange operands, TypeRange resultTypes);
   void retypeSignature(func::FuncOp func);
   void foldCastsIntoGenerics(func::FuncOp func);
   void eraseDeadOps();
@@ -118,8 +117,8 @@ Value Rewriter::freshInit(OpBuilder &b, Location loc, Value like,
                           Type element) {
   if (auto empty = like.getDefiningOp<tensor::EmptyOp>())
     maybeDead.insert(empty);
-  Value init = tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, like),
-                                       element);
+  Value init = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, like), element);
   maybeDead.insert(init.getDefiningOp());
   return init;
 }
@@ -162,8 +161,9 @@ Value Rewriter::convert(Value value, Type element) {
     // Re-create the fill in the new type.
     Value scalar = convertScalar(b, loc, fill.getInputs()[0], element);
     Value init = freshInit(b, loc, value, element);
-    result = linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{init})
-                 .getResult(0);
+    result =
+        linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{init})
+            .getResult(0);
   } else {
     Value init = freshInit(b, loc, value, element);
     unsigned rank = type.getRank();
@@ -233,8 +233,8 @@ Operation *Rewriter::rebuild(Operation *op, ValueRange operands,
     }
     Operation *yield = body.getTerminator();
     b.setInsertionPoint(yield);
-    for (auto [operand, type] : llvm::zip(yield->getOpOperands(),
-                                          clone->getResultTypes()))
+    for (auto [operand, type] :
+         llvm::zip(yield->getOpOperands(), clone->getResultTypes()))
       operand.set(convertScalar(b, op->getLoc(), operand.get(),
                                 getElementTypeOrSelf(type)));
     return clone;
@@ -263,8 +263,8 @@ void Rewriter::rewriteOp(Operation *op, const OpDecision &decision) {
     Value original = operand.get();
     Value value = current(original);
     bool isInit = linalgOp && linalgOp.isDpsInit(&operand);
-    if (!isFloatTensor(original.getType()) ||
-        !elementType(original).isF32() || (isInit && accumulateF32)) {
+    if (!isFloatTensor(original.getType()) || !elementType(original).isF32() ||
+        (isInit && accumulateF32)) {
       operands.push_back(isFloatTensor(original.getType())
                              ? convert(value, elementType(original))
                              : value);
@@ -361,9 +361,9 @@ void Rewriter::foldCastsIntoGenerics(func::FuncOp func) {
         input.setType(output.getType());
         Operation *yield = producer.getRegion().front().getTerminator();
         b.setInsertionPoint(yield);
-        yield->setOperand(index, convertScalar(b, producer.getLoc(),
-                                               yield->getOperand(index),
-                                               target));
+        yield->setOperand(index,
+                          convertScalar(b, producer.getLoc(),
+                                        yield->getOperand(index), target));
         output.replaceAllUsesWith(input);
         maybeDead.remove(castOp);
         castOp.erase();
@@ -378,8 +378,7 @@ void Rewriter::foldCastsIntoGenerics(func::FuncOp func) {
     bool absorbable = !output.use_empty();
     for (OpOperand &use : output.getUses()) {
       auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
-      if (!consumer || isCastGeneric(consumer) ||
-          !consumer.isDpsInput(&use)) {
+      if (!consumer || isCastGeneric(consumer) || !consumer.isDpsInput(&use)) {
         absorbable = false;
         break;
       }
@@ -465,7 +464,8 @@ void Rewriter::rewrite(func::FuncOp func, const Decisions &todo) {
   if (signatureChanged) {
     SmallVector<Type> results;
     func.walk([&](func::ReturnOp ret) {
-      results.assign(ret.getOperandTypes().begin(), ret.getOperandTypes().end());
+      results.assign(ret.getOperandTypes().begin(),
+                     ret.getOperandTypes().end());
     });
     func.setFunctionType(FunctionType::get(
         func.getContext(), func.getBody().front().getArgumentTypes(), results));
@@ -491,9 +491,9 @@ struct AutoMixedPrecisionPass
           << static_cast<int64_t>(warnReductionSize);
       return signalPassFailure();
     }
-    FailureOr<PrecisionAnalysisOptions> options = makeAnalysisOptions(
-        module, dtype, allowOps, denyOps, calibration, f16SafeMax,
-        keepSignature);
+    FailureOr<PrecisionAnalysisOptions> options =
+        makeAnalysisOptions(module, dtype, allowOps, denyOps, calibration,
+                            f16SafeMax, keepSignature);
     if (failed(options))
       return signalPassFailure();
 
@@ -552,8 +552,8 @@ struct AutoMixedPrecisionPass
       const llvm::json::Object *totals = json.getObject("totals");
       const llvm::json::Object *classes = totals->getObject("class");
       mlir::emitRemark(module.getLoc())
-          << "auto-mixed-precision (" << dtype << "): "
-          << *classes->getInteger("allow") << " allow, "
+          << "auto-mixed-precision (" << dtype
+          << "): " << *classes->getInteger("allow") << " allow, "
           << *classes->getInteger("infer") << " infer, "
           << *classes->getInteger("clear") << " clear, "
           << *classes->getInteger("deny") << " deny ops; "
@@ -562,11 +562,11 @@ struct AutoMixedPrecisionPass
           << rewriter.numFused << " conversions folded into neighbours";
     }
     if (!report.empty()) {
-      json["rewrite"] = llvm::json::Object{
-          {"ops_demoted", rewriter.numDemoted},
-          {"casts_inserted", casts},
-          {"bytes_converted", bytes},
-          {"conversions_folded", rewriter.numFused}};
+      json["rewrite"] =
+          llvm::json::Object{{"ops_demoted", rewriter.numDemoted},
+                             {"casts_inserted", casts},
+                             {"bytes_converted", bytes},
+                             {"conversions_folded", rewriter.numFused}};
       if (failed(writeReport(module, std::move(json), report)))
         return signalPassFailure();
     }
@@ -596,8 +596,8 @@ struct AutoMixedPrecisionPass
           length *= range;
       }
       if (dynamic || length > warnReductionSize) {
-        InFlightDiagnostic diag = op->emitWarning() << "accumulates in "
-                                                    << element << " over ";
+        InFlightDiagnostic diag = op->emitWarning()
+                                  << "accumulates in " << element << " over ";
         if (dynamic)
           diag << "a dynamic number of";
         else

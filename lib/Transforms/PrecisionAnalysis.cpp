@@ -83,9 +83,9 @@ static bool isSafeScalarOp(Operation *op) {
              arith::MinNumFOp, arith::SelectOp, arith::CmpFOp, arith::CmpIOp,
              arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::ExtFOp,
              arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp,
-             arith::ConstantOp, arith::IndexCastOp, math::TanhOp,
-             math::AbsFOp, math::ErfOp, math::CopySignOp, math::FmaOp,
-             linalg::IndexOp, linalg::YieldOp>(op);
+             arith::ConstantOp, arith::IndexCastOp, math::TanhOp, math::AbsFOp,
+             math::ErfOp, math::CopySignOp, math::FmaOp, linalg::IndexOp,
+             linalg::YieldOp>(op);
 }
 
 static bool isConstantFloat(Value value) {
@@ -184,9 +184,8 @@ static Classified classifyLinalg(linalg::LinalgOp op) {
   }
   switch (body.kind) {
   case BodyKind::Copy: {
-    bool permutes = llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) {
-      return m.isPermutation();
-    });
+    bool permutes = llvm::all_of(op.getIndexingMapsArray(),
+                                 [](AffineMap m) { return m.isPermutation(); });
     if (permutes)
       return {PrecisionClass::Clear, "data movement is precision-neutral"};
     return {PrecisionClass::Infer, "broadcast follows its input"};
@@ -226,9 +225,9 @@ FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
     return Classified{PrecisionClass::Deny,
                       op->getName().getStringRef().str() +
                           " is numerically sensitive; kept in f32"};
-  if (isSafeScalarOp(op) && !isa<arith::ConstantOp, arith::ExtFOp,
-                                 arith::TruncFOp, arith::SIToFPOp,
-                                 arith::UIToFPOp>(op))
+  if (isSafeScalarOp(op) &&
+      !isa<arith::ConstantOp, arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp,
+           arith::UIToFPOp>(op))
     return Classified{PrecisionClass::Infer,
                       "elementwise " + op->getName().getStringRef().str() +
                           " follows its inputs"};
@@ -292,8 +291,10 @@ mlir::mp::readCalibrationStats(StringRef path, std::string &error) {
   llvm::StringMap<MeasuredRange> ranges;
   for (const auto &[key, entry] : *values) {
     const llvm::json::Object *stats = entry.getAsObject();
-    std::optional<double> minimum = stats ? stats->getNumber("min") : std::nullopt;
-    std::optional<double> maximum = stats ? stats->getNumber("max") : std::nullopt;
+    std::optional<double> minimum =
+        stats ? stats->getNumber("min") : std::nullopt;
+    std::optional<double> maximum =
+        stats ? stats->getNumber("max") : std::nullopt;
     if (!minimum || !maximum) {
       error = "calibration entry '" + key.str() + "' in '" + path.str() +
               "' needs numbers \"min\" and \"max\"";
@@ -437,16 +438,16 @@ LogicalResult PrecisionGraphBuilder::classifyAll(func::FuncOp func) {
                   "allow-ops names " + name.str()};
       isFixed = true;
     }
-    if (auto given = op->getAttrOfType<PrecisionDecisionAttr>(
-            kDecisionAttrName)) {
+    if (auto given =
+            op->getAttrOfType<PrecisionDecisionAttr>(kDecisionAttrName)) {
       decision = {given.getPrecisionClass(), given.getComputeType(),
                   "decision given in the input (mp.decision)"};
       isFixed = true;
     }
     if (Attribute attr = op->getAttr(kPrecisionAttrName)) {
       auto text = dyn_cast<StringAttr>(attr);
-      Type forced = text ? parseLowType(op->getContext(), text.getValue())
-                         : Type();
+      Type forced =
+          text ? parseLowType(op->getContext(), text.getValue()) : Type();
       if (text && text.getValue() == "f32")
         forced = f32();
       if (!forced) {
@@ -458,8 +459,8 @@ LogicalResult PrecisionGraphBuilder::classifyAll(func::FuncOp func) {
       decision.computeType = forced;
       if (forced.isF32())
         decision.precisionClass = PrecisionClass::Deny;
-      decision.reason = "user attribute mp.precision = \"" +
-                        text.getValue().str() + "\"";
+      decision.reason =
+          "user attribute mp.precision = \"" + text.getValue().str() + "\"";
       isFixed = true;
     }
     // Ops already holding non-f32 floats keep their types unless told.
@@ -519,13 +520,14 @@ void PrecisionGraphBuilder::applyRanges(func::FuncOp func) {
     const MeasuredRange &range = it->second;
     std::string why;
     if (range.absMax > options.f16SafeMax)
-      why = "range: '" + id + "' reaches |x| = " +
-            llvm::formatv("{0}", range.absMax).str() + ", beyond f16's safe " +
+      why = "range: '" + id +
+            "' reaches |x| = " + llvm::formatv("{0}", range.absMax).str() +
+            ", beyond f16's safe " +
             llvm::formatv("{0}", options.f16SafeMax).str();
     else if (range.belowF16NormalFraction > 0.5)
-      why = "range: " +
-            std::to_string(int(range.belowF16NormalFraction * 100)) +
-            "% of '" + id + "' lies below f16's normal range (2^-14)";
+      why =
+          "range: " + std::to_string(int(range.belowF16NormalFraction * 100)) +
+          "% of '" + id + "' lies below f16's normal range (2^-14)";
     if (why.empty())
       return;
     if (Operation *producer = value.getDefiningOp())
@@ -574,17 +576,16 @@ void PrecisionGraphBuilder::buildAndSolve(func::FuncOp func) {
         fixLow(node.in);
     } else {
       // A free op pays what it would have saved if it stays f32.
-      graph.addEdge(node.in, MinCut::kSink,
-                    savingsIfLow(op, options.lowType));
+      graph.addEdge(node.in, MinCut::kSink, savingsIfLow(op, options.lowType));
     }
     nodes[op] = node;
   }
 
   // Function arguments and results. A function that is called in the
   // module keeps its signature: its callers pass f32.
-  bool keepSignature = options.keepSignature ||
-                       !SymbolTable::symbolKnownUseEmpty(
-                           func, func->getParentOfType<ModuleOp>());
+  bool keepSignature =
+      options.keepSignature || !SymbolTable::symbolKnownUseEmpty(
+                                   func, func->getParentOfType<ModuleOp>());
   llvm::DenseMap<Value, int> argumentNodes;
   for (BlockArgument arg : func.getArguments()) {
     if (!isFloatTensor(arg.getType()))
@@ -601,10 +602,9 @@ void PrecisionGraphBuilder::buildAndSolve(func::FuncOp func) {
       if (!isFloatTensor(operand.get().getType()))
         continue;
       int node = graph.addNode();
-      if (keepSignature ||
-          !cast<RankedTensorType>(operand.get().getType())
-               .getElementType()
-               .isF32())
+      if (keepSignature || !cast<RankedTensorType>(operand.get().getType())
+                                .getElementType()
+                                .isF32())
         fixHigh(node);
       returnNodes[&operand] = node;
     }
@@ -709,13 +709,13 @@ const OpDecision *PrecisionAnalysis::lookup(Operation *op) const {
 
 FailureOr<PrecisionAnalysisOptions> mlir::mp::makeAnalysisOptions(
     ModuleOp module, StringRef dtype, ArrayRef<std::string> allowOps,
-    ArrayRef<std::string> denyOps, StringRef calibrationPath,
-    double f16SafeMax, bool keepSignature) {
+    ArrayRef<std::string> denyOps, StringRef calibrationPath, double f16SafeMax,
+    bool keepSignature) {
   PrecisionAnalysisOptions options;
   options.lowType = parseLowType(module.getContext(), dtype);
   if (!options.lowType)
-    return mlir::emitError(module.getLoc()) << "unknown dtype '" << dtype
-                              << "': expected f16 or bf16";
+    return mlir::emitError(module.getLoc())
+           << "unknown dtype '" << dtype << "': expected f16 or bf16";
   if (!(f16SafeMax > 0 && f16SafeMax <= 65504))
     return mlir::emitError(module.getLoc())
            << "f16-safe-max must lie in (0, 65504], got "
@@ -775,13 +775,13 @@ mlir::mp::buildReport(const PrecisionAnalysis &analysis,
     ++perClass[cls];
     ++perType[type];
     auto func = op->getParentOfType<func::FuncOp>();
-    ops.push_back(llvm::json::Object{
-        {"op", op->getName().getStringRef()},
-        {"function", func ? func.getSymName() : StringRef()},
-        {"loc", locationText(op->getLoc())},
-        {"class", cls},
-        {"decision", type},
-        {"reason", decision.reason}});
+    ops.push_back(
+        llvm::json::Object{{"op", op->getName().getStringRef()},
+                           {"function", func ? func.getSymName() : StringRef()},
+                           {"loc", locationText(op->getLoc())},
+                           {"class", cls},
+                           {"decision", type},
+                           {"reason", decision.reason}});
   }
   llvm::json::Object classes, types;
   for (auto &[k, v] : perClass)

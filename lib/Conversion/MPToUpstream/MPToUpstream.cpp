@@ -67,11 +67,11 @@ Value anyNonFinite(OpBuilder &b, Location loc, Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   unsigned rank = type.getRank();
   Value falseValue = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
-  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
-                                       b.getI1Type());
-  init = linalg::FillOp::create(b, loc, ValueRange{falseValue},
-                                ValueRange{init})
-             .getResult(0);
+  Value init =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getI1Type());
+  init =
+      linalg::FillOp::create(b, loc, ValueRange{falseValue}, ValueRange{init})
+          .getResult(0);
   SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
                                  AffineMap::get(rank, 0, b.getContext())};
   SmallVector<utils::IteratorType> iterators(rank,
@@ -88,8 +88,8 @@ Value anyNonFinite(OpBuilder &b, Location loc, Value input) {
         Value nonFinite = arith::CmpFOp::create(
             nb, nloc, arith::CmpFPredicate::UGE, magnitude, inf);
         linalg::YieldOp::create(
-            nb, nloc, arith::OrIOp::create(nb, nloc, args[1], nonFinite)
-                          .getResult());
+            nb, nloc,
+            arith::OrIOp::create(nb, nloc, args[1], nonFinite).getResult());
       });
   return tensor::ExtractOp::create(b, loc, reduce.getResult(0), ValueRange{});
 }
@@ -136,13 +136,14 @@ struct UnscaleLowering : OpConversionPattern<UnscaleOp> {
                              ? resultElt
                              : Type(rewriter.getF32Type());
       Value inverse = convertFloat(rewriter, loc, inverseScale, computeType);
-      Value unscaled = mapElements(
-          rewriter, loc, grad, resultElt,
-          [&](OpBuilder &b, Location l, Value x) {
-            Value wide = convertFloat(b, l, x, computeType);
-            Value product = arith::MulFOp::create(b, l, wide, inverse);
-            return convertFloat(b, l, product, resultElt);
-          });
+      Value unscaled =
+          mapElements(rewriter, loc, grad, resultElt,
+                      [&](OpBuilder &b, Location l, Value x) {
+                        Value wide = convertFloat(b, l, x, computeType);
+                        Value product =
+                            arith::MulFOp::create(b, l, wide, inverse);
+                        return convertFloat(b, l, product, resultElt);
+                      });
       // Check the result: an unscaled value can still overflow its type.
       Value nonFinite = anyNonFinite(rewriter, loc, unscaled);
       foundInf = foundInf
@@ -191,8 +192,8 @@ struct UpdateScaleLowering : OpConversionPattern<UpdateScaleOp> {
         arith::MulFOp::create(rewriter, loc, scale, growthFactor), maxScale);
     Value cleanScale =
         arith::SelectOp::create(rewriter, loc, shouldGrow, grownScale, scale);
-    Value cleanTracker = arith::SelectOp::create(rewriter, loc, shouldGrow,
-                                                 zero, grownTracker);
+    Value cleanTracker =
+        arith::SelectOp::create(rewriter, loc, shouldGrow, zero, grownTracker);
 
     // Step with inf/nan: back off and restart counting.
     Value backedOffScale = arith::MaximumFOp::create(

@@ -12,8 +12,8 @@
 using namespace mlir;
 using namespace mlir::mp;
 
-#include "mp/Dialect/MP/IR/MPOpsDialect.cpp.inc"
 #include "mp/Dialect/MP/IR/MPEnums.cpp.inc"
+#include "mp/Dialect/MP/IR/MPOpsDialect.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "mp/Dialect/MP/IR/MPAttrs.cpp.inc"
 

@@ -55,15 +55,13 @@ LogicalResult UnscaleOp::verify() {
     return emitOpError("has ")
            << getGrads().size() << " gradients but " << getUnscaled().size()
            << " unscaled results; they must correspond one to one";
-  for (auto [index, pair] :
-       llvm::enumerate(llvm::zip(getGrads().getTypes(),
-                                 getUnscaled().getTypes()))) {
+  for (auto [index, pair] : llvm::enumerate(
+           llvm::zip(getGrads().getTypes(), getUnscaled().getTypes()))) {
     auto gradType = cast<RankedTensorType>(std::get<0>(pair));
     auto resultType = cast<RankedTensorType>(std::get<1>(pair));
     if (gradType.getShape() != resultType.getShape())
-      return emitOpError("result #")
-             << index << " has shape of " << resultType
-             << " but its gradient is " << gradType;
+      return emitOpError("result #") << index << " has shape of " << resultType
+                                     << " but its gradient is " << gradType;
     Type gradElt = gradType.getElementType();
     Type resultElt = resultType.getElementType();
     bool widensToFp32OrFp64 =
