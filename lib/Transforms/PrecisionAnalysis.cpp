@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -234,6 +235,10 @@ FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
   if (isa<CallOpInterface>(op))
     return Classified{PrecisionClass::Deny,
                       "calls pass f32; the callee is analysed on its own"};
+  if (isa<RegionBranchOpInterface, RegionBranchTerminatorOpInterface>(op))
+    return Classified{PrecisionClass::Deny,
+                      "control flow carries f32 across its boundaries; the "
+                      "ops inside are analysed on their own"};
   return Classified{PrecisionClass::Deny,
                     "op '" + op->getName().getStringRef().str() +
                         "' is not understood by the precision analysis; "

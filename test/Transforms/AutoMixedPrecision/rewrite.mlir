@@ -159,3 +159,34 @@ func.func @forced_f16_long_reduction(%x: tensor<4x4096xf32>, %w: tensor<4096x4xf
   %0 = linalg.matmul {mp.precision = "f16"} ins(%x, %w : tensor<4x4096xf32>, tensor<4096x4xf32>) outs(%acc : tensor<4x4xf32>) -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }
+
+// -----
+
+// Control flow carries f32 across its boundaries, without a warning; the
+// contraction inside the loop is rewritten on its own.
+// CHECK-LABEL: func.func @loop
+// CHECK: scf.for {{.*}} -> (tensor<4x4xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x4xf16>, tensor<4x4xf16>) outs(%{{.*}} : tensor<4x4xf32>)
+// CHECK: scf.yield %{{.*}} : tensor<4x4xf32>
+func.func @loop(%x: tensor<4x4xf32>, %n: index) -> tensor<4x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> tensor<4x4xf32> {
+    %e = tensor.empty() : tensor<4x4xf32>
+    %m = linalg.matmul ins(%a, %a : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+    scf.yield %m : tensor<4x4xf32>
+  }
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+// Dynamic shapes: conversions take their sizes from the value.
+// CHECK-LABEL: func.func @dynamic
+// CHECK: %[[D:.*]] = tensor.dim %{{.*}}, %{{.*}} : tensor<?x16xf32>
+// CHECK: tensor.empty(%[[D]]) : tensor<?x16xf16>
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<?x16xf16>, tensor<16x4xf16>) outs(%{{.*}} : tensor<?x4xf32>)
+func.func @dynamic(%x: tensor<?x16xf32>, %w: tensor<16x4xf32>, %acc: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %0 = linalg.matmul ins(%x, %w : tensor<?x16xf32>, tensor<16x4xf32>) outs(%acc : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
