@@ -388,9 +388,10 @@ private:
     return result.ordered[result.index.lookup(op)].second;
   }
   void forceDeny(Operation *op, const std::string &why) {
-    OpDecision &d = decisionOf(op);
-    if (fixed.lookup(op) && d.computeType == f32())
+    // The user's attribute wins over measured ranges too.
+    if (op->hasAttr(kPrecisionAttrName))
       return;
+    OpDecision &d = decisionOf(op);
     d.precisionClass = PrecisionClass::Deny;
     d.computeType = f32();
     d.reason = why;
@@ -402,7 +403,7 @@ private:
   const PrecisionAnalysisOptions &options;
   /// Ops whose type no cut may change (rules, overrides, ranges).
   llvm::DenseMap<Operation *, bool> fixed;
-  /// Free sources (constants, fills of constants, empties) in the function.
+  /// Fills of constants in the function (converted for free).
   llvm::DenseSet<Operation *> freeSources;
   std::vector<Operation *> functionOps;
   llvm::DenseMap<Operation *, unsigned> ordinals;
