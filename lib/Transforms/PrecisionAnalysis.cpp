@@ -217,7 +217,7 @@ FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
                       "softmax is numerically sensitive; kept in f32"};
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp,
           tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::ConcatOp,
-          tensor::PadOp, tensor::CastOp>(op))
+          tensor::PadOp, tensor::CastOp, tensor::GatherOp>(op))
     return Classified{PrecisionClass::Clear,
                       "data movement is precision-neutral"};
   if (isa<arith::CmpFOp>(op))

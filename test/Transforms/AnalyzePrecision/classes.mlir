@@ -214,3 +214,84 @@ func.func @unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %1 : tensor<4xf32>
 }
 func.func private @opaque(tensor<4xf32>) -> tensor<4xf32>
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// More infer ops between two contractions: broadcast, select, negation and
+// batch-norm in inference form (per-channel scale and shift).
+// CHECK-LABEL: func.func @more_infer
+func.func @more_infer(%x: tensor<8x16xf32>, %w1: tensor<16x32xf32>, %scale: tensor<32xf32>,
+    %shift: tensor<32xf32>, %mask: tensor<8x32xi1>, %w2: tensor<32x4xf32>) -> tensor<8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x32xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %h = linalg.matmul ins(%x, %w1 : tensor<8x16xf32>, tensor<16x32xf32>) outs(%acc : tensor<8x32xf32>) -> tensor<8x32xf32>
+  // CHECK: linalg.broadcast {{.*}}mp.decision = #mp.decision<infer, f16>
+  %sb = linalg.broadcast ins(%scale : tensor<32xf32>) outs(%e : tensor<8x32xf32>) dimensions = [0]
+  // Batch-norm, inference form.
+  // CHECK: linalg.generic {{.*}}mp.decision = #mp.decision<infer, f16>
+  %bn = linalg.generic {indexing_maps = [#id, #id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %sb, %shift : tensor<8x32xf32>, tensor<8x32xf32>, tensor<32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%p: f32, %s: f32, %t: f32, %o: f32):
+    %m = arith.mulf %p, %s : f32
+    %a = arith.addf %m, %t : f32
+    linalg.yield %a : f32
+  } -> tensor<8x32xf32>
+  // CHECK: linalg.generic {{.*}}mp.decision = #mp.decision<infer, f16>
+  %sel = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mask, %bn : tensor<8x32xi1>, tensor<8x32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%c: i1, %p: f32, %o: f32):
+    %n = arith.negf %p : f32
+    %r = arith.select %c, %p, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<8x32xf32>
+  %e2 = tensor.empty() : tensor<8x4xf32>
+  %acc2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %y = linalg.matmul ins(%sel, %w2 : tensor<8x32xf32>, tensor<32x4xf32>) outs(%acc2 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// log, pow and log-softmax written out (max, sub, exp, sum, log, sub) are
+// deny; gather is clear.
+// CHECK-LABEL: func.func @more_deny
+func.func @more_deny(%x: tensor<4x8xf32>, %idx: tensor<2x1xindex>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<2x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %er = tensor.empty() : tensor<4xf32>
+  // CHECK: linalg.generic {{.*}}mp.decision = #mp.decision<deny, f32>
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.powf %a, %two : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%er : tensor<4xf32>) -> tensor<4xf32>
+  // CHECK: linalg.generic {{.*}}mp.decision = #mp.decision<deny, f32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%a: f32, %s: f32):
+    %ex = math.exp %a : f32
+    %r = arith.addf %ex, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  // CHECK: linalg.generic {{.*}}mp.decision = #mp.decision<deny, f32>
+  %ls = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %l = math.log %s : f32
+    %r = arith.subf %a, %l : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  // CHECK: tensor.gather {{.*}}mp.decision = #mp.decision<clear, f32>
+  %g = tensor.gather %x[%idx] gather_dims([0]) : (tensor<4x8xf32>, tensor<2x1xindex>) -> tensor<2x8xf32>
+  return %p, %ls, %g : tensor<4x8xf32>, tensor<4x8xf32>, tensor<2x8xf32>
+}

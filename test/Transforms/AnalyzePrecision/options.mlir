@@ -70,3 +70,7 @@ func.func @model(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>, %ba: tensor<2x8x16x
 // REPORT-NEXT: "bf16": 1,
 // REPORT-NEXT: "f16": 5,
 // REPORT-NEXT: "f32": 3
+
+// A lower f16-safe-max turns a measured range into a reason to stay f32.
+// RUN: mp-opt %s --mp-analyze-precision="calibration=%S/Inputs/calibration.json f16-safe-max=2" --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=SAFEMAX
+// SAFEMAX: linalg.matmul {mp.decision = #mp.decision<deny, f32>} {{.*}} loc("fine")
