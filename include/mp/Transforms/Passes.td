@@ -179,4 +179,56 @@ def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of a loss function on tensors";
+  let description = [{
+    For every function marked `mp.loss` (it returns one f32 scalar or a 0-d
+    f32 tensor), whose trainable arguments carry `mp.param = "<name>"`,
+    adds a function `@<name>_grad` with the same arguments that returns the
+    loss followed by the gradient of every parameter, in argument order.
+    Each gradient result carries `mp.grad = "<name>"`.
+
+    Differentiation works on the IR as written (run it before
+    `--auto-mixed-precision`, see docs/training.md):
+
+    * every `linalg` op whose indexing maps are projected permutations:
+      named contractions (matmul, batch_matmul, transposed variants),
+      elementwise generics, broadcasts, transposes and reductions. One rule
+      covers them: the gradient of an input is a `linalg.generic` over the
+      forward iteration space whose body is the reverse derivative of the
+      forward body, reduced over the loops the input does not index. So
+      the gradient of a matmul's input is again a contraction, and a
+      bias-add's bias gradient sums over the batch;
+    * scalar and body ops: addf, subf, mulf, divf, negf, maximumf/minimumf
+      (and max/min reductions: the gradient goes to every element equal
+      to the maximum), select, exp, log, tanh, sqrt, rsqrt, erf, absf, powf,
+      fma, extf, truncf;
+    * `tensor.expand_shape`, `tensor.collapse_shape`, `tensor.extract`;
+      `tensor.empty`, fills and constants have no gradient.
+
+    An op on the path from a parameter to the loss that has no rule is an
+    error naming the op, at its location.
+
+    Before:
+
+    ```mlir
+    func.func @loss(%x: tensor<4x6xf32>, %w: tensor<6x3xf32> {mp.param = "w"})
+        -> f32 attributes {mp.loss} { ... }
+    ```
+
+    After (added):
+
+    ```mlir
+    func.func @loss_grad(%x: tensor<4x6xf32>, %w: tensor<6x3xf32> {mp.param = "w"})
+        -> (f32, tensor<6x3xf32> {mp.grad = "w"}) { ... }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // MP_TRANSFORMS_PASSES_TD

@@ -1,0 +1,593 @@
+//===- Autodiff.cpp - reverse-mode differentiation on tensors -------------===//
+//
+// Builds `@<loss>_grad`: the forward computation followed by a reverse sweep
+// that accumulates the gradient of every active value. linalg ops share one
+// rule: the gradient of an input is a linalg.generic over the forward
+// iteration space whose body is the reverse derivative of the forward body.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+namespace mlir {
+namespace mp {
+#define GEN_PASS_DEF_MPAUTODIFF
+#include "mp/Transforms/Passes.h.inc"
+} // namespace mp
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+constexpr llvm::StringLiteral kLossAttr = "mp.loss";
+constexpr llvm::StringLiteral kParamAttr = "mp.param";
+constexpr llvm::StringLiteral kGradAttr = "mp.grad";
+
+bool isFloatLike(Type type) {
+  return isa<FloatType>(getElementTypeOrSelf(type));
+}
+
+Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+}
+
+/// A tensor like `like` filled with `value`.
+Value filledLike(OpBuilder &b, Location loc, Value like, double value) {
+  auto type = cast<RankedTensorType>(like.getType());
+  Value empty = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, like), type.getElementType());
+  Value scalar = floatConstant(b, loc, type.getElementType(), value);
+  return linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{empty})
+      .getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar reverse mode (linalg bodies and top-level scalar code)
+//===----------------------------------------------------------------------===//
+
+/// Accumulates adjoints of scalar float values while walking ops backwards.
+class ScalarAdjoints {
+public:
+  /// `acc`, when set, is a reduction body's accumulator, bound to the final
+  /// result: max/min against it send the gradient to the equal element.
+  ScalarAdjoints(OpBuilder &b, Value acc = {}) : b(b), acc(acc) {}
+
+  void add(Value value, Value adjoint) {
+    if (!adjoint || !isa<FloatType>(value.getType()))
+      return;
+    Value &slot = adjoints[value];
+    slot = slot ? arith::AddFOp::create(b, value.getLoc(), slot, adjoint)
+                      .getResult()
+                : adjoint;
+  }
+  Value get(Value value) const { return adjoints.lookup(value); }
+
+  /// Propagates the adjoint of `op`'s result to its operands. Fails for a
+  /// float op without a rule.
+  LogicalResult propagate(Operation *op);
+
+private:
+  OpBuilder &b;
+  Value acc;
+  DenseMap<Value, Value> adjoints;
+};
+
+LogicalResult ScalarAdjoints::propagate(Operation *op) {
+  if (op->getNumResults() != 1)
+    return success(!llvm::any_of(op->getResultTypes(), isFloatLike));
+  Value result = op->getResult(0);
+  Value g = get(result);
+  if (!g)
+    return success();
+  Location loc = op->getLoc();
+  Type type = result.getType();
+  auto zero = [&]() { return floatConstant(b, loc, type, 0.0); };
+  auto mul = [&](Value x, Value y) -> Value {
+    return arith::MulFOp::create(b, loc, x, y);
+  };
+  auto div = [&](Value x, Value y) -> Value {
+    return arith::DivFOp::create(b, loc, x, y);
+  };
+  auto neg = [&](Value x) -> Value { return arith::NegFOp::create(b, loc, x); };
+
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](arith::AddFOp o) {
+        add(o.getLhs(), g);
+        add(o.getRhs(), g);
+        return success();
+      })
+      .Case([&](arith::SubFOp o) {
+        add(o.getLhs(), g);
+        add(o.getRhs(), neg(g));
+        return success();
+      })
+      .Case([&](arith::MulFOp o) {
+        add(o.getLhs(), mul(g, o.getRhs()));
+        add(o.getRhs(), mul(g, o.getLhs()));
+        return success();
+      })
+      .Case([&](arith::DivFOp o) {
+        add(o.getLhs(), div(g, o.getRhs()));
+        add(o.getRhs(), neg(div(mul(g, result), o.getRhs())));
+        return success();
+      })
+      .Case([&](arith::NegFOp o) {
+        add(o.getOperand(), neg(g));
+        return success();
+      })
+      .Case<arith::MaximumFOp, arith::MaxNumFOp, arith::MinimumFOp,
+            arith::MinNumFOp>([&](Operation *o) {
+        Value lhs = o->getOperand(0), rhs = o->getOperand(1);
+        if (acc && (lhs == acc || rhs == acc)) {
+          // Reduction: the element equal to the result gets the gradient.
+          Value other = lhs == acc ? rhs : lhs;
+          Value equal = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                              other, acc);
+          add(other, arith::SelectOp::create(b, loc, equal, g, zero()));
+          return success();
+        }
+        bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp>(o);
+        Value lhsWins = arith::CmpFOp::create(
+            b, loc, isMax ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OLE,
+            lhs, rhs);
+        add(lhs, arith::SelectOp::create(b, loc, lhsWins, g, zero()));
+        add(rhs, arith::SelectOp::create(b, loc, lhsWins, zero(), g));
+        return success();
+      })
+      .Case([&](arith::SelectOp o) {
+        add(o.getTrueValue(),
+            arith::SelectOp::create(b, loc, o.getCondition(), g, zero()));
+        add(o.getFalseValue(),
+            arith::SelectOp::create(b, loc, o.getCondition(), zero(), g));
+        return success();
+      })
+      .Case([&](math::ExpOp o) {
+        add(o.getOperand(), mul(g, result));
+        return success();
+      })
+      .Case([&](math::LogOp o) {
+        add(o.getOperand(), div(g, o.getOperand()));
+        return success();
+      })
+      .Case([&](math::TanhOp o) {
+        Value one = floatConstant(b, loc, type, 1.0);
+        Value dt = arith::SubFOp::create(b, loc, one, mul(result, result));
+        add(o.getOperand(), mul(g, dt));
+        return success();
+      })
+      .Case([&](math::SqrtOp o) {
+        Value half = floatConstant(b, loc, type, 0.5);
+        add(o.getOperand(), div(mul(g, half), result));
+        return success();
+      })
+      .Case([&](math::RsqrtOp o) {
+        // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 r^3
+        Value minusHalf = floatConstant(b, loc, type, -0.5);
+        add(o.getOperand(),
+            mul(g, mul(minusHalf, mul(result, mul(result, result)))));
+        return success();
+      })
+      .Case([&](math::ErfOp o) {
+        Value x = o.getOperand();
+        Value scale = floatConstant(b, loc, type, 2.0 / std::sqrt(M_PI));
+        Value e = math::ExpOp::create(b, loc, neg(mul(x, x)));
+        add(x, mul(g, mul(scale, e)));
+        return success();
+      })
+      .Case([&](math::AbsFOp o) {
+        Value x = o.getOperand();
+        Value positive =
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, x, zero());
+        add(x, arith::SelectOp::create(b, loc, positive, g, neg(g)));
+        return success();
+      })
+      .Case([&](math::PowFOp o) {
+        Value x = o.getLhs(), y = o.getRhs();
+        // d/dx = y x^(y-1) = y r / x; d/dy = r log x
+        add(x, div(mul(g, mul(y, result)), x));
+        add(y, mul(g, mul(result, math::LogOp::create(b, loc, x))));
+        return success();
+      })
+      .Case([&](math::FmaOp o) {
+        add(o.getA(), mul(g, o.getB()));
+        add(o.getB(), mul(g, o.getA()));
+        add(o.getC(), g);
+        return success();
+      })
+      .Case([&](arith::ExtFOp o) {
+        add(o.getIn(), arith::TruncFOp::create(b, loc, o.getIn().getType(), g));
+        return success();
+      })
+      .Case([&](arith::TruncFOp o) {
+        add(o.getIn(), arith::ExtFOp::create(b, loc, o.getIn().getType(), g));
+        return success();
+      })
+      .Case<arith::ConstantOp, arith::SIToFPOp, arith::UIToFPOp>(
+          [&](Operation *) { return success(); })
+      .Default([&](Operation *) { return failure(); });
+}
+
+//===----------------------------------------------------------------------===//
+// The reverse sweep over a function
+//===----------------------------------------------------------------------===//
+
+class ReverseSweep {
+public:
+  ReverseSweep(func::FuncOp func) : func(func) {}
+
+  /// Appends the reverse sweep before the return; returns the gradient of
+  /// each argument in `params` (zeros where the loss does not depend on it).
+  FailureOr<SmallVector<Value>> run(Value loss, ArrayRef<BlockArgument> params);
+
+private:
+  LogicalResult differentiate(Operation *op, OpBuilder &b);
+  LogicalResult differentiateLinalg(linalg::LinalgOp op, OpBuilder &b);
+  LogicalResult differentiateScalar(Operation *op, OpBuilder &b);
+  /// The gradient of `input` through result `resultIndex` of `op`, or null
+  /// when the body does not make the result depend on it.
+  FailureOr<Value> inputGradient(linalg::LinalgOp op, unsigned resultIndex,
+                                 OpOperand &input, Value resultGrad,
+                                 OpBuilder &b);
+  void addGrad(OpBuilder &b, Value value, Value grad);
+
+  func::FuncOp func;
+  llvm::SetVector<Value> active;
+  DenseMap<Value, Value> grads;
+};
+
+void ReverseSweep::addGrad(OpBuilder &b, Value value, Value grad) {
+  if (!grad || !active.contains(value))
+    return;
+  Value &slot = grads[value];
+  if (!slot) {
+    slot = grad;
+    return;
+  }
+  Location loc = value.getLoc();
+  if (!isa<RankedTensorType>(value.getType())) {
+    slot = arith::AddFOp::create(b, loc, slot, grad);
+    return;
+  }
+  auto type = cast<RankedTensorType>(value.getType());
+  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  Value init = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, value), type.getElementType());
+  slot = linalg::GenericOp::create(
+             b, loc, type, ValueRange{slot, grad}, ValueRange{init},
+             ArrayRef<AffineMap>{id, id, id}, iterators,
+             [](OpBuilder &nb, Location nloc, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, nloc,
+                   arith::AddFOp::create(nb, nloc, args[0], args[1])
+                       .getResult());
+             })
+             .getResult(0);
+}
+
+FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
+                                             unsigned resultIndex,
+                                             OpOperand &input, Value resultGrad,
+                                             OpBuilder &b) {
+  Location loc = op.getLoc();
+  bool reduces = op.getNumReductionLoops() > 0;
+  SmallVector<AffineMap> forwardMaps = op.getIndexingMapsArray();
+  AffineMap targetMap = op.getMatchingIndexingMap(&input);
+  if (!targetMap.isProjectedPermutation())
+    return op->emitError()
+           << "cannot differentiate '" << op->getName()
+           << "': the indexing map of operand #" << input.getOperandNumber()
+           << " is not a projected permutation";
+
+  // Inputs of the backward generic: the forward inputs, one value per
+  // forward init (the final result for reductions, the init otherwise), and
+  // the result's gradient.
+  SmallVector<Value> ins;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    ins.push_back(in->get());
+    maps.push_back(op.getMatchingIndexingMap(in));
+  }
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    unsigned k = init.getOperandNumber() - op.getNumDpsInputs();
+    ins.push_back(reduces ? op->getResult(k) : init.get());
+    maps.push_back(op.getMatchingIndexingMap(&init));
+  }
+  ins.push_back(resultGrad);
+  maps.push_back(op.getIndexingMapMatchingResult(op->getResult(resultIndex)));
+  maps.push_back(targetMap);
+
+  // Loops the input does not index are reduced.
+  llvm::SmallBitVector indexed(op.getNumLoops());
+  for (AffineExpr e : targetMap.getResults())
+    indexed.set(cast<AffineDimExpr>(e).getPosition());
+  SmallVector<utils::IteratorType> iterators;
+  for (unsigned d = 0; d < op.getNumLoops(); ++d)
+    iterators.push_back(indexed.test(d) ? utils::IteratorType::parallel
+                                        : utils::IteratorType::reduction);
+
+  Value init = filledLike(b, loc, input.get(), 0.0);
+  Block &forwardBody = *op.getBlock();
+  Value accumulatorArg =
+      reduces ? forwardBody.getArgument(op.getNumDpsInputs() + resultIndex)
+              : Value();
+  bool dependent = false;
+  LogicalResult status = success();
+  auto backward = linalg::GenericOp::create(
+      b, loc, init.getType(), ins, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IRMapping mapping;
+        for (auto [i, arg] : llvm::enumerate(forwardBody.getArguments()))
+          mapping.map(arg, args[i]);
+        for (Operation &inner : forwardBody.without_terminator())
+          nb.clone(inner, mapping);
+        Value grad = args[forwardBody.getNumArguments()];
+        Value acc = args.back();
+        ScalarAdjoints adjoints(
+            nb, accumulatorArg ? mapping.lookup(accumulatorArg) : Value());
+        Operation *yield = forwardBody.getTerminator();
+        adjoints.add(mapping.lookupOrDefault(yield->getOperand(resultIndex)),
+                     grad);
+        // Reverse over the cloned body (it is the tail of this block).
+        Block *block = nb.getInsertionBlock();
+        SmallVector<Operation *> cloned;
+        for (Operation &inner : *block)
+          cloned.push_back(&inner);
+        for (Operation *inner : llvm::reverse(cloned))
+          if (failed(adjoints.propagate(inner))) {
+            status = op->emitError()
+                     << "cannot differentiate '" << op->getName()
+                     << "': no derivative for '" << inner->getName()
+                     << "' in its body";
+            break;
+          }
+        Value adjoint = adjoints.get(
+            args[op.getMatchingBlockArgument(&input).getArgNumber()]);
+        dependent = adjoint != nullptr;
+        Value sum = adjoint ? arith::AddFOp::create(nb, nloc, acc, adjoint)
+                                  .getResult()
+                            : acc;
+        linalg::YieldOp::create(nb, nloc, sum);
+      });
+  if (failed(status))
+    return failure();
+  if (!dependent) {
+    backward->erase();
+    return Value();
+  }
+  return backward.getResult(0);
+}
+
+LogicalResult ReverseSweep::differentiateLinalg(linalg::LinalgOp op,
+                                                OpBuilder &b) {
+  if (!op.hasPureTensorSemantics() || op->getNumRegions() != 1)
+    return op->emitError() << "cannot differentiate '" << op->getName()
+                           << "': expected a linalg op on tensors";
+  for (auto [resultIndex, result] : llvm::enumerate(op->getResults())) {
+    Value resultGrad = grads.lookup(result);
+    if (!resultGrad)
+      continue;
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (!active.contains(operand.get()))
+        continue;
+      bool isInit = op.isDpsInit(&operand);
+      if (isInit && !op.payloadUsesValueFromOperand(&operand))
+        continue;
+      if (isInit && op.getNumReductionLoops() > 0) {
+        // Only accumulators that are added to pass the gradient through.
+        Block &body = *op.getBlock();
+        BlockArgument accArg = op.getMatchingBlockArgument(&operand);
+        auto sum = body.getTerminator()
+                       ->getOperand(operand.getOperandNumber() -
+                                    op.getNumDpsInputs())
+                       .getDefiningOp<arith::AddFOp>();
+        if (!sum || (sum.getLhs() != accArg && sum.getRhs() != accArg))
+          return op->emitError()
+                 << "cannot differentiate '" << op->getName()
+                 << "': its reduction does not add to a computed accumulator";
+        if (operand.getOperandNumber() - op.getNumDpsInputs() == resultIndex)
+          addGrad(b, operand.get(), resultGrad);
+        continue;
+      }
+      FailureOr<Value> grad =
+          inputGradient(op, resultIndex, operand, resultGrad, b);
+      if (failed(grad))
+        return failure();
+      addGrad(b, operand.get(), *grad);
+    }
+  }
+  return success();
+}
+
+LogicalResult ReverseSweep::differentiateScalar(Operation *op, OpBuilder &b) {
+  ScalarAdjoints adjoints(b);
+  for (Value result : op->getResults())
+    if (Value g = grads.lookup(result))
+      adjoints.add(result, g);
+  if (failed(adjoints.propagate(op)))
+    return op->emitError() << "cannot differentiate '" << op->getName()
+                           << "': no derivative rule";
+  for (Value operand : op->getOperands())
+    addGrad(b, operand, adjoints.get(operand));
+  return success();
+}
+
+LogicalResult ReverseSweep::differentiate(Operation *op, OpBuilder &b) {
+  bool hasGrad = llvm::any_of(op->getResults(),
+                              [&](Value r) { return grads.count(r) > 0; });
+  bool anyActive = llvm::any_of(op->getOperands(),
+                                [&](Value v) { return active.contains(v); });
+  if (!hasGrad || !anyActive)
+    return success();
+  Location loc = op->getLoc();
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return differentiateLinalg(linalgOp, b);
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    addGrad(b, expand.getSrc(),
+            tensor::CollapseShapeOp::create(b, loc, expand.getSrcType(),
+                                            grads.lookup(expand.getResult()),
+                                            expand.getReassociationIndices()));
+    return success();
+  }
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+    addGrad(b, collapse.getSrc(),
+            tensor::ExpandShapeOp::create(
+                b, loc, collapse.getSrcType(),
+                grads.lookup(collapse.getResult()),
+                collapse.getReassociationIndices()));
+    return success();
+  }
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+    Value zeros = filledLike(b, loc, extract.getTensor(), 0.0);
+    addGrad(b, extract.getTensor(),
+            tensor::InsertOp::create(b, loc, grads.lookup(extract.getResult()),
+                                     zeros, extract.getIndices()));
+    return success();
+  }
+  if (op->getNumRegions() == 0 &&
+      llvm::all_of(op->getOperandTypes(),
+                   [](Type t) { return !isa<ShapedType>(t); }))
+    return differentiateScalar(op, b);
+  return op->emitError() << "cannot differentiate '" << op->getName()
+                         << "': no derivative rule";
+}
+
+FailureOr<SmallVector<Value>>
+ReverseSweep::run(Value loss, ArrayRef<BlockArgument> params) {
+  Block &body = func.getBody().front();
+  // Active values: those that depend on a parameter.
+  for (BlockArgument param : params)
+    active.insert(param);
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return active.contains(v); }))
+      for (Value result : op.getResults())
+        if (isFloatLike(result.getType()))
+          active.insert(result);
+
+  Operation *ret = body.getTerminator();
+  OpBuilder b(ret);
+  Location loc = ret->getLoc();
+  SmallVector<Operation *> forward;
+  for (Operation &op : body.without_terminator())
+    forward.push_back(&op);
+
+  // d loss / d loss = 1.
+  if (active.contains(loss))
+    grads[loss] = isa<RankedTensorType>(loss.getType())
+                      ? filledLike(b, loc, loss, 1.0)
+                      : floatConstant(b, loc, loss.getType(), 1.0);
+  for (Operation *op : llvm::reverse(forward))
+    if (failed(differentiate(op, b)))
+      return failure();
+
+  SmallVector<Value> result;
+  for (BlockArgument param : params) {
+    Value grad = grads.lookup(param);
+    result.push_back(grad ? grad : filledLike(b, loc, param, 0.0));
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct AutodiffPass : mp::impl::MPAutodiffBase<AutodiffPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (!func->hasAttr(kLossAttr))
+        continue;
+      if (failed(buildGradient(func, symbols)))
+        return signalPassFailure();
+    }
+  }
+
+  LogicalResult buildGradient(func::FuncOp loss, SymbolTable &symbols) {
+    if (loss.isExternal() || !loss.getBody().hasOneBlock())
+      return loss.emitError()
+             << "'" << kLossAttr << "' function must have a single block body";
+    FunctionType type = loss.getFunctionType();
+    if (type.getNumResults() != 1 ||
+        !(type.getResult(0).isF32() ||
+          (isa<RankedTensorType>(type.getResult(0)) &&
+           cast<RankedTensorType>(type.getResult(0)).getRank() == 0 &&
+           cast<RankedTensorType>(type.getResult(0)).getElementType().isF32())))
+      return loss.emitError() << "'" << kLossAttr
+                              << "' function must return one f32 scalar or "
+                                 "tensor<f32>, got "
+                              << type.getResults();
+    SmallVector<unsigned> paramIndices;
+    for (unsigned i = 0; i < loss.getNumArguments(); ++i) {
+      Attribute name = loss.getArgAttr(i, kParamAttr);
+      if (!name)
+        continue;
+      if (!isa<StringAttr>(name) || cast<StringAttr>(name).empty())
+        return loss.emitError() << "argument #" << i << ": '" << kParamAttr
+                                << "' must be a non-empty string";
+      if (!isFloatLike(loss.getArgument(i).getType()))
+        return loss.emitError() << "argument #" << i << ": '" << kParamAttr
+                                << "' needs a float tensor or scalar, got "
+                                << loss.getArgument(i).getType();
+      paramIndices.push_back(i);
+    }
+    if (paramIndices.empty())
+      return loss.emitError() << "'" << kLossAttr << "' function has no '"
+                              << kParamAttr << "' arguments to differentiate";
+
+    std::string name = (loss.getSymName() + "_grad").str();
+    if (symbols.lookup(name))
+      return loss.emitError() << "cannot create '@" << name
+                              << "': the symbol already exists";
+    OpBuilder b(loss);
+    b.setInsertionPointAfter(loss);
+    auto grad = cast<func::FuncOp>(b.clone(*loss.getOperation()));
+    grad.setSymName(name);
+    grad->removeAttr(kLossAttr);
+    symbols.insert(grad);
+
+    Block &body = grad.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    SmallVector<BlockArgument> params;
+    for (unsigned i : paramIndices)
+      params.push_back(grad.getArgument(i));
+    ReverseSweep sweep(grad);
+    FailureOr<SmallVector<Value>> grads = sweep.run(ret.getOperand(0), params);
+    if (failed(grads)) {
+      grad.erase();
+      return failure();
+    }
+
+    SmallVector<Value> results{ret.getOperand(0)};
+    results.append(grads->begin(), grads->end());
+    OpBuilder rb(ret);
+    func::ReturnOp::create(rb, ret.getLoc(), results);
+    ret.erase();
+    SmallVector<Type> resultTypes;
+    for (Value v : results)
+      resultTypes.push_back(v.getType());
+    grad.setFunctionType(
+        FunctionType::get(grad.getContext(), type.getInputs(), resultTypes));
+    SmallVector<DictionaryAttr> resultAttrs{DictionaryAttr::get(&getContext())};
+    for (unsigned i : paramIndices)
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(kGradAttr, loss.getArgAttr(i, kParamAttr))));
+    grad.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+};
+
+} // namespace

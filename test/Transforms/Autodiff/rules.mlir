@@ -1,0 +1,76 @@
+// Differentiation rules of --mp-autodiff.
+// RUN: mp-opt %s --mp-autodiff --split-input-file --mlir-print-local-scope | FileCheck %s
+
+// The gradient of a matmul's inputs is a contraction again: dA[m,k] =
+// sum_n dC[m,n] * B[k,n] (n becomes a reduction loop).
+// CHECK-LABEL: func.func @matmul_grad
+// CHECK-SAME: (%[[A:.*]]: tensor<4x6xf32> {mp.param = "a"}, %[[B:.*]]: tensor<6x3xf32>)
+// CHECK-SAME: -> (f32, tensor<4x6xf32> {mp.grad = "a"})
+// CHECK: %[[C:.*]] = linalg.matmul
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK-SAME: ins(%[[A]], %[[B]], %[[C]], %{{.*}} : tensor<4x6xf32>, tensor<6x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>)
+// CHECK-SAME: outs(%{{.*}} : tensor<4x6xf32>)
+// CHECK: ^bb0(%{{.*}}: f32, %[[BV:.*]]: f32, %{{.*}}: f32, %[[G:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK:   %[[P:.*]] = arith.mulf %[[G]], %[[BV]] : f32
+// CHECK:   %[[S:.*]] = arith.addf %[[ACC]], %[[P]] : f32
+// CHECK:   linalg.yield %[[S]] : f32
+#all = affine_map<(d0, d1) -> ()>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @matmul(%a: tensor<4x6xf32> {mp.param = "a"}, %b: tensor<6x3xf32>) -> f32 attributes {mp.loss} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<4x6xf32>, tensor<6x3xf32>) outs(%acc : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction", "reduction"]}
+      ins(%c : tensor<4x3xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%x: f32, %acc2: f32):
+    %r = arith.addf %x, %acc2 : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %l = tensor.extract %s[] : tensor<f32>
+  return %l : f32
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// A broadcast input (bias) gets its gradient summed over the loops it does
+// not index; relu's derivative is a select on the comparison.
+// CHECK-LABEL: func.func @bias_relu_grad
+// CHECK: linalg.generic {indexing_maps = [{{.*}}, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}
+// CHECK-SAME: outs(%{{.*}} : tensor<3xf32>)
+// CHECK:   arith.cmpf oge
+// CHECK:   arith.select
+func.func @bias_relu(%x: tensor<4x3xf32>, %b: tensor<3xf32> {mp.param = "b"}) -> tensor<f32> attributes {mp.loss} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %h = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<4x3xf32>, tensor<3xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %s = arith.addf %p, %q : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<4x3xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%h : tensor<4x3xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %r = arith.addf %v, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// A parameter the loss does not depend on gets a zero gradient.
+// CHECK-LABEL: func.func @unused_grad
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2xf32>)
+// CHECK: return %{{.*}}, %[[Z]] : f32, tensor<2xf32>
+func.func @unused(%x: f32, %w: tensor<2xf32> {mp.param = "w"}) -> f32 attributes {mp.loss} {
+  return %x : f32
+}
