@@ -6,14 +6,15 @@ inputs (0.5 * sin(f * i + seed) over the linear index, f and seed
 per argument), calls
 @<loss>_grad and prints, for every mp.param argument in order, the
 reverse-mode gradient and then the central finite difference
-(L(p + eps) - L(p - eps)) / (2 eps) of every element, each with
+(L(p + eps) - L(p - eps)) / (2 eps) of every element, computed on an f64
+copy of the loss so the reference is not limited by f32 rounding, each with
 printMemrefF32. scripts/gradcheck.py compares the pairs.
 
 @<loss>_grad must exist when @main is parsed, so the driver goes inside the
 module that --mp-autodiff printed: --into that output.
 
 Usage: mp-opt --mp-autodiff MODEL.mlir -o grad.mlir
-       gen_gradcheck_main.py MODEL.mlir --into grad.mlir [--eps 1e-2] > check.mlir
+       gen_gradcheck_main.py MODEL.mlir --into grad.mlir [--eps 1e-4] > check.mlir
 Standard library only.
 """
 import argparse
@@ -36,20 +37,48 @@ def parse(text):
     return match.group(1), args
 
 
+def f64_copy(text, loss):
+    """The loss function, renamed @<loss>_f64, computing in f64: finite
+    differences need more precision than the f32 model has."""
+    start = text.index(f"func.func @{loss}(")
+    depth, end = 0, None
+    body_open = re.compile(r"\{[ \t]*\n").search(text, text.index("->", start)).start()
+    for i in range(body_open, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                end = i + 1
+                break
+    body = text[start:end]
+    # Inline the model's attribute aliases (#id = affine_map<...>): the
+    # copy lands in a module printed with its own alias names.
+    aliases = dict(re.findall(r"^(#\w+)\s*=\s*(.+?)\s*$", text, re.M))
+    for alias in sorted(aliases, key=len, reverse=True):
+        body = re.sub(re.escape(alias) + r"\b", aliases[alias], body)
+    body = body.replace(f"@{loss}(", f"@{loss}_f64(", 1)
+    body = re.sub(r"attributes\s*\{[^}]*mp\.loss[^}]*\}", "", body, count=1)
+    body = re.sub(r"\{\s*mp\.param\s*=\s*\"\w+\"\s*\}", "", body)
+    body = body.replace("0xFF800000", "0xFFF0000000000000").replace("0x7F800000", "0x7FF0000000000000")
+    return body.replace("f32", "f64")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("--into", required=True,
                         help="mp-opt output (one module) to add @main to")
-    parser.add_argument("--eps", type=float, default=1e-2)
+    parser.add_argument("--eps", type=float, default=1e-4)
     options = parser.parse_args()
-    loss, args = parse(open(options.model).read())
+    text = open(options.model).read()
+    loss, args = parse(text)
     out = []
     emit = out.append
     emit("func.func private @printMemrefF32(tensor<*xf32>)")
     emit("func.func @main() {")
-    emit(f"  %eps = arith.constant {options.eps:e} : f32")
-    emit(f"  %two_eps = arith.constant {2 * options.eps:e} : f32")
+    emit(f"  %eps = arith.constant {options.eps:e} : f64")
+    emit(f"  %two_eps = arith.constant {2 * options.eps:e} : f64")
     for i, a in enumerate(args):
         rank = len(a["shape"])
         dims = ", ".join(f"d{k}" for k in range(rank))
@@ -79,6 +108,15 @@ def main():
         emit("    %v = arith.mulf %s, %half : f32")
         emit("    linalg.yield %v : f32")
         emit(f"  }} -> {a['type']}")
+        t64 = a["type"].replace("f32", "f64")
+        emit(f"  %e64_{a['name']} = tensor.empty() : {t64}")
+        emit(f"  %{a['name']}_64 = linalg.generic {{indexing_maps = [affine_map<({dims}) -> ({dims})>,"
+             f" affine_map<({dims}) -> ({dims})>], iterator_types = [{iterators}]}}"
+             f" ins(%{a['name']} : {a['type']}) outs(%e64_{a['name']} : {t64}) {{")
+        emit("  ^bb0(%in: f32, %out: f64):")
+        emit("    %w = arith.extf %in : f32 to f64")
+        emit("    linalg.yield %w : f64")
+        emit(f"  }} -> {t64}")
     names = ", ".join(f"%{a['name']}" for a in args)
     types = ", ".join(a["type"] for a in args)
     params = [a for a in args if a["param"]]
@@ -103,14 +141,17 @@ def main():
             carried = f"%acc_{name}_{k}"
             idx.append(f"%j_{name}_{k}")
         ix = ", ".join(idx)
-        emit(f"    %p_{name} = tensor.extract %{name}[{ix}] : {type_}")
+        t64 = type_.replace("f32", "f64")
+        types64 = ", ".join(b["type"].replace("f32", "f64") for b in args)
+        emit(f"    %p_{name} = tensor.extract %{name}_64[{ix}] : {t64}")
         for sign, op in (("plus", "arith.addf"), ("minus", "arith.subf")):
-            emit(f"    %pv_{sign}_{name} = {op} %p_{name}, %eps : f32")
-            emit(f"    %pt_{sign}_{name} = tensor.insert %pv_{sign}_{name} into %{name}[{ix}] : {type_}")
-            call_args = ", ".join(f"%pt_{sign}_{name}" if b is a else f"%{b['name']}" for b in args)
-            emit(f"    %l_{sign}_{name} = func.call @{loss}({call_args}) : ({types}) -> f32")
-        emit(f"    %dl_{name} = arith.subf %l_plus_{name}, %l_minus_{name} : f32")
-        emit(f"    %fd_{name} = arith.divf %dl_{name}, %two_eps : f32")
+            emit(f"    %pv_{sign}_{name} = {op} %p_{name}, %eps : f64")
+            emit(f"    %pt_{sign}_{name} = tensor.insert %pv_{sign}_{name} into %{name}_64[{ix}] : {t64}")
+            call_args = ", ".join(f"%pt_{sign}_{name}" if b is a else f"%{b['name']}_64" for b in args)
+            emit(f"    %l_{sign}_{name} = func.call @{loss}_f64({call_args}) : ({types64}) -> f64")
+        emit(f"    %dl_{name} = arith.subf %l_plus_{name}, %l_minus_{name} : f64")
+        emit(f"    %fd64_{name} = arith.divf %dl_{name}, %two_eps : f64")
+        emit(f"    %fd_{name} = arith.truncf %fd64_{name} : f64 to f32")
         emit(f"    %ins_{name} = tensor.insert %fd_{name} into {carried}[{ix}] : {type_}")
         result = f"%ins_{name}"
         for k in reversed(range(rank)):
@@ -124,7 +165,8 @@ def main():
     module = open(options.into).read().rstrip()
     if not module.endswith("}"):
         sys.exit(f"error: {options.into} does not end with a module's closing brace")
-    print(module[:-1] + "\n".join(line for line in out if line) + "\n}")
+    print(module[:-1] + f64_copy(text, loss) + "\n" +
+          "\n".join(line for line in out if line) + "\n}")
 
 
 if __name__ == "__main__":

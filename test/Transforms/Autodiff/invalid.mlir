@@ -1,0 +1,88 @@
+// Every diagnostic of --mp-autodiff.
+// RUN: mp-opt %s --mp-autodiff --split-input-file --verify-diagnostics
+
+// expected-error @+1 {{'mp.loss' function must return one f32 scalar or tensor<f32>, got 'tensor<4xf32>'}}
+func.func @not_scalar(%w: tensor<4xf32> {mp.param = "w"}) -> tensor<4xf32> attributes {mp.loss} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'mp.loss' function has no 'mp.param' arguments to differentiate}}
+func.func @no_params(%x: f32) -> f32 attributes {mp.loss} {
+  return %x : f32
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: 'mp.param' must be a non-empty string}}
+func.func @bad_param(%w: f32 {mp.param = 3}) -> f32 attributes {mp.loss} {
+  return %w : f32
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: 'mp.param' needs a float tensor or scalar, got 'i32'}}
+func.func @int_param(%w: i32 {mp.param = "w"}) -> f32 attributes {mp.loss} {
+  %f = arith.sitofp %w : i32 to f32
+  return %f : f32
+}
+
+// -----
+
+// expected-error @+1 {{cannot create '@taken_grad': the symbol already exists}}
+func.func @taken(%w: f32 {mp.param = "w"}) -> f32 attributes {mp.loss} {
+  return %w : f32
+}
+func.func @taken_grad() {
+  return
+}
+
+// -----
+
+func.func @no_rule(%w: f32 {mp.param = "w"}) -> f32 attributes {mp.loss} {
+  // expected-error @+1 {{cannot differentiate 'math.cos': no derivative rule}}
+  %c = math.cos %w : f32
+  return %c : f32
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+func.func @no_body_rule(%w: tensor<4xf32> {mp.param = "w"}) -> tensor<f32> attributes {mp.loss} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  // expected-error @+1 {{cannot differentiate 'linalg.generic': no derivative for 'math.sin' in its body}}
+  %s = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%w : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.sin %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %t = linalg.generic {indexing_maps = [#id, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%s : tensor<4xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %t : tensor<f32>
+}
+
+// -----
+
+func.func @conv(%x: tensor<1x1x4x4xf32> {mp.param = "x"}, %k: tensor<1x1x3x3xf32> {mp.param = "k"}, %acc: tensor<1x1x2x2xf32>) -> tensor<f32> attributes {mp.loss} {
+  %zero = arith.constant 0.0 : f32
+  // expected-error @+1 {{cannot differentiate 'linalg.conv_2d_nchw_fchw': the indexing map of operand #0 is not a projected permutation}}
+  %y = linalg.conv_2d_nchw_fchw ins(%x, %k : tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) outs(%acc : tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> ()>], iterator_types = ["reduction", "reduction", "reduction", "reduction"]}
+      ins(%y : tensor<1x1x2x2xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%a: f32, %s: f32):
+    %r = arith.addf %a, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %t : tensor<f32>
+}
