@@ -32,6 +32,8 @@ namespace {
 constexpr llvm::StringLiteral kLossAttr = "mp.loss";
 constexpr llvm::StringLiteral kParamAttr = "mp.param";
 constexpr llvm::StringLiteral kGradAttr = "mp.grad";
+constexpr llvm::StringLiteral kSeedAttr = "mp.seed";
+constexpr llvm::StringLiteral kGradientOfAttr = "mp.gradient_of";
 
 bool isFloatLike(Type type) {
   return isa<FloatType>(getElementTypeOrSelf(type));
@@ -483,11 +485,14 @@ ReverseSweep::run(Value loss, ArrayRef<BlockArgument> params) {
   for (Operation &op : body.without_terminator())
     forward.push_back(&op);
 
-  // d loss / d loss = 1.
-  if (active.contains(loss))
-    grads[loss] = isa<RankedTensorType>(loss.getType())
-                      ? filledLike(b, loc, loss, 1.0)
-                      : floatConstant(b, loc, loss.getType(), 1.0);
+  // d loss / d loss = 1; marked so --mp-loss-scaling can scale the seed.
+  if (active.contains(loss)) {
+    Value seed = isa<RankedTensorType>(loss.getType())
+                     ? filledLike(b, loc, loss, 1.0)
+                     : floatConstant(b, loc, loss.getType(), 1.0);
+    seed.getDefiningOp()->setAttr(kSeedAttr, b.getUnitAttr());
+    grads[loss] = seed;
+  }
   for (Operation *op : llvm::reverse(forward))
     if (failed(differentiate(op, b)))
       return failure();
@@ -557,6 +562,7 @@ struct AutodiffPass : mp::impl::MPAutodiffBase<AutodiffPass> {
     auto grad = cast<func::FuncOp>(b.clone(*loss.getOperation()));
     grad.setSymName(name);
     grad->removeAttr(kLossAttr);
+    grad->setAttr(kGradientOfAttr, FlatSymbolRefAttr::get(loss.getSymNameAttr()));
     symbols.insert(grad);
 
     Block &body = grad.getBody().front();

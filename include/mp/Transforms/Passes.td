@@ -186,7 +186,9 @@ def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
     f32 tensor), whose trainable arguments carry `mp.param = "<name>"`,
     adds a function `@<name>_grad` with the same arguments that returns the
     loss followed by the gradient of every parameter, in argument order.
-    Each gradient result carries `mp.grad = "<name>"`.
+    Each gradient result carries `mp.grad = "<name>"`; the new function
+    carries `mp.gradient_of = @<name>`, and the op making the backward seed
+    (d loss / d loss = 1) carries `mp.seed`, for `--mp-loss-scaling`.
 
     Differentiation works on the IR as written (run it before
     `--auto-mixed-precision`, see docs/training.md):
@@ -228,6 +230,68 @@ def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
+  let summary = "Scale the backward seed and unscale gradients with inf/nan "
+                "detection";
+  let description = [{
+    Rewrites every gradient function made by `--mp-autodiff` (marked
+    `mp.gradient_of`) for loss scaling:
+
+    * a new last argument `%scale: f32 {mp.loss_scale}` multiplies the
+      backward seed (`mp.scale_loss`), so small FP16 gradients stay above
+      2^-24;
+    * the gradients are unscaled in FP32 by one `mp.unscale`, whose
+      `found_inf` becomes a new last result `{mp.found_inf}`;
+    * with `clip-norm=C > 0`, unscaled gradients are scaled by
+      min(1, C / (||g||_2 + 1e-6)) over all parameters together.
+
+    The function records its settings in `mp.loss_scaling` (mode, initial
+    scale, growth and backoff factors, growth interval) for
+    `--mp-optimizer`, which guards the update with `found_inf` and moves the
+    scale with `mp.update_scale` (dynamic mode).
+
+    `mode` defaults to `dynamic` for `dtype=f16` and `none` for
+    `dtype=bf16`, whose range equals FP32's; any mode can be forced.
+
+    Before:
+
+    ```mlir
+    func.func @loss_grad(%x: ..., %w: ... {mp.param = "w"})
+        -> (f32, tensor<6x3xf32> {mp.grad = "w"}) attributes {mp.gradient_of = @loss}
+    ```
+
+    After:
+
+    ```mlir
+    func.func @loss_grad(%x: ..., %w: ..., %scale: f32 {mp.loss_scale})
+        -> (f32, tensor<6x3xf32> {mp.grad = "w"}, i1 {mp.found_inf})
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"\"",
+           "dynamic | static | none (default: dynamic for f16, none for bf16)">,
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"f16\"",
+           "Low-precision type training will use: f16 or bf16">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "Initial (dynamic) or fixed (static) loss scale">,
+    Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
+           "Scale multiplier after growth-interval clean steps">,
+    Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5",
+           "Scale multiplier after a step with inf/nan">,
+    Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
+           "Clean steps before the scale grows">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Clip unscaled gradients to this global L2 norm (0: off)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::mp::MPDialect"
   ];
 }
 

@@ -1,0 +1,225 @@
+//===- LossScaling.cpp - scale the seed, unscale and check gradients ------===//
+
+#include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir {
+namespace mp {
+#define GEN_PASS_DEF_MPLOSSSCALING
+#include "mp/Transforms/Passes.h.inc"
+} // namespace mp
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::mp;
+
+namespace {
+
+constexpr llvm::StringLiteral kGradientOfAttr = "mp.gradient_of";
+constexpr llvm::StringLiteral kSeedAttr = "mp.seed";
+constexpr llvm::StringLiteral kLossScalingAttr = "mp.loss_scaling";
+
+/// Applies `fn` elementwise to `input` (same type out).
+Value mapTensor(OpBuilder &b, Location loc, Value input,
+                function_ref<Value(OpBuilder &, Location, Value)> fn) {
+  auto type = cast<RankedTensorType>(input.getType());
+  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  Value init = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, input), type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{input}, ValueRange{init},
+             ArrayRef<AffineMap>{id, id}, iterators,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               linalg::YieldOp::create(nb, nloc, fn(nb, nloc, args[0]));
+             })
+      .getResult(0);
+}
+
+/// Sum of squares of all elements of `input`, as an f32 scalar.
+Value sumOfSquares(OpBuilder &b, Location loc, Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  unsigned rank = type.getRank();
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
+                                       b.getF32Type());
+  init = linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{init})
+             .getResult(0);
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                 AffineMap::get(rank, 0, b.getContext())};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  Value sum = linalg::GenericOp::create(
+                  b, loc, init.getType(), ValueRange{input}, ValueRange{init},
+                  maps, iterators,
+                  [](OpBuilder &nb, Location nloc, ValueRange args) {
+                    Value x = args[0];
+                    if (!x.getType().isF32())
+                      x = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), x);
+                    Value sq = arith::MulFOp::create(nb, nloc, x, x);
+                    linalg::YieldOp::create(
+                        nb, nloc,
+                        arith::AddFOp::create(nb, nloc, args[1], sq)
+                            .getResult());
+                  })
+                  .getResult(0);
+  return tensor::ExtractOp::create(b, loc, sum, ValueRange{});
+}
+
+struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (dtype != "f16" && dtype != "bf16") {
+      emitError(module.getLoc())
+          << "unknown dtype '" << dtype << "': expected f16 or bf16";
+      return signalPassFailure();
+    }
+    std::string resolved = mode;
+    if (resolved.empty())
+      resolved = dtype == "f16" ? "dynamic" : "none";
+    if (resolved != "dynamic" && resolved != "static" && resolved != "none") {
+      emitError(module.getLoc()) << "unknown mode '" << mode
+                                 << "': expected dynamic, static or none";
+      return signalPassFailure();
+    }
+    if (!(initScale > 0) || std::isinf(initScale) || !(growthFactor > 1) ||
+        !(backoffFactor > 0 && backoffFactor < 1) || growthInterval < 1 ||
+        clipNorm < 0) {
+      emitError(module.getLoc())
+          << "loss scaling needs init-scale > 0, growth-factor > 1, "
+             "0 < backoff-factor < 1, growth-interval >= 1 and clip-norm >= 0";
+      return signalPassFailure();
+    }
+    bool found = false;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (!func->hasAttr(kGradientOfAttr))
+        continue;
+      found = true;
+      if (func->hasAttr(kLossScalingAttr)) {
+        func.emitError() << "loss scaling was already applied to this "
+                            "gradient function";
+        return signalPassFailure();
+      }
+      if (failed(rewrite(func, resolved)))
+        return signalPassFailure();
+    }
+    if (!found) {
+      emitError(module.getLoc())
+          << "no gradient function ('mp.gradient_of') in the module: run "
+             "--mp-autodiff first";
+      return signalPassFailure();
+    }
+  }
+
+  LogicalResult rewrite(func::FuncOp func, StringRef resolved) {
+    MLIRContext *context = &getContext();
+    Builder attrs(context);
+    bool scaled = resolved != "none";
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Location loc = ret.getLoc();
+
+    Value scale;
+    if (scaled) {
+      unsigned index = func.getNumArguments();
+      if (failed(func.insertArgument(
+              index, Float32Type::get(context),
+              attrs.getDictionaryAttr(
+                  attrs.getNamedAttr("mp.loss_scale", attrs.getUnitAttr())),
+              func.getLoc())))
+        return failure();
+      scale = func.getArgument(index);
+      // The backward pass starts from seed * scale.
+      Operation *seed = nullptr;
+      func.walk([&](Operation *op) {
+        if (op->hasAttr(kSeedAttr))
+          seed = op;
+      });
+      if (seed) {
+        OpBuilder b(context);
+        b.setInsertionPointAfter(seed);
+        Value seedValue = seed->getResult(0);
+        Value scaledSeed =
+            ScaleLossOp::create(b, seed->getLoc(), seedValue.getType(),
+                                seedValue, scale);
+        seedValue.replaceAllUsesExcept(scaledSeed, scaledSeed.getDefiningOp());
+      }
+    }
+
+    OpBuilder b(ret);
+    SmallVector<Value> grads(ret.getOperands().drop_front());
+    Value foundInf;
+    if (scaled) {
+      SmallVector<Type> unscaledTypes;
+      for (Value g : grads)
+        unscaledTypes.push_back(cast<RankedTensorType>(g.getType())
+                                    .clone(b.getF32Type()));
+      unscaledTypes.push_back(b.getI1Type()); // found_inf
+      auto unscale = UnscaleOp::create(b, loc, unscaledTypes, grads, scale);
+      grads.assign(unscale.getUnscaled().begin(), unscale.getUnscaled().end());
+      foundInf = unscale.getFoundInf();
+    }
+    if (clipNorm > 0) {
+      Value total;
+      for (Value g : grads) {
+        Value s = sumOfSquares(b, loc, g);
+        total = total ? arith::AddFOp::create(b, loc, total, s).getResult() : s;
+      }
+      Value norm = math::SqrtOp::create(b, loc, total);
+      Value tiny = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1e-6f));
+      Value limit = arith::ConstantOp::create(
+          b, loc, b.getF32FloatAttr(static_cast<float>(clipNorm)));
+      Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+      Value factor = arith::MinimumFOp::create(
+          b, loc, one,
+          arith::DivFOp::create(b, loc, limit,
+                                arith::AddFOp::create(b, loc, norm, tiny)));
+      for (Value &g : grads)
+        g = mapTensor(b, loc, g, [&](OpBuilder &nb, Location nloc, Value x) {
+          Value f = factor;
+          if (x.getType() != f.getType())
+            f = arith::TruncFOp::create(nb, nloc, x.getType(), f);
+          return arith::MulFOp::create(nb, nloc, x, f).getResult();
+        });
+    }
+
+    SmallVector<Value> results{ret.getOperand(0)};
+    results.append(grads);
+    SmallVector<DictionaryAttr> resultAttrs;
+    func.getAllResultAttrs(resultAttrs);
+    if (foundInf) {
+      results.push_back(foundInf);
+      resultAttrs.push_back(attrs.getDictionaryAttr(
+          attrs.getNamedAttr("mp.found_inf", attrs.getUnitAttr())));
+    }
+    func::ReturnOp::create(b, loc, results);
+    ret.erase();
+    SmallVector<Type> types;
+    for (Value v : results)
+      types.push_back(v.getType());
+    func.setFunctionType(FunctionType::get(
+        context, func.getFunctionType().getInputs(), types));
+    func.setAllResultAttrs(resultAttrs);
+    func->setAttr(
+        kLossScalingAttr,
+        attrs.getDictionaryAttr({
+            attrs.getNamedAttr("mode", attrs.getStringAttr(resolved)),
+            attrs.getNamedAttr("init_scale", attrs.getF32FloatAttr(initScale)),
+            attrs.getNamedAttr("growth_factor",
+                               attrs.getF32FloatAttr(growthFactor)),
+            attrs.getNamedAttr("backoff_factor",
+                               attrs.getF32FloatAttr(backoffFactor)),
+            attrs.getNamedAttr("growth_interval",
+                               attrs.getI64IntegerAttr(growthInterval)),
+            attrs.getNamedAttr("clip_norm", attrs.getF32FloatAttr(clipNorm)),
+        }));
+    return success();
+  }
+};
+
+} // namespace
