@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -241,6 +242,7 @@ private:
                                  OpOperand &input, Value resultGrad,
                                  OpBuilder &b);
   void addGrad(OpBuilder &b, Value value, Value grad);
+  Value dropUnusedInputs(linalg::GenericOp op, OpBuilder &b);
 
   func::FuncOp func;
   llvm::SetVector<Value> active;
@@ -361,6 +363,13 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
                                   .getResult()
                             : acc;
         linalg::YieldOp::create(nb, nloc, sum);
+        // Drop the recomputed forward ops and adjoints this input does not
+        // need: a matmul's gradient then has a multiply-add body that later
+        // passes recognise as a contraction.
+        for (Operation &inner :
+             llvm::make_early_inc_range(llvm::reverse(*block)))
+          if (isOpTriviallyDead(&inner))
+            inner.erase();
       });
   if (failed(status))
     return failure();
@@ -368,7 +377,53 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
     backward->erase();
     return Value();
   }
-  return backward.getResult(0);
+  return dropUnusedInputs(backward, b);
+}
+
+/// Rebuilds `op` without the inputs its body does not read (as long as the
+/// loops they index stay indexed by another operand), so that a gradient
+/// of a matmul has the two inputs of a contraction.
+Value ReverseSweep::dropUnusedInputs(linalg::GenericOp op, OpBuilder &b) {
+  Block &body = op.getRegion().front();
+  unsigned numInputs = op.getNumDpsInputs();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  llvm::SmallBitVector keep(maps.size(), true);
+  for (unsigned i = 0; i < numInputs; ++i) {
+    if (!body.getArgument(i).use_empty())
+      continue;
+    keep.reset(i);
+    llvm::SmallBitVector covered(op.getNumLoops());
+    for (unsigned j = 0; j < maps.size(); ++j)
+      if (keep.test(j))
+        for (AffineExpr e : maps[j].getResults())
+          if (auto dim = dyn_cast<AffineDimExpr>(e))
+            covered.set(dim.getPosition());
+    if (!covered.all())
+      keep.set(i); // it still gives a loop its extent
+  }
+  if (keep.all())
+    return op.getResult(0);
+  SmallVector<Value> ins;
+  SmallVector<AffineMap> keptMaps;
+  llvm::BitVector dropArgs(body.getNumArguments());
+  for (unsigned i = 0; i < maps.size(); ++i) {
+    if (!keep.test(i)) {
+      dropArgs.set(i);
+      continue;
+    }
+    keptMaps.push_back(maps[i]);
+    if (i < numInputs)
+      ins.push_back(op.getDpsInputs()[i]);
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op);
+  auto slim = linalg::GenericOp::create(
+      b, op.getLoc(), op.getResultTypes(), ins, op.getDpsInits(), keptMaps,
+      op.getIteratorTypesArray());
+  slim.getRegion().takeBody(op.getRegion());
+  slim.getRegion().front().eraseArguments(dropArgs);
+  op->erase();
+  return slim.getResult(0);
 }
 
 LogicalResult ReverseSweep::differentiateLinalg(linalg::LinalgOp op,

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Transforms/PrecisionAnalysis.h"
+#include "mp/Dialect/MP/IR/MPDialect.h"
 
 #include "mp/Support/MinCut.h"
 
@@ -232,6 +233,14 @@ FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
     return Classified{PrecisionClass::Infer,
                       "elementwise " + op->getName().getStringRef().str() +
                           " follows its inputs"};
+  if (isa<tensor::ExtractOp, tensor::InsertOp, tensor::FromElementsOp,
+          tensor::SplatOp>(op))
+    return Classified{PrecisionClass::Deny,
+                      "scalar boundary: scalar code stays f32"};
+  if (isa<MPDialect>(op->getDialect()))
+    return Classified{PrecisionClass::Deny,
+                      "mp ops keep the types they declare (loss scaling "
+                      "unscales in f32)"};
   if (isa<CallOpInterface>(op))
     return Classified{PrecisionClass::Deny,
                       "calls pass f32; the callee is analysed on its own"};

@@ -295,4 +295,60 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
   ];
 }
 
+def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Build @train_step: gradients, loss-scale guard and an FP32 "
+                "optimizer update";
+  let description = [{
+    From the gradient function made by `--mp-autodiff` (and, optionally,
+    `--mp-loss-scaling`), builds one function that runs a whole training
+    step:
+
+    ```
+    @train_step(<loss arguments>, <optimizer state per parameter>,
+                %step: i32, %scale: f32, %growth_tracker: i32)
+      -> (<new parameters>, <new optimizer state>, new step, new scale,
+          new growth tracker, loss: f32, stepped: i1)
+    ```
+
+    * `sgd`: v = momentum * v + (g + weight_decay * w); w -= lr * v
+      (one state tensor per parameter, `mp.state = "<name>.momentum"`);
+    * `adam` / `adamw`: m, v moments with bias correction from `%step`
+      (`<name>.m`, `<name>.v`); `adam` adds weight_decay * w to the
+      gradient, `adamw` decays the weight directly.
+
+    Parameters, gradients and state are FP32 master copies; every update op
+    carries `mp.precision = "f32"` so `--auto-mixed-precision` keeps it
+    there. With loss scaling, the update is applied only when `found_inf`
+    is false (otherwise parameters, state and step are returned unchanged,
+    bit for bit) and, in dynamic mode, the scale moves with
+    `mp.update_scale`. Without loss scaling the scale and tracker pass
+    through and `stepped` is true.
+  }];
+  let options = [
+    Option<"algorithm", "algorithm", "std::string", /*default=*/"\"sgd\"",
+           "sgd | adam | adamw">,
+    Option<"learningRate", "lr", "double", /*default=*/"0.01",
+           "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "SGD momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "L2 weight decay (decoupled for adamw)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "Adam first-moment decay">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999",
+           "Adam second-moment decay">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1e-8",
+           "Adam denominator epsilon">,
+    Option<"stepName", "name", "std::string", /*default=*/"\"train_step\"",
+           "Name of the function to build">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::mp::MPDialect"
+  ];
+}
+
 #endif // MP_TRANSFORMS_PASSES_TD

@@ -6,14 +6,16 @@
 // CHECK-LABEL: func.func @matmul_grad
 // CHECK-SAME: (%[[A:.*]]: tensor<4x6xf32> {mp.param = "a"}, %[[B:.*]]: tensor<6x3xf32>)
 // CHECK-SAME: -> (f32, tensor<4x6xf32> {mp.grad = "a"})
-// CHECK: %[[C:.*]] = linalg.matmul
-// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]}
-// CHECK-SAME: ins(%[[A]], %[[B]], %[[C]], %{{.*}} : tensor<4x6xf32>, tensor<6x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>)
-// CHECK-SAME: outs(%{{.*}} : tensor<4x6xf32>)
-// CHECK: ^bb0(%{{.*}}: f32, %[[BV:.*]]: f32, %{{.*}}: f32, %[[G:.*]]: f32, %[[ACC:.*]]: f32):
-// CHECK:   %[[P:.*]] = arith.mulf %[[G]], %[[BV]] : f32
-// CHECK:   %[[S:.*]] = arith.addf %[[ACC]], %[[P]] : f32
-// CHECK:   linalg.yield %[[S]] : f32
+// CHECK: linalg.matmul
+// CHECK: %[[DC:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x3xf32>)
+// Unused inputs are dropped, so the gradient has exactly the two inputs
+// and the multiply-add body of a contraction.
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK-SAME: ins(%[[B]], %[[DC]] : tensor<6x3xf32>, tensor<4x3xf32>) outs(%{{.*}} : tensor<4x6xf32>)
+// CHECK: ^bb0(%[[BV:.*]]: f32, %[[G:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:   %[[P:.*]] = arith.mulf %[[G]], %[[BV]] : f32
+// CHECK-NEXT:   %[[S:.*]] = arith.addf %[[ACC]], %[[P]] : f32
+// CHECK-NEXT:   linalg.yield %[[S]] : f32
 #all = affine_map<(d0, d1) -> ()>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 func.func @matmul(%a: tensor<4x6xf32> {mp.param = "a"}, %b: tensor<6x3xf32>) -> f32 attributes {mp.loss} {
