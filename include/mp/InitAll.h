@@ -11,6 +11,7 @@
 #include "mp/Conversion/Passes.h"
 #include "mp/Dialect/MP/IR/MPDialect.h"
 #include "mp/Transforms/Passes.h"
+#include "mp/Transforms/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -27,6 +28,7 @@ inline void registerAllDialects(DialectRegistry &registry) {
 inline void registerAllPasses() {
   registerMPConversionPasses();
   registerMPTransformsPasses();
+  registerMPPipelines();
 }
 
 } // namespace mp

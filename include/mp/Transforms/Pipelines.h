@@ -1,0 +1,56 @@
+//===- Pipelines.h - named mp pipelines -------------------------*- C++ -*-===//
+//
+// One option set for a chain of mp passes, for tools and framework stacks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_TRANSFORMS_PIPELINES_H
+#define MP_TRANSFORMS_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+namespace mp {
+
+struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
+  Option<std::string> dtype{*this, "dtype",
+                            llvm::cl::desc("Low-precision type: f16 or bf16"),
+                            llvm::cl::init("f16")};
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("dynamic | static | none (default: dynamic for f16, "
+                     "none for bf16)"),
+      llvm::cl::init("")};
+  Option<double> initScale{*this, "init-scale",
+                           llvm::cl::desc("Initial loss scale"),
+                           llvm::cl::init(65536.0)};
+  Option<int64_t> growthInterval{
+      *this, "growth-interval",
+      llvm::cl::desc("Clean steps before the scale grows"),
+      llvm::cl::init(2000)};
+  Option<double> clipNorm{*this, "clip-norm",
+                          llvm::cl::desc("Global gradient-norm clip (0: off)"),
+                          llvm::cl::init(0.0)};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd | adam | adamw"),
+                                llvm::cl::init("sgd")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
+                    llvm::cl::init(0.01)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.9)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("Weight decay"),
+                             llvm::cl::init(0.0)};
+};
+
+/// --mp-autodiff, --mp-loss-scaling, --mp-optimizer, --auto-mixed-precision.
+void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &options);
+
+/// Registers --mp-train-pipeline.
+void registerMPPipelines();
+
+} // namespace mp
+} // namespace mlir
+
+#endif // MP_TRANSFORMS_PIPELINES_H

@@ -1,0 +1,36 @@
+// --mp-optimizer builds @train_step.
+// RUN: mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling --mp-optimizer | FileCheck %s --check-prefix=SGD
+// RUN: mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling=mode=none --mp-optimizer=algorithm=adam | FileCheck %s --check-prefix=ADAM
+// RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-optimizer=algorithm=lion 2>&1 | FileCheck %s --check-prefix=ALGO
+// RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-optimizer=lr=0 2>&1 | FileCheck %s --check-prefix=LR
+// RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-optimizer 2>&1 | FileCheck %s --check-prefix=NOGRAD
+// RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-optimizer=name=loss 2>&1 | FileCheck %s --check-prefix=NAME
+
+// SGD-LABEL: func.func @train_step
+// SGD-SAME: (%[[W:.*]]: tensor<1xf32> {mp.param = "w"}, %[[M:.*]]: tensor<1xf32> {mp.state = "w.momentum"}, %[[STEP:.*]]: i32 {mp.step}, %[[SCALE:.*]]: f32 {mp.loss_scale}, %[[TRACKER:.*]]: i32 {mp.growth_tracker})
+// SGD-SAME: -> (tensor<1xf32> {mp.param = "w"}, tensor<1xf32> {mp.state = "w.momentum"}, i32 {mp.step}, f32 {mp.loss_scale}, i32 {mp.growth_tracker}, f32 {mp.loss}, i1 {mp.stepped})
+// SGD: mp.scale_loss %{{.*}}, %[[SCALE]]
+// SGD: %{{.*}}, %[[INF:.*]] = mp.unscale
+// The FP32 master update is pinned to f32.
+// SGD: %[[UPD:.*]]:2 = linalg.generic {{.*}} ins(%[[W]], %{{.*}}, %[[M]] : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>)
+// SGD-SAME: mp.precision = "f32"
+// A step with inf/nan keeps the old values.
+// SGD: %[[NW:.*]] = arith.select %[[INF]], %[[W]], %[[UPD]]#0 : tensor<1xf32>
+// SGD: %[[NM:.*]] = arith.select %[[INF]], %[[M]], %[[UPD]]#1 : tensor<1xf32>
+// SGD: %[[NSTEP:.*]] = arith.select %[[INF]], %[[STEP]], %{{.*}} : i32
+// SGD: %[[STEPPED:.*]] = arith.xori %[[INF]], %{{.*}} : i1
+// SGD: %[[NS:.*]], %[[NT:.*]] = mp.update_scale %[[SCALE]], %[[TRACKER]], %[[INF]] : i32
+// SGD: return %[[NW]], %[[NM]], %[[NSTEP]], %[[NS]], %[[NT]], %{{.*}}, %[[STEPPED]]
+
+// ADAM-LABEL: func.func @train_step
+// ADAM-SAME: {mp.state = "w.m"}, %{{.*}}: tensor<1xf32> {mp.state = "w.v"}
+// ADAM: math.powf
+// ADAM: linalg.generic
+// ADAM: math.sqrt
+// ADAM-NOT: mp.update_scale
+// ADAM: return
+
+// ALGO: error: unknown algorithm 'lion': expected sgd, adam or adamw
+// LR: error: optimizer needs lr > 0
+// NOGRAD: error: expected one gradient function ('mp.gradient_of'), found 0
+// NAME: error: cannot create '@loss': the symbol already exists
