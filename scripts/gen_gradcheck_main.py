@@ -32,7 +32,8 @@ def parse(text):
     args = []
     for arg in ARG.finditer(match.group(2)):
         shape = [int(d) for d in arg.group(3).split("x") if d] if arg.group(3) else []
-        args.append({"name": arg.group(1), "type": arg.group(2), "shape": shape,
+        # Prefixed so argument names cannot clash with the driver's values.
+        args.append({"name": "arg_" + arg.group(1), "type": arg.group(2), "shape": shape,
                      "param": arg.group(5)})
     return match.group(1), args
 
@@ -114,8 +115,8 @@ def main():
              f" affine_map<({dims}) -> ({dims})>], iterator_types = [{iterators}]}}"
              f" ins(%{a['name']} : {a['type']}) outs(%e64_{a['name']} : {t64}) {{")
         emit("  ^bb0(%in: f32, %out: f64):")
-        emit("    %w = arith.extf %in : f32 to f64")
-        emit("    linalg.yield %w : f64")
+        emit("    %wide = arith.extf %in : f32 to f64")
+        emit("    linalg.yield %wide : f64")
         emit(f"  }} -> {t64}")
     names = ", ".join(f"%{a['name']}" for a in args)
     types = ", ".join(a["type"] for a in args)

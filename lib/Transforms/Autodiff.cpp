@@ -288,11 +288,6 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
   bool reduces = op.getNumReductionLoops() > 0;
   SmallVector<AffineMap> forwardMaps = op.getIndexingMapsArray();
   AffineMap targetMap = op.getMatchingIndexingMap(&input);
-  if (!targetMap.isProjectedPermutation())
-    return op->emitError()
-           << "cannot differentiate '" << op->getName()
-           << "': the indexing map of operand #" << input.getOperandNumber()
-           << " is not a projected permutation";
 
   // Inputs of the backward generic: the forward inputs, one value per
   // forward init (the final result for reductions, the init otherwise), and
@@ -312,10 +307,22 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
   maps.push_back(op.getIndexingMapMatchingResult(op->getResult(resultIndex)));
   maps.push_back(targetMap);
 
-  // Loops the input does not index are reduced.
+  // A loop stays parallel only when the input indexes it directly and in no
+  // other way; every other loop accumulates. An input read through
+  // `oh + kh` (convolution, pooling) gets a scatter-add over the window.
   llvm::SmallBitVector indexed(op.getNumLoops());
-  for (AffineExpr e : targetMap.getResults())
-    indexed.set(cast<AffineDimExpr>(e).getPosition());
+  llvm::SmallBitVector mixed(op.getNumLoops());
+  for (AffineExpr e : targetMap.getResults()) {
+    if (auto dim = dyn_cast<AffineDimExpr>(e)) {
+      indexed.set(dim.getPosition());
+      continue;
+    }
+    e.walk([&](AffineExpr sub) {
+      if (auto dim = dyn_cast<AffineDimExpr>(sub))
+        mixed.set(dim.getPosition());
+    });
+  }
+  indexed.reset(mixed);
   SmallVector<utils::IteratorType> iterators;
   for (unsigned d = 0; d < op.getNumLoops(); ++d)
     iterators.push_back(indexed.test(d) ? utils::IteratorType::parallel

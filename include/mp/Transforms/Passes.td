@@ -193,14 +193,15 @@ def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
     Differentiation works on the IR as written (run it before
     `--auto-mixed-precision`, see docs/training.md):
 
-    * every `linalg` op whose indexing maps are projected permutations:
-      named contractions (matmul, batch_matmul, transposed variants),
+    * every `linalg` op on tensors: named contractions (matmul,
+      batch_matmul, transposed variants), convolutions, pooling,
       elementwise generics, broadcasts, transposes and reductions. One rule
       covers them: the gradient of an input is a `linalg.generic` over the
       forward iteration space whose body is the reverse derivative of the
-      forward body, reduced over the loops the input does not index. So
-      the gradient of a matmul's input is again a contraction, and a
-      bias-add's bias gradient sums over the batch;
+      forward body, reduced over the loops the input does not index
+      directly. So the gradient of a matmul's input is again a contraction,
+      a bias-add's bias gradient sums over the batch, and a convolution's
+      input gradient scatters over its window (`oh + kh`);
     * scalar and body ops: addf, subf, mulf, divf, negf, maximumf/minimumf
       (and max/min reductions: the gradient goes to every element equal
       to the maximum), select, exp, log, tanh, sqrt, rsqrt, erf, absf, powf,
