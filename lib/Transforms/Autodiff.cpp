@@ -627,6 +627,22 @@ struct AutodiffPass : mp::impl::MPAutodiffBase<AutodiffPass> {
     grad->setAttr(kGradientOfAttr, FlatSymbolRefAttr::get(loss.getSymNameAttr()));
     symbols.insert(grad);
 
+    // Aggregate ops (linalg.softmax) are differentiated through their
+    // decomposition into generics.
+    SmallVector<linalg::AggregatedOpInterface> aggregates;
+    grad.walk([&](linalg::AggregatedOpInterface op) { aggregates.push_back(op); });
+    for (linalg::AggregatedOpInterface op : aggregates) {
+      OpBuilder ab(op);
+      FailureOr<SmallVector<Value>> parts = op.decomposeOperation(ab);
+      if (failed(parts)) {
+        grad.erase();
+        return op->emitError() << "cannot decompose '" << op->getName()
+                               << "' for differentiation";
+      }
+      op->replaceAllUsesWith(*parts);
+      op->erase();
+    }
+
     Block &body = grad.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     SmallVector<BlockArgument> params;

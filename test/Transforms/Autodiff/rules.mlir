@@ -76,3 +76,49 @@ func.func @bias_relu(%x: tensor<4x3xf32>, %b: tensor<3xf32> {mp.param = "b"}) ->
 func.func @unused(%x: f32, %w: tensor<2xf32> {mp.param = "w"}) -> f32 attributes {mp.loss} {
   return %x : f32
 }
+
+// -----
+
+// linalg.softmax is differentiated through its decomposition.
+// CHECK-LABEL: func.func @softmax_grad
+// CHECK-NOT: linalg.softmax
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: return
+func.func @softmax(%x: tensor<2x3xf32> {mp.param = "x"}, %t: tensor<2x3xf32>) -> tensor<f32> attributes {mp.loss} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x3xf32>
+  %s = linalg.softmax dimension(1) ins(%x : tensor<2x3xf32>) outs(%e : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%s, %t : tensor<2x3xf32>, tensor<2x3xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %q = arith.addf %acc, %m : f32
+    linalg.yield %q : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// extf/truncf pass the gradient through in the other direction.
+// CHECK-LABEL: func.func @casts_grad
+// CHECK: linalg.generic
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: arith.extf %{{.*}} : f16 to f32
+func.func @casts(%x: tensor<4xf32> {mp.param = "x"}) -> tensor<f32> attributes {mp.loss} {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%x : tensor<4xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %h = arith.truncf %a : f32 to f16
+    %w = arith.extf %h : f16 to f32
+    %q = arith.addf %acc, %w : f32
+    linalg.yield %q : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
