@@ -207,7 +207,8 @@ def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
       to the maximum), select, exp, log, tanh, sqrt, rsqrt, erf, absf, powf,
       fma, extf, truncf;
     * `tensor.expand_shape`, `tensor.collapse_shape`, `tensor.extract`;
-      `tensor.empty`, fills and constants have no gradient.
+      `tensor.empty`, fills and constants have no gradient;
+    * `linalg.softmax` through its decomposition.
 
     An op on the path from a parameter to the loss that has no rule is an
     error naming the op, at its location.
