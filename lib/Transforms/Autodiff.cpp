@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -438,6 +439,15 @@ LogicalResult ReverseSweep::differentiateLinalg(linalg::LinalgOp op,
   if (!op.hasPureTensorSemantics() || op->getNumRegions() != 1)
     return op->emitError() << "cannot differentiate '" << op->getName()
                            << "': expected a linalg op on tensors";
+  // A value the body captures from above gets no gradient through it.
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegion(0), captured);
+  for (Value value : captured)
+    if (active.contains(value))
+      return op->emitError()
+             << "cannot differentiate '" << op->getName()
+             << "': its body uses a value that depends on a parameter "
+                "without taking it as an operand";
   for (auto [resultIndex, result] : llvm::enumerate(op->getResults())) {
     Value resultGrad = grads.lookup(result);
     if (!resultGrad)
@@ -490,7 +500,7 @@ LogicalResult ReverseSweep::differentiateScalar(Operation *op, OpBuilder &b) {
 LogicalResult ReverseSweep::differentiate(Operation *op, OpBuilder &b) {
   bool hasGrad = llvm::any_of(op->getResults(),
                               [&](Value r) { return grads.count(r) > 0; });
-  bool anyActive = llvm::any_of(op->getOperands(),
+  bool anyActive = llvm::any_of(op->getResults(),
                                 [&](Value v) { return active.contains(v); });
   if (!hasGrad || !anyActive)
     return success();
@@ -533,9 +543,17 @@ ReverseSweep::run(Value loss, ArrayRef<BlockArgument> params) {
   // Active values: those that depend on a parameter.
   for (BlockArgument param : params)
     active.insert(param);
-  for (Operation &op : body.without_terminator())
+  auto usesActive = [&](Operation &op) {
     if (llvm::any_of(op.getOperands(),
                      [&](Value v) { return active.contains(v); }))
+      return true;
+    llvm::SetVector<Value> captured;
+    for (Region &region : op.getRegions())
+      getUsedValuesDefinedAbove(region, captured);
+    return llvm::any_of(captured, [&](Value v) { return active.contains(v); });
+  };
+  for (Operation &op : body.without_terminator())
+    if (usesActive(op))
       for (Value result : op.getResults())
         if (isFloatLike(result.getType()))
           active.insert(result);

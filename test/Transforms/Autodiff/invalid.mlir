@@ -86,3 +86,20 @@ func.func @concat(%a: tensor<2xf32> {mp.param = "a"}) -> tensor<f32> attributes 
   } -> tensor<f32>
   return %t : tensor<f32>
 }
+
+// -----
+
+func.func @captured(%x: tensor<4xf32>, %w: f32 {mp.param = "w"}) -> tensor<f32> attributes {mp.loss} {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  // expected-error @+1 {{cannot differentiate 'linalg.generic': its body uses a value that depends on a parameter without taking it as an operand}}
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%x : tensor<4xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.mulf %a, %w : f32
+    %q = arith.addf %acc, %m : f32
+    linalg.yield %q : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
