@@ -141,9 +141,10 @@ LogicalResult ScalarAdjoints::propagate(Operation *op) {
           return success();
         }
         bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp>(o);
-        Value lhsWins = arith::CmpFOp::create(
-            b, loc, isMax ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OLE,
-            lhs, rhs);
+        Value lhsWins = arith::CmpFOp::create(b, loc,
+                                              isMax ? arith::CmpFPredicate::OGE
+                                                    : arith::CmpFPredicate::OLE,
+                                              lhs, rhs);
         add(lhs, arith::SelectOp::create(b, loc, lhsWins, g, zero()));
         add(rhs, arith::SelectOp::create(b, loc, lhsWins, zero(), g));
         return success();
@@ -269,16 +270,16 @@ void ReverseSweep::addGrad(OpBuilder &b, Value value, Value grad) {
                                              utils::IteratorType::parallel);
   Value init = tensor::EmptyOp::create(
       b, loc, tensor::getMixedSizes(b, loc, value), type.getElementType());
-  slot = linalg::GenericOp::create(
-             b, loc, type, ValueRange{slot, grad}, ValueRange{init},
-             ArrayRef<AffineMap>{id, id, id}, iterators,
-             [](OpBuilder &nb, Location nloc, ValueRange args) {
-               linalg::YieldOp::create(
-                   nb, nloc,
-                   arith::AddFOp::create(nb, nloc, args[0], args[1])
-                       .getResult());
-             })
-             .getResult(0);
+  slot =
+      linalg::GenericOp::create(
+          b, loc, type, ValueRange{slot, grad}, ValueRange{init},
+          ArrayRef<AffineMap>{id, id, id}, iterators,
+          [](OpBuilder &nb, Location nloc, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, nloc,
+                arith::AddFOp::create(nb, nloc, args[0], args[1]).getResult());
+          })
+          .getResult(0);
 }
 
 FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
@@ -287,7 +288,6 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
                                              OpBuilder &b) {
   Location loc = op.getLoc();
   bool reduces = op.getNumReductionLoops() > 0;
-  SmallVector<AffineMap> forwardMaps = op.getIndexingMapsArray();
   AffineMap targetMap = op.getMatchingIndexingMap(&input);
 
   // Inputs of the backward generic: the forward inputs, one value per
@@ -367,9 +367,9 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
         Value adjoint = adjoints.get(
             args[op.getMatchingBlockArgument(&input).getArgNumber()]);
         dependent = adjoint != nullptr;
-        Value sum = adjoint ? arith::AddFOp::create(nb, nloc, acc, adjoint)
-                                  .getResult()
-                            : acc;
+        Value sum =
+            adjoint ? arith::AddFOp::create(nb, nloc, acc, adjoint).getResult()
+                    : acc;
         linalg::YieldOp::create(nb, nloc, sum);
         // Drop the recomputed forward ops and adjoints this input does not
         // need: a matmul's gradient then has a multiply-add body that later
@@ -425,9 +425,9 @@ Value ReverseSweep::dropUnusedInputs(linalg::GenericOp op, OpBuilder &b) {
   }
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(op);
-  auto slim = linalg::GenericOp::create(
-      b, op.getLoc(), op.getResultTypes(), ins, op.getDpsInits(), keptMaps,
-      op.getIteratorTypesArray());
+  auto slim = linalg::GenericOp::create(b, op.getLoc(), op.getResultTypes(),
+                                        ins, op.getDpsInits(), keptMaps,
+                                        op.getIteratorTypesArray());
   slim.getRegion().takeBody(op.getRegion());
   slim.getRegion().front().eraseArguments(dropArgs);
   op->erase();
@@ -462,15 +462,16 @@ LogicalResult ReverseSweep::differentiateLinalg(linalg::LinalgOp op,
         // Only accumulators that are added to pass the gradient through.
         Block &body = *op.getBlock();
         BlockArgument accArg = op.getMatchingBlockArgument(&operand);
-        auto sum = body.getTerminator()
-                       ->getOperand(operand.getOperandNumber() -
-                                    op.getNumDpsInputs())
-                       .getDefiningOp<arith::AddFOp>();
+        auto sum =
+            body.getTerminator()
+                ->getOperand(operand.getOperandNumber() - op.getNumDpsInputs())
+                .getDefiningOp<arith::AddFOp>();
         if (!sum || (sum.getLhs() != accArg && sum.getRhs() != accArg))
           return op->emitError()
                  << "cannot differentiate '" << op->getName()
                  << "': its reduction does not add to a computed accumulator";
-        if (operand.getOperandNumber() - op.getNumDpsInputs() == resultIndex)
+        if (static_cast<size_t>(operand.getOperandNumber() -
+                                op.getNumDpsInputs()) == resultIndex)
           addGrad(b, operand.get(), resultGrad);
         continue;
       }
@@ -516,10 +517,9 @@ LogicalResult ReverseSweep::differentiate(Operation *op, OpBuilder &b) {
   }
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
     addGrad(b, collapse.getSrc(),
-            tensor::ExpandShapeOp::create(
-                b, loc, collapse.getSrcType(),
-                grads.lookup(collapse.getResult()),
-                collapse.getReassociationIndices()));
+            tensor::ExpandShapeOp::create(b, loc, collapse.getSrcType(),
+                                          grads.lookup(collapse.getResult()),
+                                          collapse.getReassociationIndices()));
     return success();
   }
   if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
@@ -635,20 +635,22 @@ struct AutodiffPass : mp::impl::MPAutodiffBase<AutodiffPass> {
 
     std::string name = (loss.getSymName() + "_grad").str();
     if (symbols.lookup(name))
-      return loss.emitError() << "cannot create '@" << name
-                              << "': the symbol already exists";
+      return loss.emitError()
+             << "cannot create '@" << name << "': the symbol already exists";
     OpBuilder b(loss);
     b.setInsertionPointAfter(loss);
     auto grad = cast<func::FuncOp>(b.clone(*loss.getOperation()));
     grad.setSymName(name);
     grad->removeAttr(kLossAttr);
-    grad->setAttr(kGradientOfAttr, FlatSymbolRefAttr::get(loss.getSymNameAttr()));
+    grad->setAttr(kGradientOfAttr,
+                  FlatSymbolRefAttr::get(loss.getSymNameAttr()));
     symbols.insert(grad);
 
     // Aggregate ops (linalg.softmax) are differentiated through their
     // decomposition into generics.
     SmallVector<linalg::AggregatedOpInterface> aggregates;
-    grad.walk([&](linalg::AggregatedOpInterface op) { aggregates.push_back(op); });
+    grad.walk(
+        [&](linalg::AggregatedOpInterface op) { aggregates.push_back(op); });
     for (linalg::AggregatedOpInterface op : aggregates) {
       OpBuilder ab(op);
       FailureOr<SmallVector<Value>> parts = op.decomposeOperation(ab);

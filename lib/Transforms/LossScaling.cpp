@@ -44,28 +44,28 @@ Value sumOfSquares(OpBuilder &b, Location loc, Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   unsigned rank = type.getRank();
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
-                                       b.getF32Type());
+  Value init =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getF32Type());
   init = linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{init})
              .getResult(0);
   SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
                                  AffineMap::get(rank, 0, b.getContext())};
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::reduction);
-  Value sum = linalg::GenericOp::create(
-                  b, loc, init.getType(), ValueRange{input}, ValueRange{init},
-                  maps, iterators,
-                  [](OpBuilder &nb, Location nloc, ValueRange args) {
-                    Value x = args[0];
-                    if (!x.getType().isF32())
-                      x = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), x);
-                    Value sq = arith::MulFOp::create(nb, nloc, x, x);
-                    linalg::YieldOp::create(
-                        nb, nloc,
-                        arith::AddFOp::create(nb, nloc, args[1], sq)
-                            .getResult());
-                  })
-                  .getResult(0);
+  Value sum =
+      linalg::GenericOp::create(
+          b, loc, init.getType(), ValueRange{input}, ValueRange{init}, maps,
+          iterators,
+          [](OpBuilder &nb, Location nloc, ValueRange args) {
+            Value x = args[0];
+            if (!x.getType().isF32())
+              x = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), x);
+            Value sq = arith::MulFOp::create(nb, nloc, x, x);
+            linalg::YieldOp::create(
+                nb, nloc,
+                arith::AddFOp::create(nb, nloc, args[1], sq).getResult());
+          })
+          .getResult(0);
   return tensor::ExtractOp::create(b, loc, sum, ValueRange{});
 }
 
@@ -83,8 +83,8 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     if (resolved.empty())
       resolved = dtype == "f16" ? "dynamic" : "none";
     if (resolved != "dynamic" && resolved != "static" && resolved != "none") {
-      emitError(module.getLoc()) << "unknown mode '" << mode
-                                 << "': expected dynamic, static or none";
+      emitError(module.getLoc())
+          << "unknown mode '" << mode << "': expected dynamic, static or none";
       return signalPassFailure();
     }
     if (!(initScale > 0) || std::isinf(initScale) || !(growthFactor > 1) ||
@@ -127,11 +127,10 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     Value scale;
     if (scaled) {
       unsigned index = func.getNumArguments();
-      if (failed(func.insertArgument(
-              index, Float32Type::get(context),
-              attrs.getDictionaryAttr(
-                  attrs.getNamedAttr("mp.loss_scale", attrs.getUnitAttr())),
-              func.getLoc())))
+      if (failed(func.insertArgument(index, Float32Type::get(context),
+                                     attrs.getDictionaryAttr(attrs.getNamedAttr(
+                                         "mp.loss_scale", attrs.getUnitAttr())),
+                                     func.getLoc())))
         return failure();
       scale = func.getArgument(index);
       // The backward pass starts from seed * scale.
@@ -144,9 +143,8 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
         OpBuilder b(context);
         b.setInsertionPointAfter(seed);
         Value seedValue = seed->getResult(0);
-        Value scaledSeed =
-            ScaleLossOp::create(b, seed->getLoc(), seedValue.getType(),
-                                seedValue, scale);
+        Value scaledSeed = ScaleLossOp::create(
+            b, seed->getLoc(), seedValue.getType(), seedValue, scale);
         seedValue.replaceAllUsesExcept(scaledSeed, scaledSeed.getDefiningOp());
       }
     }
@@ -157,8 +155,8 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     if (scaled) {
       SmallVector<Type> unscaledTypes;
       for (Value g : grads)
-        unscaledTypes.push_back(cast<RankedTensorType>(g.getType())
-                                    .clone(b.getF32Type()));
+        unscaledTypes.push_back(
+            cast<RankedTensorType>(g.getType()).clone(b.getF32Type()));
       unscaledTypes.push_back(b.getI1Type()); // found_inf
       auto unscale = UnscaleOp::create(b, loc, unscaledTypes, grads, scale);
       grads.assign(unscale.getUnscaled().begin(), unscale.getUnscaled().end());
@@ -202,8 +200,8 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     SmallVector<Type> types;
     for (Value v : results)
       types.push_back(v.getType());
-    func.setFunctionType(FunctionType::get(
-        context, func.getFunctionType().getInputs(), types));
+    func.setFunctionType(
+        FunctionType::get(context, func.getFunctionType().getInputs(), types));
     func.setAllResultAttrs(resultAttrs);
     func->setAttr(
         kLossScalingAttr,

@@ -100,9 +100,8 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   SmallVector<DictionaryAttr> argAttrs;
   for (unsigned i = 0; i < numLossArgs; ++i) {
     argTypes.push_back(grad.getArgument(i).getType());
-    argAttrs.push_back(grad.getArgAttrDict(i)
-                           ? grad.getArgAttrDict(i)
-                           : DictionaryAttr::get(context));
+    argAttrs.push_back(grad.getArgAttrDict(i) ? grad.getArgAttrDict(i)
+                                              : DictionaryAttr::get(context));
   }
   auto named = [&](StringRef key, Attribute value) {
     return attrs.getDictionaryAttr(attrs.getNamedAttr(key, value));
@@ -112,8 +111,8 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
     for (StringRef slot : stateNames()) {
       auto name = cast<StringAttr>(grad.getArgAttr(p, kParamAttr));
       argTypes.push_back(grad.getArgument(p).getType());
-      stateAttrs.push_back(named(
-          "mp.state", attrs.getStringAttr(name.getValue() + "." + slot)));
+      stateAttrs.push_back(
+          named("mp.state", attrs.getStringAttr(name.getValue() + "." + slot)));
       argAttrs.push_back(stateAttrs.back());
     }
   argTypes.append({i32, f32, i32});
@@ -184,8 +183,7 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
     SmallVector<Type> outTypes;
     for (unsigned o = 0; o < 1 + states.size(); ++o) {
       outs.push_back(tensor::EmptyOp::create(
-          b, loc, tensor::getMixedSizes(b, loc, param),
-          type.getElementType()));
+          b, loc, tensor::getMixedSizes(b, loc, param), type.getElementType()));
       outTypes.push_back(type);
     }
     SmallVector<AffineMap> maps(ins.size() + outs.size(), id);
@@ -214,8 +212,7 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
           if (algorithm == "adam")
             gr = add(gr, mul(wd, w));
           Value m = add(mul(c(beta1), args[2]), mul(c(1 - beta1), gr));
-          Value v =
-              add(mul(c(beta2), args[3]), mul(c(1 - beta2), mul(gr, gr)));
+          Value v = add(mul(c(beta2), args[3]), mul(c(1 - beta2), mul(gr, gr)));
           Value mHat = arith::DivFOp::create(nb, l, m, correction1);
           Value vHat = arith::DivFOp::create(nb, l, v, correction2);
           Value denom = add(math::SqrtOp::create(nb, l, vHat), c(epsilon));
@@ -273,9 +270,8 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   for (unsigned p : paramIndices)
     resultAttrs.push_back(named(kParamAttr, grad.getArgAttr(p, kParamAttr)));
   resultAttrs.append(stateAttrs);
-  for (StringRef name :
-       {"mp.step", "mp.loss_scale", "mp.growth_tracker", "mp.loss",
-        "mp.stepped"})
+  for (StringRef name : {"mp.step", "mp.loss_scale", "mp.growth_tracker",
+                         "mp.loss", "mp.stepped"})
     resultAttrs.push_back(named(name, attrs.getUnitAttr()));
   step.setAllResultAttrs(resultAttrs);
   return success();
