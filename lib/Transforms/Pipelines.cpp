@@ -4,6 +4,7 @@
 #include "mp/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 using namespace mlir::mp;
@@ -29,7 +30,31 @@ void mlir::mp::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createAutoMixedPrecision(amp));
 }
 
+LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm) {
+  // Upstream passes only; the order is the one upstream's own CPU
+  // integration tests use. bf16 conversions are expanded to integer code.
+  return parsePassPipeline(
+      "convert-mp-to-upstream,"
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map},"
+      "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+      "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+      "convert-scf-to-cf,finalize-memref-to-llvm,convert-math-to-llvm,"
+      "convert-math-to-libm,arith-expand{include-bf16=true},"
+      "convert-arith-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
+      "reconcile-unrealized-casts",
+      pm);
+}
+
 void mlir::mp::registerMPPipelines() {
+  PassPipelineRegistration<>(
+      "mp-lower-cpu",
+      "Lower a module on tensors (mp, linalg, tensor, arith, math) to the "
+      "LLVM dialect for CPU execution",
+      [](OpPassManager &pm) {
+        if (failed(buildLowerCpuPipeline(pm)))
+          llvm::report_fatal_error("mp-lower-cpu: bad pipeline text");
+      });
   PassPipelineRegistration<TrainPipelineOptions>(
       "mp-train-pipeline",
       "Build a mixed-precision @train_step from an mp.loss function: "

@@ -47,7 +47,11 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
 /// --mp-autodiff, --mp-loss-scaling, --mp-optimizer, --auto-mixed-precision.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &options);
 
-/// Registers --mp-train-pipeline.
+/// --mp-lower-cpu: mp ops to upstream, bufferize, loops, LLVM dialect; the
+/// result runs under MLIR's ExecutionEngine (mp-run) or mlir-runner.
+LogicalResult buildLowerCpuPipeline(OpPassManager &pm);
+
+/// Registers --mp-train-pipeline and --mp-lower-cpu.
 void registerMPPipelines();
 
 } // namespace mp
