@@ -7,7 +7,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="${MP_BUILD_DIR:-$root/build}"
 
 packages=(
-  cmake ninja-build ccache g++ python3 libgtest-dev
+  cmake ninja-build ccache g++ python3 libgtest-dev zlib1g-dev
+  python3-sklearn
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22
 )
 
@@ -41,3 +42,9 @@ echo "== setup: building (ninja, $(nproc) cores)"
 start=$(date +%s)
 cmake --build "$build"
 echo "== setup: build done in $(( $(date +%s) - start )) s; tools in $build/bin"
+
+# The embedded default data set: the digits that python3-sklearn ships.
+if [ ! -f "$build/data/digits.npz" ]; then
+  mkdir -p "$build/data"
+  python3 "$root/scripts/export_digits.py" "$build/data/digits.npz"
+fi

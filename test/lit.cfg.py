@@ -29,6 +29,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
 tools = [
     "mp-opt",
+    "mp-run",
     "mlir-opt",
     "mlir-runner",
 ]

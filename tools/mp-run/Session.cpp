@@ -1,0 +1,383 @@
+//===- Session.cpp - compile, JIT and call a training step ----------------===//
+
+#include "Session.h"
+
+#include "mp/InitAll.h"
+#include "mp/Transforms/Pipelines.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <random>
+
+using namespace mlir;
+
+namespace mp {
+
+int64_t HostTensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+namespace {
+
+/// The expanded memref arguments of an LLVM-lowered function (allocated
+/// pointer, aligned pointer, offset, sizes, strides), packed as pointers for
+/// ExecutionEngine::invokePacked.
+class PackedArgs {
+public:
+  void addMemRef(void *data, const std::vector<int64_t> &shape) {
+    auto desc = std::make_unique<Descriptor>();
+    desc->allocated = desc->aligned = data;
+    desc->offset = 0;
+    int64_t stride = 1;
+    desc->sizes.assign(shape.begin(), shape.end());
+    desc->strides.assign(shape.size(), 0);
+    for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+      desc->strides[i] = stride;
+      stride *= shape[i];
+    }
+    pointers.push_back(&desc->allocated);
+    pointers.push_back(&desc->aligned);
+    pointers.push_back(&desc->offset);
+    for (int64_t &s : desc->sizes)
+      pointers.push_back(&s);
+    for (int64_t &s : desc->strides)
+      pointers.push_back(&s);
+    descriptors.push_back(std::move(desc));
+  }
+  llvm::MutableArrayRef<void *> get() { return pointers; }
+
+private:
+  struct Descriptor {
+    void *allocated;
+    void *aligned;
+    int64_t offset;
+    std::vector<int64_t> sizes, strides;
+  };
+  std::vector<std::unique_ptr<Descriptor>> descriptors;
+  std::vector<void *> pointers;
+};
+
+MemRefType memrefFor(Type type) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return MemRefType::get(tensor.getShape(), tensor.getElementType());
+  if (type.isInteger(1))
+    return MemRefType::get({}, IntegerType::get(type.getContext(), 32));
+  return MemRefType::get({}, type);
+}
+
+/// Adds `@<name>(memref args..., memref results...)` that calls `callee`:
+/// host code then owns every buffer and calls it with invokePacked.
+void addEntry(ModuleOp module, func::FuncOp callee, StringRef name) {
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = callee.getLoc();
+  SmallVector<Type> argTypes;
+  for (Type t : callee.getArgumentTypes())
+    argTypes.push_back(memrefFor(t));
+  for (Type t : callee.getResultTypes())
+    argTypes.push_back(memrefFor(t));
+  auto entry =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
+  Block *block = entry.addEntryBlock();
+  b.setInsertionPointToStart(block);
+  SmallVector<Value> operands;
+  unsigned numInputs = callee.getNumArguments();
+  for (auto [i, type] : llvm::enumerate(callee.getArgumentTypes())) {
+    Value arg = block->getArgument(i);
+    if (isa<RankedTensorType>(type))
+      operands.push_back(bufferization::ToTensorOp::create(
+          b, loc, type, arg, /*restrict=*/b.getUnitAttr()));
+    else
+      operands.push_back(memref::LoadOp::create(b, loc, arg, ValueRange{}));
+  }
+  auto call = func::CallOp::create(b, loc, callee, operands);
+  for (auto [i, result] : llvm::enumerate(call.getResults())) {
+    Value out = block->getArgument(numInputs + i);
+    if (isa<RankedTensorType>(result.getType())) {
+      bufferization::MaterializeInDestinationOp::create(
+          b, loc, TypeRange{}, result, out, /*restrict=*/true,
+          /*writable=*/true);
+      continue;
+    }
+    Value value = result;
+    if (value.getType().isInteger(1))
+      value = arith::ExtUIOp::create(b, loc, b.getI32Type(), value);
+    memref::StoreOp::create(b, loc, value, out, ValueRange{});
+  }
+  func::ReturnOp::create(b, loc);
+}
+
+bool parseLossScale(const std::string &text, const std::string &precision,
+                    std::string &mode, double &initScale,
+                    std::string &error) {
+  initScale = 65536.0;
+  if (precision == "f32") {
+    if (!text.empty() && text != "none") {
+      error = "--loss-scale needs --precision f16 or bf16 (f32 does not "
+              "underflow)";
+      return false;
+    }
+    mode = "none";
+    return true;
+  }
+  if (text.empty() || text == "dynamic" || text == "none") {
+    // Default: dynamic for f16; none for bf16, whose range is FP32's.
+    mode = !text.empty() ? text : precision == "f16" ? "dynamic" : "none";
+    return true;
+  }
+  if (text.rfind("static:", 0) == 0) {
+    char *end = nullptr;
+    initScale = std::strtod(text.c_str() + 7, &end);
+    if (end && *end == '\0' && initScale > 0 && std::isfinite(initScale)) {
+      mode = "static";
+      return true;
+    }
+  }
+  error = "bad --loss-scale '" + text +
+          "': expected dynamic, none or static:N with N > 0";
+  return false;
+}
+
+} // namespace
+
+std::unique_ptr<Session> Session::create(const std::string &modelPath,
+                                         const TrainOptions &options,
+                                         std::string &error) {
+  std::unique_ptr<Session> session(new Session());
+  if (!session->compile(modelPath, options, error))
+    return nullptr;
+  session->initialiseParameters(options.seed);
+  return session;
+}
+
+bool Session::compile(const std::string &modelPath,
+                      const TrainOptions &options, std::string &error) {
+  if (options.precision != "f32" && options.precision != "f16" &&
+      options.precision != "bf16") {
+    error = "bad --precision '" + options.precision +
+            "': expected f32, f16 or bf16";
+    return false;
+  }
+  std::string mode;
+  double initScale;
+  if (!parseLossScale(options.lossScale, options.precision, mode, initScale,
+                      error))
+    return false;
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  mlir::mp::registerAllDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  context = std::make_unique<MLIRContext>(registry);
+  context->loadAllAvailableDialects();
+
+  // Diagnostics become the error message.
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &diag) {
+    os << diag.getLocation() << ": " << diag << "\n";
+    return success();
+  });
+
+  llvm::SourceMgr sources;
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(modelPath, sources, context.get());
+  if (!module) {
+    error = "cannot load model '" + modelPath + "'\n" + diagnostics;
+    return false;
+  }
+
+  func::FuncOp loss, predictFn;
+  for (auto func : module->getOps<func::FuncOp>()) {
+    if (func->hasAttr("mp.loss"))
+      loss = func;
+    if (func->hasAttr("mp.predict"))
+      predictFn = func;
+  }
+  if (!loss) {
+    error = "model '" + modelPath + "' has no function marked mp.loss";
+    return false;
+  }
+  // Signature: (x: B x F, labels: B x C, parameters...).
+  auto inputType = dyn_cast<RankedTensorType>(
+      loss.getNumArguments() > 1 ? loss.getArgument(0).getType() : Type());
+  auto labelType = dyn_cast<RankedTensorType>(
+      loss.getNumArguments() > 1 ? loss.getArgument(1).getType() : Type());
+  if (!inputType || !labelType || inputType.getRank() != 2 ||
+      labelType.getRank() != 2 || !inputType.hasStaticShape() ||
+      !labelType.hasStaticShape() ||
+      inputType.getDimSize(0) != labelType.getDimSize(0)) {
+    error = "@" + loss.getSymName().str() +
+            " must take (x: tensor<BxF>, labels: tensor<BxC>, parameters...) "
+            "with static shapes";
+    return false;
+  }
+  batch = inputType.getDimSize(0);
+  features = inputType.getDimSize(1);
+  classes = labelType.getDimSize(1);
+  for (unsigned i = 2; i < loss.getNumArguments(); ++i) {
+    auto name = loss.getArgAttrOfType<StringAttr>(i, "mp.param");
+    auto type = dyn_cast<RankedTensorType>(loss.getArgument(i).getType());
+    if (!name || !type || !type.hasStaticShape() ||
+        !type.getElementType().isF32()) {
+      error = "argument #" + std::to_string(i) + " of @" +
+              loss.getSymName().str() +
+              " must be a static f32 tensor marked mp.param";
+      return false;
+    }
+    HostTensor param;
+    param.name = name.str();
+    param.shape.assign(type.getShape().begin(), type.getShape().end());
+    param.data.assign(param.numElements(), 0.0f);
+    params.push_back(param);
+  }
+  hasPredict = static_cast<bool>(predictFn);
+
+  PassManager pm(context.get());
+  pm.addPass(mlir::mp::createMPAutodiff());
+  mlir::mp::MPLossScalingOptions scaling;
+  scaling.mode = mode;
+  scaling.dtype = options.precision == "bf16" ? "bf16" : "f16";
+  scaling.initScale = initScale;
+  pm.addPass(mlir::mp::createMPLossScaling(scaling));
+  mlir::mp::MPOptimizerOptions optimizer;
+  optimizer.algorithm = options.optimizer;
+  optimizer.learningRate = options.lr;
+  optimizer.momentum = options.momentum;
+  optimizer.weightDecay = options.weightDecay;
+  pm.addPass(mlir::mp::createMPOptimizer(optimizer));
+  if (options.precision != "f32") {
+    mlir::mp::AutoMixedPrecisionOptions amp;
+    amp.dtype = options.precision;
+    pm.addPass(mlir::mp::createAutoMixedPrecision(amp));
+  }
+  if (failed(pm.run(*module))) {
+    error = "compiling the training step failed\n" + diagnostics;
+    return false;
+  }
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  addEntry(*module, step, "mp_train_entry");
+  if (predictFn)
+    addEntry(*module, predictFn, "mp_predict_entry");
+  // Optimizer state: every train_step argument marked mp.state.
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (auto name = step.getArgAttrOfType<StringAttr>(i, "mp.state")) {
+      auto type = cast<RankedTensorType>(step.getArgument(i).getType());
+      HostTensor s;
+      s.name = name.str();
+      s.shape.assign(type.getShape().begin(), type.getShape().end());
+      s.data.assign(s.numElements(), 0.0f);
+      state.push_back(s);
+    }
+  scalars.scale = mode == "none" ? 1.0f : static_cast<float>(initScale);
+
+  PassManager lower(context.get());
+  if (failed(mlir::mp::buildLowerCpuPipeline(lower)) ||
+      failed(lower.run(*module))) {
+    error = "lowering the training step failed\n" + diagnostics;
+    return false;
+  }
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  ExecutionEngineOptions engineOptions;
+  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
+  engineOptions.transformer = transformer;
+  auto created = ExecutionEngine::create(*module, engineOptions);
+  if (!created) {
+    error = "JIT compilation failed: " + llvm::toString(created.takeError());
+    return false;
+  }
+  engine = std::move(*created);
+  nextParams = params;
+  nextState = state;
+  return true;
+}
+
+void Session::initialiseParameters(uint64_t seed) {
+  // He-uniform weights (fan-in: all but the output dimension), zero biases.
+  std::mt19937_64 rng(seed);
+  for (HostTensor &p : params) {
+    if (p.shape.size() < 2)
+      continue;
+    int64_t fanIn = p.numElements() / p.shape.back();
+    if (p.shape.size() == 4) // conv kernels are F x C x kh x kw
+      fanIn = p.numElements() / p.shape.front();
+    double bound = std::sqrt(6.0 / static_cast<double>(fanIn));
+    std::uniform_real_distribution<double> uniform(-bound, bound);
+    for (float &v : p.data)
+      v = static_cast<float>(uniform(rng));
+  }
+}
+
+bool Session::trainStep(const float *x, const float *labels,
+                        StepResult &result, std::string &error) {
+  PackedArgs args;
+  args.addMemRef(const_cast<float *>(x), {batch, features});
+  args.addMemRef(const_cast<float *>(labels), {batch, classes});
+  for (HostTensor &p : params)
+    args.addMemRef(p.data.data(), p.shape);
+  for (HostTensor &s : state)
+    args.addMemRef(s.data.data(), s.shape);
+  args.addMemRef(&scalars.step, {});
+  args.addMemRef(&scalars.scale, {});
+  args.addMemRef(&scalars.growthTracker, {});
+  for (HostTensor &p : nextParams)
+    args.addMemRef(p.data.data(), p.shape);
+  for (HostTensor &s : nextState)
+    args.addMemRef(s.data.data(), s.shape);
+  StepState next;
+  int32_t stepped = 0;
+  args.addMemRef(&next.step, {});
+  args.addMemRef(&next.scale, {});
+  args.addMemRef(&next.growthTracker, {});
+  args.addMemRef(&result.loss, {});
+  args.addMemRef(&stepped, {});
+  if (llvm::Error e = engine->invokePacked("mp_train_entry", args.get())) {
+    error = "training step failed: " + llvm::toString(std::move(e));
+    return false;
+  }
+  std::swap(params, nextParams);
+  std::swap(state, nextState);
+  scalars = next;
+  result.stepped = stepped != 0;
+  return true;
+}
+
+bool Session::predict(const float *x, float *logits, std::string &error) {
+  if (!hasPredict) {
+    error = "the model has no function marked mp.predict";
+    return false;
+  }
+  PackedArgs args;
+  args.addMemRef(const_cast<float *>(x), {batch, features});
+  for (HostTensor &p : params)
+    args.addMemRef(p.data.data(), p.shape);
+  args.addMemRef(logits, {batch, classes});
+  if (llvm::Error e = engine->invokePacked("mp_predict_entry", args.get())) {
+    error = "prediction failed: " + llvm::toString(std::move(e));
+    return false;
+  }
+  return true;
+}
+
+} // namespace mp
