@@ -7,7 +7,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="${MP_BUILD_DIR:-$root/build}"
 
 packages=(
-  cmake ninja-build ccache g++ python3 libgtest-dev zlib1g-dev
+  cmake ninja-build ccache g++ python3 libgtest-dev zlib1g-dev libdnnl-dev
   python3-sklearn
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22
 )

@@ -30,14 +30,18 @@ void mlir::mp::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createAutoMixedPrecision(amp));
 }
 
-LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm) {
+LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
+                                              const LowerCpuOptions &options) {
   // Upstream passes only; the order is the one upstream's own CPU
   // integration tests use. bf16 conversions are expanded to integer code.
   return parsePassPipeline(
       "convert-mp-to-upstream,"
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
-      "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+      "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
+          std::string(options.runtimeContractions
+                          ? "mp-contractions-to-runtime,"
+                          : "") +
       "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
       "convert-scf-to-cf,finalize-memref-to-llvm,convert-math-to-llvm,"
       "convert-math-to-libm,arith-expand{include-bf16=true},"
@@ -47,12 +51,12 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm) {
 }
 
 void mlir::mp::registerMPPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LowerCpuOptions>(
       "mp-lower-cpu",
       "Lower a module on tensors (mp, linalg, tensor, arith, math) to the "
       "LLVM dialect for CPU execution",
-      [](OpPassManager &pm) {
-        if (failed(buildLowerCpuPipeline(pm)))
+      [](OpPassManager &pm, const LowerCpuOptions &options) {
+        if (failed(buildLowerCpuPipeline(pm, options)))
           llvm::report_fatal_error("mp-lower-cpu: bad pipeline text");
       });
   PassPipelineRegistration<TrainPipelineOptions>(

@@ -4,6 +4,7 @@
 
 #include "mp/InitAll.h"
 #include "mp/Transforms/Pipelines.h"
+#include "mprt/mprt.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -125,8 +126,7 @@ void addEntry(ModuleOp module, func::FuncOp callee, StringRef name) {
 }
 
 bool parseLossScale(const std::string &text, const std::string &precision,
-                    std::string &mode, double &initScale,
-                    std::string &error) {
+                    std::string &mode, double &initScale, std::string &error) {
   initScale = 65536.0;
   if (precision == "f32") {
     if (!text.empty() && text != "none") {
@@ -167,8 +167,8 @@ std::unique_ptr<Session> Session::create(const std::string &modelPath,
   return session;
 }
 
-bool Session::compile(const std::string &modelPath,
-                      const TrainOptions &options, std::string &error) {
+bool Session::compile(const std::string &modelPath, const TrainOptions &options,
+                      std::string &error) {
   if (options.precision != "f32" && options.precision != "f16" &&
       options.precision != "bf16") {
     error = "bad --precision '" + options.precision +
@@ -291,7 +291,9 @@ bool Session::compile(const std::string &modelPath,
   scalars.scale = mode == "none" ? 1.0f : static_cast<float>(initScale);
 
   PassManager lower(context.get());
-  if (failed(mlir::mp::buildLowerCpuPipeline(lower)) ||
+  mlir::mp::LowerCpuOptions lowerOptions;
+  lowerOptions.runtimeContractions = true;
+  if (failed(mlir::mp::buildLowerCpuPipeline(lower, lowerOptions)) ||
       failed(lower.run(*module))) {
     error = "lowering the training step failed\n" + diagnostics;
     return false;
@@ -308,6 +310,14 @@ bool Session::compile(const std::string &modelPath,
     return false;
   }
   engine = std::move(*created);
+  // Compiled contractions call libmprt, which is linked into this binary.
+  engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("mprt_gemm")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_gemm),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   nextParams = params;
   nextState = state;
   return true;
@@ -329,8 +339,8 @@ void Session::initialiseParameters(uint64_t seed) {
   }
 }
 
-bool Session::trainStep(const float *x, const float *labels,
-                        StepResult &result, std::string &error) {
+bool Session::trainStep(const float *x, const float *labels, StepResult &result,
+                        std::string &error) {
   PackedArgs args;
   args.addMemRef(const_cast<float *>(x), {batch, features});
   args.addMemRef(const_cast<float *>(labels), {batch, classes});

@@ -32,17 +32,15 @@ static cl::opt<std::string> command(cl::Positional, cl::Required,
                                     cl::desc("<train>"));
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"));
-static cl::opt<std::string> precision("precision",
-                                      cl::desc("f32 | f16 | bf16"),
+static cl::opt<std::string> precision("precision", cl::desc("f32 | f16 | bf16"),
                                       cl::init("f32"));
 static cl::opt<std::string>
     lossScale("loss-scale",
               cl::desc("dynamic | static:N | none (default: dynamic for "
                        "f16, none for bf16 and f32)"),
               cl::init(""));
-static cl::opt<std::string> optimizer("optimizer",
-                                      cl::desc("sgd | adam | adamw"),
-                                      cl::init("sgd"));
+static cl::opt<std::string>
+    optimizer("optimizer", cl::desc("sgd | adam | adamw"), cl::init("sgd"));
 static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(0.05));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
                                 cl::init(0.9));
@@ -50,12 +48,13 @@ static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
                                    cl::init(0.0));
 static cl::opt<unsigned> epochs("epochs", cl::desc("Passes over the data"),
                                 cl::init(10));
-static cl::opt<int> batchSize(
-    "batch-size",
-    cl::desc("Batch size (must match the model's static batch)"),
-    cl::init(0));
-static cl::opt<uint64_t> seed("seed", cl::desc("Seed for initialisation and "
-                                               "shuffling"),
+static cl::opt<int>
+    batchSize("batch-size",
+              cl::desc("Batch size (must match the model's static batch)"),
+              cl::init(0));
+static cl::opt<uint64_t> seed("seed",
+                              cl::desc("Seed for initialisation and "
+                                       "shuffling"),
                               cl::init(0));
 static cl::opt<std::string>
     dataPath("data",
@@ -114,8 +113,8 @@ bool loadData(const std::string &path, int64_t features, int64_t classes,
 /// The digits data exported by scripts/setup.sh next to the tools.
 std::string defaultDataPath(const char *argv0) {
   std::string exe = llvm::sys::fs::getMainExecutable(argv0, (void *)&command);
-  llvm::SmallString<256> path(llvm::sys::path::parent_path(
-      llvm::sys::path::parent_path(exe)));
+  llvm::SmallString<256> path(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(path, "data", "digits.npz");
   return std::string(path);
 }
@@ -176,9 +175,9 @@ int main(int argc, char **argv) {
       mp::Session::create(modelPath, options, error);
   if (!session)
     return fail(error);
-  double compileSeconds = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count();
+  double compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   int64_t b = session->batchSize(), f = session->numFeatures(),
           c = session->numClasses();
   if (batchSize != 0 && batchSize != b)
@@ -189,8 +188,8 @@ int main(int argc, char **argv) {
     return fail("the model has no function marked mp.predict, so accuracy "
                 "cannot be measured");
 
-  std::string path = dataPath == "digits" ? defaultDataPath(argv[0])
-                                          : std::string(dataPath);
+  std::string path =
+      dataPath == "digits" ? defaultDataPath(argv[0]) : std::string(dataPath);
   Split train, test;
   if (!loadData(path, f, c, train, test, error))
     return fail(error + (dataPath == "digits"

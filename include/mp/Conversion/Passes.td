@@ -48,4 +48,35 @@ def ConvertMPToUpstream : Pass<"convert-mp-to-upstream"> {
   ];
 }
 
+def ConvertContractionsToRuntime
+    : Pass<"mp-contractions-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Replace matrix products on buffers with calls to libmprt's "
+                "mprt_gemm (oneDNN)";
+  let description = [{
+    Runs after bufferization. Every linalg op on memrefs that is a matrix
+    product — `linalg.matmul` (with transposed operands too) or a
+    `linalg.generic` with one reduction loop and a multiply-add body, as
+    `--mp-autodiff` emits for gradients — whose inputs are both f32, f16 or
+    bf16, whose accumulator is f32 and whose rows are contiguous, becomes a
+    call
+
+    ```mlir
+    func.call @mprt_gemm(%a, %lda, %b, %ldb, %c, %ldc, %m, %n, %k, %flags,
+                         %type) : (i64, ..., i32, i32) -> i32
+    ```
+
+    passing aligned base pointers plus offsets as integers. Other
+    contractions stay loops. The call accumulates into C, as the linalg op
+    does. The program must be linked (or JIT-resolved) with libmprt.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+  let statistics = [
+    Statistic<"numCalls", "gemm-calls", "Contractions replaced by mprt_gemm">
+  ];
+}
+
 #endif // MP_CONVERSION_PASSES_TD

@@ -47,9 +47,19 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
 /// --mp-autodiff, --mp-loss-scaling, --mp-optimizer, --auto-mixed-precision.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &options);
 
+struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
+  Option<bool> runtimeContractions{
+      *this, "runtime-contractions",
+      llvm::cl::desc("Call libmprt's mprt_gemm (oneDNN) for matrix "
+                     "products; the program must then be linked or "
+                     "JIT-resolved with libmprt"),
+      llvm::cl::init(false)};
+};
+
 /// --mp-lower-cpu: mp ops to upstream, bufferize, loops, LLVM dialect; the
 /// result runs under MLIR's ExecutionEngine (mp-run) or mlir-runner.
-LogicalResult buildLowerCpuPipeline(OpPassManager &pm);
+LogicalResult buildLowerCpuPipeline(OpPassManager &pm,
+                                    const LowerCpuOptions &options);
 
 /// Registers --mp-train-pipeline and --mp-lower-cpu.
 void registerMPPipelines();

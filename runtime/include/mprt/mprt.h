@@ -227,6 +227,31 @@ mprt_status mprt_checkpoint_find(const mprt_checkpoint *checkpoint,
 /* The metadata string saved with the checkpoint, or NULL if it had none. */
 const char *mprt_checkpoint_metadata(const mprt_checkpoint *checkpoint);
 
+/*===----------------------------------------------------------------------===*
+ * Kernels that compiled code calls
+ *===----------------------------------------------------------------------===*/
+
+/* Element types of mprt_gemm's A and B (C is always f32). */
+typedef enum mprt_gemm_type {
+  MPRT_GEMM_F32 = 0,
+  MPRT_GEMM_F16 = 1,
+  MPRT_GEMM_BF16 = 2
+} mprt_gemm_type;
+
+/* Bits of mprt_gemm's `flags`. */
+#define MPRT_GEMM_TRANS_A 1
+#define MPRT_GEMM_TRANS_B 2
+
+/* C[m x n] += op(A)[m x k] * op(B)[k x n] with f32 accumulation, as
+ * linalg.matmul does; row-major with leading dimensions lda, ldb, ldc;
+ * op(X) is X or its transpose (flags). Pointers arrive as integers: this is
+ * what --mp-contractions-to-runtime emits. f16 and bf16 inputs are widened
+ * to f32 before the product. Runs on oneDNN's sgemm. Returns MPRT_OK, or
+ * MPRT_ERROR_ARGUMENT (with mprt_last_error) for bad sizes or types. */
+mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
+                      int64_t c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                      int32_t flags, int32_t type);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

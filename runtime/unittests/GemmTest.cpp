@@ -1,0 +1,127 @@
+//===- GemmTest.cpp - mprt_gemm against a naive product -------------------===//
+
+#include "mprt/mprt.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+uint16_t toBf16(float f) { // truncation is exact for the values used
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+uint16_t toF16(float f) { // exact for small integers and halves
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = (bits >> 13) & 0x3ffu;
+  if ((bits & 0x7fffffffu) == 0)
+    return static_cast<uint16_t>(sign);
+  return static_cast<uint16_t>(sign | (exponent << 10) | mantissa);
+}
+
+int64_t address(const void *p) { return reinterpret_cast<int64_t>(p); }
+
+/// op(A) x op(B) accumulated into C; A is m x k (k x m transposed), B k x n.
+void reference(const std::vector<float> &a, const std::vector<float> &b,
+               std::vector<float> &c, int m, int n, int k, bool ta, bool tb) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float s = 0;
+      for (int r = 0; r < k; ++r)
+        s += (ta ? a[r * m + i] : a[i * k + r]) *
+             (tb ? b[j * k + r] : b[r * n + j]);
+      c[i * n + j] += s;
+    }
+}
+
+class GemmTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(GemmTest, MatchesNaiveProductForEveryTypeAndTranspose) {
+  int flags = GetParam();
+  bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+  const int m = 5, n = 7, k = 9;
+  std::mt19937 rng(flags);
+  std::uniform_int_distribution<int> small(-4, 4);
+  // Small halves: exact in f16, bf16 and f32, so every type agrees exactly.
+  std::vector<float> a(m * k), b(k * n), c0(m * n);
+  for (float &v : a)
+    v = small(rng) * 0.5f;
+  for (float &v : b)
+    v = small(rng) * 0.5f;
+  for (float &v : c0)
+    v = small(rng);
+  std::vector<float> expected = c0;
+  reference(a, b, expected, m, n, k, ta, tb);
+  int lda = ta ? m : k, ldb = tb ? k : n;
+
+  for (int type : {MPRT_GEMM_F32, MPRT_GEMM_F16, MPRT_GEMM_BF16}) {
+    std::vector<uint16_t> a16(a.size()), b16(b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      a16[i] = type == MPRT_GEMM_F16 ? toF16(a[i]) : toBf16(a[i]);
+    for (size_t i = 0; i < b.size(); ++i)
+      b16[i] = type == MPRT_GEMM_F16 ? toF16(b[i]) : toBf16(b[i]);
+    const void *pa = type == MPRT_GEMM_F32 ? static_cast<const void *>(a.data())
+                                           : a16.data();
+    const void *pb = type == MPRT_GEMM_F32 ? static_cast<const void *>(b.data())
+                                           : b16.data();
+    std::vector<float> c = c0;
+    ASSERT_EQ(mprt_gemm(address(pa), lda, address(pb), ldb, address(c.data()),
+                        n, m, n, k, flags, type),
+              MPRT_OK)
+        << mprt_last_error();
+    for (int i = 0; i < m * n; ++i)
+      EXPECT_EQ(c[i], expected[i]) << "type " << type << " element " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transposes, GemmTest, ::testing::Values(0, 1, 2, 3));
+
+TEST(Gemm, LeadingDimensionSelectsASubmatrix) {
+  // A is the left 2x2 block of a 2x4 buffer (lda 4).
+  float a[] = {1, 2, 99, 99, 3, 4, 99, 99};
+  float b[] = {1, 0, 0, 1};
+  float c[4] = {};
+  ASSERT_EQ(mprt_gemm(address(a), 4, address(b), 2, address(c), 2, 2, 2, 2, 0,
+                      MPRT_GEMM_F32),
+            MPRT_OK);
+  EXPECT_EQ(c[0], 1);
+  EXPECT_EQ(c[1], 2);
+  EXPECT_EQ(c[2], 3);
+  EXPECT_EQ(c[3], 4);
+}
+
+TEST(Gemm, RejectsBadArguments) {
+  float x[4] = {};
+  EXPECT_EQ(mprt_gemm(address(x), 2, address(x), 2, address(x), 2, -1, 2, 2, 0,
+                      MPRT_GEMM_F32),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(mprt_last_error()).find("m=-1"), std::string::npos);
+  EXPECT_EQ(
+      mprt_gemm(address(x), 2, address(x), 2, address(x), 2, 2, 2, 2, 0, 7),
+      MPRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(mprt_last_error()).find("type=7"), std::string::npos);
+  EXPECT_EQ(
+      mprt_gemm(0, 2, address(x), 2, address(x), 2, 2, 2, 2, 0, MPRT_GEMM_F32),
+      MPRT_ERROR_ARGUMENT);
+}
+
+TEST(Gemm, EmptyProductLeavesCUnchanged) {
+  float c[1] = {5};
+  float x[1] = {1};
+  ASSERT_EQ(mprt_gemm(address(x), 1, address(x), 1, address(c), 1, 1, 1, 0, 0,
+                      MPRT_GEMM_F32),
+            MPRT_OK);
+  EXPECT_EQ(c[0], 5);
+}
+
+} // namespace
