@@ -4,13 +4,13 @@
 # MLP (examples/digits_mlp.mlir, 64-512-512-10) in FP32 and in mixed
 # precision (f16 with dynamic loss scaling) side by side and prints both
 # held-out accuracies and the speed ratio.
-#   MP_DEMO_EPOCHS=5 scripts/demo.sh     (default 3 epochs per run)
+#   MP_DEMO_EPOCHS=30 scripts/demo.sh    (default 10 epochs per run)
 #   scripts/demo.sh --ir                 (also print the rewritten IR)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="${MP_BUILD_DIR:-$root/build}"
-epochs="${MP_DEMO_EPOCHS:-3}"
+epochs="${MP_DEMO_EPOCHS:-10}"
 report=$(mktemp --suffix=.json)
 logs=$(mktemp -d)
 trap 'rm -rf "$report" "$logs"' EXIT
