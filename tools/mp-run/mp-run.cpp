@@ -3,7 +3,10 @@
 // mp-run train MODEL.mlir [options]: compiles the model's mp.loss function
 // into a training step (autodiff, loss scaling, optimizer, AMP), JIT-compiles
 // it for this CPU and trains on a data set, printing a line per epoch and
-// the held-out accuracy.
+// the held-out accuracy; with --checkpoint it saves after every epoch and
+// --resume continues from there.
+// mp-run infer MODEL.mlir --checkpoint FILE: held-out accuracy of the
+// checkpoint's parameters through the model's mp.predict function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,7 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
@@ -29,7 +33,7 @@
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> command(cl::Positional, cl::Required,
-                                    cl::desc("<train>"));
+                                    cl::desc("<train|infer>"));
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"));
 static cl::opt<std::string> precision("precision", cl::desc("f32 | f16 | bf16"),
@@ -56,6 +60,14 @@ static cl::opt<uint64_t> seed("seed",
                               cl::desc("Seed for initialisation and "
                                        "shuffling"),
                               cl::init(0));
+static cl::opt<std::string>
+    checkpointPath("checkpoint",
+                   cl::desc("Checkpoint file (.npz): train saves it after "
+                            "every epoch (atomically), infer reads it"),
+                   cl::init(""));
+static cl::opt<bool> resume("resume",
+                            cl::desc("Continue training from --checkpoint"),
+                            cl::init(false));
 static cl::opt<std::string>
     dataPath("data",
              cl::desc("digits (the default data set) or FILE.npz with "
@@ -143,6 +155,109 @@ double accuracy(mp::Session &session, const Split &test, std::string &error) {
   return 100.0 * correct / std::max<int64_t>(test.rows, 1);
 }
 
+/// Saves parameters, optimizer state and the step's scalars (metadata).
+bool saveCheckpoint(const std::string &path, mp::Session &session,
+                    unsigned epoch, std::string &error) {
+  std::vector<mprt_tensor *> tensors;
+  std::vector<const char *> names;
+  auto add = [&](mp::HostTensor &t) {
+    mprt_tensor *tensor = nullptr;
+    if (mprt_tensor_create(MPRT_DTYPE_F32, t.shape.size(), t.shape.data(),
+                           &tensor) != MPRT_OK)
+      return false;
+    std::copy(t.data.begin(), t.data.end(),
+              static_cast<float *>(mprt_tensor_data(tensor)));
+    tensors.push_back(tensor);
+    names.push_back(t.name.c_str());
+    return true;
+  };
+  bool ok = true;
+  for (mp::HostTensor &t : session.parameters())
+    ok = ok && add(t);
+  for (mp::HostTensor &t : session.optimizerState())
+    ok = ok && add(t);
+  const mp::StepState &s = session.stepState();
+  std::string metadata;
+  llvm::raw_string_ostream os(metadata);
+  os << llvm::json::Value(
+      llvm::json::Object{{"epoch", epoch},
+                         {"step", s.step},
+                         {"scale", static_cast<double>(s.scale)},
+                         {"growth_tracker", s.growthTracker},
+                         {"precision", precision.getValue()}});
+  ok = ok && mprt_checkpoint_save(path.c_str(), names.data(), tensors.data(),
+                                  tensors.size(), metadata.c_str()) == MPRT_OK;
+  if (!ok)
+    error = mprt_last_error();
+  for (mprt_tensor *t : tensors)
+    mprt_tensor_free(t);
+  return ok;
+}
+
+/// Restores what saveCheckpoint wrote; returns the epoch it was saved after.
+bool loadCheckpoint(const std::string &path, mp::Session &session,
+                    bool withState, unsigned &epoch, std::string &error) {
+  mprt_checkpoint *checkpoint = nullptr;
+  if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
+  }
+  auto restore = [&](mp::HostTensor &t) {
+    const mprt_tensor *tensor = nullptr;
+    if (mprt_checkpoint_find(checkpoint, t.name.c_str(), &tensor) != MPRT_OK) {
+      error = "checkpoint '" + path + "' has no tensor '" + t.name + "'";
+      return false;
+    }
+    std::vector<int64_t> shape(mprt_tensor_shape(tensor),
+                               mprt_tensor_shape(tensor) +
+                                   mprt_tensor_rank(tensor));
+    if (mprt_tensor_dtype(tensor) != MPRT_DTYPE_F32 || shape != t.shape) {
+      error = "checkpoint '" + path + "': tensor '" + t.name +
+              "' does not match the model's f32 shape";
+      return false;
+    }
+    const float *data = static_cast<const float *>(mprt_tensor_data(tensor));
+    std::copy(data, data + t.numElements(), t.data.begin());
+    return true;
+  };
+  bool ok = true;
+  for (mp::HostTensor &t : session.parameters())
+    ok = ok && restore(t);
+  if (withState)
+    for (mp::HostTensor &t : session.optimizerState())
+      ok = ok && restore(t);
+  if (ok) {
+    const char *text = mprt_checkpoint_metadata(checkpoint);
+    llvm::Expected<llvm::json::Value> meta =
+        llvm::json::parse(text ? text : "");
+    const llvm::json::Object *object = meta ? meta->getAsObject() : nullptr;
+    std::optional<int64_t> e =
+        object ? object->getInteger("epoch") : std::nullopt;
+    std::optional<int64_t> step =
+        object ? object->getInteger("step") : std::nullopt;
+    std::optional<double> scale =
+        object ? object->getNumber("scale") : std::nullopt;
+    std::optional<int64_t> tracker =
+        object ? object->getInteger("growth_tracker") : std::nullopt;
+    if (!meta)
+      llvm::consumeError(meta.takeError());
+    if (!e || !step || !scale || !tracker) {
+      error = "checkpoint '" + path +
+              "' lacks its training metadata (epoch, step, scale)";
+      ok = false;
+    } else {
+      epoch = static_cast<unsigned>(*e);
+      if (withState) {
+        session.stepState().step = static_cast<int32_t>(*step);
+        session.stepState().scale = static_cast<float>(*scale);
+        session.stepState().growthTracker = static_cast<int32_t>(*tracker);
+      }
+    }
+  }
+  mprt_checkpoint_free(checkpoint);
+  return ok;
+}
+
 int fail(const std::string &message) {
   std::fprintf(stderr, "mp-run: error: %s\n", message.c_str());
   return 1;
@@ -157,8 +272,13 @@ int main(int argc, char **argv) {
   mlir::mp::registerAllPasses();
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-run: train models in mixed precision\n");
-  if (command != "train")
-    return fail("unknown command '" + command + "': expected 'train'");
+  if (command != "train" && command != "infer")
+    return fail("unknown command '" + command +
+                "': expected 'train' or 'infer'");
+  if (resume && checkpointPath.empty())
+    return fail("--resume needs --checkpoint");
+  if (command == "infer" && checkpointPath.empty())
+    return fail("infer needs --checkpoint (the trained parameters)");
 
   mp::TrainOptions options;
   options.precision = precision;
@@ -199,18 +319,45 @@ int main(int argc, char **argv) {
   if (train.rows < b)
     return fail("the training set has fewer rows than one batch");
 
+  unsigned firstEpoch = 1;
+  if (command == "infer" || resume) {
+    unsigned saved = 0;
+    if (!loadCheckpoint(checkpointPath, *session, command == "train", saved,
+                        error))
+      return fail(error);
+    firstEpoch = saved + 1;
+  }
+  if (command == "infer") {
+    auto inferStart = std::chrono::steady_clock::now();
+    double acc = accuracy(*session, test, error);
+    if (acc < 0)
+      return fail(error);
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - inferStart)
+                         .count();
+    std::printf("held-out accuracy %.2f%% (%s inference), %lld rows, %.0f "
+                "samples/s\n",
+                acc, precision.c_str(), (long long)test.rows,
+                test.rows / std::max(seconds, 1e-9));
+    return 0;
+  }
+
   std::printf("mp-run: %s, precision %s, %lld train / %lld test rows, batch "
               "%lld, compiled in %.1f s\n",
               modelPath.c_str(), precision.c_str(), (long long)train.rows,
               (long long)test.rows, (long long)b, compileSeconds);
 
-  std::mt19937_64 rng(seed);
   std::vector<int64_t> order(train.rows);
   std::vector<float> x(b * f), y(b * c);
   int64_t skipped = 0;
   double trainSeconds = 0;
   int64_t trained = 0;
-  for (unsigned epoch = 1; epoch <= epochs; ++epoch) {
+  if (firstEpoch > 1)
+    std::printf("resuming after epoch %u from %s\n", firstEpoch - 1,
+                checkpointPath.c_str());
+  for (unsigned epoch = firstEpoch; epoch <= epochs; ++epoch) {
+    // Seeded per epoch, so a resumed run shuffles as an uninterrupted one.
+    std::mt19937_64 rng(seed * 1000003u + epoch);
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
     double lossSum = 0;
@@ -244,6 +391,9 @@ int main(int argc, char **argv) {
                 acc, steps * b / std::max(seconds, 1e-9), (long long)skipped,
                 session->stepState().scale);
     std::fflush(stdout);
+    if (!checkpointPath.empty() &&
+        !saveCheckpoint(checkpointPath, *session, epoch, error))
+      return fail(error);
   }
   double acc = accuracy(*session, test, error);
   std::printf("held-out accuracy %.2f%% (%s), %.0f samples/s, %lld skipped "
