@@ -13,6 +13,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include <immintrin.h>
+
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -54,16 +56,38 @@ float bfloatToFloat(uint16_t b) {
   return f;
 }
 
+/// f16 -> f32 for one row with the F16C instructions, 8 lanes at a time.
+__attribute__((target("f16c,avx"))) void
+widenHalfRowF16C(const uint16_t *src, float *dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i *>(src + i))));
+  for (; i < n; ++i)
+    dst[i] = halfToFloat(src[i]);
+}
+
+/// Picked once from the CPU this process runs on.
+bool hasF16C() {
+  static const bool supported = __builtin_cpu_supports("f16c");
+  return supported;
+}
+
 /// Copies a rows x cols matrix with leading dimension ld into dense f32.
 void widen(const uint16_t *src, int64_t rows, int64_t cols, int64_t ld,
            int32_t type, std::vector<float> &dst) {
   dst.resize(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      uint16_t v = src[r * ld + c];
-      dst[r * cols + c] =
-          type == MPRT_GEMM_F16 ? halfToFloat(v) : bfloatToFloat(v);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t *row = src + r * ld;
+    float *out = dst.data() + r * cols;
+    if (type == MPRT_GEMM_F16 && hasF16C()) {
+      widenHalfRowF16C(row, out, cols);
+      continue;
     }
+    for (int64_t c = 0; c < cols; ++c)
+      out[c] =
+          type == MPRT_GEMM_F16 ? halfToFloat(row[c]) : bfloatToFloat(row[c]);
+  }
 }
 
 /// A matmul primitive for one shape, layout and type, and its memories

@@ -56,8 +56,9 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
       llvm::cl::init(false)};
 };
 
-/// --mp-lower-cpu: mp ops to upstream, bufferize, loops, LLVM dialect; the
-/// result runs under MLIR's ExecutionEngine (mp-run) or mlir-runner.
+/// --mp-lower-cpu: mp ops to upstream, bufferize, vectorized loops, LLVM
+/// dialect; the result runs under MLIR's ExecutionEngine (mp-run) or
+/// mlir-runner.
 LogicalResult buildLowerCpuPipeline(OpPassManager &pm,
                                     const LowerCpuOptions &options);
 
