@@ -42,17 +42,20 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
           std::string(options.runtimeContractions
                           ? "mp-contractions-to-runtime,"
                           : "") +
-      // Innermost loops become 16-wide vectors (AVX-512 has 16 f32 lanes);
-      // loops the affine vectorizer cannot handle stay scalar.
-      "convert-linalg-to-affine-loops,"
-      "func.func(affine-super-vectorize{virtual-vector-size=16}),"
-      "convert-vector-to-scf,expand-strided-metadata,lower-affine,"
-      "convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
-      "convert-math-to-llvm,"
-      "convert-math-to-libm,arith-expand{include-bf16=true},"
-      "convert-arith-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
-      "convert-ub-to-llvm,"
-      "reconcile-unrealized-casts",
+          // Innermost loops become 16-wide vectors (AVX-512 has 16 f32 lanes);
+          // loops the affine vectorizer cannot handle stay scalar.
+          "convert-linalg-to-affine-loops," +
+          std::string(options.vectorize
+                          ? "func.func(affine-super-vectorize{virtual-vector-"
+                            "size=16}),"
+                          : "") +
+          "convert-vector-to-scf,expand-strided-metadata,lower-affine,"
+          "convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
+          "convert-math-to-llvm,"
+          "convert-math-to-libm,arith-expand{include-bf16=true},"
+          "convert-arith-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
+          "convert-ub-to-llvm,"
+          "reconcile-unrealized-casts",
       pm);
 }
 

@@ -222,17 +222,19 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
       loss.getNumArguments() > 1 ? loss.getArgument(0).getType() : Type());
   auto labelType = dyn_cast<RankedTensorType>(
       loss.getNumArguments() > 1 ? loss.getArgument(1).getType() : Type());
-  if (!inputType || !labelType || inputType.getRank() != 2 ||
+  if (!inputType || !labelType || inputType.getRank() < 2 ||
       labelType.getRank() != 2 || !inputType.hasStaticShape() ||
       !labelType.hasStaticShape() ||
       inputType.getDimSize(0) != labelType.getDimSize(0)) {
     error = "@" + loss.getSymName().str() +
-            " must take (x: tensor<BxF>, labels: tensor<BxC>, parameters...) "
-            "with static shapes";
+            " must take (x: tensor<Bx...>, labels: tensor<BxC>, "
+            "parameters...) with static shapes";
     return false;
   }
+  // x may be images (B x C x H x W): each data row fills one sample.
+  inputShape.assign(inputType.getShape().begin(), inputType.getShape().end());
   batch = inputType.getDimSize(0);
-  features = inputType.getDimSize(1);
+  features = inputType.getNumElements() / batch;
   classes = labelType.getDimSize(1);
   for (unsigned i = 2; i < loss.getNumArguments(); ++i) {
     auto name = loss.getArgAttrOfType<StringAttr>(i, "mp.param");
@@ -290,13 +292,24 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     }
   scalars.scale = mode == "none" ? 1.0f : static_cast<float>(initScale);
 
-  PassManager lower(context.get());
+  // Vectorized first; the affine vectorizer rejects some loop nests (it
+  // emits invalid transfers for convolution windows), then scalar loops.
+  OwningOpRef<ModuleOp> scalarCopy = module->clone();
   mlir::mp::LowerCpuOptions lowerOptions;
   lowerOptions.runtimeContractions = true;
+  PassManager lower(context.get());
   if (failed(mlir::mp::buildLowerCpuPipeline(lower, lowerOptions)) ||
       failed(lower.run(*module))) {
-    error = "lowering the training step failed\n" + diagnostics;
-    return false;
+    diagnostics.clear();
+    lowerOptions.vectorize = false;
+    PassManager scalar(context.get());
+    if (failed(mlir::mp::buildLowerCpuPipeline(scalar, lowerOptions)) ||
+        failed(scalar.run(*scalarCopy))) {
+      error = "lowering the training step failed\n" + diagnostics;
+      return false;
+    }
+    module = std::move(scalarCopy);
+    vectorized = false;
   }
 
   llvm::InitializeNativeTarget();
@@ -342,7 +355,7 @@ void Session::initialiseParameters(uint64_t seed) {
 bool Session::trainStep(const float *x, const float *labels, StepResult &result,
                         std::string &error) {
   PackedArgs args;
-  args.addMemRef(const_cast<float *>(x), {batch, features});
+  args.addMemRef(const_cast<float *>(x), inputShape);
   args.addMemRef(const_cast<float *>(labels), {batch, classes});
   for (HostTensor &p : params)
     args.addMemRef(p.data.data(), p.shape);
@@ -379,7 +392,7 @@ bool Session::predict(const float *x, float *logits, std::string &error) {
     return false;
   }
   PackedArgs args;
-  args.addMemRef(const_cast<float *>(x), {batch, features});
+  args.addMemRef(const_cast<float *>(x), inputShape);
   for (HostTensor &p : params)
     args.addMemRef(p.data.data(), p.shape);
   args.addMemRef(logits, {batch, classes});

@@ -58,11 +58,14 @@ public:
                                          const TrainOptions &options,
                                          std::string &error);
 
-  /// Batch size, features and classes read from the loss signature.
+  /// Batch size, features (elements per sample) and classes read from the
+  /// loss signature.
   int64_t batchSize() const { return batch; }
   int64_t numFeatures() const { return features; }
   int64_t numClasses() const { return classes; }
   bool canPredict() const { return hasPredict; }
+  /// False when the loops had to stay scalar (see Session::compile).
+  bool isVectorized() const { return vectorized; }
 
   /// Parameters (initialised from the seed) and optimizer state.
   std::vector<HostTensor> &parameters() { return params; }
@@ -85,7 +88,9 @@ private:
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
   int64_t batch = 0, features = 0, classes = 0;
+  std::vector<int64_t> inputShape; // of x, batch first
   bool hasPredict = false;
+  bool vectorized = true;
   std::vector<HostTensor> params, state;
   std::vector<HostTensor> nextParams, nextState;
   StepState scalars;

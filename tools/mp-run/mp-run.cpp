@@ -343,9 +343,10 @@ int main(int argc, char **argv) {
   }
 
   std::printf("mp-run: %s, precision %s, %lld train / %lld test rows, batch "
-              "%lld, compiled in %.1f s\n",
+              "%lld, compiled in %.1f s%s\n",
               modelPath.c_str(), precision.c_str(), (long long)train.rows,
-              (long long)test.rows, (long long)b, compileSeconds);
+              (long long)test.rows, (long long)b, compileSeconds,
+              session->isVectorized() ? "" : " (scalar loops)");
 
   std::vector<int64_t> order(train.rows);
   std::vector<float> x(b * f), y(b * c);

@@ -54,6 +54,11 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
                      "products; the program must then be linked or "
                      "JIT-resolved with libmprt"),
       llvm::cl::init(false)};
+  Option<bool> vectorize{
+      *this, "vectorize",
+      llvm::cl::desc("Vectorize innermost loops (16 lanes) with the affine "
+                     "super-vectorizer"),
+      llvm::cl::init(true)};
 };
 
 /// --mp-lower-cpu: mp ops to upstream, bufferize, vectorized loops, LLVM
