@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -28,14 +29,9 @@ namespace mp {
 } // namespace mlir
 
 using namespace mlir;
+using namespace mlir::mp;
 
 namespace {
-
-constexpr llvm::StringLiteral kLossAttr = "mp.loss";
-constexpr llvm::StringLiteral kParamAttr = "mp.param";
-constexpr llvm::StringLiteral kGradAttr = "mp.grad";
-constexpr llvm::StringLiteral kSeedAttr = "mp.seed";
-constexpr llvm::StringLiteral kGradientOfAttr = "mp.gradient_of";
 
 bool isFloatLike(Type type) {
   return isa<FloatType>(getElementTypeOrSelf(type));
@@ -570,7 +566,7 @@ ReverseSweep::run(Value loss, ArrayRef<BlockArgument> params) {
     Value seed = isa<RankedTensorType>(loss.getType())
                      ? filledLike(b, loc, loss, 1.0)
                      : floatConstant(b, loc, loss.getType(), 1.0);
-    seed.getDefiningOp()->setAttr(kSeedAttr, b.getUnitAttr());
+    seed.getDefiningOp()->setAttr(kSeedAttrName, b.getUnitAttr());
     grads[loss] = seed;
   }
   for (Operation *op : llvm::reverse(forward))
@@ -594,7 +590,7 @@ struct AutodiffPass : mp::impl::MPAutodiffBase<AutodiffPass> {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
-      if (!func->hasAttr(kLossAttr))
+      if (!func->hasAttr(kLossAttrName))
         continue;
       if (failed(buildGradient(func, symbols)))
         return signalPassFailure();
@@ -603,35 +599,36 @@ struct AutodiffPass : mp::impl::MPAutodiffBase<AutodiffPass> {
 
   LogicalResult buildGradient(func::FuncOp loss, SymbolTable &symbols) {
     if (loss.isExternal() || !loss.getBody().hasOneBlock())
-      return loss.emitError()
-             << "'" << kLossAttr << "' function must have a single block body";
+      return loss.emitError() << "'" << kLossAttrName
+                              << "' function must have a single block body";
     FunctionType type = loss.getFunctionType();
     if (type.getNumResults() != 1 ||
         !(type.getResult(0).isF32() ||
           (isa<RankedTensorType>(type.getResult(0)) &&
            cast<RankedTensorType>(type.getResult(0)).getRank() == 0 &&
            cast<RankedTensorType>(type.getResult(0)).getElementType().isF32())))
-      return loss.emitError() << "'" << kLossAttr
+      return loss.emitError() << "'" << kLossAttrName
                               << "' function must return one f32 scalar or "
                                  "tensor<f32>, got "
                               << type.getResults();
     SmallVector<unsigned> paramIndices;
     for (unsigned i = 0; i < loss.getNumArguments(); ++i) {
-      Attribute name = loss.getArgAttr(i, kParamAttr);
+      Attribute name = loss.getArgAttr(i, kParamAttrName);
       if (!name)
         continue;
       if (!isa<StringAttr>(name) || cast<StringAttr>(name).empty())
-        return loss.emitError() << "argument #" << i << ": '" << kParamAttr
+        return loss.emitError() << "argument #" << i << ": '" << kParamAttrName
                                 << "' must be a non-empty string";
       if (!isFloatLike(loss.getArgument(i).getType()))
-        return loss.emitError() << "argument #" << i << ": '" << kParamAttr
+        return loss.emitError() << "argument #" << i << ": '" << kParamAttrName
                                 << "' needs a float tensor or scalar, got "
                                 << loss.getArgument(i).getType();
       paramIndices.push_back(i);
     }
     if (paramIndices.empty())
-      return loss.emitError() << "'" << kLossAttr << "' function has no '"
-                              << kParamAttr << "' arguments to differentiate";
+      return loss.emitError()
+             << "'" << kLossAttrName << "' function has no '" << kParamAttrName
+             << "' arguments to differentiate";
 
     std::string name = (loss.getSymName() + "_grad").str();
     if (symbols.lookup(name))
@@ -641,8 +638,8 @@ struct AutodiffPass : mp::impl::MPAutodiffBase<AutodiffPass> {
     b.setInsertionPointAfter(loss);
     auto grad = cast<func::FuncOp>(b.clone(*loss.getOperation()));
     grad.setSymName(name);
-    grad->removeAttr(kLossAttr);
-    grad->setAttr(kGradientOfAttr,
+    grad->removeAttr(kLossAttrName);
+    grad->setAttr(kGradientOfAttrName,
                   FlatSymbolRefAttr::get(loss.getSymNameAttr()));
     symbols.insert(grad);
 
@@ -688,7 +685,7 @@ struct AutodiffPass : mp::impl::MPAutodiffBase<AutodiffPass> {
     SmallVector<DictionaryAttr> resultAttrs{DictionaryAttr::get(&getContext())};
     for (unsigned i : paramIndices)
       resultAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr(kGradAttr, loss.getArgAttr(i, kParamAttr))));
+          b.getNamedAttr(kGradAttrName, loss.getArgAttr(i, kParamAttrName))));
     grad.setAllResultAttrs(resultAttrs);
     return success();
   }

@@ -1,6 +1,7 @@
 //===- LossScaling.cpp - scale the seed, unscale and check gradients ------===//
 
 #include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,10 +17,6 @@ using namespace mlir;
 using namespace mlir::mp;
 
 namespace {
-
-constexpr llvm::StringLiteral kGradientOfAttr = "mp.gradient_of";
-constexpr llvm::StringLiteral kSeedAttr = "mp.seed";
-constexpr llvm::StringLiteral kLossScalingAttr = "mp.loss_scaling";
 
 /// Applies `fn` elementwise to `input` (same type out).
 Value mapTensor(OpBuilder &b, Location loc, Value input,
@@ -97,10 +94,10 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     }
     bool found = false;
     for (auto func : module.getOps<func::FuncOp>()) {
-      if (!func->hasAttr(kGradientOfAttr))
+      if (!func->hasAttr(kGradientOfAttrName))
         continue;
       found = true;
-      if (func->hasAttr(kLossScalingAttr)) {
+      if (func->hasAttr(kLossScalingAttrName)) {
         func.emitError() << "loss scaling was already applied to this "
                             "gradient function";
         return signalPassFailure();
@@ -136,7 +133,7 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
       // The backward pass starts from seed * scale.
       Operation *seed = nullptr;
       func.walk([&](Operation *op) {
-        if (op->hasAttr(kSeedAttr))
+        if (op->hasAttr(kSeedAttrName))
           seed = op;
       });
       if (seed) {
@@ -204,7 +201,7 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
         FunctionType::get(context, func.getFunctionType().getInputs(), types));
     func.setAllResultAttrs(resultAttrs);
     func->setAttr(
-        kLossScalingAttr,
+        kLossScalingAttrName,
         attrs.getDictionaryAttr({
             attrs.getNamedAttr("mode", attrs.getStringAttr(resolved)),
             attrs.getNamedAttr("init_scale", attrs.getF32FloatAttr(initScale)),

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,11 +24,6 @@ using namespace mlir;
 using namespace mlir::mp;
 
 namespace {
-
-constexpr llvm::StringLiteral kGradientOfAttr = "mp.gradient_of";
-constexpr llvm::StringLiteral kLossScalingAttr = "mp.loss_scaling";
-constexpr llvm::StringLiteral kParamAttr = "mp.param";
-constexpr llvm::StringLiteral kPrecisionAttr = "mp.precision";
 
 struct OptimizerPass : mp::impl::MPOptimizerBase<OptimizerPass> {
   using Base::Base;
@@ -49,7 +45,7 @@ struct OptimizerPass : mp::impl::MPOptimizerBase<OptimizerPass> {
     }
     SmallVector<func::FuncOp> gradients;
     for (auto func : module.getOps<func::FuncOp>())
-      if (func->hasAttr(kGradientOfAttr))
+      if (func->hasAttr(kGradientOfAttrName))
         gradients.push_back(func);
     if (gradients.size() != 1) {
       emitError(module.getLoc())
@@ -81,7 +77,7 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
                                        SymbolTable &symbols) {
   MLIRContext *context = &getContext();
   Builder attrs(context);
-  auto scaling = grad->getAttrOfType<DictionaryAttr>(kLossScalingAttr);
+  auto scaling = grad->getAttrOfType<DictionaryAttr>(kLossScalingAttrName);
   StringRef mode = "none";
   if (scaling)
     if (auto m = scaling.getAs<StringAttr>("mode"))
@@ -92,7 +88,7 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   unsigned numLossArgs = grad.getNumArguments() - (scaled ? 1 : 0);
   SmallVector<unsigned> paramIndices;
   for (unsigned i = 0; i < numLossArgs; ++i)
-    if (grad.getArgAttr(i, kParamAttr))
+    if (grad.getArgAttr(i, kParamAttrName))
       paramIndices.push_back(i);
 
   Type f32 = Float32Type::get(context), i32 = IntegerType::get(context, 32);
@@ -109,10 +105,10 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   SmallVector<DictionaryAttr> stateAttrs;
   for (unsigned p : paramIndices)
     for (StringRef slot : stateNames()) {
-      auto name = cast<StringAttr>(grad.getArgAttr(p, kParamAttr));
+      auto name = cast<StringAttr>(grad.getArgAttr(p, kParamAttrName));
       argTypes.push_back(grad.getArgument(p).getType());
-      stateAttrs.push_back(
-          named("mp.state", attrs.getStringAttr(name.getValue() + "." + slot)));
+      stateAttrs.push_back(named(
+          kStateAttrName, attrs.getStringAttr(name.getValue() + "." + slot)));
       argAttrs.push_back(stateAttrs.back());
     }
   argTypes.append({i32, f32, i32});
@@ -223,7 +219,7 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
           linalg::YieldOp::create(nb, l, ValueRange{newW, m, v});
         });
     // Master weights and state are updated in FP32, whatever AMP decides.
-    update->setAttr(kPrecisionAttr, attrs.getStringAttr("f32"));
+    update->setAttr(kPrecisionAttrName, attrs.getStringAttr("f32"));
     SmallVector<Value> olds{param};
     olds.append(states);
     for (auto [o, result] : llvm::enumerate(update->getResults())) {
@@ -268,7 +264,8 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
 
   SmallVector<DictionaryAttr> resultAttrs;
   for (unsigned p : paramIndices)
-    resultAttrs.push_back(named(kParamAttr, grad.getArgAttr(p, kParamAttr)));
+    resultAttrs.push_back(
+        named(kParamAttrName, grad.getArgAttr(p, kParamAttrName)));
   resultAttrs.append(stateAttrs);
   for (StringRef name : {"mp.step", "mp.loss_scale", "mp.growth_tracker",
                          "mp.loss", "mp.stepped"})

@@ -3,6 +3,7 @@
 #include "Session.h"
 
 #include "mp/InitAll.h"
+#include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Pipelines.h"
 #include "mprt/mprt.h"
 
@@ -208,9 +209,9 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
 
   func::FuncOp loss, predictFn;
   for (auto func : module->getOps<func::FuncOp>()) {
-    if (func->hasAttr("mp.loss"))
+    if (func->hasAttr(mlir::mp::kLossAttrName))
       loss = func;
-    if (func->hasAttr("mp.predict"))
+    if (func->hasAttr(mlir::mp::kPredictAttrName))
       predictFn = func;
   }
   if (!loss) {
@@ -237,7 +238,7 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
   features = inputType.getNumElements() / batch;
   classes = labelType.getDimSize(1);
   for (unsigned i = 2; i < loss.getNumArguments(); ++i) {
-    auto name = loss.getArgAttrOfType<StringAttr>(i, "mp.param");
+    auto name = loss.getArgAttrOfType<StringAttr>(i, mlir::mp::kParamAttrName);
     auto type = dyn_cast<RankedTensorType>(loss.getArgument(i).getType());
     if (!name || !type || !type.hasStaticShape() ||
         !type.getElementType().isF32()) {
@@ -282,7 +283,8 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     addEntry(*module, predictFn, "mp_predict_entry");
   // Optimizer state: every train_step argument marked mp.state.
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
-    if (auto name = step.getArgAttrOfType<StringAttr>(i, "mp.state")) {
+    if (auto name =
+            step.getArgAttrOfType<StringAttr>(i, mlir::mp::kStateAttrName)) {
       auto type = cast<RankedTensorType>(step.getArgument(i).getType());
       HostTensor s;
       s.name = name.str();

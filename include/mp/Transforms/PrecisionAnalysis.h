@@ -10,6 +10,7 @@
 #define MP_TRANSFORMS_PRECISIONANALYSIS_H
 
 #include "mp/Dialect/MP/IR/MPAttrs.h"
+#include "mp/Transforms/AttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -22,11 +23,6 @@
 
 namespace mlir {
 namespace mp {
-
-/// Name of the user's per-op override: "f32", "f16" or "bf16".
-constexpr llvm::StringLiteral kPrecisionAttrName = "mp.precision";
-/// Name of the attribute recording a decision (#mp.decision<...>).
-constexpr llvm::StringLiteral kDecisionAttrName = "mp.decision";
 
 /// Measured range of one value, from a calibration statistics file.
 struct MeasuredRange {

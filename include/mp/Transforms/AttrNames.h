@@ -1,0 +1,40 @@
+//===- AttrNames.h - attribute names the mp passes share --------*- C++ -*-===//
+//
+// One spelling per attribute: autodiff, loss scaling, the optimizer, the
+// precision analysis and mp-run read what the others write.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_TRANSFORMS_ATTRNAMES_H
+#define MP_TRANSFORMS_ATTRNAMES_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir {
+namespace mp {
+
+/// On a function: it is the loss to differentiate (returns one f32).
+constexpr llvm::StringLiteral kLossAttrName = "mp.loss";
+/// On a function: it computes the logits mp-run measures accuracy with.
+constexpr llvm::StringLiteral kPredictAttrName = "mp.predict";
+/// On an argument: a trainable parameter, with its name.
+constexpr llvm::StringLiteral kParamAttrName = "mp.param";
+/// On a result: the gradient of the named parameter.
+constexpr llvm::StringLiteral kGradAttrName = "mp.grad";
+/// On a gradient function: the loss function it differentiates.
+constexpr llvm::StringLiteral kGradientOfAttrName = "mp.gradient_of";
+/// On the op making the backward seed (d loss / d loss = 1).
+constexpr llvm::StringLiteral kSeedAttrName = "mp.seed";
+/// On a gradient function: the loss-scaling settings applied to it.
+constexpr llvm::StringLiteral kLossScalingAttrName = "mp.loss_scaling";
+/// On a train_step argument/result: optimizer state "<param>.<slot>".
+constexpr llvm::StringLiteral kStateAttrName = "mp.state";
+/// The user's per-op override: "f32", "f16" or "bf16".
+constexpr llvm::StringLiteral kPrecisionAttrName = "mp.precision";
+/// A recorded decision (#mp.decision<...>).
+constexpr llvm::StringLiteral kDecisionAttrName = "mp.decision";
+
+} // namespace mp
+} // namespace mlir
+
+#endif // MP_TRANSFORMS_ATTRNAMES_H
