@@ -65,6 +65,12 @@ static cl::opt<std::string>
                    cl::desc("Checkpoint file (.npz): train saves it after "
                             "every epoch (atomically), infer reads it"),
                    cl::init(""));
+static cl::opt<unsigned> checkpointEvery(
+    "checkpoint-every",
+    cl::desc("Also save the checkpoint every N training steps (0: only at "
+             "the end of each epoch); the one it replaces is kept as "
+             "FILE.prev"),
+    cl::init(0));
 static cl::opt<bool> resume("resume",
                             cl::desc("Continue training from --checkpoint"),
                             cl::init(false));
@@ -155,9 +161,22 @@ double accuracy(mp::Session &session, const Split &test, std::string &error) {
   return 100.0 * correct / std::max<int64_t>(test.rows, 1);
 }
 
-/// Saves parameters, optimizer state and the step's scalars (metadata).
+/// Where a checkpoint was taken: after `batch` batches of the epoch that
+/// follows `epoch` completed epochs.
+struct RunPosition {
+  unsigned epoch = 0;
+  int64_t batch = 0;
+  int64_t skipped = 0; // skipped steps so far, for the progress lines
+};
+
+std::string previousCheckpointPath(const std::string &path) {
+  return path + ".prev";
+}
+
+/// Saves parameters, optimizer state and the step's scalars (metadata); the
+/// checkpoint it replaces stays readable as FILE.prev.
 bool saveCheckpoint(const std::string &path, mp::Session &session,
-                    unsigned epoch, std::string &error) {
+                    const RunPosition &position, std::string &error) {
   std::vector<mprt_tensor *> tensors;
   std::vector<const char *> names;
   auto add = [&](mp::HostTensor &t) {
@@ -180,13 +199,17 @@ bool saveCheckpoint(const std::string &path, mp::Session &session,
   std::string metadata;
   llvm::raw_string_ostream os(metadata);
   os << llvm::json::Value(
-      llvm::json::Object{{"epoch", epoch},
+      llvm::json::Object{{"epoch", position.epoch},
+                         {"batch", position.batch},
+                         {"skipped", position.skipped},
                          {"step", s.step},
                          {"scale", static_cast<double>(s.scale)},
                          {"growth_tracker", s.growthTracker},
                          {"precision", precision.getValue()}});
-  ok = ok && mprt_checkpoint_save(path.c_str(), names.data(), tensors.data(),
-                                  tensors.size(), metadata.c_str()) == MPRT_OK;
+  std::string previous = previousCheckpointPath(path);
+  ok = ok && mprt_checkpoint_save_rotate(
+                 path.c_str(), names.data(), tensors.data(), tensors.size(),
+                 metadata.c_str(), previous.c_str()) == MPRT_OK;
   if (!ok)
     error = mprt_last_error();
   for (mprt_tensor *t : tensors)
@@ -194,12 +217,20 @@ bool saveCheckpoint(const std::string &path, mp::Session &session,
   return ok;
 }
 
-/// Restores what saveCheckpoint wrote; returns the epoch it was saved after.
+/// Restores what saveCheckpoint wrote and where in the run it was taken.
 bool loadCheckpoint(const std::string &path, mp::Session &session,
-                    bool withState, unsigned &epoch, std::string &error) {
+                    bool withState, RunPosition &position, std::string &error) {
   mprt_checkpoint *checkpoint = nullptr;
   if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
     error = mprt_last_error();
+    // Saves keep the checkpoint they replace: point the user at it.
+    std::string previous = previousCheckpointPath(path);
+    mprt_checkpoint *fallback = nullptr;
+    if (mprt_checkpoint_load(previous.c_str(), &fallback) == MPRT_OK) {
+      mprt_checkpoint_free(fallback);
+      error += "; the previous checkpoint '" + previous +
+               "' is intact: use --checkpoint " + previous;
+    }
     return false;
   }
   auto restore = [&](mp::HostTensor &t) {
@@ -246,7 +277,10 @@ bool loadCheckpoint(const std::string &path, mp::Session &session,
               "' lacks its training metadata (epoch, step, scale)";
       ok = false;
     } else {
-      epoch = static_cast<unsigned>(*e);
+      position.epoch = static_cast<unsigned>(*e);
+      // Absent in checkpoints written before saves inside an epoch existed.
+      position.batch = object->getInteger("batch").value_or(0);
+      position.skipped = object->getInteger("skipped").value_or(0);
       if (withState) {
         session.stepState().step = static_cast<int32_t>(*step);
         session.stepState().scale = static_cast<float>(*scale);
@@ -319,13 +353,17 @@ int main(int argc, char **argv) {
   if (train.rows < b)
     return fail("the training set has fewer rows than one batch");
 
-  unsigned firstEpoch = 1;
+  int64_t batchesPerEpoch = train.rows / b;
+  RunPosition position;
   if (command == "infer" || resume) {
-    unsigned saved = 0;
-    if (!loadCheckpoint(checkpointPath, *session, command == "train", saved,
+    if (!loadCheckpoint(checkpointPath, *session, command == "train", position,
                         error))
       return fail(error);
-    firstEpoch = saved + 1;
+    if (position.batch < 0 || position.batch >= batchesPerEpoch)
+      return fail("checkpoint '" + checkpointPath + "' was saved after batch " +
+                  std::to_string(position.batch) + " of an epoch, but this " +
+                  "data set has " + std::to_string(batchesPerEpoch) +
+                  " batches an epoch");
   }
   if (command == "infer") {
     auto inferStart = std::chrono::steady_clock::now();
@@ -350,13 +388,15 @@ int main(int argc, char **argv) {
 
   std::vector<int64_t> order(train.rows);
   std::vector<float> x(b * f), y(b * c);
-  int64_t skipped = 0;
+  int64_t skipped = position.skipped;
   double trainSeconds = 0;
   int64_t trained = 0;
-  if (firstEpoch > 1)
-    std::printf("resuming after epoch %u from %s\n", firstEpoch - 1,
+  if (resume)
+    std::printf("resuming at epoch %u, batch %lld from %s\n",
+                position.epoch + 1, (long long)position.batch,
                 checkpointPath.c_str());
-  for (unsigned epoch = firstEpoch; epoch <= epochs; ++epoch) {
+  std::fflush(stdout); // a supervisor (scripts/kill_resume.py) waits for it
+  for (unsigned epoch = position.epoch + 1; epoch <= epochs; ++epoch) {
     // Seeded per epoch, so a resumed run shuffles as an uninterrupted one.
     std::mt19937_64 rng(seed * 1000003u + epoch);
     std::iota(order.begin(), order.end(), 0);
@@ -364,7 +404,9 @@ int main(int argc, char **argv) {
     double lossSum = 0;
     int64_t steps = 0;
     auto epochStart = std::chrono::steady_clock::now();
-    for (int64_t first = 0; first + b <= train.rows; first += b) {
+    int64_t firstBatch = epoch == position.epoch + 1 ? position.batch : 0;
+    for (int64_t batch = firstBatch; batch < batchesPerEpoch; ++batch) {
+      int64_t first = batch * b;
       for (int64_t r = 0; r < b; ++r) {
         int64_t row = order[first + r];
         std::copy_n(train.x.begin() + row * f, f, x.begin() + r * f);
@@ -377,6 +419,13 @@ int main(int argc, char **argv) {
         ++skipped;
       lossSum += result.loss;
       ++steps;
+      // Saves inside the epoch; its last batch is saved at the epoch's end.
+      int64_t done = (epoch - 1) * batchesPerEpoch + batch + 1;
+      if (!checkpointPath.empty() && checkpointEvery &&
+          done % checkpointEvery == 0 && batch + 1 < batchesPerEpoch &&
+          !saveCheckpoint(checkpointPath, *session,
+                          {epoch - 1, batch + 1, skipped}, error))
+        return fail(error);
     }
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - epochStart)
@@ -393,7 +442,7 @@ int main(int argc, char **argv) {
                 session->stepState().scale);
     std::fflush(stdout);
     if (!checkpointPath.empty() &&
-        !saveCheckpoint(checkpointPath, *session, epoch, error))
+        !saveCheckpoint(checkpointPath, *session, {epoch, 0, skipped}, error))
       return fail(error);
   }
   double acc = accuracy(*session, test, error);

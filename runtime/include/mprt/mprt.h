@@ -203,6 +203,17 @@ mprt_status mprt_checkpoint_save(const char *path, const char *const *names,
                                  const mprt_tensor *const *tensors,
                                  size_t count, const char *metadata_json);
 
+/* mprt_checkpoint_save that also keeps the checkpoint it replaces under
+ * `previous_path` (NULL: keep nothing). The old file gets the second name by
+ * a hard link renamed into place before the new one is renamed over `path`,
+ * so `path` never disappears and, after the second save, a previous good
+ * checkpoint survives a later corrupt or truncated `path`. */
+mprt_status mprt_checkpoint_save_rotate(const char *path,
+                                        const char *const *names,
+                                        const mprt_tensor *const *tensors,
+                                        size_t count, const char *metadata_json,
+                                        const char *previous_path);
+
 /* Reads every tensor of a checkpoint (or of any .npz of supported dtypes),
  * verifying CRCs. A truncated or corrupt file gives MPRT_ERROR_FORMAT. */
 mprt_status mprt_checkpoint_load(const char *path, mprt_checkpoint **out);
