@@ -331,6 +331,10 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     symbols[interner("mprt_gemm")] = {
         llvm::orc::ExecutorAddr::fromPtr(&mprt_gemm),
         llvm::JITSymbolFlags::Exported};
+    // Compiled mp.observe probes (--mp-probes-to-runtime).
+    symbols[interner("mprt_observe")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_observe),
+        llvm::JITSymbolFlags::Exported};
     return symbols;
   });
   nextParams = params;
