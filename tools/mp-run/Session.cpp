@@ -277,6 +277,17 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     error = "compiling the training step failed\n" + diagnostics;
     return false;
   }
+  if (options.probes != TrainOptions::Probes::None) {
+    mlir::mp::MPCheckNumericsOptions probeOptions;
+    probeOptions.skipConversions =
+        options.probes == TrainOptions::Probes::ComputeOps;
+    PassManager probes(context.get());
+    probes.addPass(mlir::mp::createMPCheckNumerics(probeOptions));
+    if (failed(probes.run(*module))) {
+      error = "inserting numerics probes failed\n" + diagnostics;
+      return false;
+    }
+  }
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
   addEntry(*module, step, "mp_train_entry");
   if (predictFn)

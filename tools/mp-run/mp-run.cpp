@@ -3,13 +3,18 @@
 // mp-run train MODEL.mlir [options]: compiles the model's mp.loss function
 // into a training step (autodiff, loss scaling, optimizer, AMP), JIT-compiles
 // it for this CPU and trains on a data set, printing a line per epoch and
-// the held-out accuracy; with --checkpoint it saves after every epoch and
-// --resume continues from there.
+// the held-out accuracy; with --checkpoint it saves after every epoch (and
+// every --checkpoint-every steps) and --resume continues from there.
 // mp-run infer MODEL.mlir --checkpoint FILE: held-out accuracy of the
 // checkpoint's parameters through the model's mp.predict function.
+// mp-run compare MODEL.mlir --precision f16|bf16: the ops of mp.predict
+// listed by how far their mixed-precision output is from FP32's.
+// --check-numerics (train, infer): the first op per step whose output had
+// inf/nan or left FP16's range.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Numerics.h"
 #include "Session.h"
 
 #include "mprt/mprt.h"
@@ -33,7 +38,7 @@
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> command(cl::Positional, cl::Required,
-                                    cl::desc("<train|infer>"));
+                                    cl::desc("<train|infer|compare>"));
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"));
 static cl::opt<std::string> precision("precision", cl::desc("f32 | f16 | bf16"),
@@ -71,6 +76,14 @@ static cl::opt<unsigned> checkpointEvery(
              "the end of each epoch); the one it replaces is kept as "
              "FILE.prev"),
     cl::init(0));
+static cl::opt<bool> checkNumerics(
+    "check-numerics",
+    cl::desc("Probe every op's output (--mp-check-numerics) and report, per "
+             "step, the first op whose output had inf/nan or went beyond "
+             "FP16's range, with a summary at the end"),
+    cl::init(false));
+static cl::opt<unsigned>
+    compareTop("top", cl::desc("compare: how many ops to list"), cl::init(20));
 static cl::opt<bool> resume("resume",
                             cl::desc("Continue training from --checkpoint"),
                             cl::init(false));
@@ -137,8 +150,14 @@ std::string defaultDataPath(const char *argv0) {
   return std::string(path);
 }
 
-/// Share of test rows whose largest logit is the labelled class.
-double accuracy(mp::Session &session, const Split &test, std::string &error) {
+void reportNumerics(const mp::NumericsEvent &event, const char *what,
+                    int64_t &reported);
+
+/// Share of test rows whose largest logit is the labelled class. With a
+/// numerics checker, each batch is a step of its report.
+double accuracy(mp::Session &session, const Split &test, std::string &error,
+                mp::NumericsChecker *checker = nullptr) {
+  int64_t reported = 0;
   int64_t b = session.batchSize(), f = session.numFeatures(),
           c = session.numClasses();
   std::vector<float> x(b * f), logits(b * c);
@@ -148,8 +167,13 @@ double accuracy(mp::Session &session, const Split &test, std::string &error) {
     std::fill(x.begin(), x.end(), 0.0f); // pad the last batch
     std::copy(test.x.begin() + start * f, test.x.begin() + (start + n) * f,
               x.begin());
+    if (checker)
+      checker->beginStep(start / b + 1);
     if (!session.predict(x.data(), logits.data(), error))
       return -1;
+    mp::NumericsEvent event;
+    if (checker && checker->endStep(event))
+      reportNumerics(event, "batch", reported);
     for (int64_t r = 0; r < n; ++r) {
       const float *row = logits.data() + r * c;
       const float *truth = test.y.data() + (start + r) * c;
@@ -297,6 +321,82 @@ int fail(const std::string &message) {
   return 1;
 }
 
+/// One line for a step the numerics checker flagged; the first few only.
+void reportNumerics(const mp::NumericsEvent &event, const char *what,
+                    int64_t &reported) {
+  constexpr int64_t kMaxLines = 10;
+  if (++reported > kMaxLines) {
+    if (reported == kMaxLines + 1)
+      std::printf("numerics: (further steps only in the summary)\n");
+    return;
+  }
+  if (event.nonfinite)
+    std::printf("numerics: %s %lld: first inf/nan in the output of %s "
+                "(%lld of %lld %s elements)\n",
+                what, (long long)event.step, event.id.c_str(),
+                (long long)event.nonfinite, (long long)event.numElements,
+                mp::dtypeName(event.dtype));
+  else
+    std::printf("numerics: %s %lld: first output beyond FP16's range: %s "
+                "(max |x| %.4g, %s)\n",
+                what, (long long)event.step, event.id.c_str(), event.absMax,
+                mp::dtypeName(event.dtype));
+}
+
+/// mp-run compare: one batch of the test split through mp.predict in FP32
+/// and in mixed precision, with the same parameters, and the ops listed by
+/// how far the mixed run's output is from FP32's.
+int runCompare(const mp::TrainOptions &mixedOptions, const char *argv0) {
+  if (mixedOptions.precision != "f16" && mixedOptions.precision != "bf16")
+    return fail("compare needs --precision f16 or bf16 (it compares against "
+                "f32)");
+  mp::TrainOptions f32Options = mixedOptions;
+  f32Options.precision = "f32";
+  f32Options.lossScale = "";
+  std::string error;
+  std::unique_ptr<mp::Session> reference =
+      mp::Session::create(modelPath, f32Options, error);
+  if (!reference)
+    return fail(error);
+  std::unique_ptr<mp::Session> mixed =
+      mp::Session::create(modelPath, mixedOptions, error);
+  if (!mixed)
+    return fail(error);
+  if (!mixed->canPredict())
+    return fail("the model has no function marked mp.predict to compare");
+  int64_t b = mixed->batchSize(), f = mixed->numFeatures(),
+          c = mixed->numClasses();
+  std::string path =
+      dataPath == "digits" ? defaultDataPath(argv0) : std::string(dataPath);
+  Split train, test;
+  if (!loadData(path, f, c, train, test, error))
+    return fail(error);
+  if (test.rows < b)
+    return fail("the test split has fewer rows than one batch");
+  RunPosition position;
+  if (!checkpointPath.empty() &&
+      (!loadCheckpoint(checkpointPath, *reference, false, position, error) ||
+       !loadCheckpoint(checkpointPath, *mixed, false, position, error)))
+    return fail(error);
+
+  std::vector<float> x(test.x.begin(), test.x.begin() + b * f), logits(b * c);
+  mp::ProbeRecorder referenceRun;
+  if (!reference->predict(x.data(), logits.data(), error))
+    return fail(error);
+  mp::ProbeRecorder mixedRun;
+  if (!mixed->predict(x.data(), logits.data(), error))
+    return fail(error);
+  std::printf("per-op comparison of %s against f32: one batch of %lld test "
+              "rows through mp.predict, parameters from %s; relative error "
+              "= ||%s - f32|| / ||f32||\n",
+              mixedOptions.precision.c_str(), (long long)b,
+              checkpointPath.empty() ? "the seed" : checkpointPath.c_str(),
+              mixedOptions.precision.c_str());
+  if (mp::printComparison(referenceRun, mixedRun, compareTop, stdout) == 0)
+    return fail("no probed op of the mixed-precision run matched the f32 run");
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -306,9 +406,9 @@ int main(int argc, char **argv) {
   mlir::mp::registerAllPasses();
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-run: train models in mixed precision\n");
-  if (command != "train" && command != "infer")
+  if (command != "train" && command != "infer" && command != "compare")
     return fail("unknown command '" + command +
-                "': expected 'train' or 'infer'");
+                "': expected 'train', 'infer' or 'compare'");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint");
   if (command == "infer" && checkpointPath.empty())
@@ -322,6 +422,12 @@ int main(int argc, char **argv) {
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.seed = seed;
+  if (command == "compare") {
+    options.probes = mp::TrainOptions::Probes::ComputeOps;
+    return runCompare(options, argv[0]);
+  }
+  if (checkNumerics)
+    options.probes = mp::TrainOptions::Probes::EveryOp;
 
   auto start = std::chrono::steady_clock::now();
   std::string error;
@@ -365,9 +471,12 @@ int main(int argc, char **argv) {
                   "data set has " + std::to_string(batchesPerEpoch) +
                   " batches an epoch");
   }
+  std::unique_ptr<mp::NumericsChecker> checker;
+  if (checkNumerics)
+    checker = std::make_unique<mp::NumericsChecker>();
   if (command == "infer") {
     auto inferStart = std::chrono::steady_clock::now();
-    double acc = accuracy(*session, test, error);
+    double acc = accuracy(*session, test, error, checker.get());
     if (acc < 0)
       return fail(error);
     double seconds = std::chrono::duration<double>(
@@ -377,6 +486,8 @@ int main(int argc, char **argv) {
                 "samples/s\n",
                 acc, precision.c_str(), (long long)test.rows,
                 test.rows / std::max(seconds, 1e-9));
+    if (checker)
+      checker->printSummary(stdout);
     return 0;
   }
 
@@ -391,6 +502,7 @@ int main(int argc, char **argv) {
   int64_t skipped = position.skipped;
   double trainSeconds = 0;
   int64_t trained = 0;
+  int64_t numericsReported = 0;
   if (resume)
     std::printf("resuming at epoch %u, batch %lld from %s\n",
                 position.epoch + 1, (long long)position.batch,
@@ -413,16 +525,26 @@ int main(int argc, char **argv) {
         std::copy_n(train.y.begin() + row * c, c, y.begin() + r * c);
       }
       mp::StepResult result;
+      // Steps count from 1 over the whole run, resumed runs included.
+      int64_t globalStep = (epoch - 1) * batchesPerEpoch + batch + 1;
+      if (checker)
+        checker->beginStep(globalStep);
       if (!session->trainStep(x.data(), y.data(), result, error))
         return fail(error);
+      mp::NumericsEvent event;
+      if (checker && checker->endStep(event)) {
+        reportNumerics(event, "step", numericsReported);
+        if (!result.stepped && numericsReported <= 10)
+          std::printf("numerics: step %lld was skipped; loss scale now %g\n",
+                      (long long)globalStep, session->stepState().scale);
+      }
       if (!result.stepped)
         ++skipped;
       lossSum += result.loss;
       ++steps;
       // Saves inside the epoch; its last batch is saved at the epoch's end.
-      int64_t done = (epoch - 1) * batchesPerEpoch + batch + 1;
       if (!checkpointPath.empty() && checkpointEvery &&
-          done % checkpointEvery == 0 && batch + 1 < batchesPerEpoch &&
+          globalStep % checkpointEvery == 0 && batch + 1 < batchesPerEpoch &&
           !saveCheckpoint(checkpointPath, *session,
                           {epoch - 1, batch + 1, skipped}, error))
         return fail(error);
@@ -432,7 +554,11 @@ int main(int argc, char **argv) {
                          .count();
     trainSeconds += seconds;
     trained += steps * b;
+    if (checker)
+      checker->pause(); // evaluation is not a training step
     double acc = accuracy(*session, test, error);
+    if (checker)
+      checker->resume();
     if (acc < 0)
       return fail(error);
     std::printf("epoch %u/%u  loss %.4f  test accuracy %.2f%%  %.0f "
@@ -445,10 +571,14 @@ int main(int argc, char **argv) {
         !saveCheckpoint(checkpointPath, *session, {epoch, 0, skipped}, error))
       return fail(error);
   }
+  if (checker)
+    checker->pause();
   double acc = accuracy(*session, test, error);
   std::printf("held-out accuracy %.2f%% (%s), %.0f samples/s, %lld skipped "
               "steps\n",
               acc, precision.c_str(), trained / std::max(trainSeconds, 1e-9),
               (long long)skipped);
+  if (checker)
+    checker->printSummary(stdout);
   return 0;
 }
