@@ -342,6 +342,14 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     symbols[interner("mprt_gemm")] = {
         llvm::orc::ExecutorAddr::fromPtr(&mprt_gemm),
         llvm::JITSymbolFlags::Exported};
+    // The compiled code's buffers come from the counted heap, so mp-run
+    // can say how many bytes a step holds (mprt_memory_stats).
+    symbols[interner("malloc")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_malloc),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("free")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_free),
+        llvm::JITSymbolFlags::Exported};
     // Compiled mp.observe probes (--mp-probes-to-runtime).
     symbols[interner("mprt_observe")] = {
         llvm::orc::ExecutorAddr::fromPtr(&mprt_observe),

@@ -153,6 +153,33 @@ std::string defaultDataPath(const char *argv0) {
 void reportNumerics(const mp::NumericsEvent &event, const char *what,
                     int64_t &reported);
 
+/// The most bytes compiled code held during any one measured call (its
+/// malloc/free go to libmprt's counted heap).
+struct PeakMeter {
+  int64_t start = 0, peak = 0;
+  void begin() {
+    mprt_memory_reset_peak();
+    mprt_memory m;
+    mprt_memory_stats(&m);
+    start = m.current_bytes;
+  }
+  void end() {
+    mprt_memory m;
+    mprt_memory_stats(&m);
+    peak = std::max(peak, m.peak_bytes - start);
+  }
+};
+PeakMeter trainMemory, predictMemory;
+
+double megabytes(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
+
+int64_t hostBytes(const std::vector<mp::HostTensor> &tensors) {
+  int64_t bytes = 0;
+  for (const mp::HostTensor &t : tensors)
+    bytes += t.numElements() * static_cast<int64_t>(sizeof(float));
+  return bytes;
+}
+
 /// Share of test rows whose largest logit is the labelled class. With a
 /// numerics checker, each batch is a step of its report.
 double accuracy(mp::Session &session, const Split &test, std::string &error,
@@ -169,8 +196,10 @@ double accuracy(mp::Session &session, const Split &test, std::string &error,
               x.begin());
     if (checker)
       checker->beginStep(start / b + 1);
+    predictMemory.begin();
     if (!session.predict(x.data(), logits.data(), error))
       return -1;
+    predictMemory.end();
     mp::NumericsEvent event;
     if (checker && checker->endStep(event))
       reportNumerics(event, "batch", reported);
@@ -486,6 +515,10 @@ int main(int argc, char **argv) {
                 "samples/s\n",
                 acc, precision.c_str(), (long long)test.rows,
                 test.rows / std::max(seconds, 1e-9));
+    std::printf("memory: parameters %.3f MB (f32 host buffers); compiled "
+                "code held at most %.3f MB in a prediction\n",
+                megabytes(hostBytes(session->parameters())),
+                megabytes(predictMemory.peak));
     if (checker)
       checker->printSummary(stdout);
     return 0;
@@ -529,8 +562,10 @@ int main(int argc, char **argv) {
       int64_t globalStep = (epoch - 1) * batchesPerEpoch + batch + 1;
       if (checker)
         checker->beginStep(globalStep);
+      trainMemory.begin();
       if (!session->trainStep(x.data(), y.data(), result, error))
         return fail(error);
+      trainMemory.end();
       mp::NumericsEvent event;
       if (checker && checker->endStep(event)) {
         reportNumerics(event, "step", numericsReported);
@@ -578,6 +613,12 @@ int main(int argc, char **argv) {
               "steps\n",
               acc, precision.c_str(), trained / std::max(trainSeconds, 1e-9),
               (long long)skipped);
+  std::printf("memory: parameters %.3f MB and optimizer state %.3f MB (f32 "
+              "host buffers); compiled code held at most %.3f MB in a "
+              "training step and %.3f MB in a prediction\n",
+              megabytes(hostBytes(session->parameters())),
+              megabytes(hostBytes(session->optimizerState())),
+              megabytes(trainMemory.peak), megabytes(predictMemory.peak));
   if (checker)
     checker->printSummary(stdout);
   return 0;

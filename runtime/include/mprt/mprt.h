@@ -349,6 +349,31 @@ mprt_status mprt_stats_find(const mprt_stats *stats, const char *id,
  * version 1) with every probe, atomically (temporary file + rename). */
 mprt_status mprt_stats_write_json(const mprt_stats *stats, const char *path);
 
+/*===----------------------------------------------------------------------===*
+ * Counted heap for compiled code
+ *
+ * Lowered code allocates its buffers with malloc/free. A driver that
+ * resolves those symbols of the compiled module to the functions below
+ * (mp-run does) can read how many bytes a step holds at its peak:
+ * activations, gradients, low-precision copies and temporaries, everything
+ * except the buffers the caller passes in (parameters, optimizer state,
+ * data). Blocks from mprt_counted_malloc must be freed with
+ * mprt_counted_free. Thread-safe.
+ *===----------------------------------------------------------------------===*/
+
+void *mprt_counted_malloc(size_t size);
+void mprt_counted_free(void *pointer);
+
+typedef struct mprt_memory {
+  int64_t current_bytes;   /* held now */
+  int64_t peak_bytes;      /* most held at once since the last reset */
+  int64_t allocated_bytes; /* sum of every allocation ever made */
+} mprt_memory;
+
+void mprt_memory_stats(mprt_memory *out);
+/* Starts a new peak measurement from the bytes held now. */
+void mprt_memory_reset_peak(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
