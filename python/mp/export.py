@@ -15,6 +15,7 @@ like every other buffer, become dense constants). Parameters become
 function arguments marked `mp.param = "<qualified name>"`.
 """
 
+import dis
 import inspect
 import math
 import operator
@@ -207,6 +208,19 @@ class _Root(nn.Module):
         return self._mp_fn(self._mp_inner, x)
 
 
+def _proxy_iter(self):
+    """torch.fx.Proxy.__iter__ for Python 3.11: torch 1.13 finds the
+    UNPACK_SEQUENCE of `a, b = proxy` by instruction index, which 3.11's
+    inline caches break; this looks the instruction up by its offset."""
+    frame = inspect.currentframe().f_back
+    for inst in dis.get_instructions(frame.f_code):
+        if inst.offset == frame.f_lasti:
+            if inst.opname == "UNPACK_SEQUENCE":
+                return (self[i] for i in range(inst.argval))
+            break
+    return self.tracer.iter(self)
+
+
 def _trace(module, num_inputs):
     tracer = _Tracer()
     root = module
@@ -222,6 +236,8 @@ def _trace(module, num_inputs):
         for p in params[num_inputs:]:
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is not p.empty:
                 concrete[p.name] = p.default
+    original_iter = torch.fx.Proxy.__iter__
+    torch.fx.Proxy.__iter__ = _proxy_iter
     try:
         graph = tracer.trace(root, concrete_args=concrete or None)
     except ExportError:
@@ -230,6 +246,8 @@ def _trace(module, num_inputs):
         path = tracer.path_stack[-1] if tracer.path_stack else ""
         raise ExportError("torch.fx cannot trace the module%s: %s" % (
             " (in module '%s')" % path if path else "", e), module_path=path) from e
+    finally:
+        torch.fx.Proxy.__iter__ = original_iter
     return graph
 
 

@@ -195,14 +195,18 @@ def _parse_printed(text, count):
     return out
 
 
-def run(text, func, args, precision="f32", amp_options="", vectorize=True, opt_level=0,
+def run(text, func, args, precision="f32", amp_options="", vectorize=False, opt_level=0,
         timeout=300):
     """Executes @func of `text` (MLIR on tensors) on `args` (numpy arrays in
     argument order) and returns its results as float32 arrays (a scalar
     result as shape (1,)).
 
     precision "f16"/"bf16" applies `--auto-mixed-precision=dtype=...` (plus
-    `amp_options`) to the module first. Returns a list of arrays.
+    `amp_options`) to the module first. The defaults, scalar loops
+    (`--mp-lower-cpu=vectorize=0`) and an unoptimized JIT (`-O0`), compile
+    fastest; vectorized loops need opt_level >= 1 (at -O0 the vector
+    lowering's per-iteration stack buffers are not promoted to registers,
+    and a big matmul overflows the stack).
     """
     arg_types, result_types = signature(text, func)
     if len(args) != len(arg_types):

@@ -1,0 +1,151 @@
+"""The PyTorch models the tests export (seeded, eval mode)."""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def _randomize_batch_norm(module):
+    """Non-trivial running statistics and affine parameters, so BatchNorm
+    really scales and shifts (fresh ones are the identity)."""
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                if m.affine:
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.uniform_(-0.5, 0.5)
+    return module
+
+
+def mlp(hidden=512):
+    """The digits MLP of examples/digits_mlp.mlir: 64-512-512-10."""
+    return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, 10))
+
+
+def cnn():
+    """A small CNN on 1x8x8 images."""
+    return _randomize_batch_norm(nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(16, 10)))
+
+
+def encoder_layer():
+    return nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, batch_first=True)
+
+
+class TransformerClassifier(nn.Module):
+    """A TransformerEncoderLayer, mean over tokens, linear head."""
+
+    def __init__(self, d_model=16, classes=10):
+        super().__init__()
+        self.encoder = nn.TransformerEncoderLayer(d_model=d_model, nhead=2, dim_feedforward=32,
+                                                  batch_first=True)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(dim=1))
+
+
+class TrainCNN(nn.Module):
+    """A CNN for the gradient check: convolutions with and without padding,
+    batch norm (running statistics), pooling, GELU."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(4, 8, 3, padding=1), nn.GELU(), nn.AvgPool2d(3))
+        self.classifier = nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
+class Vision(nn.Module):
+    """Convolution and pooling variants and activations (several outputs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 6, 3, padding="same")
+        self.bn = nn.BatchNorm2d(6)
+        self.conv2 = nn.Conv2d(6, 8, 3, stride=2, padding=1)
+        self.conv3 = nn.Conv2d(8, 8, 2, dilation=2, bias=False)
+        self.pool = nn.MaxPool2d(3, stride=1, padding=1)
+        self.avg = nn.AvgPool2d(2)
+        self.adapt = nn.AdaptiveAvgPool2d((2, 2))
+        self.fc = nn.Linear(32, 12)
+        self.bn1 = nn.BatchNorm1d(12)
+        self.drop = nn.Dropout(0.3)
+        self.gelu = nn.GELU()
+        self.gelu_tanh = nn.GELU(approximate="tanh")
+        self.act = nn.Sequential(nn.Tanh(), nn.Sigmoid(), nn.ReLU())
+
+    def forward(self, x):
+        a = torch.tanh(self.bn(self.conv1(x)))
+        b = self.pool(torch.sigmoid(self.conv2(a)))
+        c = self.gelu(self.conv3(b))
+        d = self.adapt(F.relu(c))
+        e = self.gelu_tanh(self.bn1(self.fc(self.drop(torch.flatten(d, 1)))))
+        f = F.avg_pool2d(self.avg(a), 2, padding=1)
+        g = F.max_pool2d(self.act(a), 2)
+        return e, F.silu(f), g, F.adaptive_avg_pool2d(a, 1)
+
+
+class Sequence(nn.Module):
+    """Attention building blocks written out: view/reshape/permute/transpose,
+    4-D matmul, bmm, scaled softmax, LayerNorm, residual add, arithmetic
+    with Python scalars, a buffer, MultiheadAttention (sequence first, with
+    its averaged weights), F.linear, mean and sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(8)
+        self.ln2 = nn.LayerNorm([4, 8], elementwise_affine=False)
+        self.softmax = nn.Softmax(dim=1)
+        self.mha = nn.MultiheadAttention(8, 2)
+        self.proj = nn.Linear(8, 8)
+        self.register_buffer("pos", torch.randn(4, 8))
+
+    def forward(self, x):                                   # [2, 4, 8]
+        h = self.ln(x + self.pos)
+        q = h.view(2, 4, 2, 4).permute(0, 2, 1, 3)          # [2, 2, 4, 4]
+        k = h.reshape(2, 4, 2, 4).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(4)
+        o = (F.softmax(scores, dim=-1) @ q).transpose(1, 2).contiguous().view(2, 4, 8)
+        r = x + o
+        t = torch.bmm(r, r.transpose(1, 2))                 # [2, 4, 4]
+        s = r.transpose(0, 1)
+        m, w = self.mha(s, s, s)
+        z = 1.0 - self.softmax(t) * 2.0 + (-t) / 3.0
+        return (self.ln2(r), z, m, w, F.linear(r, self.proj.weight), r.mean(dim=1),
+                torch.sum(r, (0, 2)), r.mean(-1, keepdim=True))
+
+
+def encoder_stack():
+    """nn.TransformerEncoder: two pre-norm GELU layers, final LayerNorm,
+    sequence-first."""
+    layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16,
+                                       activation="gelu", norm_first=True)
+    return nn.TransformerEncoder(layer, num_layers=2, norm=nn.LayerNorm(8),
+                                 enable_nested_tensor=False)
+
+
+class WithLoss(nn.Module):
+    """A module whose forward returns losses: cross entropy (functional and
+    module) against one-hot targets, and MSE."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 5)
+        self.ce = nn.CrossEntropyLoss()
+
+    def forward(self, x, target):
+        logits = self.fc(x)
+        return (F.cross_entropy(logits, target) + self.ce(logits, target) * 0.5
+                + F.mse_loss(logits, target))
