@@ -160,6 +160,7 @@ class _Tracer(torch.fx.Tracer):
     def __init__(self):
         super().__init__()
         self.path_stack = []
+        self.error_path = None  # innermost module a tracing error came from
 
     def is_leaf_module(self, m, qualified_name):
         if type(m) in _MODULES:
@@ -182,6 +183,10 @@ class _Tracer(torch.fx.Tracer):
             if e.module_path is None:
                 e.module_path = path
                 e.args = ("%s (in module '%s')" % (e.args[0], path),)
+            raise
+        except Exception:
+            if self.error_path is None:
+                self.error_path = path
             raise
         finally:
             self.path_stack.pop()
@@ -243,7 +248,7 @@ def _trace(module, num_inputs):
     except ExportError:
         raise
     except Exception as e:  # fx's TraceError, or anything the forward raises
-        path = tracer.path_stack[-1] if tracer.path_stack else ""
+        path = tracer.error_path or ""
         raise ExportError("torch.fx cannot trace the module%s: %s" % (
             " (in module '%s')" % path if path else "", e), module_path=path) from e
     finally:

@@ -149,3 +149,19 @@ class WithLoss(nn.Module):
         logits = self.fc(x)
         return (F.cross_entropy(logits, target) + self.ce(logits, target) * 0.5
                 + F.mse_loss(logits, target))
+
+
+class DigitsCNN(nn.Module):
+    """A CNN on the 8x8 digits with padded convolutions (mp-run feeds each
+    64-pixel row as a 1x8x8 image). Average pooling: mp's gradient of a max
+    with ties differs from PyTorch's (test_maxpool_tie_gradient)."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU())
+        self.classifier = nn.Linear(16 * 4 * 4, 10)
+
+    def forward(self, x):
+        return self.classifier(self.features(x).flatten(1))
