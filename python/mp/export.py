@@ -299,6 +299,13 @@ class _Ctx:
         self.out = out
         self.op = op
 
+    @classmethod
+    def for_builder(cls, builder, op):
+        """A context outside any graph node (the loss export appends)."""
+        ctx = cls.__new__(cls)
+        ctx.lowering, ctx.node, ctx.out, ctx.path, ctx.op, ctx.b = None, None, None, "", op, builder
+        return ctx
+
     def fail(self, reason):
         raise ExportError("cannot export %s%s: %s" % (
             self.op, " in module '%s'" % self.path if self.path else "", reason),
@@ -1282,14 +1289,7 @@ def export_program(module, example_inputs, loss=None, name="predict"):
             target = _ir.Value("%labels", results[0].shape)
             lbuilder, lir, _ = program._lower(graph, args)
             logits = _outputs(lir)[0]
-
-            class _LossCtx(_Ctx):
-                def __init__(self):
-                    self.b = lbuilder
-                    self.path = ""
-                    self.op = "loss %s" % loss
-
-            value = _LOSSES[loss](_LossCtx(), logits, target)
+            value = _LOSSES[loss](_Ctx.for_builder(lbuilder, "loss %r" % loss), logits, target)
             program._add_function("loss", lbuilder, [args[0][0], target], [value], "mp.loss")
         program._add_function(name, builder, [v for v, _ in args], results, attribute)
     program.example_outputs = concrete

@@ -116,3 +116,22 @@ def test_export_is_deterministic_and_restores_mode():
     first = mp.export(module, (x,))
     assert module.training and all(m.training for m in module.modules())
     assert mp.export(module, (x,)) == first
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "mse"])
+def test_training_export_loss_value(tools, loss):
+    """export_program(..., loss=...) adds @loss(x, target, params) -> f32
+    (mp.loss) next to @predict; its value matches PyTorch's loss."""
+    torch.manual_seed(9)
+    module = models.mlp(16)
+    x = torch.rand(8, 64)
+    target = (torch.nn.functional.one_hot(torch.arange(8) % 10, 10).float() if loss == "cross_entropy"
+              else torch.randn(8, 10))
+    program = mp.export_program(module, (x,), loss=loss)
+    assert re.search(r"func\.func @loss\(%x0: tensor<8x64xf32>, %labels: tensor<8x10xf32>, .*"
+                     r"-> f32 attributes \{mp\.loss\}", program.mlir)
+    assert re.search(r"func\.func @predict\(.*attributes \{mp\.predict\}", program.mlir)
+    got = tools.run_program(program, [x.numpy(), target.numpy()], module, func="loss")[0][0]
+    fn = torch.nn.functional.cross_entropy if loss == "cross_entropy" else torch.nn.functional.mse_loss
+    want = fn(module(x), target).item()
+    assert abs(got - want) <= 1e-5 * abs(want), (got, want)
