@@ -231,7 +231,7 @@ class FuncBuilder:
         return self.generic(n, inputs, out_shape, list(range(n)),
                             lambda b, args, acc: fn(b, *args))
 
-    def reduce(self, x, dims, kind, keep_fn=None):
+    def reduce(self, x, dims, kind):
         """Sum or max of x over `dims` (the reduced dims are dropped)."""
         dims = sorted(d % x.rank for d in dims)
         kept = [d for d in range(x.rank) if d not in dims]

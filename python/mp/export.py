@@ -314,7 +314,7 @@ class _Ctx:
     def param(self, module_path, name, part=None):
         """The function argument of parameter <module_path>.<name>."""
         full = "%s.%s" % (module_path, name) if module_path else name
-        return self.lowering.program._param(self.lowering, full, part)
+        return self.lowering.program._param(full, part)
 
     def buffer(self, tensor):
         return self.b.constant(tensor.detach().cpu().numpy())
@@ -1090,7 +1090,7 @@ class _GraphLowering:
             obj = getattr(obj, part)
         if isinstance(obj, nn.Parameter):
             name = self.program._canonical_name(obj, node.target)
-            return obj, self.program._param(self, name, None)
+            return obj, self.program._param(name, None)
         if isinstance(obj, torch.Tensor):
             return obj, _Const(obj)
         return obj, obj
@@ -1182,7 +1182,7 @@ class Program:
     def _canonical_name(self, tensor, fallback):
         return self._names.get(id(tensor), fallback)
 
-    def _param(self, lowering, torch_name, part):
+    def _param(self, torch_name, part):
         mp_name = _mp_name(torch_name, part)
         if mp_name not in self._order:
             raise ExportError("'%s' is not a parameter of the module" % mp_name)
@@ -1259,12 +1259,14 @@ class _EvalMode:
             m.training = mode
 
 
-def export_program(module, example_inputs, loss=None, name="predict"):
+def export_program(module, example_inputs, loss=None):
     """Exports `module` called on `example_inputs` (float32 tensors; their
     shapes, batch included, are fixed in the IR).
 
-    Returns a Program whose `mlir` holds `@<name>(inputs..., params...)`
-    marked `mp.predict`; with `loss` ("cross_entropy" or "mse") also
+    Returns a Program whose `mlir` holds `@predict(inputs..., params...)`
+    marked `mp.predict` (or, when the module returns a scalar loss,
+    `@loss(inputs..., params...) -> f32` marked `mp.loss`); with `loss`
+    ("cross_entropy" or "mse") also
     `@loss(x, target, params...) -> f32` marked `mp.loss`, where the target
     has the output's shape (one-hot labels for cross entropy).
     """
@@ -1276,16 +1278,17 @@ def export_program(module, example_inputs, loss=None, name="predict"):
         builder, ir, concrete = program._lower(graph, args)
         results = _outputs(ir)
         if len(results) == 1 and results[0].is_scalar:
-            attribute = "mp.loss"
+            name, attribute = "loss", "mp.loss"
         else:
-            attribute = "mp.predict"
+            name, attribute = "predict", "mp.predict"
             if any(r.is_scalar for r in results):
                 raise ExportError("a scalar result next to tensors is not supported")
         if loss is not None:
             if loss not in _LOSSES:
                 raise ExportError("unknown loss %r (expected one of %s)" % (loss, sorted(_LOSSES)))
             if len(inputs) != 1 or len(results) != 1 or results[0].is_scalar:
-                raise ExportError("a training export needs one input and one tensor output")
+                raise ExportError("a training export needs a module with one input and one "
+                                  "tensor output")
             target = _ir.Value("%labels", results[0].shape)
             lbuilder, lir, _ = program._lower(graph, args)
             logits = _outputs(lir)[0]
@@ -1298,9 +1301,9 @@ def export_program(module, example_inputs, loss=None, name="predict"):
 
 def export(module, example_inputs):
     """MLIR text of `module` applied to `example_inputs`: a function
-    `@predict(inputs..., params...)` marked mp.predict (mp.loss when the
-    module returns a scalar loss) whose parameters are arguments marked
-    `mp.param = "<qualified name>"`. See export_program for the details."""
+    `@predict(inputs..., params...)` marked mp.predict (`@loss` marked
+    mp.loss when the module returns a scalar loss) whose parameters are
+    arguments marked `mp.param = "<qualified name>"`. See export_program."""
     return export_program(module, example_inputs).mlir
 
 
