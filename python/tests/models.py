@@ -124,7 +124,7 @@ class Sequence(nn.Module):
         m, w = self.mha(s, s, s)
         z = 1.0 - self.softmax(t) * 2.0 + (-t) / 3.0
         return (self.ln2(r), z, m, w, F.linear(r, self.proj.weight), r.mean(dim=1),
-                torch.sum(r, (0, 2)), r.mean(-1, keepdim=True))
+                torch.sum(r, (0, 2)), r - r.mean(-1, keepdim=True))
 
 
 def encoder_stack():
@@ -165,3 +165,33 @@ class DigitsCNN(nn.Module):
 
     def forward(self, x):
         return self.classifier(self.features(x).flatten(1))
+
+
+
+class Functional(nn.Module):
+    """The functional and torch.* spellings: F.conv2d, F.batch_norm and
+    F.layer_norm on parameters and buffers, torch.exp/sqrt/rsqrt/neg,
+    add/sub with alpha, div, mm, t, squeeze/unsqueeze,
+    torch.reshape/permute/transpose, nn.Identity, F.dropout in eval."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 2, 3, 3) * 0.3)
+        self.gamma = nn.Parameter(torch.rand(4) + 0.5)
+        self.register_buffer("mean", torch.randn(4) * 0.1)
+        self.register_buffer("var", torch.rand(4) + 0.5)
+        self.ln_weight = nn.Parameter(torch.rand(8) + 0.5)
+        self.mat = nn.Parameter(torch.randn(8, 3))
+        self.identity = nn.Identity()
+
+    def forward(self, x):                                          # [2, 2, 8, 8]
+        y = F.conv2d(x, self.weight, None, 2, 1)                   # [2, 4, 4, 4]
+        y = F.batch_norm(y, self.mean, self.var, self.gamma, None, False, 0.1, 1e-3)
+        y = F.dropout(self.identity(y), 0.5, self.training)
+        z = torch.reshape(torch.permute(y, (0, 2, 3, 1)), (32, 4))
+        z = torch.transpose(torch.exp(z * 0.1), 0, 1).unsqueeze(0)  # [1, 4, 32]
+        z = z.squeeze(0)
+        u = torch.sqrt(z) + torch.rsqrt(z)
+        v = torch.sub(torch.add(torch.neg(u), z * z, alpha=0.5), z, alpha=2.0) / torch.div(z, 3.0)
+        w = F.layer_norm(v.t().reshape(16, 8), (8,), self.ln_weight)
+        return w, torch.mm(w, self.mat)
