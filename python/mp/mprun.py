@@ -7,9 +7,9 @@ initialization, and `train` runs mp-run on it and parses its epoch lines.
 The checkpoint is the one mp-run writes itself (docs/runtime-io.md): the
 parameters under their mp.param names, the optimizer state
 (`<name>.momentum` for SGD, `<name>.m`/`<name>.v` for Adam and AdamW) and
-a JSON `__metadata__` member (epoch, step, scale, growth_tracker,
-precision), so `mp-run train --checkpoint FILE --resume` continues "after
-epoch 0" from it.
+a JSON `__metadata__` member (epoch, batch, skipped, step, scale,
+growth_tracker, precision), so `mp-run train --checkpoint FILE --resume`
+continues "after epoch 0" from it.
 """
 
 import json
@@ -43,7 +43,8 @@ def initial_checkpoint(path, params, optimizer="sgd", precision="f32", init_scal
         for slot in _STATE[optimizer]:
             members["%s.%s" % (name, slot)] = np.zeros_like(value)
     # f32 and bf16 run without loss scaling (the scale is then unused).
-    meta = {"epoch": 0, "step": 0, "scale": float(init_scale) if precision == "f16" else 1.0,
+    meta = {"epoch": 0, "batch": 0, "skipped": 0, "step": 0,
+            "scale": float(init_scale) if precision == "f16" else 1.0,
             "growth_tracker": 0, "precision": precision}
     members["__metadata__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(path, **members)

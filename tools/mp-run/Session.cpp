@@ -278,6 +278,17 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     error = "compiling the training step failed\n" + diagnostics;
     return false;
   }
+  if (options.probes != TrainOptions::Probes::None) {
+    mlir::mp::MPCheckNumericsOptions probeOptions;
+    probeOptions.skipConversions =
+        options.probes == TrainOptions::Probes::ComputeOps;
+    PassManager probes(context.get());
+    probes.addPass(mlir::mp::createMPCheckNumerics(probeOptions));
+    if (failed(probes.run(*module))) {
+      error = "inserting numerics probes failed\n" + diagnostics;
+      return false;
+    }
+  }
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
   addEntry(*module, step, "mp_train_entry");
   if (predictFn)
@@ -336,6 +347,10 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
         llvm::JITSymbolFlags::Exported};
     symbols[interner("memrefCopy")] = {
         llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
+        llvm::JITSymbolFlags::Exported};
+    // Compiled mp.observe probes (--mp-probes-to-runtime).
+    symbols[interner("mprt_observe")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_observe),
         llvm::JITSymbolFlags::Exported};
     return symbols;
   });

@@ -3,13 +3,18 @@
 // mp-run train MODEL.mlir [options]: compiles the model's mp.loss function
 // into a training step (autodiff, loss scaling, optimizer, AMP), JIT-compiles
 // it for this CPU and trains on a data set, printing a line per epoch and
-// the held-out accuracy; with --checkpoint it saves after every epoch and
-// --resume continues from there.
+// the held-out accuracy; with --checkpoint it saves after every epoch (and
+// every --checkpoint-every steps) and --resume continues from there.
 // mp-run infer MODEL.mlir --checkpoint FILE: held-out accuracy of the
 // checkpoint's parameters through the model's mp.predict function.
+// mp-run compare MODEL.mlir --precision f16|bf16: the ops of mp.predict
+// listed by how far their mixed-precision output is from FP32's.
+// --check-numerics (train, infer): the first op per step whose output had
+// inf/nan or left FP16's range.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Numerics.h"
 #include "Session.h"
 
 #include "mprt/mprt.h"
@@ -33,7 +38,7 @@
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> command(cl::Positional, cl::Required,
-                                    cl::desc("<train|infer>"));
+                                    cl::desc("<train|infer|compare>"));
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"));
 static cl::opt<std::string> precision("precision", cl::desc("f32 | f16 | bf16"),
@@ -65,6 +70,20 @@ static cl::opt<std::string>
                    cl::desc("Checkpoint file (.npz): train saves it after "
                             "every epoch (atomically), infer reads it"),
                    cl::init(""));
+static cl::opt<unsigned> checkpointEvery(
+    "checkpoint-every",
+    cl::desc("Also save the checkpoint every N training steps (0: only at "
+             "the end of each epoch); the one it replaces is kept as "
+             "FILE.prev"),
+    cl::init(0));
+static cl::opt<bool> checkNumerics(
+    "check-numerics",
+    cl::desc("Probe every op's output (--mp-check-numerics) and report, per "
+             "step, the first op whose output had inf/nan or went beyond "
+             "FP16's range, with a summary at the end"),
+    cl::init(false));
+static cl::opt<unsigned>
+    compareTop("top", cl::desc("compare: how many ops to list"), cl::init(20));
 static cl::opt<bool> resume("resume",
                             cl::desc("Continue training from --checkpoint"),
                             cl::init(false));
@@ -131,8 +150,14 @@ std::string defaultDataPath(const char *argv0) {
   return std::string(path);
 }
 
-/// Share of test rows whose largest logit is the labelled class.
-double accuracy(mp::Session &session, const Split &test, std::string &error) {
+void reportNumerics(const mp::NumericsEvent &event, const char *what,
+                    int64_t &reported);
+
+/// Share of test rows whose largest logit is the labelled class. With a
+/// numerics checker, each batch is a step of its report.
+double accuracy(mp::Session &session, const Split &test, std::string &error,
+                mp::NumericsChecker *checker = nullptr) {
+  int64_t reported = 0;
   int64_t b = session.batchSize(), f = session.numFeatures(),
           c = session.numClasses();
   std::vector<float> x(b * f), logits(b * c);
@@ -142,8 +167,13 @@ double accuracy(mp::Session &session, const Split &test, std::string &error) {
     std::fill(x.begin(), x.end(), 0.0f); // pad the last batch
     std::copy(test.x.begin() + start * f, test.x.begin() + (start + n) * f,
               x.begin());
+    if (checker)
+      checker->beginStep(start / b + 1);
     if (!session.predict(x.data(), logits.data(), error))
       return -1;
+    mp::NumericsEvent event;
+    if (checker && checker->endStep(event))
+      reportNumerics(event, "batch", reported);
     for (int64_t r = 0; r < n; ++r) {
       const float *row = logits.data() + r * c;
       const float *truth = test.y.data() + (start + r) * c;
@@ -155,9 +185,22 @@ double accuracy(mp::Session &session, const Split &test, std::string &error) {
   return 100.0 * correct / std::max<int64_t>(test.rows, 1);
 }
 
-/// Saves parameters, optimizer state and the step's scalars (metadata).
+/// Where a checkpoint was taken: after `batch` batches of the epoch that
+/// follows `epoch` completed epochs.
+struct RunPosition {
+  unsigned epoch = 0;
+  int64_t batch = 0;
+  int64_t skipped = 0; // skipped steps so far, for the progress lines
+};
+
+std::string previousCheckpointPath(const std::string &path) {
+  return path + ".prev";
+}
+
+/// Saves parameters, optimizer state and the step's scalars (metadata); the
+/// checkpoint it replaces stays readable as FILE.prev.
 bool saveCheckpoint(const std::string &path, mp::Session &session,
-                    unsigned epoch, std::string &error) {
+                    const RunPosition &position, std::string &error) {
   std::vector<mprt_tensor *> tensors;
   std::vector<const char *> names;
   auto add = [&](mp::HostTensor &t) {
@@ -180,13 +223,17 @@ bool saveCheckpoint(const std::string &path, mp::Session &session,
   std::string metadata;
   llvm::raw_string_ostream os(metadata);
   os << llvm::json::Value(
-      llvm::json::Object{{"epoch", epoch},
+      llvm::json::Object{{"epoch", position.epoch},
+                         {"batch", position.batch},
+                         {"skipped", position.skipped},
                          {"step", s.step},
                          {"scale", static_cast<double>(s.scale)},
                          {"growth_tracker", s.growthTracker},
                          {"precision", precision.getValue()}});
-  ok = ok && mprt_checkpoint_save(path.c_str(), names.data(), tensors.data(),
-                                  tensors.size(), metadata.c_str()) == MPRT_OK;
+  std::string previous = previousCheckpointPath(path);
+  ok = ok && mprt_checkpoint_save_rotate(
+                 path.c_str(), names.data(), tensors.data(), tensors.size(),
+                 metadata.c_str(), previous.c_str()) == MPRT_OK;
   if (!ok)
     error = mprt_last_error();
   for (mprt_tensor *t : tensors)
@@ -194,12 +241,20 @@ bool saveCheckpoint(const std::string &path, mp::Session &session,
   return ok;
 }
 
-/// Restores what saveCheckpoint wrote; returns the epoch it was saved after.
+/// Restores what saveCheckpoint wrote and where in the run it was taken.
 bool loadCheckpoint(const std::string &path, mp::Session &session,
-                    bool withState, unsigned &epoch, std::string &error) {
+                    bool withState, RunPosition &position, std::string &error) {
   mprt_checkpoint *checkpoint = nullptr;
   if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
     error = mprt_last_error();
+    // Saves keep the checkpoint they replace: point the user at it.
+    std::string previous = previousCheckpointPath(path);
+    mprt_checkpoint *fallback = nullptr;
+    if (mprt_checkpoint_load(previous.c_str(), &fallback) == MPRT_OK) {
+      mprt_checkpoint_free(fallback);
+      error += "; the previous checkpoint '" + previous +
+               "' is intact: use --checkpoint " + previous;
+    }
     return false;
   }
   auto restore = [&](mp::HostTensor &t) {
@@ -246,7 +301,10 @@ bool loadCheckpoint(const std::string &path, mp::Session &session,
               "' lacks its training metadata (epoch, step, scale)";
       ok = false;
     } else {
-      epoch = static_cast<unsigned>(*e);
+      position.epoch = static_cast<unsigned>(*e);
+      // Absent in checkpoints written before saves inside an epoch existed.
+      position.batch = object->getInteger("batch").value_or(0);
+      position.skipped = object->getInteger("skipped").value_or(0);
       if (withState) {
         session.stepState().step = static_cast<int32_t>(*step);
         session.stepState().scale = static_cast<float>(*scale);
@@ -263,6 +321,82 @@ int fail(const std::string &message) {
   return 1;
 }
 
+/// One line for a step the numerics checker flagged; the first few only.
+void reportNumerics(const mp::NumericsEvent &event, const char *what,
+                    int64_t &reported) {
+  constexpr int64_t kMaxLines = 10;
+  if (++reported > kMaxLines) {
+    if (reported == kMaxLines + 1)
+      std::printf("numerics: (further steps only in the summary)\n");
+    return;
+  }
+  if (event.nonfinite)
+    std::printf("numerics: %s %lld: first inf/nan in the output of %s "
+                "(%lld of %lld %s elements)\n",
+                what, (long long)event.step, event.id.c_str(),
+                (long long)event.nonfinite, (long long)event.numElements,
+                mp::dtypeName(event.dtype));
+  else
+    std::printf("numerics: %s %lld: first output beyond FP16's range: %s "
+                "(max |x| %.4g, %s)\n",
+                what, (long long)event.step, event.id.c_str(), event.absMax,
+                mp::dtypeName(event.dtype));
+}
+
+/// mp-run compare: one batch of the test split through mp.predict in FP32
+/// and in mixed precision, with the same parameters, and the ops listed by
+/// how far the mixed run's output is from FP32's.
+int runCompare(const mp::TrainOptions &mixedOptions, const char *argv0) {
+  if (mixedOptions.precision != "f16" && mixedOptions.precision != "bf16")
+    return fail("compare needs --precision f16 or bf16 (it compares against "
+                "f32)");
+  mp::TrainOptions f32Options = mixedOptions;
+  f32Options.precision = "f32";
+  f32Options.lossScale = "";
+  std::string error;
+  std::unique_ptr<mp::Session> reference =
+      mp::Session::create(modelPath, f32Options, error);
+  if (!reference)
+    return fail(error);
+  std::unique_ptr<mp::Session> mixed =
+      mp::Session::create(modelPath, mixedOptions, error);
+  if (!mixed)
+    return fail(error);
+  if (!mixed->canPredict())
+    return fail("the model has no function marked mp.predict to compare");
+  int64_t b = mixed->batchSize(), f = mixed->numFeatures(),
+          c = mixed->numClasses();
+  std::string path =
+      dataPath == "digits" ? defaultDataPath(argv0) : std::string(dataPath);
+  Split train, test;
+  if (!loadData(path, f, c, train, test, error))
+    return fail(error);
+  if (test.rows < b)
+    return fail("the test split has fewer rows than one batch");
+  RunPosition position;
+  if (!checkpointPath.empty() &&
+      (!loadCheckpoint(checkpointPath, *reference, false, position, error) ||
+       !loadCheckpoint(checkpointPath, *mixed, false, position, error)))
+    return fail(error);
+
+  std::vector<float> x(test.x.begin(), test.x.begin() + b * f), logits(b * c);
+  mp::ProbeRecorder referenceRun;
+  if (!reference->predict(x.data(), logits.data(), error))
+    return fail(error);
+  mp::ProbeRecorder mixedRun;
+  if (!mixed->predict(x.data(), logits.data(), error))
+    return fail(error);
+  std::printf("per-op comparison of %s against f32: one batch of %lld test "
+              "rows through mp.predict, parameters from %s; relative error "
+              "= ||%s - f32|| / ||f32||\n",
+              mixedOptions.precision.c_str(), (long long)b,
+              checkpointPath.empty() ? "the seed" : checkpointPath.c_str(),
+              mixedOptions.precision.c_str());
+  if (mp::printComparison(referenceRun, mixedRun, compareTop, stdout) == 0)
+    return fail("no probed op of the mixed-precision run matched the f32 run");
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -272,9 +406,9 @@ int main(int argc, char **argv) {
   mlir::mp::registerAllPasses();
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-run: train models in mixed precision\n");
-  if (command != "train" && command != "infer")
+  if (command != "train" && command != "infer" && command != "compare")
     return fail("unknown command '" + command +
-                "': expected 'train' or 'infer'");
+                "': expected 'train', 'infer' or 'compare'");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint");
   if (command == "infer" && checkpointPath.empty())
@@ -288,6 +422,12 @@ int main(int argc, char **argv) {
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.seed = seed;
+  if (command == "compare") {
+    options.probes = mp::TrainOptions::Probes::ComputeOps;
+    return runCompare(options, argv[0]);
+  }
+  if (checkNumerics)
+    options.probes = mp::TrainOptions::Probes::EveryOp;
 
   auto start = std::chrono::steady_clock::now();
   std::string error;
@@ -319,17 +459,24 @@ int main(int argc, char **argv) {
   if (train.rows < b)
     return fail("the training set has fewer rows than one batch");
 
-  unsigned firstEpoch = 1;
+  int64_t batchesPerEpoch = train.rows / b;
+  RunPosition position;
   if (command == "infer" || resume) {
-    unsigned saved = 0;
-    if (!loadCheckpoint(checkpointPath, *session, command == "train", saved,
+    if (!loadCheckpoint(checkpointPath, *session, command == "train", position,
                         error))
       return fail(error);
-    firstEpoch = saved + 1;
+    if (position.batch < 0 || position.batch >= batchesPerEpoch)
+      return fail("checkpoint '" + checkpointPath + "' was saved after batch " +
+                  std::to_string(position.batch) + " of an epoch, but this " +
+                  "data set has " + std::to_string(batchesPerEpoch) +
+                  " batches an epoch");
   }
+  std::unique_ptr<mp::NumericsChecker> checker;
+  if (checkNumerics)
+    checker = std::make_unique<mp::NumericsChecker>();
   if (command == "infer") {
     auto inferStart = std::chrono::steady_clock::now();
-    double acc = accuracy(*session, test, error);
+    double acc = accuracy(*session, test, error, checker.get());
     if (acc < 0)
       return fail(error);
     double seconds = std::chrono::duration<double>(
@@ -339,6 +486,8 @@ int main(int argc, char **argv) {
                 "samples/s\n",
                 acc, precision.c_str(), (long long)test.rows,
                 test.rows / std::max(seconds, 1e-9));
+    if (checker)
+      checker->printSummary(stdout);
     return 0;
   }
 
@@ -350,13 +499,16 @@ int main(int argc, char **argv) {
 
   std::vector<int64_t> order(train.rows);
   std::vector<float> x(b * f), y(b * c);
-  int64_t skipped = 0;
+  int64_t skipped = position.skipped;
   double trainSeconds = 0;
   int64_t trained = 0;
-  if (firstEpoch > 1)
-    std::printf("resuming after epoch %u from %s\n", firstEpoch - 1,
+  int64_t numericsReported = 0;
+  if (resume)
+    std::printf("resuming at epoch %u, batch %lld from %s\n",
+                position.epoch + 1, (long long)position.batch,
                 checkpointPath.c_str());
-  for (unsigned epoch = firstEpoch; epoch <= epochs; ++epoch) {
+  std::fflush(stdout); // a supervisor (scripts/kill_resume.py) waits for it
+  for (unsigned epoch = position.epoch + 1; epoch <= epochs; ++epoch) {
     // Seeded per epoch, so a resumed run shuffles as an uninterrupted one.
     std::mt19937_64 rng(seed * 1000003u + epoch);
     std::iota(order.begin(), order.end(), 0);
@@ -364,26 +516,49 @@ int main(int argc, char **argv) {
     double lossSum = 0;
     int64_t steps = 0;
     auto epochStart = std::chrono::steady_clock::now();
-    for (int64_t first = 0; first + b <= train.rows; first += b) {
+    int64_t firstBatch = epoch == position.epoch + 1 ? position.batch : 0;
+    for (int64_t batch = firstBatch; batch < batchesPerEpoch; ++batch) {
+      int64_t first = batch * b;
       for (int64_t r = 0; r < b; ++r) {
         int64_t row = order[first + r];
         std::copy_n(train.x.begin() + row * f, f, x.begin() + r * f);
         std::copy_n(train.y.begin() + row * c, c, y.begin() + r * c);
       }
       mp::StepResult result;
+      // Steps count from 1 over the whole run, resumed runs included.
+      int64_t globalStep = (epoch - 1) * batchesPerEpoch + batch + 1;
+      if (checker)
+        checker->beginStep(globalStep);
       if (!session->trainStep(x.data(), y.data(), result, error))
         return fail(error);
+      mp::NumericsEvent event;
+      if (checker && checker->endStep(event)) {
+        reportNumerics(event, "step", numericsReported);
+        if (!result.stepped && numericsReported <= 10)
+          std::printf("numerics: step %lld was skipped; loss scale now %g\n",
+                      (long long)globalStep, session->stepState().scale);
+      }
       if (!result.stepped)
         ++skipped;
       lossSum += result.loss;
       ++steps;
+      // Saves inside the epoch; its last batch is saved at the epoch's end.
+      if (!checkpointPath.empty() && checkpointEvery &&
+          globalStep % checkpointEvery == 0 && batch + 1 < batchesPerEpoch &&
+          !saveCheckpoint(checkpointPath, *session,
+                          {epoch - 1, batch + 1, skipped}, error))
+        return fail(error);
     }
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - epochStart)
                          .count();
     trainSeconds += seconds;
     trained += steps * b;
+    if (checker)
+      checker->pause(); // evaluation is not a training step
     double acc = accuracy(*session, test, error);
+    if (checker)
+      checker->resume();
     if (acc < 0)
       return fail(error);
     std::printf("epoch %u/%u  loss %.4f  test accuracy %.2f%%  %.0f "
@@ -393,13 +568,17 @@ int main(int argc, char **argv) {
                 session->stepState().scale);
     std::fflush(stdout);
     if (!checkpointPath.empty() &&
-        !saveCheckpoint(checkpointPath, *session, epoch, error))
+        !saveCheckpoint(checkpointPath, *session, {epoch, 0, skipped}, error))
       return fail(error);
   }
+  if (checker)
+    checker->pause();
   double acc = accuracy(*session, test, error);
   std::printf("held-out accuracy %.2f%% (%s), %.0f samples/s, %lld skipped "
               "steps\n",
               acc, precision.c_str(), trained / std::max(trainSeconds, 1e-9),
               (long long)skipped);
+  if (checker)
+    checker->printSummary(stdout);
   return 0;
 }

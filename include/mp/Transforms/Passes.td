@@ -355,4 +355,52 @@ def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def MPCheckNumerics : Pass<"mp-check-numerics", "::mlir::ModuleOp"> {
+  let summary = "Probe every op's floating-point output for inf, nan and "
+                "magnitude";
+  let description = [{
+    Inserts an `mp.observe` probe after every op that produces a floating-
+    point tensor, so a run can find the first op whose output became inf or
+    nan or left FP16's range (mp-run `--check-numerics`), or compare an FP32
+    and a mixed-precision run op by op (mp-run `compare`). Run it after the
+    precision rewrite, so the probes see the values the program computes.
+
+    The probe id names the op for a person reading a report:
+    `<function>#<n> <op name> at <location>`, where `n` counts the probed
+    ops of the function in order; a conversion the mixed-precision rewrite
+    inserted reads `conversion to f16` in place of the op name. Constants,
+    `tensor.empty`, fills and reshapes (which copy or view another op's
+    values) and existing probes are not probed.
+
+    With `skip-conversions`, conversion-only ops (`arith.extf`/`truncf`
+    and `linalg.generic` ops whose body only converts) are neither probed
+    nor counted, so an FP32 module and its mixed-precision rewrite give the
+    same op the same id.
+
+    Before:
+
+    ```mlir
+    func.func @f(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
+      %0 = linalg.matmul ins(%a, %b : ...) outs(%init : ...) -> tensor<4x4xf32>
+      return %0 : tensor<4x4xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+      %0 = linalg.matmul ins(%a, %b : ...) outs(%init : ...) -> tensor<4x4xf32>
+      %1 = mp.observe %0 as "f#0 linalg.matmul at model.mlir:3:8" : tensor<4x4xf32>
+      return %1 : tensor<4x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"skipConversions", "skip-conversions", "bool", /*default=*/"false",
+           "Neither probe nor count conversion-only ops">,
+    ListOption<"functions", "functions", "std::string",
+               "Probe only these functions (default: all)">
+  ];
+  let dependentDialects = ["::mlir::mp::MPDialect"];
+}
+
 #endif // MP_TRANSFORMS_PASSES_TD
