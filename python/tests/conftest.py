@@ -11,7 +11,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
+import torch  # noqa: E402
+
 from mp import run_mlir  # noqa: E402
+
+# One thread: the machines that run the suite are small and shared, and
+# PyTorch's results then do not depend on their thread count.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
