@@ -518,6 +518,41 @@ LogicalResult ReverseSweep::differentiate(Operation *op, OpBuilder &b) {
                                           collapse.getReassociationIndices()));
     return success();
   }
+  if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+    // The source's gradient is the interior of the result's gradient (a
+    // convolution's zero padding): a copy reading at offset `low`, as a
+    // generic, so no strided slice reaches the CPU lowering. The padding
+    // value must be inactive.
+    auto sourceType = pad.getSourceType();
+    Value padValue = pad.getConstantPaddingValue();
+    SmallVector<AffineExpr> shifted;
+    for (auto [dim, low] : llvm::enumerate(pad.getStaticLow()))
+      shifted.push_back(b.getAffineDimExpr(dim) + low);
+    if (!sourceType.hasStaticShape() ||
+        ShapedType::isDynamicShape(pad.getStaticLow()) || !padValue ||
+        active.contains(padValue))
+      return op->emitError()
+             << "cannot differentiate 'tensor.pad': needs static shapes and "
+                "pads and a padding value that does not depend on a parameter";
+    unsigned rank = sourceType.getRank();
+    AffineMap read = AffineMap::get(rank, 0, shifted, b.getContext());
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    Value init = tensor::EmptyOp::create(b, loc, sourceType.getShape(),
+                                         sourceType.getElementType());
+    Value interior =
+        linalg::GenericOp::create(
+            b, loc, sourceType, ValueRange{grads.lookup(pad.getResult())},
+            ValueRange{init},
+            ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(rank)},
+            iterators,
+            [](OpBuilder &nb, Location nloc, ValueRange args) {
+              linalg::YieldOp::create(nb, nloc, args[0]);
+            })
+            .getResult(0);
+    addGrad(b, pad.getSource(), interior);
+    return success();
+  }
   if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
     Value zeros = filledLike(b, loc, extract.getTensor(), 0.0);
     addGrad(b, extract.getTensor(),

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/InitAllDialects.h"
@@ -336,7 +337,9 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     return false;
   }
   engine = std::move(*created);
-  // Compiled contractions call libmprt, which is linked into this binary.
+  // Compiled contractions call libmprt, which is linked into this binary;
+  // copies into strided buffers (tensor.pad's interior) call MLIR's
+  // memrefCopy from libmlir_c_runner_utils.
   engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
     symbols[interner("mprt_gemm")] = {
@@ -349,6 +352,9 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
         llvm::JITSymbolFlags::Exported};
     symbols[interner("free")] = {
         llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_free),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("memrefCopy")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
         llvm::JITSymbolFlags::Exported};
     // Compiled mp.observe probes (--mp-probes-to-runtime).
     symbols[interner("mprt_observe")] = {

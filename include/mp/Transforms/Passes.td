@@ -206,7 +206,9 @@ def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
       (and max/min reductions: the gradient goes to every element equal
       to the maximum), select, exp, log, tanh, sqrt, rsqrt, erf, absf, powf,
       fma, extf, truncf;
-    * `tensor.expand_shape`, `tensor.collapse_shape`, `tensor.extract`;
+    * `tensor.expand_shape`, `tensor.collapse_shape`, `tensor.extract`,
+      `tensor.pad` with a constant padding value (the gradient is the
+      interior: a generic reading at offset `low`);
       `tensor.empty`, fills and constants have no gradient;
     * `linalg.softmax` through its decomposition.
 
