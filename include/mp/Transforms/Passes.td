@@ -203,8 +203,8 @@ def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
       a bias-add's bias gradient sums over the batch, and a convolution's
       input gradient scatters over its window (`oh + kh`);
     * scalar and body ops: addf, subf, mulf, divf, negf, maximumf/minimumf
-      (and max/min reductions: the gradient goes to every element equal
-      to the maximum), select, exp, log, tanh, sqrt, rsqrt, erf, absf, powf,
+      (and max/min reductions: the elements equal to the result share
+      the gradient evenly), select, exp, log, tanh, sqrt, rsqrt, erf, absf, powf,
       fma, extf, truncf;
     * `tensor.expand_shape`, `tensor.collapse_shape`, `tensor.extract`,
       `tensor.pad` with a constant padding value (the gradient is the
