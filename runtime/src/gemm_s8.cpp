@@ -1,0 +1,38 @@
+//===- gemm_s8.cpp - int8 matrix products for quantized code --------------===//
+//
+// --mp-quantize turns matmuls into i8 x i8 -> i32 contractions; they run on
+// oneDNN's s8s8s32 GEMM, which uses VNNI dot-product instructions where the
+// CPU has them (oneDNN dispatches at run time). Accumulation is exact int32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+mprt_status mprt::gemmS8(int64_t a, int64_t lda, int64_t b, int64_t ldb,
+                         int64_t c, int64_t ldc, int64_t m, int64_t n,
+                         int64_t k, int32_t flags) {
+  bool transA = flags & MPRT_GEMM_TRANS_A, transB = flags & MPRT_GEMM_TRANS_B;
+  if (m < 0 || n < 0 || k < 0 || !a || !b || !c || ldc < n ||
+      lda < (transA ? m : k) || ldb < (transB ? k : n))
+    return fail(MPRT_ERROR_ARGUMENT,
+                "mprt_gemm (s8): bad arguments (m=%lld n=%lld k=%lld "
+                "lda=%lld ldb=%lld ldc=%lld)",
+                (long long)m, (long long)n, (long long)k, (long long)lda,
+                (long long)ldb, (long long)ldc);
+  if (m == 0 || n == 0)
+    return MPRT_OK;
+  const int32_t zero = 0;
+  // Row-major C += A B (beta 1), no zero points: symmetric quantization.
+  dnnl_status_t status =
+      dnnl_gemm_s8s8s32(transA ? 'T' : 'N', transB ? 'T' : 'N', 'F', m, n, k,
+                        1.0f, reinterpret_cast<const int8_t *>(a), lda, 0,
+                        reinterpret_cast<const int8_t *>(b), ldb, 0, 1.0f,
+                        reinterpret_cast<int32_t *>(c), ldc, &zero);
+  if (status != dnnl_success)
+    return fail(MPRT_ERROR_ARGUMENT,
+                "mprt_gemm (s8): oneDNN gemm_s8s8s32 failed with status %d",
+                static_cast<int>(status));
+  return MPRT_OK;
+}
