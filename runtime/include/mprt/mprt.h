@@ -237,8 +237,9 @@ typedef enum mprt_gemm_type {
   MPRT_GEMM_F16 = 1,
   MPRT_GEMM_BF16 = 2,
   /* A and B signed 8-bit, C int32 (C += A * B in exact integer arithmetic):
-   * the contractions of --mp-quantize. oneDNN's s8s8s32 GEMM (AVX512-VNNI
-   * or AVX-VNNI where the CPU has them). */
+   * the contractions of --mp-quantize. oneDNN's matmul primitive (AMX-INT8,
+   * AVX512-VNNI or AVX-VNNI kernels, chosen at run time), cached per shape;
+   * gemm_s8s8s32 where no primitive can be built. */
   MPRT_GEMM_S8 = 3
 } mprt_gemm_type;
 
