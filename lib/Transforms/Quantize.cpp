@@ -598,6 +598,12 @@ std::pair<Value, Value> QuantizePass::weightFor(OpBuilder &b,
       h.channelDim = channelDim;
       auto name = func.getArgAttrOfType<StringAttr>(h.argIndex, kParamAttrName);
       h.name = name ? name.str() : "arg" + std::to_string(h.argIndex);
+      // The same weight read along another channel dimension elsewhere
+      // needs its own name.
+      if (llvm::any_of(hoisted, [&](const HoistedWeight &other) {
+            return other.argIndex == h.argIndex;
+          }))
+        h.name += "#dim" + std::to_string(channelDim);
       auto type = cast<RankedTensorType>(w.getType());
       Block &entry = func.getBody().front();
       h.q = entry.addArgument(type.clone(b.getI8Type()), func.getLoc());

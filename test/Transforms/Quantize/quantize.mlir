@@ -131,3 +131,19 @@ func.func @skipped(%a: tensor<1x2x3xf32>, %b: tensor<1x3x4xf32>, %x: tensor<2x3x
   %mm = linalg.matmul ins(%x, %w : tensor<2x3xf32>, tensor<3x4xf32>) outs(%acc : tensor<2x4xf32>) -> tensor<2x4xf32>
   return %bm, %mm : tensor<1x2x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// Two matmuls reading one weight along the same channel dimension share one
+// hoisted int8 copy.
+// CHECK-LABEL: func.func @shared_weight
+// CHECK-SAME: %{{.*}}: tensor<3x3xi8> {mp.qweight = "w"}, %{{.*}}: tensor<3xf32> {mp.qscale = "w"})
+// CHECK: func.func @shared_weight_quantize_weights(%{{.*}}: tensor<3x3xf32> {mp.param = "w"}) -> (tensor<3x3xi8> {mp.qweight = "w"}, tensor<3xf32> {mp.qscale = "w"})
+func.func @shared_weight(%x: tensor<2x3xf32>, %w: tensor<3x3xf32> {mp.param = "w"}) -> tensor<2x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x3xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %a = linalg.matmul ins(%x, %w : tensor<2x3xf32>, tensor<3x3xf32>) outs(%z : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b = linalg.matmul ins(%a, %w : tensor<2x3xf32>, tensor<3x3xf32>) outs(%z : tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %b : tensor<2x3xf32>
+}
