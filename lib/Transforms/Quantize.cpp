@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Dialect/MP/IR/MPOps.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
 #include "mp/Transforms/PrecisionAnalysis.h"
@@ -452,7 +453,7 @@ std::string locationText(Location loc) {
 /// What the pass decided for one eligible op.
 struct Decision {
   Operation *op = nullptr;
-  std::string function, opName, location, activationId, weightId;
+  std::string function, opName, location, activationId, weightId, resultId;
   std::string precision = "f32"; // int8 | f32 | f16
   std::string reason;
   double threshold = 0, activationScale = 0;
@@ -460,6 +461,8 @@ struct Decision {
   std::string weights;    // hoisted | constant | inline
   std::string dequantize; // fused | separate
   bool biasInI32 = false;
+  /// The f32 value standing for the op's result after the rewrite.
+  Value result;
 };
 
 /// An argument weight quantized once by the weights function.
@@ -483,6 +486,7 @@ private:
                                     func::FuncOp func, Value w,
                                     unsigned channelDim);
   void finishHoisting(func::FuncOp func);
+  void probeOutput(Decision &decision);
 
   ThresholdMethod thresholdMethod = ThresholdMethod::MinMax;
   std::vector<Decision> decisions;
@@ -516,6 +520,8 @@ QuantizePass::plan(func::FuncOp func,
     Value weight = linalgOp.getDpsInputOperand(1)->get();
     d.activationId = ids.lookup(act);
     d.weightId = ids.lookup(weight);
+    d.resultId = ids.lookup(op->getResult(0));
+    d.result = op->getResult(0);
     auto allF32 = llvm::all_of(op->getOperandTypes(), [](Type t) {
       return cast<RankedTensorType>(t).getElementType().isF32();
     });
@@ -636,6 +642,7 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
                                    op.getDpsInitOperand(0)->get()},
                                   resultType);
     result.replaceAllUsesWith(low->getResult(0));
+    d.result = low->getResult(0);
     op->erase();
     return;
   }
@@ -670,7 +677,7 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
   OpOperand *consumerUse = nullptr;
   arith::AddFOp biasAdd;
   Value bias;
-  if (result.hasOneUse()) {
+  if (result.hasOneUse() && !probeOutputs) {
     OpOperand &use = *result.getUses().begin();
     auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
     if (generic && generic.isDpsInput(&use) &&
@@ -802,8 +809,22 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
             })
             .getResult(0);
     result.replaceAllUsesWith(dequantized);
+    d.result = dequantized;
   }
   op->erase();
+}
+
+/// An mp.observe named by the op's result id on the f32 value that now
+/// stands for its result (the dequantized or fallback result).
+void QuantizePass::probeOutput(Decision &d) {
+  if (d.resultId.empty() || !d.result)
+    return;
+  OpBuilder b(d.result.getContext());
+  b.setInsertionPointAfterValue(d.result);
+  auto probe = ObserveOp::create(b, d.result.getLoc(), d.result.getType(),
+                                 d.result, d.resultId);
+  d.result.replaceAllUsesExcept(probe, probe);
+  ++numOutputProbes;
 }
 
 /// Gives the quantized function its new arguments (i8 weights and scales),
@@ -932,11 +953,18 @@ void QuantizePass::runOnOperation() {
       Decision &d = decisions[i];
       if (d.precision != "int8")
         continue;
-      if (d.error > maxError) {
+      bool named = llvm::is_contained(fallbackOps, d.resultId);
+      if (d.error > maxError || named) {
         d.precision = fallback;
-        d.reason = "estimated error " + std::to_string(d.error) +
-                   " exceeds max-error " + std::to_string(maxError.getValue()) +
-                   "; runs in " + fallback.getValue();
+        d.reason.clear();
+        if (d.error > maxError)
+          d.reason = "estimated error " + std::to_string(d.error) +
+                     " exceeds max-error " +
+                     std::to_string(maxError.getValue());
+        if (named)
+          d.reason += (d.reason.empty() ? "" : "; ") +
+                      std::string("fallback-ops names '") + d.resultId + "'";
+        d.reason += "; runs in " + fallback.getValue();
         ++numFallbacks;
         if (d.precision == "f16")
           rewrite(d, func);
@@ -946,6 +974,9 @@ void QuantizePass::runOnOperation() {
       d.reason = "int8: estimated error within max-error";
       ++numQuantized;
     }
+    if (probeOutputs)
+      for (size_t i = first; i < decisions.size(); ++i)
+        probeOutput(decisions[i]);
     finishHoisting(func);
   }
   if (!ok)

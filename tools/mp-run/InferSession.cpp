@@ -200,6 +200,9 @@ bool InferSession::compile(const std::string &modelPath,
     quantize.maxError = options.maxError;
     quantize.fallback = options.fallback;
     quantize.report = options.reportPath;
+    quantize.fallbackOps.assign(options.fallbackOps.begin(),
+                                options.fallbackOps.end());
+    quantize.probeOutputs = options.probeOutputs;
     pm.addPass(mlir::mp::createMPQuantize(quantize));
     break;
   }

@@ -33,6 +33,10 @@ struct InferOptions {
   double maxError = 0.05;
   std::string fallback = "f32";
   std::string reportPath;
+  /// Ops (result ids) forced to fall back, and probes on every eligible
+  /// op's f32 result (to measure errors against the f32 model).
+  std::vector<std::string> fallbackOps;
+  bool probeOutputs = false;
 };
 
 class InferSession {

@@ -27,7 +27,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -119,6 +122,12 @@ static cl::opt<std::string>
     quantReport("quant-report",
                 cl::desc("int8: write --mp-quantize's JSON report here"),
                 cl::init(""));
+static cl::opt<unsigned> quantMeasure(
+    "quant-measure",
+    cl::desc("int8: run N calibration batches through the int8 and the f32 "
+             "model, measure each quantized op's output error against f32, "
+             "and let ops above --quant-max-error fall back (0: off)"),
+    cl::init(0));
 static cl::opt<unsigned>
     timeBatches("time-batches",
                 cl::desc("infer: also time N predictions of one batch in "
@@ -359,6 +368,70 @@ bool runBatches(mp::InferSession &session, const Split &split, unsigned batches,
   return true;
 }
 
+/// Tensors of the int8 model's output probes, then errors of the f32
+/// model's tensors of the same ids against them.
+struct ErrorCapture {
+  bool comparing = false;
+  std::map<std::string, std::vector<std::vector<float>>> quantized;
+  std::map<std::string, size_t> seen;
+  std::map<std::string, std::pair<double, double>> sums; // noise, signal
+};
+
+void captureObserver(void *user, const char *id, const void *data,
+                     int64_t numElements, mprt_dtype dtype) {
+  auto *capture = static_cast<ErrorCapture *>(user);
+  if (dtype != MPRT_DTYPE_F32)
+    return;
+  const float *values = static_cast<const float *>(data);
+  if (!capture->comparing) {
+    capture->quantized[id].emplace_back(values, values + numElements);
+    return;
+  }
+  auto it = capture->quantized.find(id);
+  if (it == capture->quantized.end())
+    return; // an input probe of the f32 model
+  size_t call = capture->seen[id]++;
+  if (call >= it->second.size() ||
+      it->second[call].size() != static_cast<size_t>(numElements))
+    return;
+  auto &[noise, signal] = capture->sums[id];
+  for (int64_t i = 0; i < numElements; ++i) {
+    double reference = values[i], difference = it->second[call][i] - values[i];
+    noise += difference * difference;
+    signal += reference * reference;
+  }
+}
+
+/// Relative RMS error of each eligible op's output in the int8 model
+/// against the f32 model, over `batches` calibration batches.
+bool measureErrors(mp::Session &trained, const Split &train,
+                   mp::InferOptions options, unsigned batches,
+                   std::map<std::string, double> &errors, std::string &error) {
+  // Every eligible op in int8 (whatever its estimate), probed.
+  options.probeOutputs = true;
+  options.maxError = std::numeric_limits<double>::infinity();
+  options.reportPath.clear();
+  std::unique_ptr<mp::InferSession> quantized =
+      mp::InferSession::create(modelPath, options, trained.parameters(), error);
+  mp::InferOptions reference;
+  reference.mode = mp::InferOptions::Mode::Calibrate; // probes on results
+  std::unique_ptr<mp::InferSession> f32 =
+      quantized ? mp::InferSession::create(modelPath, reference,
+                                           trained.parameters(), error)
+                : nullptr;
+  if (!f32)
+    return false;
+  ErrorCapture capture;
+  mprt_set_observer(captureObserver, &capture);
+  bool ok = runBatches(*quantized, train, batches, error);
+  capture.comparing = true;
+  ok = ok && runBatches(*f32, train, batches, error);
+  mprt_set_observer(nullptr, nullptr);
+  for (const auto &[id, sums] : capture.sums)
+    errors[id] = sums.second > 0 ? std::sqrt(sums.first / sums.second) : 0.0;
+  return ok;
+}
+
 /// mp-run infer with --calibrate, --precision int8 or --time-batches.
 int runInferSession(mp::Session &trained, const Split &train,
                     const Split &test) {
@@ -380,6 +453,18 @@ int runInferSession(mp::Session &trained, const Split &train,
     options.maxError = quantMaxError;
     options.fallback = quantFallback;
     options.reportPath = quantReport;
+    if (quantMeasure > 0) {
+      std::map<std::string, double> errors;
+      if (!measureErrors(trained, train, options, quantMeasure, errors, error))
+        return fail(error);
+      for (const auto &[id, e] : errors) {
+        bool fallsBack = e > quantMaxError;
+        std::printf("measured error of '%s' against f32: %.4f%s\n", id.c_str(),
+                    e, fallsBack ? " (falls back)" : "");
+        if (fallsBack)
+          options.fallbackOps.push_back(id);
+      }
+    }
   } else {
     options.precision = precision;
   }

@@ -432,6 +432,12 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
     treated like any other. `report=` writes every decision, with the
     scales, thresholds and estimated errors, as JSON.
 
+    `fallback-ops=` names ops (by result id) that fall back whatever their
+    estimate; `mp-run infer --precision int8 --quant-measure` fills it from
+    errors it measures against the f32 model on the calibration batches,
+    with models compiled with `probe-outputs=true` (a probe on each eligible
+    op's f32 result, named by its result id as `--mp-calibrate` names it).
+
     An eligible op whose activation has no calibration entry is an error
     naming the op and the missing id.
 
@@ -473,6 +479,13 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
     Option<"hoistWeights", "hoist-weights", "bool", /*default=*/"true",
            "Quantize argument weights once in @<f>_quantize_weights instead "
            "of on every call">,
+    ListOption<"fallbackOps", "fallback-ops", "std::string",
+               "Result ids of eligible ops that fall back whatever their "
+               "estimate (e.g. from errors measured by mp-run)">,
+    Option<"probeOutputs", "probe-outputs", "bool", /*default=*/"false",
+           "Put an mp.observe, named by the op's result id, on the f32 "
+           "result of every eligible op (dequantization then stays a "
+           "separate op), to measure errors against the f32 model">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
            "Write a JSON report of every decision to this path">
   ];
@@ -485,7 +498,8 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
   ];
   let statistics = [
     Statistic<"numQuantized", "quantized", "Contractions rewritten to int8">,
-    Statistic<"numFallbacks", "fallbacks", "Contractions kept in f32/f16">
+    Statistic<"numFallbacks", "fallbacks", "Contractions kept in f32/f16">,
+    Statistic<"numOutputProbes", "output-probes", "Probes on results (probe-outputs)">
   ];
 }
 

@@ -38,3 +38,20 @@ func.func @layer(%x: tensor<4x8xf32>, %w: tensor<8x16xf32> {mp.param = "w"}) -> 
   %mm = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
   return %mm : tensor<4x16xf32>
 }
+
+// fallback-ops names ops by result id ("layer/1": the fill is ordinal 0);
+// probe-outputs puts a probe with that id on the f32 result, after a
+// separate dequantization (here of the int8 op in @layer, and on the
+// fallback result in @named).
+// RUN: mp-opt %s --mp-quantize="calibration=%S/Inputs/stats.json fallback-ops=layer/1 report=%t.named.json" | FileCheck %s --check-prefix=NAMED
+// RUN: FileCheck %s --check-prefix=NAMEDREPORT < %t.named.json
+// RUN: mp-opt %s --mp-quantize="calibration=%S/Inputs/stats.json probe-outputs=true" | FileCheck %s --check-prefix=PROBE
+// RUN: mp-opt %s --mp-quantize="calibration=%S/Inputs/stats.json probe-outputs=true fallback-ops=layer/1 fallback=f16" | FileCheck %s --check-prefix=PROBE16
+// NAMED: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8x16xf32>)
+// NAMEDREPORT: "reason": "fallback-ops names 'layer/1'; runs in f32",
+// PROBE: %[[ACC:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xi8>, tensor<8x16xi8>)
+// PROBE: %[[D:.*]] = linalg.generic {{.*}} ins(%[[ACC]]
+// PROBE: %[[P:.*]] = mp.observe %[[D]] as "layer/1" : tensor<4x16xf32>
+// PROBE: return %[[P]]
+// PROBE16: %[[MM:.*]] = linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xf16>, tensor<8x16xf16>)
+// PROBE16: mp.observe %[[MM]] as "layer/1"
