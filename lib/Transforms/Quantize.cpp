@@ -538,9 +538,12 @@ QuantizePass::plan(func::FuncOp func,
     } else if (!isZeroFill(linalgOp.getDpsInitOperand(0)->get())) {
       d.reason = "not quantized: accumulates into a value other than a "
                  "zero fill";
+    } else if (d.activationId.empty()) {
+      d.reason = "not quantized: its input has no calibration id (a "
+                 "constant or an uncounted op)";
     } else {
       auto entry = entries.find(d.activationId);
-      if (d.activationId.empty() || entry == entries.end()) {
+      if (entry == entries.end()) {
         op->emitError() << "no calibration data for '" << d.activationId
                         << "', the input of this " << op->getName()
                         << "; calibrate this module first (mp-run infer "

@@ -18,6 +18,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -173,6 +174,17 @@ bool InferSession::compile(const std::string &modelPath,
             " must take (x: tensor<Bx...>, parameters...) and return "
             "tensor<BxC>, with static shapes";
     return false;
+  }
+  for (Type type : llvm::concat<const Type>(predictFn.getArgumentTypes(),
+                                            predictFn.getResultTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape()) {
+      error = "@" + predictFn.getSymName().str() +
+              ": every argument and result must be a statically shaped "
+              "tensor for inference, got " +
+              llvm::formatv("{0}", type).str();
+      return false;
+    }
   }
   inputShape.assign(inputType.getShape().begin(), inputType.getShape().end());
   batch = inputType.getDimSize(0);

@@ -147,3 +147,17 @@ func.func @shared_weight(%x: tensor<2x3xf32>, %w: tensor<3x3xf32> {mp.param = "w
   %b = linalg.matmul ins(%a, %w : tensor<2x3xf32>, tensor<3x3xf32>) outs(%z : tensor<2x3xf32>) -> tensor<2x3xf32>
   return %b : tensor<2x3xf32>
 }
+
+// -----
+
+// A constant activation has no calibration id: the op stays f32 (reported).
+// CHECK-LABEL: func.func @constant_input
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<2x2xf32>, tensor<2x2xf32>)
+func.func @constant_input(%w: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %x = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x2xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<2x2xf32>) -> tensor<2x2xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<2x2xf32>, tensor<2x2xf32>) outs(%z : tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %mm : tensor<2x2xf32>
+}
