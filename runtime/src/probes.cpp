@@ -305,8 +305,7 @@ mprt_status mprt_stats_find(const mprt_stats *stats, const char *id,
   std::lock_guard<std::mutex> lock(stats->mutex);
   auto it = stats->index.find(id);
   if (it == stats->index.end())
-    return mprt::fail(MPRT_ERROR_NOT_FOUND, "no tensor reached probe '%s'",
-                      id);
+    return mprt::fail(MPRT_ERROR_NOT_FOUND, "no tensor reached probe '%s'", id);
   snapshot(*stats->probes[it->second], out);
   return MPRT_OK;
 }

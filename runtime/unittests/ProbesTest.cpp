@@ -70,9 +70,9 @@ TEST(Probes, ObserveForwardsToTheObserver) {
 TEST(Stats, MinMaxCountsAndHistogram) {
   StatsPtr stats = makeStats();
   std::vector<float> x = {-4, 0, 1, 2, 0x1p-20f, 3};
-  ASSERT_EQ(mprt_stats_add(stats.get(), "a", x.data(), x.size(),
-                           MPRT_DTYPE_F32),
-            MPRT_OK);
+  ASSERT_EQ(
+      mprt_stats_add(stats.get(), "a", x.data(), x.size(), MPRT_DTYPE_F32),
+      MPRT_OK);
   mprt_probe_stats s;
   ASSERT_EQ(mprt_stats_find(stats.get(), "a", &s), MPRT_OK);
   EXPECT_STREQ(s.id, "a");
@@ -129,8 +129,8 @@ TEST(Stats, NonFiniteValuesAreCountedApart) {
 
 TEST(Stats, EveryDtype) {
   StatsPtr stats = makeStats();
-  uint16_t f16[] = {0x3c00, 0xc000};    // 1, -2
-  uint16_t bf16[] = {0x3f80, 0xc040};   // 1, -3
+  uint16_t f16[] = {0x3c00, 0xc000};  // 1, -2
+  uint16_t bf16[] = {0x3f80, 0xc040}; // 1, -3
   double f64[] = {0.5, -0.5};
   int32_t i32[] = {7, -9};
   int64_t i64[] = {11, -1};

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "InferSession.h"
 #include "Numerics.h"
 #include "Session.h"
 
@@ -31,7 +32,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -41,7 +45,9 @@ static cl::opt<std::string> command(cl::Positional, cl::Required,
                                     cl::desc("<train|infer|compare>"));
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"));
-static cl::opt<std::string> precision("precision", cl::desc("f32 | f16 | bf16"),
+static cl::opt<std::string> precision("precision",
+                                      cl::desc("f32 | f16 | bf16 (infer "
+                                               "also: int8)"),
                                       cl::init("f32"));
 static cl::opt<std::string>
     lossScale("loss-scale",
@@ -93,6 +99,59 @@ static cl::opt<std::string>
                       "x_train, y_train, x_test, y_test (f32, labels "
                       "one-hot)"),
              cl::init("digits"));
+
+// INT8 inference and calibration (infer only).
+static cl::opt<unsigned>
+    calibrateBatches("calibrate",
+                     cl::desc("infer: run N batches of the training split "
+                              "through mp.predict with probes and write "
+                              "calibration statistics (--calibration-out)"),
+                     cl::init(0));
+static cl::opt<std::string>
+    calibrationOut("calibration-out",
+                   cl::desc("Where --calibrate writes the statistics"),
+                   cl::init("calibration.json"));
+static cl::opt<std::string>
+    calibrationPath("calibration",
+                    cl::desc("Calibration statistics for --precision int8"),
+                    cl::init(""));
+static cl::opt<std::string>
+    quantMethod("quant-method",
+                cl::desc("int8 activation threshold: minmax | percentile | "
+                         "entropy"),
+                cl::init("minmax"));
+static cl::opt<double> quantPercentile("quant-percentile",
+                                       cl::desc("Percentile for "
+                                                "--quant-method percentile"),
+                                       cl::init(99.99));
+static cl::opt<bool> quantPerChannel("quant-per-channel",
+                                     cl::desc("int8 weights: one scale per "
+                                              "output channel"),
+                                     cl::init(true));
+static cl::opt<double>
+    quantMaxError("quant-max-error",
+                  cl::desc("int8: ops with a larger estimated relative error "
+                           "fall back (--quant-fallback)"),
+                  cl::init(0.05));
+static cl::opt<std::string>
+    quantFallback("quant-fallback",
+                  cl::desc("Precision of ops that fall back: f32 | f16"),
+                  cl::init("f32"));
+static cl::opt<std::string>
+    quantReport("quant-report",
+                cl::desc("int8: write --mp-quantize's JSON report here"),
+                cl::init(""));
+static cl::opt<unsigned> quantMeasure(
+    "quant-measure",
+    cl::desc("int8: run N calibration batches through the int8 and the f32 "
+             "model, measure each quantized op's output error against f32, "
+             "and let ops above --quant-max-error fall back (0: off)"),
+    cl::init(0));
+static cl::opt<unsigned>
+    timeBatches("time-batches",
+                cl::desc("infer: also time N predictions of one batch in "
+                         "the predict-only session and print samples/s"),
+                cl::init(0));
 
 namespace {
 
@@ -426,6 +485,231 @@ int runCompare(const mp::TrainOptions &mixedOptions, const char *argv0) {
   return 0;
 }
 
+//===----------------------------------------------------------------------===//
+// Calibration, INT8 inference and timed inference (mp::InferSession)
+//===----------------------------------------------------------------------===//
+
+/// Share of test rows whose largest logit is the labelled class.
+double inferAccuracy(mp::InferSession &session, const Split &test,
+                     std::string &error) {
+  int64_t b = session.batchSize(), f = session.numFeatures(),
+          c = session.numClasses();
+  std::vector<float> x(b * f), logits(b * c);
+  int64_t correct = 0;
+  for (int64_t start = 0; start < test.rows; start += b) {
+    int64_t n = std::min(b, test.rows - start);
+    std::fill(x.begin(), x.end(), 0.0f);
+    std::copy(test.x.begin() + start * f, test.x.begin() + (start + n) * f,
+              x.begin());
+    if (!session.predict(x.data(), logits.data(), error))
+      return -1;
+    for (int64_t r = 0; r < n; ++r) {
+      const float *row = logits.data() + r * c;
+      const float *truth = test.y.data() + (start + r) * c;
+      if (std::max_element(row, row + c) - row ==
+          std::max_element(truth, truth + c) - truth)
+        ++correct;
+    }
+  }
+  return 100.0 * correct / std::max<int64_t>(test.rows, 1);
+}
+
+/// Runs `batches` batches of `split` (from its first row, wrapping).
+bool runBatches(mp::InferSession &session, const Split &split, unsigned batches,
+                std::string &error) {
+  int64_t b = session.batchSize(), f = session.numFeatures(),
+          c = session.numClasses();
+  std::vector<float> x(b * f), logits(b * c);
+  for (unsigned i = 0; i < batches; ++i) {
+    for (int64_t r = 0; r < b; ++r) {
+      int64_t row = (static_cast<int64_t>(i) * b + r) % split.rows;
+      std::copy_n(split.x.begin() + row * f, f, x.begin() + r * f);
+    }
+    if (!session.predict(x.data(), logits.data(), error))
+      return false;
+  }
+  return true;
+}
+
+/// Tensors of the int8 model's output probes, then errors of the f32
+/// model's tensors of the same ids against them.
+struct ErrorCapture {
+  bool comparing = false;
+  std::map<std::string, std::vector<std::vector<float>>> quantized;
+  std::map<std::string, size_t> seen;
+  std::map<std::string, std::pair<double, double>> sums; // noise, signal
+};
+
+void captureObserver(void *user, const char *id, const void *data,
+                     int64_t numElements, mprt_dtype dtype) {
+  auto *capture = static_cast<ErrorCapture *>(user);
+  if (dtype != MPRT_DTYPE_F32)
+    return;
+  const float *values = static_cast<const float *>(data);
+  if (!capture->comparing) {
+    capture->quantized[id].emplace_back(values, values + numElements);
+    return;
+  }
+  auto it = capture->quantized.find(id);
+  if (it == capture->quantized.end())
+    return; // an input probe of the f32 model
+  size_t call = capture->seen[id]++;
+  if (call >= it->second.size() ||
+      it->second[call].size() != static_cast<size_t>(numElements))
+    return;
+  auto &[noise, signal] = capture->sums[id];
+  for (int64_t i = 0; i < numElements; ++i) {
+    double reference = values[i], difference = it->second[call][i] - values[i];
+    noise += difference * difference;
+    signal += reference * reference;
+  }
+}
+
+/// Relative RMS error of each eligible op's output in the int8 model
+/// against the f32 model, over `batches` calibration batches.
+bool measureErrors(mp::Session &trained, const Split &train,
+                   mp::InferOptions options, unsigned batches,
+                   std::map<std::string, double> &errors, std::string &error) {
+  // Every eligible op in int8 (whatever its estimate), probed.
+  options.probeOutputs = true;
+  options.maxError = std::numeric_limits<double>::infinity();
+  options.reportPath.clear();
+  std::unique_ptr<mp::InferSession> quantized =
+      mp::InferSession::create(modelPath, options, trained.parameters(), error);
+  mp::InferOptions reference;
+  reference.mode = mp::InferOptions::Mode::Calibrate; // probes on results
+  std::unique_ptr<mp::InferSession> f32 =
+      quantized ? mp::InferSession::create(modelPath, reference,
+                                           trained.parameters(), error)
+                : nullptr;
+  if (!f32)
+    return false;
+  ErrorCapture capture;
+  mprt_set_observer(captureObserver, &capture);
+  bool ok = runBatches(*quantized, train, batches, error);
+  capture.comparing = true;
+  ok = ok && runBatches(*f32, train, batches, error);
+  mprt_set_observer(nullptr, nullptr);
+  for (const auto &[id, sums] : capture.sums)
+    errors[id] = sums.second > 0 ? std::sqrt(sums.first / sums.second) : 0.0;
+  return ok;
+}
+
+/// mp-run infer with --calibrate, --precision int8 or --time-batches.
+int runInferSession(mp::Session &trained, const Split &train,
+                    const Split &test) {
+  std::string error;
+  mp::InferOptions options;
+  if (calibrateBatches > 0) {
+    if (precision != "f32")
+      return fail("--calibrate measures the f32 model; drop --precision");
+    options.mode = mp::InferOptions::Mode::Calibrate;
+  } else if (precision == "int8") {
+    if (calibrationPath.empty())
+      return fail("--precision int8 needs --calibration FILE (write one "
+                  "with --calibrate N)");
+    options.mode = mp::InferOptions::Mode::Int8;
+    options.calibrationPath = calibrationPath;
+    options.method = quantMethod;
+    options.percentile = quantPercentile;
+    options.perChannel = quantPerChannel;
+    options.maxError = quantMaxError;
+    options.fallback = quantFallback;
+    options.reportPath = quantReport;
+    if (quantMeasure > 0) {
+      std::map<std::string, double> errors;
+      if (!measureErrors(trained, train, options, quantMeasure, errors, error))
+        return fail(error);
+      for (const auto &[id, e] : errors) {
+        bool fallsBack = e > quantMaxError;
+        std::printf("measured error of '%s' against f32: %.4f%s\n", id.c_str(),
+                    e, fallsBack ? " (falls back)" : "");
+        if (fallsBack)
+          options.fallbackOps.push_back(id);
+      }
+    }
+  } else {
+    options.precision = precision;
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<mp::InferSession> session =
+      mp::InferSession::create(modelPath, options, trained.parameters(), error);
+  if (!session)
+    return fail(error);
+  double compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+
+  if (calibrateBatches > 0) {
+    mprt_stats *stats = nullptr;
+    if (mprt_stats_create(&stats) != MPRT_OK)
+      return fail(mprt_last_error());
+    mprt_set_observer(mprt_stats_observer, stats);
+    bool ran = runBatches(*session, train, calibrateBatches, error);
+    mprt_set_observer(nullptr, nullptr);
+    const char *statsError = mprt_stats_error(stats);
+    bool written =
+        ran && !statsError &&
+        mprt_stats_write_json(stats, calibrationOut.c_str()) == MPRT_OK;
+    std::string writeError = written ? "" : mprt_last_error();
+    size_t probes = mprt_stats_count(stats);
+    mprt_stats_free(stats);
+    if (!ran)
+      return fail(error);
+    if (statsError)
+      return fail(std::string("calibration: ") + statsError);
+    if (!written)
+      return fail(writeError);
+    std::printf("calibrated %u batches (%lld rows of the training split): "
+                "%zu probes written to %s\n",
+                (unsigned)calibrateBatches,
+                (long long)calibrateBatches * session->batchSize(), probes,
+                calibrationOut.c_str());
+    return 0;
+  }
+
+  if (precision == "int8") {
+    // The f32 reference, from the trained session.
+    double reference = accuracy(trained, test, error);
+    if (reference < 0)
+      return fail(error);
+    std::printf("held-out accuracy %.2f%% (f32 reference)\n", reference);
+  }
+  auto inferStart = std::chrono::steady_clock::now();
+  double acc = inferAccuracy(*session, test, error);
+  if (acc < 0)
+    return fail(error);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - inferStart)
+                       .count();
+  std::printf("held-out accuracy %.2f%% (%s inference), %lld rows, %.0f "
+              "samples/s, compiled in %.1f s\n",
+              acc, precision.c_str(), (long long)test.rows,
+              test.rows / std::max(seconds, 1e-9), compileSeconds);
+  int64_t f32Bytes = 0;
+  for (const mp::HostTensor &p : trained.parameters())
+    f32Bytes += p.numElements() * 4;
+  std::printf("weights read per prediction: %lld bytes (f32 parameters: "
+              "%lld bytes, %.2fx)\n",
+              (long long)session->weightBytes(), (long long)f32Bytes,
+              f32Bytes / std::max<double>(session->weightBytes(), 1));
+  if (timeBatches > 0) {
+    if (!runBatches(*session, test, 3, error)) // warm-up
+      return fail(error);
+    auto timed = std::chrono::steady_clock::now();
+    if (!runBatches(*session, test, timeBatches, error))
+      return fail(error);
+    double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - timed)
+            .count();
+    std::printf("timed %u batches of %lld: %.0f samples/s (%s)\n",
+                (unsigned)timeBatches, (long long)session->batchSize(),
+                timeBatches * session->batchSize() / std::max(t, 1e-9),
+                precision.c_str());
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -438,13 +722,17 @@ int main(int argc, char **argv) {
   if (command != "train" && command != "infer" && command != "compare")
     return fail("unknown command '" + command +
                 "': expected 'train', 'infer' or 'compare'");
+  if (command == "train" && precision == "int8")
+    return fail("--precision int8 is for infer (post-training quantization "
+                "of a trained checkpoint)");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint");
   if (command == "infer" && checkpointPath.empty())
     return fail("infer needs --checkpoint (the trained parameters)");
 
   mp::TrainOptions options;
-  options.precision = precision;
+  // int8 runs on f32 parameters; the quantized model is compiled apart.
+  options.precision = precision == "int8" ? "f32" : precision.getValue();
   options.lossScale = lossScale;
   options.optimizer = optimizer;
   options.lr = lr;
@@ -503,6 +791,9 @@ int main(int argc, char **argv) {
   std::unique_ptr<mp::NumericsChecker> checker;
   if (checkNumerics)
     checker = std::make_unique<mp::NumericsChecker>();
+  if (command == "infer" &&
+      (calibrateBatches > 0 || precision == "int8" || timeBatches > 0))
+    return runInferSession(*session, train, test);
   if (command == "infer") {
     auto inferStart = std::chrono::steady_clock::now();
     double acc = accuracy(*session, test, error, checker.get());

@@ -58,8 +58,9 @@ def ConvertContractionsToRuntime
     product — `linalg.matmul` (with transposed operands too) or a
     `linalg.generic` with one reduction loop and a multiply-add body, as
     `--mp-autodiff` emits for gradients — whose inputs are both f32, f16 or
-    bf16, whose accumulator is f32 and whose rows are contiguous, becomes a
-    call
+    bf16 with an f32 accumulator, or both i8 (sign-extended in the body, as
+    `--mp-quantize` emits) with an i32 accumulator, and whose rows are
+    contiguous, becomes a call
 
     ```mlir
     func.call @mprt_gemm(%a, %lda, %b, %ldb, %c, %ldc, %m, %n, %k, %flags,

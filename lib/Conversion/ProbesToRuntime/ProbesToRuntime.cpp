@@ -110,8 +110,8 @@ struct ProbesToRuntimePass
     // Check every probe first so a bad one leaves the module untouched.
     bool ok = true;
     for (mp::ObserveOp op : probes) {
-      Type element = cast<RankedTensorType>(op.getInput().getType())
-                         .getElementType();
+      Type element =
+          cast<RankedTensorType>(op.getInput().getType()).getElementType();
       if (!element.isInteger(1) && !runtimeDtype(element)) {
         op.emitError("probe '")
             << op.getId() << "' observes elements of type " << element
@@ -128,9 +128,9 @@ struct ProbesToRuntimePass
     auto callee = module.lookupSymbol<func::FuncOp>(kObserveName);
     if (!callee) {
       b.setInsertionPointToStart(module.getBody());
-      callee = func::FuncOp::create(
-          b, module.getLoc(), kObserveName,
-          b.getFunctionType({i64, i64, i64, i32}, {}));
+      callee =
+          func::FuncOp::create(b, module.getLoc(), kObserveName,
+                               b.getFunctionType({i64, i64, i64, i32}, {}));
       callee.setPrivate();
     }
 
@@ -142,8 +142,8 @@ struct ProbesToRuntimePass
         return found->second;
       SmallVector<int8_t> bytes(id.begin(), id.end());
       bytes.push_back(0);
-      auto type = MemRefType::get({static_cast<int64_t>(bytes.size())},
-                                  b.getI8Type());
+      auto type =
+          MemRefType::get({static_cast<int64_t>(bytes.size())}, b.getI8Type());
       auto value = DenseElementsAttr::get(
           RankedTensorType::get(type.getShape(), b.getI8Type()),
           ArrayRef<int8_t>(bytes));
@@ -175,8 +175,8 @@ struct ProbesToRuntimePass
       auto tensorType = cast<RankedTensorType>(observed.getType());
       auto bufferType =
           MemRefType::get(tensorType.getShape(), tensorType.getElementType());
-      Value buffer = bufferization::ToBufferOp::create(b, loc, bufferType,
-                                                       observed, b.getUnitAttr());
+      Value buffer = bufferization::ToBufferOp::create(
+          b, loc, bufferType, observed, b.getUnitAttr());
 
       auto index = [&](int64_t v) -> Value {
         return arith::ConstantIndexOp::create(b, loc, v);

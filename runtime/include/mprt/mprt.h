@@ -246,14 +246,20 @@ const char *mprt_checkpoint_metadata(const mprt_checkpoint *checkpoint);
 typedef enum mprt_gemm_type {
   MPRT_GEMM_F32 = 0,
   MPRT_GEMM_F16 = 1,
-  MPRT_GEMM_BF16 = 2
+  MPRT_GEMM_BF16 = 2,
+  /* A and B signed 8-bit, C int32 (C += A * B in exact integer arithmetic):
+   * the contractions of --mp-quantize. oneDNN's matmul primitive (AMX-INT8,
+   * AVX512-VNNI or AVX-VNNI kernels, chosen at run time), cached per shape;
+   * gemm_s8s8s32 where no primitive can be built. */
+  MPRT_GEMM_S8 = 3
 } mprt_gemm_type;
 
 /* Bits of mprt_gemm's `flags`. */
 #define MPRT_GEMM_TRANS_A 1
 #define MPRT_GEMM_TRANS_B 2
 
-/* C[m x n] += op(A)[m x k] * op(B)[k x n] with f32 accumulation, as
+/* C[m x n] += op(A)[m x k] * op(B)[k x n] with f32 accumulation (int32 for
+ * MPRT_GEMM_S8), as
  * linalg.matmul does; row-major with leading dimensions lda, ldb, ldc;
  * op(X) is X or its transpose (flags). Pointers arrive as integers: this is
  * what --mp-contractions-to-runtime emits. f16 and bf16 inputs are widened
@@ -373,6 +379,28 @@ typedef struct mprt_memory {
 void mprt_memory_stats(mprt_memory *out);
 /* Starts a new peak measurement from the bytes held now. */
 void mprt_memory_reset_peak(void);
+
+/*===----------------------------------------------------------------------===*
+ * CPU features (detected once, at run time, with cpuid)
+ *===----------------------------------------------------------------------===*/
+
+#define MPRT_CPU_AVX2 (1u << 0)
+#define MPRT_CPU_F16C (1u << 1)
+#define MPRT_CPU_AVX512F (1u << 2)
+#define MPRT_CPU_AVX512_VNNI (1u << 3)   /* int8 dot products, 512-bit */
+#define MPRT_CPU_AVX512_BF16 (1u << 4)
+#define MPRT_CPU_AVX512_FP16 (1u << 5)
+#define MPRT_CPU_AVX_VNNI (1u << 6)      /* int8 dot products, 256-bit */
+#define MPRT_CPU_AMX_INT8 (1u << 7)
+#define MPRT_CPU_AMX_BF16 (1u << 8)
+
+/* The MPRT_CPU_* bits this CPU and OS support (AVX-512 and AMX bits only
+ * when the OS saves their registers). 0 on non-x86 hosts. */
+uint32_t mprt_cpu_features(void);
+
+/* The same as space-separated names ("avx2 f16c avx512f avx512_vnni ..."),
+ * or "none". A static string. */
+const char *mprt_cpu_features_string(void);
 
 #ifdef __cplusplus
 } /* extern "C" */
