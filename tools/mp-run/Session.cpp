@@ -434,4 +434,109 @@ bool Session::predict(const float *x, float *logits, std::string &error) {
   return true;
 }
 
+bool Session::saveCheckpoint(const std::string &path,
+                             llvm::json::Object metadata,
+                             const std::string &previousPath,
+                             std::string &error) const {
+  std::vector<mprt_tensor *> tensors;
+  std::vector<const char *> names;
+  auto add = [&](const HostTensor &t) {
+    mprt_tensor *tensor = nullptr;
+    if (mprt_tensor_create(MPRT_DTYPE_F32, t.shape.size(), t.shape.data(),
+                           &tensor) != MPRT_OK)
+      return false;
+    std::copy(t.data.begin(), t.data.end(),
+              static_cast<float *>(mprt_tensor_data(tensor)));
+    tensors.push_back(tensor);
+    names.push_back(t.name.c_str());
+    return true;
+  };
+  bool ok = true;
+  for (const HostTensor &t : params)
+    ok = ok && add(t);
+  for (const HostTensor &t : state)
+    ok = ok && add(t);
+  metadata["step"] = scalars.step;
+  metadata["scale"] = static_cast<double>(scalars.scale);
+  metadata["growth_tracker"] = scalars.growthTracker;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(metadata));
+  ok = ok &&
+       mprt_checkpoint_save_rotate(
+           path.c_str(), names.data(), tensors.data(), tensors.size(),
+           text.c_str(),
+           previousPath.empty() ? nullptr : previousPath.c_str()) == MPRT_OK;
+  if (!ok)
+    error = mprt_last_error();
+  for (mprt_tensor *t : tensors)
+    mprt_tensor_free(t);
+  return ok;
+}
+
+bool Session::loadCheckpoint(const std::string &path, bool withState,
+                             llvm::json::Object &metadata, std::string &error) {
+  mprt_checkpoint *checkpoint = nullptr;
+  if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
+  }
+  // Everything is checked before anything changes.
+  std::vector<std::pair<HostTensor *, const float *>> updates;
+  auto find = [&](HostTensor &t) {
+    const mprt_tensor *tensor = nullptr;
+    if (mprt_checkpoint_find(checkpoint, t.name.c_str(), &tensor) != MPRT_OK) {
+      error = "checkpoint '" + path + "' has no tensor '" + t.name + "'";
+      return false;
+    }
+    std::vector<int64_t> shape(mprt_tensor_shape(tensor),
+                               mprt_tensor_shape(tensor) +
+                                   mprt_tensor_rank(tensor));
+    if (mprt_tensor_dtype(tensor) != MPRT_DTYPE_F32 || shape != t.shape) {
+      error = "checkpoint '" + path + "': tensor '" + t.name +
+              "' does not match the model's f32 shape";
+      return false;
+    }
+    updates.emplace_back(&t,
+                         static_cast<const float *>(mprt_tensor_data(tensor)));
+    return true;
+  };
+  bool ok = true;
+  for (HostTensor &t : params)
+    ok = ok && find(t);
+  if (withState)
+    for (HostTensor &t : state)
+      ok = ok && find(t);
+  std::optional<int64_t> step, tracker;
+  std::optional<double> scale;
+  if (ok) {
+    const char *text = mprt_checkpoint_metadata(checkpoint);
+    llvm::Expected<llvm::json::Value> meta =
+        llvm::json::parse(text ? text : "");
+    if (!meta)
+      llvm::consumeError(meta.takeError());
+    else if (llvm::json::Object *object = meta->getAsObject())
+      metadata = std::move(*object);
+    step = metadata.getInteger("step");
+    scale = metadata.getNumber("scale");
+    tracker = metadata.getInteger("growth_tracker");
+    if (!step || !scale || !tracker) {
+      error = "checkpoint '" + path +
+              "' lacks its training metadata (step, scale, growth_tracker)";
+      ok = false;
+    }
+  }
+  if (ok) {
+    for (auto [tensor, data] : updates)
+      std::copy(data, data + tensor->numElements(), tensor->data.begin());
+    if (withState) {
+      scalars.step = static_cast<int32_t>(*step);
+      scalars.scale = static_cast<float>(*scale);
+      scalars.growthTracker = static_cast<int32_t>(*tracker);
+    }
+  }
+  mprt_checkpoint_free(checkpoint);
+  return ok;
+}
+
 } // namespace mp

@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <memory>
@@ -82,6 +83,18 @@ public:
                  std::string &error);
   /// Logits (batch x classes) for a batch.
   bool predict(const float *x, float *logits, std::string &error);
+
+  /// Writes parameters, optimizer state and the step's scalars (added to
+  /// `metadata` as step, scale, growth_tracker) atomically to `path`; a
+  /// non-empty `previousPath` keeps the replaced checkpoint there.
+  bool saveCheckpoint(const std::string &path, llvm::json::Object metadata,
+                      const std::string &previousPath,
+                      std::string &error) const;
+  /// Restores the parameters (and, with `withState`, the optimizer state
+  /// and scalars) from a checkpoint saveCheckpoint wrote; `metadata` gets
+  /// its metadata object.
+  bool loadCheckpoint(const std::string &path, bool withState,
+                      llvm::json::Object &metadata, std::string &error);
 
 private:
   Session() = default;

@@ -285,56 +285,23 @@ std::string previousCheckpointPath(const std::string &path) {
   return path + ".prev";
 }
 
-/// Saves parameters, optimizer state and the step's scalars (metadata); the
-/// checkpoint it replaces stays readable as FILE.prev.
+/// Saves parameters, optimizer state and the step's scalars with the run's
+/// position; the checkpoint it replaces stays readable as FILE.prev.
 bool saveCheckpoint(const std::string &path, mp::Session &session,
                     const RunPosition &position, std::string &error) {
-  std::vector<mprt_tensor *> tensors;
-  std::vector<const char *> names;
-  auto add = [&](mp::HostTensor &t) {
-    mprt_tensor *tensor = nullptr;
-    if (mprt_tensor_create(MPRT_DTYPE_F32, t.shape.size(), t.shape.data(),
-                           &tensor) != MPRT_OK)
-      return false;
-    std::copy(t.data.begin(), t.data.end(),
-              static_cast<float *>(mprt_tensor_data(tensor)));
-    tensors.push_back(tensor);
-    names.push_back(t.name.c_str());
-    return true;
-  };
-  bool ok = true;
-  for (mp::HostTensor &t : session.parameters())
-    ok = ok && add(t);
-  for (mp::HostTensor &t : session.optimizerState())
-    ok = ok && add(t);
-  const mp::StepState &s = session.stepState();
-  std::string metadata;
-  llvm::raw_string_ostream os(metadata);
-  os << llvm::json::Value(
-      llvm::json::Object{{"epoch", position.epoch},
-                         {"batch", position.batch},
-                         {"skipped", position.skipped},
-                         {"step", s.step},
-                         {"scale", static_cast<double>(s.scale)},
-                         {"growth_tracker", s.growthTracker},
-                         {"precision", precision.getValue()}});
-  std::string previous = previousCheckpointPath(path);
-  ok = ok && mprt_checkpoint_save_rotate(
-                 path.c_str(), names.data(), tensors.data(), tensors.size(),
-                 metadata.c_str(), previous.c_str()) == MPRT_OK;
-  if (!ok)
-    error = mprt_last_error();
-  for (mprt_tensor *t : tensors)
-    mprt_tensor_free(t);
-  return ok;
+  llvm::json::Object metadata{{"epoch", position.epoch},
+                              {"batch", position.batch},
+                              {"skipped", position.skipped},
+                              {"precision", precision.getValue()}};
+  return session.saveCheckpoint(path, std::move(metadata),
+                                previousCheckpointPath(path), error);
 }
 
 /// Restores what saveCheckpoint wrote and where in the run it was taken.
 bool loadCheckpoint(const std::string &path, mp::Session &session,
                     bool withState, RunPosition &position, std::string &error) {
-  mprt_checkpoint *checkpoint = nullptr;
-  if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
-    error = mprt_last_error();
+  llvm::json::Object metadata;
+  if (!session.loadCheckpoint(path, withState, metadata, error)) {
     // Saves keep the checkpoint they replace: point the user at it.
     std::string previous = previousCheckpointPath(path);
     mprt_checkpoint *fallback = nullptr;
@@ -345,63 +312,16 @@ bool loadCheckpoint(const std::string &path, mp::Session &session,
     }
     return false;
   }
-  auto restore = [&](mp::HostTensor &t) {
-    const mprt_tensor *tensor = nullptr;
-    if (mprt_checkpoint_find(checkpoint, t.name.c_str(), &tensor) != MPRT_OK) {
-      error = "checkpoint '" + path + "' has no tensor '" + t.name + "'";
-      return false;
-    }
-    std::vector<int64_t> shape(mprt_tensor_shape(tensor),
-                               mprt_tensor_shape(tensor) +
-                                   mprt_tensor_rank(tensor));
-    if (mprt_tensor_dtype(tensor) != MPRT_DTYPE_F32 || shape != t.shape) {
-      error = "checkpoint '" + path + "': tensor '" + t.name +
-              "' does not match the model's f32 shape";
-      return false;
-    }
-    const float *data = static_cast<const float *>(mprt_tensor_data(tensor));
-    std::copy(data, data + t.numElements(), t.data.begin());
-    return true;
-  };
-  bool ok = true;
-  for (mp::HostTensor &t : session.parameters())
-    ok = ok && restore(t);
-  if (withState)
-    for (mp::HostTensor &t : session.optimizerState())
-      ok = ok && restore(t);
-  if (ok) {
-    const char *text = mprt_checkpoint_metadata(checkpoint);
-    llvm::Expected<llvm::json::Value> meta =
-        llvm::json::parse(text ? text : "");
-    const llvm::json::Object *object = meta ? meta->getAsObject() : nullptr;
-    std::optional<int64_t> e =
-        object ? object->getInteger("epoch") : std::nullopt;
-    std::optional<int64_t> step =
-        object ? object->getInteger("step") : std::nullopt;
-    std::optional<double> scale =
-        object ? object->getNumber("scale") : std::nullopt;
-    std::optional<int64_t> tracker =
-        object ? object->getInteger("growth_tracker") : std::nullopt;
-    if (!meta)
-      llvm::consumeError(meta.takeError());
-    if (!e || !step || !scale || !tracker) {
-      error = "checkpoint '" + path +
-              "' lacks its training metadata (epoch, step, scale)";
-      ok = false;
-    } else {
-      position.epoch = static_cast<unsigned>(*e);
-      // Absent in checkpoints written before saves inside an epoch existed.
-      position.batch = object->getInteger("batch").value_or(0);
-      position.skipped = object->getInteger("skipped").value_or(0);
-      if (withState) {
-        session.stepState().step = static_cast<int32_t>(*step);
-        session.stepState().scale = static_cast<float>(*scale);
-        session.stepState().growthTracker = static_cast<int32_t>(*tracker);
-      }
-    }
+  std::optional<int64_t> epoch = metadata.getInteger("epoch");
+  if (!epoch || *epoch < 0) {
+    error = "checkpoint '" + path + "' lacks its training metadata (epoch)";
+    return false;
   }
-  mprt_checkpoint_free(checkpoint);
-  return ok;
+  position.epoch = static_cast<unsigned>(*epoch);
+  // Absent in checkpoints written before saves inside an epoch existed.
+  position.batch = metadata.getInteger("batch").value_or(0);
+  position.skipped = metadata.getInteger("skipped").value_or(0);
+  return true;
 }
 
 int fail(const std::string &message) {

@@ -1,0 +1,90 @@
+/*===- Session.h - C API: compile, train and run a model ------*- C -*-===*
+ *
+ * A session compiles a model's mp.loss function into a training step
+ * (autodiff, loss scaling, optimizer, mixed precision) and its mp.predict
+ * function, JIT-compiles both for this CPU (what mp-run does) and runs them
+ * on caller buffers. Built as libmp_session.so for bindings (python/mp/
+ * runtime.py uses it through ctypes).
+ *
+ * Conventions: functions returning int return 0 on success and non-zero on
+ * failure, with the message in mp_last_error() (per thread). Tensors are
+ * dense, row-major float32; the caller owns every buffer it passes.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef MP_CAPI_SESSION_H
+#define MP_CAPI_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mp_session mp_session;
+
+typedef struct mp_session_options {
+  const char *precision;  /* "f32" (default), "f16" or "bf16" */
+  const char *loss_scale; /* "" (default: dynamic for f16, none otherwise),
+                             "dynamic", "none" or "static:N" */
+  const char *optimizer;  /* "sgd" (default), "adam" or "adamw" */
+  double lr;              /* 0.05 */
+  double momentum;        /* 0.9 (sgd) */
+  double weight_decay;    /* 0 */
+  uint64_t seed;          /* parameter initialisation, 0 */
+} mp_session_options;
+
+/* Fills `options` with the defaults above. */
+void mp_session_options_init(mp_session_options *options);
+
+/* The last error of this thread ("" after a success). */
+const char *mp_last_error(void);
+
+/* Parses and compiles `model_path`; parameters start He-uniform from the
+ * seed (biases zero). */
+int mp_session_create(const char *model_path,
+                      const mp_session_options *options, mp_session **out);
+void mp_session_free(mp_session *session);
+
+/* The model's static batch size, elements per sample of x, classes. */
+int64_t mp_session_batch_size(const mp_session *session);
+int64_t mp_session_num_features(const mp_session *session);
+int64_t mp_session_num_classes(const mp_session *session);
+
+/* Parameters (kind 0) and optimizer state (kind 1), by index: name, rank,
+ * shape (owned by the session) and a copy of the values in or out. */
+size_t mp_session_count(const mp_session *session, int kind);
+const char *mp_session_name(const mp_session *session, int kind, size_t index);
+size_t mp_session_rank(const mp_session *session, int kind, size_t index);
+const int64_t *mp_session_shape(const mp_session *session, int kind,
+                                size_t index);
+int mp_session_get(const mp_session *session, int kind, size_t index,
+                   float *out, size_t count);
+int mp_session_set(mp_session *session, int kind, size_t index,
+                   const float *values, size_t count);
+
+/* One training step on a batch: x holds batch x features, labels batch x
+ * classes (one-hot). `loss` and `stepped` (0 when the step was skipped for
+ * inf/nan gradients) may be NULL. */
+int mp_session_train_step(mp_session *session, const float *x,
+                          const float *labels, float *loss, int *stepped);
+/* Logits (batch x classes) of a batch. */
+int mp_session_predict(mp_session *session, const float *x, float *logits);
+
+/* The training step counter, current loss scale and consecutive clean
+ * steps of the dynamic scaler. */
+int32_t mp_session_step(const mp_session *session);
+float mp_session_loss_scale(const mp_session *session);
+int32_t mp_session_growth_tracker(const mp_session *session);
+
+/* Saves parameters, optimizer state and the scalars above atomically (an
+ * .npz mp-run reads); loads them back (shapes must match). */
+int mp_session_save(const mp_session *session, const char *path);
+int mp_session_load(mp_session *session, const char *path);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MP_CAPI_SESSION_H */

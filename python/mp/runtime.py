@@ -1,0 +1,194 @@
+"""Bindings (ctypes) to libmp_session.so, the C API of include/mp/CAPI/Session.h:
+compile a model, train it step by step, predict and checkpoint, from numpy.
+
+    from mp.runtime import Session
+    s = Session("model.mlir", precision="bf16", lr=0.05)
+    s.set_parameter("0.weight", w)              # optional: your own initial values
+    loss, stepped = s.train_step(x, labels)     # x: batch x ..., labels one-hot
+    logits = s.predict(x)
+    s.save("run.npz")                           # mp-run reads it (--resume, infer)
+
+The library is <MP_BUILD_DIR>/lib/libmp_session.so (default build/); set
+MP_SESSION_LIB to use another.
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+from . import run_mlir
+
+PARAMETERS, STATE = 0, 1
+
+
+class MPError(RuntimeError):
+    """An error the C API reported (its message names the cause)."""
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("precision", ctypes.c_char_p), ("loss_scale", ctypes.c_char_p),
+                ("optimizer", ctypes.c_char_p), ("lr", ctypes.c_double),
+                ("momentum", ctypes.c_double), ("weight_decay", ctypes.c_double),
+                ("seed", ctypes.c_uint64)]
+
+
+_lib = None
+
+
+def library():
+    """The loaded libmp_session.so (loaded once)."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = os.environ.get("MP_SESSION_LIB",
+                          os.path.join(run_mlir.build_dir(), "lib", "libmp_session.so"))
+    if not os.path.exists(path):
+        raise MPError("%s is missing: build mp (scripts/setup.sh) or set MP_SESSION_LIB" % path)
+    lib = ctypes.CDLL(path)
+    P, S = ctypes.c_void_p, ctypes.c_size_t
+    f32p = ctypes.POINTER(ctypes.c_float)
+    signatures = {
+        "mp_session_options_init": (None, [ctypes.POINTER(_Options)]),
+        "mp_last_error": (ctypes.c_char_p, []),
+        "mp_session_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_Options),
+                                             ctypes.POINTER(P)]),
+        "mp_session_free": (None, [P]),
+        "mp_session_batch_size": (ctypes.c_int64, [P]),
+        "mp_session_num_features": (ctypes.c_int64, [P]),
+        "mp_session_num_classes": (ctypes.c_int64, [P]),
+        "mp_session_count": (S, [P, ctypes.c_int]),
+        "mp_session_name": (ctypes.c_char_p, [P, ctypes.c_int, S]),
+        "mp_session_rank": (S, [P, ctypes.c_int, S]),
+        "mp_session_shape": (ctypes.POINTER(ctypes.c_int64), [P, ctypes.c_int, S]),
+        "mp_session_get": (ctypes.c_int, [P, ctypes.c_int, S, f32p, S]),
+        "mp_session_set": (ctypes.c_int, [P, ctypes.c_int, S, f32p, S]),
+        "mp_session_train_step": (ctypes.c_int, [P, f32p, f32p, f32p,
+                                                 ctypes.POINTER(ctypes.c_int)]),
+        "mp_session_predict": (ctypes.c_int, [P, f32p, f32p]),
+        "mp_session_step": (ctypes.c_int32, [P]),
+        "mp_session_loss_scale": (ctypes.c_float, [P]),
+        "mp_session_growth_tracker": (ctypes.c_int32, [P]),
+        "mp_session_save": (ctypes.c_int, [P, ctypes.c_char_p]),
+        "mp_session_load": (ctypes.c_int, [P, ctypes.c_char_p]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(lib, name)
+        function.restype, function.argtypes = restype, argtypes
+    _lib = lib
+    return lib
+
+
+def _check(status):
+    if status != 0:
+        raise MPError(library().mp_last_error().decode())
+
+
+def _floats(array, shape, what):
+    """A C-contiguous float32 copy of `array` with `shape` elements."""
+    array = np.ascontiguousarray(array, dtype=np.float32)
+    if array.size != int(np.prod(shape)):
+        raise ValueError("%s has %d elements, the model expects shape %s" %
+                         (what, array.size, tuple(shape)))
+    return array
+
+
+def _pointer(array):
+    return array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
+
+class Session:
+    """A compiled model: its training step (autodiff, loss scaling,
+    optimizer, mixed precision) and prediction, JIT-compiled for this CPU."""
+
+    def __init__(self, model_path, precision="f32", loss_scale="", optimizer="sgd",
+                 lr=0.05, momentum=0.9, weight_decay=0.0, seed=0):
+        lib = library()
+        options = _Options()
+        lib.mp_session_options_init(ctypes.byref(options))
+        options.precision = precision.encode()
+        options.loss_scale = loss_scale.encode()
+        options.optimizer = optimizer.encode()
+        options.lr, options.momentum = lr, momentum
+        options.weight_decay, options.seed = weight_decay, seed
+        handle = ctypes.c_void_p()
+        _check(lib.mp_session_create(os.fspath(model_path).encode(),
+                                     ctypes.byref(options), ctypes.byref(handle)))
+        self._handle = handle
+        self.batch_size = lib.mp_session_batch_size(handle)
+        self.num_features = lib.mp_session_num_features(handle)
+        self.num_classes = lib.mp_session_num_classes(handle)
+        self._index = {}
+        for kind in (PARAMETERS, STATE):
+            for i in range(lib.mp_session_count(handle, kind)):
+                name = lib.mp_session_name(handle, kind, i).decode()
+                rank = lib.mp_session_rank(handle, kind, i)
+                dims = lib.mp_session_shape(handle, kind, i)
+                self._index[(kind, name)] = (i, tuple(dims[d] for d in range(rank)))
+
+    def close(self):
+        if getattr(self, "_handle", None):
+            library().mp_session_free(self._handle)
+            self._handle = None
+
+    __del__ = close
+
+    def names(self, kind=PARAMETERS):
+        return [name for (k, name) in self._index if k == kind]
+
+    def get(self, name, kind=PARAMETERS):
+        index, shape = self._lookup(name, kind)
+        out = np.empty(shape, dtype=np.float32)
+        _check(library().mp_session_get(self._handle, kind, index, _pointer(out), out.size))
+        return out
+
+    def set(self, name, values, kind=PARAMETERS):
+        index, shape = self._lookup(name, kind)
+        values = _floats(values, shape, "'%s'" % name)
+        _check(library().mp_session_set(self._handle, kind, index, _pointer(values),
+                                        values.size))
+
+    def parameters(self):
+        """Every parameter by name (copies)."""
+        return {name: self.get(name) for name in self.names(PARAMETERS)}
+
+    set_parameter = set
+
+    def train_step(self, x, labels):
+        """One step on a batch; returns (loss, stepped). `stepped` is False
+        when the step was skipped for inf/nan gradients (loss scaling)."""
+        x = _floats(x, (self.batch_size, self.num_features), "x")
+        labels = _floats(labels, (self.batch_size, self.num_classes), "labels")
+        loss, stepped = ctypes.c_float(), ctypes.c_int()
+        _check(library().mp_session_train_step(self._handle, _pointer(x), _pointer(labels),
+                                               ctypes.byref(loss), ctypes.byref(stepped)))
+        return float(loss.value), bool(stepped.value)
+
+    def predict(self, x):
+        """Logits (batch x classes) of one batch."""
+        x = _floats(x, (self.batch_size, self.num_features), "x")
+        logits = np.empty((self.batch_size, self.num_classes), dtype=np.float32)
+        _check(library().mp_session_predict(self._handle, _pointer(x), _pointer(logits)))
+        return logits
+
+    @property
+    def step(self):
+        return library().mp_session_step(self._handle)
+
+    @property
+    def loss_scale(self):
+        return library().mp_session_loss_scale(self._handle)
+
+    def save(self, path):
+        _check(library().mp_session_save(self._handle, os.fspath(path).encode()))
+
+    def load(self, path):
+        _check(library().mp_session_load(self._handle, os.fspath(path).encode()))
+
+    def _lookup(self, name, kind):
+        try:
+            return self._index[(kind, name)]
+        except KeyError:
+            raise KeyError("the model has no %s named '%s' (it has %s)" % (
+                "parameter" if kind == PARAMETERS else "optimizer state", name,
+                ", ".join(self.names(kind)))) from None

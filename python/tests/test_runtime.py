@@ -1,0 +1,131 @@
+"""The Python API over libmp_session.so (mp.runtime): the digits MLP,
+exported from PyTorch, trained step by step from Python in bf16 and f16
+against PyTorch training the same model from the same initial weights on
+the same batches; checkpoints; errors.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import models
+import mp
+import mprun_order
+from mp import runtime
+from test_training import BATCH, EPOCHS, LR, MOMENTUM, _accuracy, _digits, _torch_train
+
+
+def _export(tmp_path, module):
+    path = tmp_path / "digits_mlp.mlir"
+    path.write_text(mp.export_training(module, torch.zeros(BATCH, 64), num_classes=10))
+    return path
+
+
+def _train(session, data):
+    """mp's schedule, driven from Python: the same batches _torch_train uses."""
+    x, y = data["x_train"], data["y_train"]
+    losses, skipped = [], 0
+    for epoch in range(1, EPOCHS + 1):
+        order = mprun_order.epoch_order(x.shape[0], epoch)
+        total, steps = 0.0, 0
+        for first in range(0, x.shape[0] - BATCH + 1, BATCH):
+            idx = order[first:first + BATCH]
+            loss, stepped = session.train_step(x[idx], y[idx])
+            skipped += not stepped
+            total += loss
+            steps += 1
+        losses.append(total / steps)
+    return losses, skipped
+
+
+def _session_accuracy(session, data):
+    x, labels = data["x_test"], data["labels_test"]
+    correct = 0
+    for first in range(0, x.shape[0], BATCH):
+        batch = np.zeros((BATCH, x.shape[1]), dtype=np.float32)
+        rows = min(BATCH, x.shape[0] - first)
+        batch[:rows] = x[first:first + rows]
+        correct += int(np.sum(session.predict(batch)[:rows].argmax(1) ==
+                              labels[first:first + rows]))
+    return 100.0 * correct / x.shape[0]
+
+
+@pytest.fixture(scope="module")
+def start(tmp_path_factory):
+    torch.manual_seed(0)
+    initial = models.mlp()
+    return initial, _export(tmp_path_factory.mktemp("runtime"), initial)
+
+
+@pytest.fixture(scope="module")
+def torch_bf16(start):
+    module = models.mlp()
+    module.load_state_dict(start[0].state_dict())
+    losses, accuracy = _torch_train(module, _digits(), autocast_bf16=True)
+    return losses, accuracy
+
+
+@pytest.mark.parametrize("precision", ["bf16", "f16"])
+def test_python_training_matches_pytorch_amp(start, torch_bf16, precision):
+    """From PyTorch's initial weights, on the same batches: epoch losses
+    within 1% of PyTorch's bf16 autocast, held-out accuracy within 0.5
+    point, no skipped step (f16 runs with dynamic loss scaling)."""
+    initial, model = start
+    data = _digits()
+    session = runtime.Session(model, precision=precision, lr=LR, momentum=MOMENTUM)
+    assert (session.batch_size, session.num_features, session.num_classes) == (BATCH, 64, 10)
+    for name, value in mp.param_arrays(initial).items():
+        session.set_parameter(name, value)
+    losses, skipped = _train(session, data)
+    accuracy = _session_accuracy(session, data)
+    want_losses, want_accuracy = torch_bf16
+    print("mp %s via Python: losses %s, accuracy %.2f%%; PyTorch bf16 autocast: %s, %.2f%%" % (
+        precision, " ".join("%.4f" % v for v in losses), accuracy,
+        " ".join("%.4f" % v for v in want_losses), want_accuracy))
+    for got, want in zip(losses, want_losses):
+        assert abs(got - want) <= 1e-2 * want, (losses, want_losses)
+    assert abs(accuracy - want_accuracy) <= 0.5
+    assert skipped == 0
+    assert session.step == EPOCHS * (data["x_train"].shape[0] // BATCH)
+    assert session.loss_scale == (65536.0 if precision == "f16" else 1.0)
+
+
+def test_checkpoint_round_trip_and_mp_run_format(start, tmp_path):
+    """save/load restore parameters, optimizer state and step exactly;
+    the file is an mp-run checkpoint (mp.load_params reads it too)."""
+    _, model = start
+    data = _digits()
+    a = runtime.Session(model, precision="bf16", seed=3)
+    for first in range(0, 4 * BATCH, BATCH):
+        a.train_step(data["x_train"][first:first + BATCH], data["y_train"][first:first + BATCH])
+    path = tmp_path / "run.npz"
+    a.save(path)
+    b = runtime.Session(model, precision="bf16", seed=4)
+    assert not np.array_equal(b.get("0.weight"), a.get("0.weight"))
+    b.load(path)
+    assert b.step == a.step == 4
+    for kind in (runtime.PARAMETERS, runtime.STATE):
+        assert a.names(kind)  # momentum buffers exist for SGD
+        for name in a.names(kind):
+            assert np.array_equal(a.get(name, kind), b.get(name, kind)), name
+    x = data["x_test"][:BATCH]
+    assert np.array_equal(a.predict(x), b.predict(x))
+    module = models.mlp()
+    mp.load_params(module, str(path))
+    assert np.array_equal(module[0].weight.detach().numpy(), a.get("0.weight"))
+
+
+def test_errors_are_exceptions_with_messages(start, tmp_path):
+    _, model = start
+    with pytest.raises(runtime.MPError, match="bad --precision 'f8'"):
+        runtime.Session(model, precision="f8")
+    with pytest.raises(runtime.MPError, match="cannot load model"):
+        runtime.Session(tmp_path / "missing.mlir")
+    session = runtime.Session(model)
+    with pytest.raises(ValueError, match="x has 10 elements"):
+        session.predict(np.zeros(10, dtype=np.float32))
+    with pytest.raises(KeyError, match="no parameter named 'nope'"):
+        session.get("nope")
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(runtime.MPError, match="bad.npz"):
+        session.load(tmp_path / "bad.npz")

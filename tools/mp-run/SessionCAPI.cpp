@@ -1,0 +1,222 @@
+//===- SessionCAPI.cpp - the C API over mp::Session -----------------------===//
+//
+// include/mp/CAPI/Session.h: what bindings (python/mp/runtime.py) call.
+// Every entry point catches bad arguments and reports them through
+// mp_last_error instead of crashing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/CAPI/Session.h"
+
+#include "Session.h"
+
+#include "mp/InitAll.h"
+
+#include "mlir/InitAllPasses.h"
+
+#include <cstring>
+#include <mutex>
+
+struct mp_session {
+  std::unique_ptr<mp::Session> session;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+int fail(const std::string &message) {
+  lastError = message;
+  return 1;
+}
+
+int succeed() {
+  lastError.clear();
+  return 0;
+}
+
+/// The textual lowering pipeline names upstream and mp passes: register
+/// them once per process.
+void registerPassesOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mlir::registerAllPasses();
+    mlir::mp::registerAllPasses();
+  });
+}
+
+std::vector<mp::HostTensor> *tensorsOf(const mp_session *s, int kind) {
+  if (!s || !s->session || (kind != 0 && kind != 1))
+    return nullptr;
+  return kind == 0 ? &s->session->parameters() : &s->session->optimizerState();
+}
+
+mp::HostTensor *tensorAt(const mp_session *s, int kind, size_t index) {
+  std::vector<mp::HostTensor> *tensors = tensorsOf(s, kind);
+  if (!tensors || index >= tensors->size())
+    return nullptr;
+  return &(*tensors)[index];
+}
+
+} // namespace
+
+extern "C" {
+
+void mp_session_options_init(mp_session_options *options) {
+  if (!options)
+    return;
+  options->precision = "f32";
+  options->loss_scale = "";
+  options->optimizer = "sgd";
+  options->lr = 0.05;
+  options->momentum = 0.9;
+  options->weight_decay = 0.0;
+  options->seed = 0;
+}
+
+const char *mp_last_error(void) { return lastError.c_str(); }
+
+int mp_session_create(const char *model_path, const mp_session_options *options,
+                      mp_session **out) {
+  if (!out)
+    return fail("mp_session_create: output pointer is NULL");
+  *out = nullptr;
+  if (!model_path)
+    return fail("mp_session_create: model path is NULL");
+  mp_session_options defaults;
+  mp_session_options_init(&defaults);
+  const mp_session_options &o = options ? *options : defaults;
+  mp::TrainOptions train;
+  train.precision = o.precision ? o.precision : "f32";
+  train.lossScale = o.loss_scale ? o.loss_scale : "";
+  train.optimizer = o.optimizer ? o.optimizer : "sgd";
+  train.lr = o.lr;
+  train.momentum = o.momentum;
+  train.weightDecay = o.weight_decay;
+  train.seed = o.seed;
+  registerPassesOnce();
+  std::string error;
+  std::unique_ptr<mp::Session> session =
+      mp::Session::create(model_path, train, error);
+  if (!session)
+    return fail(error);
+  *out = new mp_session{std::move(session)};
+  return succeed();
+}
+
+void mp_session_free(mp_session *session) { delete session; }
+
+int64_t mp_session_batch_size(const mp_session *s) {
+  return s ? s->session->batchSize() : 0;
+}
+int64_t mp_session_num_features(const mp_session *s) {
+  return s ? s->session->numFeatures() : 0;
+}
+int64_t mp_session_num_classes(const mp_session *s) {
+  return s ? s->session->numClasses() : 0;
+}
+
+size_t mp_session_count(const mp_session *s, int kind) {
+  std::vector<mp::HostTensor> *tensors = tensorsOf(s, kind);
+  return tensors ? tensors->size() : 0;
+}
+
+const char *mp_session_name(const mp_session *s, int kind, size_t index) {
+  mp::HostTensor *t = tensorAt(s, kind, index);
+  return t ? t->name.c_str() : nullptr;
+}
+
+size_t mp_session_rank(const mp_session *s, int kind, size_t index) {
+  mp::HostTensor *t = tensorAt(s, kind, index);
+  return t ? t->shape.size() : 0;
+}
+
+const int64_t *mp_session_shape(const mp_session *s, int kind, size_t index) {
+  mp::HostTensor *t = tensorAt(s, kind, index);
+  return t ? t->shape.data() : nullptr;
+}
+
+int mp_session_get(const mp_session *s, int kind, size_t index, float *out,
+                   size_t count) {
+  mp::HostTensor *t = tensorAt(s, kind, index);
+  if (!t)
+    return fail("mp_session_get: no tensor " + std::to_string(index) +
+                " of kind " + std::to_string(kind));
+  if (!out || count != t->data.size())
+    return fail("mp_session_get: '" + t->name + "' has " +
+                std::to_string(t->data.size()) + " elements, the buffer " +
+                std::to_string(count));
+  std::copy(t->data.begin(), t->data.end(), out);
+  return succeed();
+}
+
+int mp_session_set(mp_session *s, int kind, size_t index, const float *values,
+                   size_t count) {
+  mp::HostTensor *t = tensorAt(s, kind, index);
+  if (!t)
+    return fail("mp_session_set: no tensor " + std::to_string(index) +
+                " of kind " + std::to_string(kind));
+  if (!values || count != t->data.size())
+    return fail("mp_session_set: '" + t->name + "' has " +
+                std::to_string(t->data.size()) + " elements, got " +
+                std::to_string(count));
+  std::copy(values, values + count, t->data.begin());
+  return succeed();
+}
+
+int mp_session_train_step(mp_session *s, const float *x, const float *labels,
+                          float *loss, int *stepped) {
+  if (!s || !x || !labels)
+    return fail("mp_session_train_step: NULL session, x or labels");
+  mp::StepResult result;
+  std::string error;
+  if (!s->session->trainStep(x, labels, result, error))
+    return fail(error);
+  if (loss)
+    *loss = result.loss;
+  if (stepped)
+    *stepped = result.stepped ? 1 : 0;
+  return succeed();
+}
+
+int mp_session_predict(mp_session *s, const float *x, float *logits) {
+  if (!s || !x || !logits)
+    return fail("mp_session_predict: NULL session, x or logits");
+  std::string error;
+  if (!s->session->predict(x, logits, error))
+    return fail(error);
+  return succeed();
+}
+
+int32_t mp_session_step(const mp_session *s) {
+  return s ? s->session->stepState().step : 0;
+}
+float mp_session_loss_scale(const mp_session *s) {
+  return s ? s->session->stepState().scale : 0.0f;
+}
+int32_t mp_session_growth_tracker(const mp_session *s) {
+  return s ? s->session->stepState().growthTracker : 0;
+}
+
+int mp_session_save(const mp_session *s, const char *path) {
+  if (!s || !path)
+    return fail("mp_session_save: NULL session or path");
+  // mp-run's metadata, so `mp-run train --resume` continues from it.
+  llvm::json::Object metadata{{"epoch", 0}, {"batch", 0}, {"skipped", 0}};
+  std::string error;
+  if (!s->session->saveCheckpoint(path, std::move(metadata), "", error))
+    return fail(error);
+  return succeed();
+}
+
+int mp_session_load(mp_session *s, const char *path) {
+  if (!s || !path)
+    return fail("mp_session_load: NULL session or path");
+  llvm::json::Object metadata;
+  std::string error;
+  if (!s->session->loadCheckpoint(path, /*withState=*/true, metadata, error))
+    return fail(error);
+  return succeed();
+}
+
+} // extern "C"
