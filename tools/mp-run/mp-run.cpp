@@ -6,7 +6,10 @@
 // the held-out accuracy; with --checkpoint it saves after every epoch (and
 // every --checkpoint-every steps) and --resume continues from there.
 // mp-run infer MODEL.mlir --checkpoint FILE: held-out accuracy of the
-// checkpoint's parameters through the model's mp.predict function.
+// checkpoint's parameters through the model's mp.predict function; with
+// --calibrate N it writes INT8 calibration statistics instead, with
+// --precision int8 --calibration FILE it runs the quantized model
+// (docs/quantization.md).
 // mp-run compare MODEL.mlir --precision f16|bf16: the ops of mp.predict
 // listed by how far their mixed-precision output is from FP32's.
 // --check-numerics (train, infer): the first op per step whose output had
