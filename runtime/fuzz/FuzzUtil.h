@@ -31,8 +31,7 @@ inline void require(bool condition, const char *what) {
 }
 
 /// The contract every status-returning call keeps.
-template <typename T>
-void checkStatus(mprt_status status, T *out) {
+template <typename T> void checkStatus(mprt_status status, T *out) {
   if (status == MPRT_OK) {
     require(out != nullptr, "MPRT_OK without an output");
     require(mprt_last_error()[0] == '\0', "MPRT_OK with an error message");
@@ -67,7 +66,8 @@ inline unsigned checkTensor(const mprt_tensor *tensor) {
   require(elements == mprt_tensor_num_elements(tensor), "element count");
   require(elements * mprt_dtype_size(dtype) == mprt_tensor_byte_size(tensor),
           "byte size");
-  const auto *data = static_cast<const unsigned char *>(mprt_tensor_data(tensor));
+  const auto *data =
+      static_cast<const unsigned char *>(mprt_tensor_data(tensor));
   require(data != nullptr, "NULL data");
   unsigned sum = 0;
   for (size_t i = 0, n = mprt_tensor_byte_size(tensor); i < n; ++i)

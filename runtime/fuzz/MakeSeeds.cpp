@@ -49,13 +49,12 @@ int main(int argc, char **argv) {
 
   // .npy: each dtype NumPy has, a scalar, an empty and a rank-3 tensor, and
   // a header long enough for format 2.0.
-  const mprt_dtype npyTypes[] = {MPRT_DTYPE_F32, MPRT_DTYPE_F16,
-                                 MPRT_DTYPE_F64, MPRT_DTYPE_I32,
-                                 MPRT_DTYPE_I64, MPRT_DTYPE_U8, MPRT_DTYPE_I8};
+  const mprt_dtype npyTypes[] = {MPRT_DTYPE_F32, MPRT_DTYPE_F16, MPRT_DTYPE_F64,
+                                 MPRT_DTYPE_I32, MPRT_DTYPE_I64, MPRT_DTYPE_U8,
+                                 MPRT_DTYPE_I8};
   for (mprt_dtype dtype : npyTypes) {
     mprt_tensor *tensor = makeTensor(dtype, {2, 3});
-    std::string path =
-        dir + "/npy/" + mprt_dtype_name(dtype) + "-2x3.npy";
+    std::string path = dir + "/npy/" + mprt_dtype_name(dtype) + "-2x3.npy";
     check(mprt_npy_write(path.c_str(), tensor), path.c_str());
     mprt_tensor_free(tensor);
   }
@@ -136,8 +135,8 @@ int main(int argc, char **argv) {
         {"h", h, true}, {"w", w, false}, {"__dtypes__", dtypes, false}};
     mprt::NpzWriteOptions options;
     options.forceZip64 = true;
-    check(mprt::writeNpz((dir + "/checkpoint/bf16-zip64.ckpt").c_str(),
-                         members, options),
+    check(mprt::writeNpz((dir + "/checkpoint/bf16-zip64.ckpt").c_str(), members,
+                         options),
           "bf16-zip64.ckpt");
     mprt_tensor_free(dtypes);
   }

@@ -49,8 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (const std::string &name : names)
       nameArray.push_back(name.c_str());
     std::string path = scratchDir() + "/roundtrip.npz";
-    status = mprt_npz_write(path.c_str(), nameArray.data(),
-                            tensors.data(), count);
+    status =
+        mprt_npz_write(path.c_str(), nameArray.data(), tensors.data(), count);
     checkWriteStatus(status);
     if (status == MPRT_OK) {
       mprt_npz *again = nullptr;
