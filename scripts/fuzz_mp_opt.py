@@ -31,6 +31,7 @@ import hashlib
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -423,8 +424,10 @@ def pass_args(rng, tmpdir):
         if rng.random() < 0.2:
             options.append("growth-interval=" +
                            rng.choice(["0", "-1", "1", "2000"]))
-        # Loss scaling works on what autodiff built.
-        return kind, ["--mp-autodiff", opts("--mp-loss-scaling", options)]
+        # Loss scaling works on what autodiff built; the inputs of its own
+        # tests already hold gradient functions.
+        prefix = ["--mp-autodiff"] if rng.random() < 0.5 else []
+        return kind, prefix + [opts("--mp-loss-scaling", options)]
     if kind == "optimizer":
         options = []
         if rng.random() < 0.6:
@@ -437,7 +440,7 @@ def pass_args(rng, tmpdir):
                 options.append(name + "=" + _double(rng, default))
         if rng.random() < 0.2:
             options.append("name=" + rng.choice(["step", "loss", "", "main"]))
-        prefix = ["--mp-autodiff"]
+        prefix = ["--mp-autodiff"] if rng.random() < 0.5 else []
         if rng.random() < 0.5:
             prefix.append("--mp-loss-scaling")
         return kind, prefix + [opts("--mp-optimizer", options)]
@@ -521,7 +524,12 @@ def run_mp_opt(mp_opt, args, text, timeout, tmpdir):
     env = dict(os.environ)
     env.setdefault("LLVM_SYMBOLIZER_PATH",
                    "/usr/lib/llvm-22/bin/llvm-symbolizer")
-    env.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1")
+    # For an mp-opt built with ASan (scripts/sanitize.sh --full): LLVM's
+    # inline allocators poison memory in mp's instrumented code that MLIR's
+    # uninstrumented code then uses (false reports), and leaks at exit are
+    # not crashes. Later ASAN_OPTIONS entries override earlier ones.
+    env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") +
+                           ":allow_user_poisoning=0:detect_leaks=0")
     env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
     try:
         proc = subprocess.run([mp_opt, path, "-o", os.devnull] + args,
@@ -539,6 +547,35 @@ def run_mp_opt(mp_opt, args, text, timeout, tmpdir):
         if marker in stderr:
             return "crash", marker, stderr
     return "ok", "exit %d" % proc.returncode, stderr
+
+
+# Pipelines whose outputs join the corpus (see main).
+DERIVE_PIPELINES = [
+    ("autodiff", ["--mp-autodiff"]),
+    ("scaled", ["--mp-autodiff", "--mp-loss-scaling"]),
+    ("step", ["--mp-autodiff", "--mp-loss-scaling", "--mp-optimizer"]),
+    ("analyzed", ["--mp-import", "--mp-analyze-precision"]),
+    ("amp", ["--mp-import", "--auto-mixed-precision=dtype=bf16"]),
+]
+
+
+def produce(mp_opt, args, text, timeout, tmpdir):
+    """mp-opt's output for `text`, or None when it fails."""
+    path = os.path.join(tmpdir, "input.mlir")
+    with open(path, "w") as f:
+        f.write(text)
+    try:
+        proc = subprocess.run([mp_opt, path] + args,
+                              stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, timeout=timeout,
+                              cwd=tmpdir)
+    except subprocess.TimeoutExpired:
+        return None
+    if proc.returncode != 0:
+        return None
+    output = proc.stdout.decode("utf-8", "replace")
+    return None if output.strip() == text.strip() else output
 
 
 def minimize(mp_opt, args, text, key, timeout, tmpdir, budget):
@@ -593,9 +630,14 @@ def main():
                         help="folder for findings (created)")
     parser.add_argument("--corpus", action="append",
                         help="corpus folder (default: test/ and examples/)")
+    parser.add_argument("--no-derive", action="store_true",
+                        help="do not add what mp's passes make from the "
+                             "corpus to it")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
 
+    if os.sep not in args.mp_opt:  # a name on PATH
+        args.mp_opt = shutil.which(args.mp_opt) or args.mp_opt
     if not os.access(args.mp_opt, os.X_OK):
         sys.exit("fuzz_mp_opt: no mp-opt at %s (build it, or --mp-opt)" %
                  args.mp_opt)
@@ -614,6 +656,28 @@ def main():
                                              dir=tmpdir))[1] == "exit 0",
                 corpus))
     valid = [entry for entry, ok in zip(corpus, parses) if ok]
+    # What mp's passes make from the valid entries (gradient functions, train
+    # steps, recorded decisions) joins the corpus, so that mutations reach
+    # the later passes with inputs of the shape they expect.
+    derived = []
+    if not args.no_derive:
+        jobs_list = [(entry, name, flags) for entry in valid
+                     for name, flags in DERIVE_PIPELINES]
+        with tempfile.TemporaryDirectory(prefix="mp-fuzz-") as tmpdir:
+            with concurrent.futures.ThreadPoolExecutor(
+                    max_workers=jobs) as pool:
+                outputs = list(pool.map(
+                    lambda job: produce(args.mp_opt, job[2], job[0][1],
+                                        args.timeout,
+                                        tempfile.mkdtemp(dir=tmpdir)),
+                    jobs_list))
+        seen = set(text for _, text in corpus)
+        for (entry, name, _), output in zip(jobs_list, outputs):
+            if output and output not in seen and len(output) < 100000:
+                seen.add(output)
+                derived.append((entry[0] + " | " + name, output))
+    corpus = corpus + derived
+    valid = valid + derived
     findings_dir = os.path.join(args.out, "findings")
     os.makedirs(findings_dir, exist_ok=True)
 
@@ -700,11 +764,11 @@ def main():
     elapsed = time.time() - start
     crashes = sum(1 for k in unique if unique[k][0].startswith("crash"))
     hangs = len(unique) - crashes
-    print("fuzz_mp_opt: seed %d, corpus %d entries (%d parse), %d runs in "
-          "%.0f s (%.1f runs/s, %d jobs)" % (args.seed, len(corpus),
-                                             len(valid), stats["runs"],
-                                      elapsed, stats["runs"] / max(elapsed, 1e-9),
-                                      jobs))
+    print("fuzz_mp_opt: seed %d, corpus %d entries (%d parse, %d derived), "
+          "%d runs in %.0f s (%.1f runs/s, %d jobs)" % (
+              args.seed, len(corpus), len(valid), len(derived),
+              stats["runs"], elapsed, stats["runs"] / max(elapsed, 1e-9),
+              jobs))
     print("%-14s %6s %6s" % ("pass", "runs", "failed"))
     for name in sorted(per_pass):
         print("%-14s %6d %6d" % (name, per_pass[name][0], per_pass[name][1]))
