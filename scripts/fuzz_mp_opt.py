@@ -638,6 +638,7 @@ def main():
 
     if os.sep not in args.mp_opt:  # a name on PATH
         args.mp_opt = shutil.which(args.mp_opt) or args.mp_opt
+    args.mp_opt = os.path.abspath(args.mp_opt)  # runs happen in temp dirs
     if not os.access(args.mp_opt, os.X_OK):
         sys.exit("fuzz_mp_opt: no mp-opt at %s (build it, or --mp-opt)" %
                  args.mp_opt)
