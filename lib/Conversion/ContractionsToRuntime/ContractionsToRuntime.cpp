@@ -35,8 +35,10 @@ Value throughExtension(Value value) {
 
 /// A matrix product C[i, j] += A[.] * B[.] over one reduction loop r.
 struct Product {
-  OpOperand *a, *b;
-  bool transA, transB;
+  // Null until matched: both inputs may index the same way (found by the
+  // UB sanitizer on a fuzzed input, which read these uninitialized).
+  OpOperand *a = nullptr, *b = nullptr;
+  bool transA = false, transB = false;
 };
 
 std::optional<Product> matchProduct(linalg::LinalgOp op) {

@@ -56,3 +56,22 @@ func.func @unchanged(%a: memref<4x6xf16>, %b: memref<6x3xf16>, %c: memref<4x3xf1
   linalg.matmul ins(%as, %bf : memref<4x6xf32, strided<[1, 4]>>, memref<6x3xf32>) outs(%cf : memref<4x3xf32>)
   return
 }
+
+// -----
+
+// Both inputs index (i, r): not a matrix product (B is missing), so the op
+// stays. This read an uninitialized operand pointer before.
+// CHECK-LABEL: func.func @no_b
+// CHECK-NOT: call @mprt_gemm
+// CHECK: linalg.generic
+func.func @no_b(%a: memref<4x6xf32>, %a2: memref<4x6xf32>, %c: memref<4x3xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %a2 : memref<4x6xf32>, memref<4x6xf32>) outs(%c : memref<4x3xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
