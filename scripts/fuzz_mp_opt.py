@@ -520,11 +520,7 @@ def signature(kind, stderr):
     return kind + " | " + message + " | " + " <- ".join(frames)
 
 
-def run_mp_opt(mp_opt, args, text, timeout, tmpdir):
-    """Runs mp-opt; returns (status, kind, stderr) with status ok|crash|hang."""
-    path = os.path.join(tmpdir, "input.mlir")
-    with open(path, "w") as f:
-        f.write(text)
+def mp_opt_env():
     env = dict(os.environ)
     env.setdefault("LLVM_SYMBOLIZER_PATH",
                    "/usr/lib/llvm-22/bin/llvm-symbolizer")
@@ -535,12 +531,20 @@ def run_mp_opt(mp_opt, args, text, timeout, tmpdir):
     env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") +
                            ":allow_user_poisoning=0:detect_leaks=0")
     env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    return env
+
+
+def run_mp_opt(mp_opt, args, text, timeout, tmpdir):
+    """Runs mp-opt; returns (status, kind, stderr) with status ok|crash|hang."""
+    path = os.path.join(tmpdir, "input.mlir")
+    with open(path, "w") as f:
+        f.write(text)
     try:
         proc = subprocess.run([mp_opt, path, "-o", os.devnull] + args,
                               stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, timeout=timeout,
-                              cwd=tmpdir, env=env)
+                              cwd=tmpdir, env=mp_opt_env())
     except subprocess.TimeoutExpired as e:
         err = e.stderr.decode("utf-8", "replace") if e.stderr else ""
         return "hang", "hang", err
@@ -573,7 +577,7 @@ def produce(mp_opt, args, text, timeout, tmpdir):
                               stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, timeout=timeout,
-                              cwd=tmpdir)
+                              cwd=tmpdir, env=mp_opt_env())
     except subprocess.TimeoutExpired:
         return None
     if proc.returncode != 0:

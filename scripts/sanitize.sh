@@ -41,11 +41,12 @@ done
 flags="-fsanitize=address,undefined -fno-sanitize-recover=all"
 # vptr and function checks need RTTI, which LLVM-style code builds without.
 flags+=" -fno-sanitize=vptr,function -fno-omit-frame-pointer -gline-tables-only"
-if [ ! -f "$build/build.ninja" ]; then
-  echo "== sanitize: configuring $build"
-  # CMAKE_*_FLAGS_RELEASE without -DNDEBUG: mp's own code keeps its asserts
-  # (Debian's MLIR libraries are built without them).
-  cmake -S "$root" -B "$build" -G Ninja \
+flags+=" -fsanitize-ignorelist=$root/scripts/sanitize-ignorelist.txt"
+# Configured every time (cheap), so that changed flags reach an old folder.
+echo "== sanitize: configuring $build"
+# CMAKE_*_FLAGS_RELEASE without -DNDEBUG: mp's own code keeps its asserts
+# (Debian's MLIR libraries are built without them).
+cmake -S "$root" -B "$build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
@@ -53,7 +54,6 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DMP_ENABLE_FUZZERS=ON \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null || exit 1
-fi
 
 targets=(mprt-unittests mp-unittests mprt-fuzzers)
 ((full)) && targets+=(mp-opt)

@@ -35,8 +35,8 @@ Value throughExtension(Value value) {
 
 /// A matrix product C[i, j] += A[.] * B[.] over one reduction loop r.
 struct Product {
-  // Null until matched: both inputs may index the same way (found by the
-  // UB sanitizer on a fuzzed input, which read these uninitialized).
+  // Null until matched: when both inputs index the same way, one of them is
+  // never set (and was read uninitialized before).
   OpOperand *a = nullptr, *b = nullptr;
   bool transA = false, transB = false;
 };

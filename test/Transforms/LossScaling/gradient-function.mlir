@@ -1,5 +1,5 @@
-// --mp-loss-scaling checks the gradient function it is given (found by
-// scripts/fuzz_mp_opt.py: each of these crashed mp-opt before).
+// --mp-loss-scaling checks the gradient function it is given; each of these
+// crashed mp-opt before (docs/reliability.md).
 // RUN: mp-opt %s -split-input-file -verify-diagnostics -allow-unregistered-dialect --mp-loss-scaling
 
 // A scalar parameter: autodiff differentiates it, but loss scaling (mp.unscale)

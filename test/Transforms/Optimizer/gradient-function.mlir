@@ -1,5 +1,5 @@
-// --mp-optimizer checks the gradient function it is given (found by
-// scripts/fuzz_mp_opt.py: each of these crashed mp-opt before).
+// --mp-optimizer checks the gradient function it is given; each of these
+// crashed mp-opt before (docs/reliability.md).
 // RUN: mp-opt %s -split-input-file -verify-diagnostics --mp-optimizer
 
 // mp.param that is not a string.
