@@ -9,6 +9,7 @@
 #
 #   scripts/sanitize.sh                   runtime + unit tests + fuzz smoke
 #   scripts/sanitize.sh --fuzz-seconds 60 longer fuzzing of the readers
+#   scripts/sanitize.sh --runtime-only    libmprt only (what CI runs: ~1 min)
 #   scripts/sanitize.sh --full            also mp-opt with ASan, UBSan and
 #                                         assertions, fuzzed by
 #                                         scripts/fuzz_mp_opt.py (--runs N)
@@ -20,13 +21,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="${MP_ASAN_BUILD_DIR:-$root/build-asan}"
 fuzz_seconds=5
 full=0
+runtime_only=0
 runs=300
 while (($#)); do
   case "$1" in
     --fuzz-seconds) fuzz_seconds="$2"; shift 2 ;;
     --full) full=1; shift ;;
+    --runtime-only) runtime_only=1; shift ;;
     --runs) runs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "sanitize: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -55,7 +58,8 @@ cmake -S "$root" -B "$build" -G Ninja \
     -DMP_ENABLE_FUZZERS=ON \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null || exit 1
 
-targets=(mprt-unittests mp-unittests mprt-fuzzers)
+targets=(mprt-unittests mprt-fuzzers)
+((runtime_only)) || targets+=(mp-unittests)
 ((full)) && targets+=(mp-opt)
 echo "== sanitize: building ${targets[*]}"
 start=$(date +%s)
@@ -76,7 +80,9 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 # GoogleTest binaries: count their tests; a sanitizer report fails the run.
-for test in runtime/mprt-unittests unittests/mp-unittests; do
+tests=(runtime/mprt-unittests)
+((runtime_only)) || tests+=(unittests/mp-unittests)
+for test in "${tests[@]}"; do
   binary="$build/$(dirname "$test")/$(basename "$test")"
   [ -x "$binary" ] || binary="$build/bin/$(basename "$test")"
   echo "== sanitize: $(basename "$test")"
