@@ -41,6 +41,19 @@ if [ -f "$build/CTestTestfile.cmake" ]; then
   [ "$ctest_status" -ne 0 ] && status=$ctest_status
 fi
 
+# The Python package's tests (python/tests), with Debian's python3 (numpy,
+# torch): "== N failed, M passed, K xfailed in 50.1s ==".
+echo "== test: Python package (pytest python/tests)"
+MP_BUILD_DIR="$build" /usr/bin/python3 -m pytest "$root/python/tests" -q 2>&1 | tee "$log"
+pytest_status=${PIPESTATUS[0]}
+summary=$(grep -E "^=* ?[0-9]+ (passed|failed|error)" "$log" | tail -1)
+py_count() { echo "$summary" | grep -oE "[0-9]+ $1" | awk '{ s += $1 } END { print s + 0 }'; }
+py_passed=$(py_count passed)
+py_failed=$(( $(py_count failed) + $(py_count "errors?") ))
+if [ "$pytest_status" -ne 0 ] && [ "$py_failed" -eq 0 ]; then py_failed=1; fi
+passed=$((passed + py_passed))
+failed=$((failed + py_failed))
+[ "$pytest_status" -ne 0 ] && status=$pytest_status
 # The runtime and unit tests again under ASan and UBSan, with a few seconds
 # of fuzzing of the runtime's readers (MP_SKIP_SANITIZE=1 skips this).
 if [ "${MP_SKIP_SANITIZE:-0}" != 1 ]; then

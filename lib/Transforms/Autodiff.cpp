@@ -59,8 +59,11 @@ Value filledLike(OpBuilder &b, Location loc, Value like, double value) {
 class ScalarAdjoints {
 public:
   /// `acc`, when set, is a reduction body's accumulator, bound to the final
-  /// result: max/min against it send the gradient to the equal element.
-  ScalarAdjoints(OpBuilder &b, Value acc = {}) : b(b), acc(acc) {}
+  /// result: max/min against it send the gradient to the elements equal to
+  /// it, split evenly among the `tieCount` of them (when given), so ties
+  /// (a blank window after relu) do not multiply the gradient.
+  ScalarAdjoints(OpBuilder &b, Value acc = {}, Value tieCount = {})
+      : b(b), acc(acc), tieCount(tieCount) {}
 
   void add(Value value, Value adjoint) {
     if (!adjoint || !isa<FloatType>(value.getType()))
@@ -78,7 +81,7 @@ public:
 
 private:
   OpBuilder &b;
-  Value acc;
+  Value acc, tieCount;
   DenseMap<Value, Value> adjoints;
 };
 
@@ -129,11 +132,12 @@ LogicalResult ScalarAdjoints::propagate(Operation *op) {
             arith::MinNumFOp>([&](Operation *o) {
         Value lhs = o->getOperand(0), rhs = o->getOperand(1);
         if (acc && (lhs == acc || rhs == acc)) {
-          // Reduction: the element equal to the result gets the gradient.
+          // Reduction: the elements equal to the result share the gradient.
           Value other = lhs == acc ? rhs : lhs;
           Value equal = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                               other, acc);
-          add(other, arith::SelectOp::create(b, loc, equal, g, zero()));
+          Value share = tieCount ? div(g, tieCount) : g;
+          add(other, arith::SelectOp::create(b, loc, equal, share, zero()));
           return success();
         }
         bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp>(o);
@@ -241,6 +245,8 @@ private:
                                  OpBuilder &b);
   void addGrad(OpBuilder &b, Value value, Value grad);
   Value dropUnusedInputs(linalg::GenericOp op, OpBuilder &b);
+  Value tieCountOf(linalg::LinalgOp op, unsigned resultIndex,
+                   ArrayRef<Value> ins, ArrayRef<AffineMap> maps, OpBuilder &b);
 
   func::FuncOp func;
   llvm::SetVector<Value> active;
@@ -330,6 +336,15 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
   Value accumulatorArg =
       reduces ? forwardBody.getArgument(op.getNumDpsInputs() + resultIndex)
               : Value();
+  // A max/min reduction shares its gradient among tied elements: their
+  // count per result element is one more input.
+  bool countsTies = false;
+  if (Value tieCount = tieCountOf(op, resultIndex, ins, maps, b)) {
+    AffineMap resultMap = maps[maps.size() - 2];
+    maps.insert(maps.end() - 1, resultMap);
+    ins.push_back(tieCount);
+    countsTies = true;
+  }
   bool dependent = false;
   LogicalResult status = success();
   auto backward = linalg::GenericOp::create(
@@ -343,7 +358,8 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
         Value grad = args[forwardBody.getNumArguments()];
         Value acc = args.back();
         ScalarAdjoints adjoints(
-            nb, accumulatorArg ? mapping.lookup(accumulatorArg) : Value());
+            nb, accumulatorArg ? mapping.lookup(accumulatorArg) : Value(),
+            countsTies ? args[forwardBody.getNumArguments() + 1] : Value());
         Operation *yield = forwardBody.getTerminator();
         adjoints.add(mapping.lookupOrDefault(yield->getOperand(resultIndex)),
                      grad);
@@ -382,6 +398,59 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
     return Value();
   }
   return dropUnusedInputs(backward, b);
+}
+
+/// For a max/min reduction (the result's body value is a max/min against
+/// its accumulator), the number of elements equal to each result element,
+/// as a generic over the forward loops; null otherwise. `ins`/`maps` are the
+/// forward inputs followed by the final results.
+Value ReverseSweep::tieCountOf(linalg::LinalgOp op, unsigned resultIndex,
+                               ArrayRef<Value> ins, ArrayRef<AffineMap> maps,
+                               OpBuilder &b) {
+  if (op.getNumReductionLoops() == 0)
+    return Value();
+  Block &body = *op.getBlock();
+  Value accumulator = body.getArgument(op.getNumDpsInputs() + resultIndex);
+  Operation *reduce =
+      body.getTerminator()->getOperand(resultIndex).getDefiningOp();
+  if (!reduce ||
+      !isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MinimumFOp,
+           arith::MinNumFOp>(reduce) ||
+      !llvm::is_contained(reduce->getOperands(), accumulator))
+    return Value();
+  Value element = reduce->getOperand(0) == accumulator ? reduce->getOperand(1)
+                                                       : reduce->getOperand(0);
+  Location loc = op.getLoc();
+  Value result = op->getResult(resultIndex);
+  Value zeros = filledLike(b, loc, result, 0.0);
+  unsigned numForwardArgs = body.getNumArguments();
+  SmallVector<AffineMap> countMaps(maps.begin(), maps.begin() + numForwardArgs);
+  countMaps.push_back(op.getIndexingMapMatchingResult(cast<OpResult>(result)));
+  auto count = linalg::GenericOp::create(
+      b, loc, zeros.getType(), ins.take_front(numForwardArgs),
+      ValueRange{zeros}, countMaps, op.getIteratorTypesArray(),
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IRMapping mapping;
+        for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+          mapping.map(arg, args[i]);
+        for (Operation &inner : body.without_terminator())
+          nb.clone(inner, mapping);
+        Type type = args.back().getType();
+        Value equal = arith::CmpFOp::create(nb, nloc, arith::CmpFPredicate::OEQ,
+                                            mapping.lookupOrDefault(element),
+                                            mapping.lookup(accumulator));
+        Value one = arith::SelectOp::create(nb, nloc, equal,
+                                            floatConstant(nb, nloc, type, 1.0),
+                                            floatConstant(nb, nloc, type, 0.0));
+        Value sum = arith::AddFOp::create(nb, nloc, args.back(), one);
+        linalg::YieldOp::create(nb, nloc, sum);
+        Block *block = nb.getInsertionBlock();
+        for (Operation &inner :
+             llvm::make_early_inc_range(llvm::reverse(*block)))
+          if (isOpTriviallyDead(&inner))
+            inner.erase();
+      });
+  return count.getResult(0);
 }
 
 /// Rebuilds `op` without the inputs its body does not read (as long as the
@@ -516,6 +585,41 @@ LogicalResult ReverseSweep::differentiate(Operation *op, OpBuilder &b) {
             tensor::ExpandShapeOp::create(b, loc, collapse.getSrcType(),
                                           grads.lookup(collapse.getResult()),
                                           collapse.getReassociationIndices()));
+    return success();
+  }
+  if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+    // The source's gradient is the interior of the result's gradient (a
+    // convolution's zero padding): a copy reading at offset `low`, as a
+    // generic, so no strided slice reaches the CPU lowering. The padding
+    // value must be inactive.
+    auto sourceType = pad.getSourceType();
+    Value padValue = pad.getConstantPaddingValue();
+    SmallVector<AffineExpr> shifted;
+    for (auto [dim, low] : llvm::enumerate(pad.getStaticLow()))
+      shifted.push_back(b.getAffineDimExpr(dim) + low);
+    if (!sourceType.hasStaticShape() ||
+        ShapedType::isDynamicShape(pad.getStaticLow()) || !padValue ||
+        active.contains(padValue))
+      return op->emitError()
+             << "cannot differentiate 'tensor.pad': needs static shapes and "
+                "pads and a padding value that does not depend on a parameter";
+    unsigned rank = sourceType.getRank();
+    AffineMap read = AffineMap::get(rank, 0, shifted, b.getContext());
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    Value init = tensor::EmptyOp::create(b, loc, sourceType.getShape(),
+                                         sourceType.getElementType());
+    Value interior =
+        linalg::GenericOp::create(
+            b, loc, sourceType, ValueRange{grads.lookup(pad.getResult())},
+            ValueRange{init},
+            ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(rank)},
+            iterators,
+            [](OpBuilder &nb, Location nloc, ValueRange args) {
+              linalg::YieldOp::create(nb, nloc, args[0]);
+            })
+            .getResult(0);
+    addGrad(b, pad.getSource(), interior);
     return success();
   }
   if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {

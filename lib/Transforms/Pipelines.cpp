@@ -35,7 +35,8 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // Upstream passes only; the order is the one upstream's own CPU
   // integration tests use. bf16 conversions are expanded to integer code.
   return parsePassPipeline(
-      "convert-mp-to-upstream,"
+      std::string(options.probes ? "mp-probes-to-runtime," : "") +
+          "convert-mp-to-upstream,"
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
       "buffer-deallocation-pipeline,convert-bufferization-to-memref," +

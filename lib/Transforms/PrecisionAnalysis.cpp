@@ -280,6 +280,34 @@ std::string mlir::mp::valueId(Value value, StringRef functionName,
   return base;
 }
 
+static bool isShapeOnly(Operation *op);
+
+llvm::DenseMap<Value, std::string> mlir::mp::valueIds(func::FuncOp func) {
+  // The same walk and ordinals as PrecisionGraphBuilder::classifyAll.
+  llvm::DenseMap<Value, std::string> ids;
+  StringRef name = func.getSymName();
+  for (BlockArgument arg : func.getArguments())
+    if (isFloatTensor(arg.getType()))
+      ids[arg] = valueId(arg, name, 0);
+  unsigned ordinal = 0;
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == func.getOperation())
+      return WalkResult::advance();
+    bool ownsBody = isa<linalg::LinalgOp, tensor::PadOp>(op);
+    if (isa<func::ReturnOp, arith::ConstantOp, tensor::EmptyOp>(op) ||
+        isShapeOnly(op) || !touchesFloatTensors(op))
+      return ownsBody ? WalkResult::skip() : WalkResult::advance();
+    if (llvm::any_of(op->getResultTypes(), isFloatTensor)) {
+      for (Value result : op->getResults())
+        if (isFloatTensor(result.getType()))
+          ids[result] = valueId(result, name, ordinal);
+      ++ordinal;
+    }
+    return ownsBody ? WalkResult::skip() : WalkResult::advance();
+  });
+  return ids;
+}
+
 FailureOr<llvm::StringMap<MeasuredRange>>
 mlir::mp::readCalibrationStats(StringRef path, std::string &error) {
   auto buffer = llvm::MemoryBuffer::getFile(path);

@@ -181,6 +181,27 @@ void syncParentDirectory(const char *path) {
   close(fd);
 }
 
+/// Makes `previous` a second name of the checkpoint at `path` (if any)
+/// before the new one replaces it. A hard link renamed into place keeps
+/// `path` present throughout, so a crash at any point leaves a loadable
+/// checkpoint under `path` and, once one has been replaced, under
+/// `previous`.
+mprt_status keepPrevious(const char *path, const char *previous) {
+  if (access(path, F_OK) != 0)
+    return MPRT_OK; // the first save: nothing to keep
+  std::string link = std::string(previous) + ".tmp";
+  unlink(link.c_str()); // a leftover of a save that was killed
+  if (::link(path, link.c_str()) != 0 || rename(link.c_str(), previous) != 0) {
+    int error = errno;
+    unlink(link.c_str());
+    return fail(MPRT_ERROR_IO,
+                "%s: checkpoint not saved, cannot keep the previous one as "
+                "'%s': %s",
+                path, previous, strerror(error));
+  }
+  return MPRT_OK;
+}
+
 } // namespace
 } // namespace mprt
 
@@ -191,7 +212,21 @@ extern "C" {
 mprt_status mprt_checkpoint_save(const char *path, const char *const *names,
                                  const mprt_tensor *const *tensors,
                                  size_t count, const char *metadata_json) {
+  return mprt_checkpoint_save_rotate(path, names, tensors, count, metadata_json,
+                                     nullptr);
+}
+
+mprt_status mprt_checkpoint_save_rotate(const char *path,
+                                        const char *const *names,
+                                        const mprt_tensor *const *tensors,
+                                        size_t count, const char *metadata_json,
+                                        const char *previous_path) {
   clearError();
+  if (previous_path &&
+      (!previous_path[0] || (path && !strcmp(path, previous_path))))
+    return fail(MPRT_ERROR_ARGUMENT,
+                "mprt_checkpoint_save_rotate: the previous checkpoint's path "
+                "must be non-empty and differ from the checkpoint's");
   if (!path || !path[0])
     return fail(MPRT_ERROR_ARGUMENT, "mprt_checkpoint_save: path is %s",
                 path ? "empty" : "NULL");
@@ -244,6 +279,12 @@ mprt_status mprt_checkpoint_save(const char *path, const char *const *names,
     prefixError("%s: checkpoint not saved, the previous one is untouched: ",
                 path);
     return status;
+  }
+  if (previous_path) {
+    if (mprt_status status = keepPrevious(path, previous_path)) {
+      unlink(temporary.c_str());
+      return status;
+    }
   }
   if (rename(temporary.c_str(), path) != 0) {
     int error = errno;

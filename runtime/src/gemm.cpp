@@ -204,6 +204,8 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                                  int64_t c, int64_t ldc, int64_t m, int64_t n,
                                  int64_t k, int32_t flags, int32_t type) {
   mprt::clearError();
+  if (type == MPRT_GEMM_S8)
+    return mprt::gemmS8(a, lda, b, ldb, c, ldc, m, n, k, flags);
   if (m < 0 || n < 0 || k < 0 || !a || !b || !c ||
       (type != MPRT_GEMM_F32 && type != MPRT_GEMM_F16 &&
        type != MPRT_GEMM_BF16))

@@ -231,6 +231,14 @@ bool npzHasMember(const mprt_npz &npz, const char *name);
 /// The label used in messages about `npz` (its path, or "<memory>").
 const char *npzLabel(const mprt_npz &npz);
 
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// mprt_gemm for MPRT_GEMM_S8: int8 A and B, int32 C (gemm_s8.cpp).
+mprt_status gemmS8(int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c,
+                   int64_t ldc, int64_t m, int64_t n, int64_t k, int32_t flags);
+
 } // namespace mprt
 
 #endif // MPRT_SRC_INTERNAL_H

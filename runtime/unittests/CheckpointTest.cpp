@@ -146,6 +146,42 @@ TEST_F(MprtCheckpoint, SaveReplacesAtomically) {
   expectCheckpoint(path, {second.get(), first.get()}, "{\"step\": 2}");
 }
 
+TEST_F(MprtCheckpoint, RotateKeepsThePreviousCheckpoint) {
+  TensorPtr first = patternTensor(MPRT_DTYPE_F32, {8}, 1);
+  TensorPtr second = patternTensor(MPRT_DTYPE_F32, {8}, 2);
+  TensorPtr third = patternTensor(MPRT_DTYPE_F32, {8}, 3);
+  std::string previous = path + ".prev";
+  const char *name = "t0";
+  auto rotate = [&](const mprt_tensor *tensor, const char *metadata) {
+    return mprt_checkpoint_save_rotate(path.c_str(), &name, &tensor, 1,
+                                       metadata, previous.c_str());
+  };
+  ASSERT_MPRT_OK(rotate(first.get(), "{\"step\": 1}"));
+  EXPECT_FALSE(fileExists(previous)); // nothing to keep on the first save
+  ASSERT_MPRT_OK(rotate(second.get(), "{\"step\": 2}"));
+  expectCheckpoint(previous, {first.get()}, "{\"step\": 1}");
+  // A leftover link of a killed save does not get in the way.
+  writeFile(previous + ".tmp", "junk");
+  ASSERT_MPRT_OK(rotate(third.get(), "{\"step\": 3}"));
+  expectCheckpoint(path, {third.get()}, "{\"step\": 3}");
+  expectCheckpoint(previous, {second.get()}, "{\"step\": 2}");
+  EXPECT_FALSE(fileExists(previous + ".tmp"));
+  EXPECT_FALSE(fileExists(path + ".tmp"));
+
+  // The current checkpoint gets corrupted: the previous one still loads.
+  std::string bytes = readFile(path);
+  writeFile(path, bytes.substr(0, bytes.size() / 2));
+  mprt_checkpoint *checkpoint = nullptr;
+  EXPECT_MPRT_ERROR(mprt_checkpoint_load(path.c_str(), &checkpoint),
+                    MPRT_ERROR_FORMAT, "model.ckpt");
+  expectCheckpoint(previous, {second.get()}, "{\"step\": 2}");
+
+  const mprt_tensor *tensor = first.get();
+  EXPECT_MPRT_ERROR(mprt_checkpoint_save_rotate(path.c_str(), &name, &tensor, 1,
+                                                nullptr, path.c_str()),
+                    MPRT_ERROR_ARGUMENT, "must be non-empty and differ");
+}
+
 TEST_F(MprtCheckpoint, FailedSaveKeepsPreviousWhenTmpCannotBeCreated) {
   TensorPtr good = patternTensor(MPRT_DTYPE_I32, {4}, 1);
   ASSERT_MPRT_OK(save(path, {good.get()}, "good"));

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/InitAllDialects.h"
@@ -277,6 +278,17 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     error = "compiling the training step failed\n" + diagnostics;
     return false;
   }
+  if (options.probes != TrainOptions::Probes::None) {
+    mlir::mp::MPCheckNumericsOptions probeOptions;
+    probeOptions.skipConversions =
+        options.probes == TrainOptions::Probes::ComputeOps;
+    PassManager probes(context.get());
+    probes.addPass(mlir::mp::createMPCheckNumerics(probeOptions));
+    if (failed(probes.run(*module))) {
+      error = "inserting numerics probes failed\n" + diagnostics;
+      return false;
+    }
+  }
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
   addEntry(*module, step, "mp_train_entry");
   if (predictFn)
@@ -325,11 +337,28 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     return false;
   }
   engine = std::move(*created);
-  // Compiled contractions call libmprt, which is linked into this binary.
+  // Compiled contractions call libmprt, which is linked into this binary;
+  // copies into strided buffers (tensor.pad's interior) call MLIR's
+  // memrefCopy from libmlir_c_runner_utils.
   engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
     symbols[interner("mprt_gemm")] = {
         llvm::orc::ExecutorAddr::fromPtr(&mprt_gemm),
+        llvm::JITSymbolFlags::Exported};
+    // The compiled code's buffers come from the counted heap, so mp-run
+    // can say how many bytes a step holds (mprt_memory_stats).
+    symbols[interner("malloc")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_malloc),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("free")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_free),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("memrefCopy")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
+        llvm::JITSymbolFlags::Exported};
+    // Compiled mp.observe probes (--mp-probes-to-runtime).
+    symbols[interner("mprt_observe")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_observe),
         llvm::JITSymbolFlags::Exported};
     return symbols;
   });

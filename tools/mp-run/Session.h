@@ -37,6 +37,10 @@ struct TrainOptions {
   double momentum = 0.9;
   double weightDecay = 0.0;
   uint64_t seed = 0;
+  /// Probes after each op (--mp-check-numerics) for a numerics checker
+  /// (EveryOp) or an op-by-op comparison with FP32 (ComputeOps: without
+  /// conversions, so FP32 and mixed runs name their ops alike).
+  enum class Probes { None, EveryOp, ComputeOps } probes = Probes::None;
 };
 
 /// Scalars of the training state that travel with the parameters.

@@ -3,13 +3,19 @@
 // mp-run train MODEL.mlir [options]: compiles the model's mp.loss function
 // into a training step (autodiff, loss scaling, optimizer, AMP), JIT-compiles
 // it for this CPU and trains on a data set, printing a line per epoch and
-// the held-out accuracy; with --checkpoint it saves after every epoch and
-// --resume continues from there.
+// the held-out accuracy; with --checkpoint it saves after every epoch (and
+// every --checkpoint-every steps) and --resume continues from there.
 // mp-run infer MODEL.mlir --checkpoint FILE: held-out accuracy of the
 // checkpoint's parameters through the model's mp.predict function.
+// mp-run compare MODEL.mlir --precision f16|bf16: the ops of mp.predict
+// listed by how far their mixed-precision output is from FP32's.
+// --check-numerics (train, infer): the first op per step whose output had
+// inf/nan or left FP16's range.
 //
 //===----------------------------------------------------------------------===//
 
+#include "InferSession.h"
+#include "Numerics.h"
 #include "Session.h"
 
 #include "mprt/mprt.h"
@@ -26,17 +32,22 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> command(cl::Positional, cl::Required,
-                                    cl::desc("<train|infer>"));
+                                    cl::desc("<train|infer|compare>"));
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"));
-static cl::opt<std::string> precision("precision", cl::desc("f32 | f16 | bf16"),
+static cl::opt<std::string> precision("precision",
+                                      cl::desc("f32 | f16 | bf16 (infer "
+                                               "also: int8)"),
                                       cl::init("f32"));
 static cl::opt<std::string>
     lossScale("loss-scale",
@@ -65,6 +76,20 @@ static cl::opt<std::string>
                    cl::desc("Checkpoint file (.npz): train saves it after "
                             "every epoch (atomically), infer reads it"),
                    cl::init(""));
+static cl::opt<unsigned> checkpointEvery(
+    "checkpoint-every",
+    cl::desc("Also save the checkpoint every N training steps (0: only at "
+             "the end of each epoch); the one it replaces is kept as "
+             "FILE.prev"),
+    cl::init(0));
+static cl::opt<bool> checkNumerics(
+    "check-numerics",
+    cl::desc("Probe every op's output (--mp-check-numerics) and report, per "
+             "step, the first op whose output had inf/nan or went beyond "
+             "FP16's range, with a summary at the end"),
+    cl::init(false));
+static cl::opt<unsigned>
+    compareTop("top", cl::desc("compare: how many ops to list"), cl::init(20));
 static cl::opt<bool> resume("resume",
                             cl::desc("Continue training from --checkpoint"),
                             cl::init(false));
@@ -74,6 +99,59 @@ static cl::opt<std::string>
                       "x_train, y_train, x_test, y_test (f32, labels "
                       "one-hot)"),
              cl::init("digits"));
+
+// INT8 inference and calibration (infer only).
+static cl::opt<unsigned>
+    calibrateBatches("calibrate",
+                     cl::desc("infer: run N batches of the training split "
+                              "through mp.predict with probes and write "
+                              "calibration statistics (--calibration-out)"),
+                     cl::init(0));
+static cl::opt<std::string>
+    calibrationOut("calibration-out",
+                   cl::desc("Where --calibrate writes the statistics"),
+                   cl::init("calibration.json"));
+static cl::opt<std::string>
+    calibrationPath("calibration",
+                    cl::desc("Calibration statistics for --precision int8"),
+                    cl::init(""));
+static cl::opt<std::string>
+    quantMethod("quant-method",
+                cl::desc("int8 activation threshold: minmax | percentile | "
+                         "entropy"),
+                cl::init("minmax"));
+static cl::opt<double> quantPercentile("quant-percentile",
+                                       cl::desc("Percentile for "
+                                                "--quant-method percentile"),
+                                       cl::init(99.99));
+static cl::opt<bool> quantPerChannel("quant-per-channel",
+                                     cl::desc("int8 weights: one scale per "
+                                              "output channel"),
+                                     cl::init(true));
+static cl::opt<double>
+    quantMaxError("quant-max-error",
+                  cl::desc("int8: ops with a larger estimated relative error "
+                           "fall back (--quant-fallback)"),
+                  cl::init(0.05));
+static cl::opt<std::string>
+    quantFallback("quant-fallback",
+                  cl::desc("Precision of ops that fall back: f32 | f16"),
+                  cl::init("f32"));
+static cl::opt<std::string>
+    quantReport("quant-report",
+                cl::desc("int8: write --mp-quantize's JSON report here"),
+                cl::init(""));
+static cl::opt<unsigned> quantMeasure(
+    "quant-measure",
+    cl::desc("int8: run N calibration batches through the int8 and the f32 "
+             "model, measure each quantized op's output error against f32, "
+             "and let ops above --quant-max-error fall back (0: off)"),
+    cl::init(0));
+static cl::opt<unsigned>
+    timeBatches("time-batches",
+                cl::desc("infer: also time N predictions of one batch in "
+                         "the predict-only session and print samples/s"),
+                cl::init(0));
 
 namespace {
 
@@ -131,8 +209,41 @@ std::string defaultDataPath(const char *argv0) {
   return std::string(path);
 }
 
-/// Share of test rows whose largest logit is the labelled class.
-double accuracy(mp::Session &session, const Split &test, std::string &error) {
+void reportNumerics(const mp::NumericsEvent &event, const char *what,
+                    int64_t &reported);
+
+/// The most bytes compiled code held during any one measured call (its
+/// malloc/free go to libmprt's counted heap).
+struct PeakMeter {
+  int64_t start = 0, peak = 0;
+  void begin() {
+    mprt_memory_reset_peak();
+    mprt_memory m;
+    mprt_memory_stats(&m);
+    start = m.current_bytes;
+  }
+  void end() {
+    mprt_memory m;
+    mprt_memory_stats(&m);
+    peak = std::max(peak, m.peak_bytes - start);
+  }
+};
+PeakMeter trainMemory, predictMemory;
+
+double megabytes(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
+
+int64_t hostBytes(const std::vector<mp::HostTensor> &tensors) {
+  int64_t bytes = 0;
+  for (const mp::HostTensor &t : tensors)
+    bytes += t.numElements() * static_cast<int64_t>(sizeof(float));
+  return bytes;
+}
+
+/// Share of test rows whose largest logit is the labelled class. With a
+/// numerics checker, each batch is a step of its report.
+double accuracy(mp::Session &session, const Split &test, std::string &error,
+                mp::NumericsChecker *checker = nullptr) {
+  int64_t reported = 0;
   int64_t b = session.batchSize(), f = session.numFeatures(),
           c = session.numClasses();
   std::vector<float> x(b * f), logits(b * c);
@@ -142,8 +253,15 @@ double accuracy(mp::Session &session, const Split &test, std::string &error) {
     std::fill(x.begin(), x.end(), 0.0f); // pad the last batch
     std::copy(test.x.begin() + start * f, test.x.begin() + (start + n) * f,
               x.begin());
+    if (checker)
+      checker->beginStep(start / b + 1);
+    predictMemory.begin();
     if (!session.predict(x.data(), logits.data(), error))
       return -1;
+    predictMemory.end();
+    mp::NumericsEvent event;
+    if (checker && checker->endStep(event))
+      reportNumerics(event, "batch", reported);
     for (int64_t r = 0; r < n; ++r) {
       const float *row = logits.data() + r * c;
       const float *truth = test.y.data() + (start + r) * c;
@@ -155,9 +273,22 @@ double accuracy(mp::Session &session, const Split &test, std::string &error) {
   return 100.0 * correct / std::max<int64_t>(test.rows, 1);
 }
 
-/// Saves parameters, optimizer state and the step's scalars (metadata).
+/// Where a checkpoint was taken: after `batch` batches of the epoch that
+/// follows `epoch` completed epochs.
+struct RunPosition {
+  unsigned epoch = 0;
+  int64_t batch = 0;
+  int64_t skipped = 0; // skipped steps so far, for the progress lines
+};
+
+std::string previousCheckpointPath(const std::string &path) {
+  return path + ".prev";
+}
+
+/// Saves parameters, optimizer state and the step's scalars (metadata); the
+/// checkpoint it replaces stays readable as FILE.prev.
 bool saveCheckpoint(const std::string &path, mp::Session &session,
-                    unsigned epoch, std::string &error) {
+                    const RunPosition &position, std::string &error) {
   std::vector<mprt_tensor *> tensors;
   std::vector<const char *> names;
   auto add = [&](mp::HostTensor &t) {
@@ -180,13 +311,17 @@ bool saveCheckpoint(const std::string &path, mp::Session &session,
   std::string metadata;
   llvm::raw_string_ostream os(metadata);
   os << llvm::json::Value(
-      llvm::json::Object{{"epoch", epoch},
+      llvm::json::Object{{"epoch", position.epoch},
+                         {"batch", position.batch},
+                         {"skipped", position.skipped},
                          {"step", s.step},
                          {"scale", static_cast<double>(s.scale)},
                          {"growth_tracker", s.growthTracker},
                          {"precision", precision.getValue()}});
-  ok = ok && mprt_checkpoint_save(path.c_str(), names.data(), tensors.data(),
-                                  tensors.size(), metadata.c_str()) == MPRT_OK;
+  std::string previous = previousCheckpointPath(path);
+  ok = ok && mprt_checkpoint_save_rotate(
+                 path.c_str(), names.data(), tensors.data(), tensors.size(),
+                 metadata.c_str(), previous.c_str()) == MPRT_OK;
   if (!ok)
     error = mprt_last_error();
   for (mprt_tensor *t : tensors)
@@ -194,12 +329,20 @@ bool saveCheckpoint(const std::string &path, mp::Session &session,
   return ok;
 }
 
-/// Restores what saveCheckpoint wrote; returns the epoch it was saved after.
+/// Restores what saveCheckpoint wrote and where in the run it was taken.
 bool loadCheckpoint(const std::string &path, mp::Session &session,
-                    bool withState, unsigned &epoch, std::string &error) {
+                    bool withState, RunPosition &position, std::string &error) {
   mprt_checkpoint *checkpoint = nullptr;
   if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
     error = mprt_last_error();
+    // Saves keep the checkpoint they replace: point the user at it.
+    std::string previous = previousCheckpointPath(path);
+    mprt_checkpoint *fallback = nullptr;
+    if (mprt_checkpoint_load(previous.c_str(), &fallback) == MPRT_OK) {
+      mprt_checkpoint_free(fallback);
+      error += "; the previous checkpoint '" + previous +
+               "' is intact: use --checkpoint " + previous;
+    }
     return false;
   }
   auto restore = [&](mp::HostTensor &t) {
@@ -246,7 +389,10 @@ bool loadCheckpoint(const std::string &path, mp::Session &session,
               "' lacks its training metadata (epoch, step, scale)";
       ok = false;
     } else {
-      epoch = static_cast<unsigned>(*e);
+      position.epoch = static_cast<unsigned>(*e);
+      // Absent in checkpoints written before saves inside an epoch existed.
+      position.batch = object->getInteger("batch").value_or(0);
+      position.skipped = object->getInteger("skipped").value_or(0);
       if (withState) {
         session.stepState().step = static_cast<int32_t>(*step);
         session.stepState().scale = static_cast<float>(*scale);
@@ -263,6 +409,307 @@ int fail(const std::string &message) {
   return 1;
 }
 
+/// One line for a step the numerics checker flagged; the first few only.
+void reportNumerics(const mp::NumericsEvent &event, const char *what,
+                    int64_t &reported) {
+  constexpr int64_t kMaxLines = 10;
+  if (++reported > kMaxLines) {
+    if (reported == kMaxLines + 1)
+      std::printf("numerics: (further steps only in the summary)\n");
+    return;
+  }
+  if (event.nonfinite)
+    std::printf("numerics: %s %lld: first inf/nan in the output of %s "
+                "(%lld of %lld %s elements)\n",
+                what, (long long)event.step, event.id.c_str(),
+                (long long)event.nonfinite, (long long)event.numElements,
+                mp::dtypeName(event.dtype));
+  else
+    std::printf("numerics: %s %lld: first output beyond FP16's range: %s "
+                "(max |x| %.4g, %s)\n",
+                what, (long long)event.step, event.id.c_str(), event.absMax,
+                mp::dtypeName(event.dtype));
+}
+
+/// mp-run compare: one batch of the test split through mp.predict in FP32
+/// and in mixed precision, with the same parameters, and the ops listed by
+/// how far the mixed run's output is from FP32's.
+int runCompare(const mp::TrainOptions &mixedOptions, const char *argv0) {
+  if (mixedOptions.precision != "f16" && mixedOptions.precision != "bf16")
+    return fail("compare needs --precision f16 or bf16 (it compares against "
+                "f32)");
+  mp::TrainOptions f32Options = mixedOptions;
+  f32Options.precision = "f32";
+  f32Options.lossScale = "";
+  std::string error;
+  std::unique_ptr<mp::Session> reference =
+      mp::Session::create(modelPath, f32Options, error);
+  if (!reference)
+    return fail(error);
+  std::unique_ptr<mp::Session> mixed =
+      mp::Session::create(modelPath, mixedOptions, error);
+  if (!mixed)
+    return fail(error);
+  if (!mixed->canPredict())
+    return fail("the model has no function marked mp.predict to compare");
+  int64_t b = mixed->batchSize(), f = mixed->numFeatures(),
+          c = mixed->numClasses();
+  std::string path =
+      dataPath == "digits" ? defaultDataPath(argv0) : std::string(dataPath);
+  Split train, test;
+  if (!loadData(path, f, c, train, test, error))
+    return fail(error);
+  if (test.rows < b)
+    return fail("the test split has fewer rows than one batch");
+  RunPosition position;
+  if (!checkpointPath.empty() &&
+      (!loadCheckpoint(checkpointPath, *reference, false, position, error) ||
+       !loadCheckpoint(checkpointPath, *mixed, false, position, error)))
+    return fail(error);
+
+  std::vector<float> x(test.x.begin(), test.x.begin() + b * f), logits(b * c);
+  mp::ProbeRecorder referenceRun;
+  if (!reference->predict(x.data(), logits.data(), error))
+    return fail(error);
+  mp::ProbeRecorder mixedRun;
+  if (!mixed->predict(x.data(), logits.data(), error))
+    return fail(error);
+  std::printf("per-op comparison of %s against f32: one batch of %lld test "
+              "rows through mp.predict, parameters from %s; relative error "
+              "= ||%s - f32|| / ||f32||\n",
+              mixedOptions.precision.c_str(), (long long)b,
+              checkpointPath.empty() ? "the seed" : checkpointPath.c_str(),
+              mixedOptions.precision.c_str());
+  if (mp::printComparison(referenceRun, mixedRun, compareTop, stdout) == 0)
+    return fail("no probed op of the mixed-precision run matched the f32 run");
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Calibration, INT8 inference and timed inference (mp::InferSession)
+//===----------------------------------------------------------------------===//
+
+/// Share of test rows whose largest logit is the labelled class.
+double inferAccuracy(mp::InferSession &session, const Split &test,
+                     std::string &error) {
+  int64_t b = session.batchSize(), f = session.numFeatures(),
+          c = session.numClasses();
+  std::vector<float> x(b * f), logits(b * c);
+  int64_t correct = 0;
+  for (int64_t start = 0; start < test.rows; start += b) {
+    int64_t n = std::min(b, test.rows - start);
+    std::fill(x.begin(), x.end(), 0.0f);
+    std::copy(test.x.begin() + start * f, test.x.begin() + (start + n) * f,
+              x.begin());
+    if (!session.predict(x.data(), logits.data(), error))
+      return -1;
+    for (int64_t r = 0; r < n; ++r) {
+      const float *row = logits.data() + r * c;
+      const float *truth = test.y.data() + (start + r) * c;
+      if (std::max_element(row, row + c) - row ==
+          std::max_element(truth, truth + c) - truth)
+        ++correct;
+    }
+  }
+  return 100.0 * correct / std::max<int64_t>(test.rows, 1);
+}
+
+/// Runs `batches` batches of `split` (from its first row, wrapping).
+bool runBatches(mp::InferSession &session, const Split &split, unsigned batches,
+                std::string &error) {
+  int64_t b = session.batchSize(), f = session.numFeatures(),
+          c = session.numClasses();
+  std::vector<float> x(b * f), logits(b * c);
+  for (unsigned i = 0; i < batches; ++i) {
+    for (int64_t r = 0; r < b; ++r) {
+      int64_t row = (static_cast<int64_t>(i) * b + r) % split.rows;
+      std::copy_n(split.x.begin() + row * f, f, x.begin() + r * f);
+    }
+    if (!session.predict(x.data(), logits.data(), error))
+      return false;
+  }
+  return true;
+}
+
+/// Tensors of the int8 model's output probes, then errors of the f32
+/// model's tensors of the same ids against them.
+struct ErrorCapture {
+  bool comparing = false;
+  std::map<std::string, std::vector<std::vector<float>>> quantized;
+  std::map<std::string, size_t> seen;
+  std::map<std::string, std::pair<double, double>> sums; // noise, signal
+};
+
+void captureObserver(void *user, const char *id, const void *data,
+                     int64_t numElements, mprt_dtype dtype) {
+  auto *capture = static_cast<ErrorCapture *>(user);
+  if (dtype != MPRT_DTYPE_F32)
+    return;
+  const float *values = static_cast<const float *>(data);
+  if (!capture->comparing) {
+    capture->quantized[id].emplace_back(values, values + numElements);
+    return;
+  }
+  auto it = capture->quantized.find(id);
+  if (it == capture->quantized.end())
+    return; // an input probe of the f32 model
+  size_t call = capture->seen[id]++;
+  if (call >= it->second.size() ||
+      it->second[call].size() != static_cast<size_t>(numElements))
+    return;
+  auto &[noise, signal] = capture->sums[id];
+  for (int64_t i = 0; i < numElements; ++i) {
+    double reference = values[i], difference = it->second[call][i] - values[i];
+    noise += difference * difference;
+    signal += reference * reference;
+  }
+}
+
+/// Relative RMS error of each eligible op's output in the int8 model
+/// against the f32 model, over `batches` calibration batches.
+bool measureErrors(mp::Session &trained, const Split &train,
+                   mp::InferOptions options, unsigned batches,
+                   std::map<std::string, double> &errors, std::string &error) {
+  // Every eligible op in int8 (whatever its estimate), probed.
+  options.probeOutputs = true;
+  options.maxError = std::numeric_limits<double>::infinity();
+  options.reportPath.clear();
+  std::unique_ptr<mp::InferSession> quantized =
+      mp::InferSession::create(modelPath, options, trained.parameters(), error);
+  mp::InferOptions reference;
+  reference.mode = mp::InferOptions::Mode::Calibrate; // probes on results
+  std::unique_ptr<mp::InferSession> f32 =
+      quantized ? mp::InferSession::create(modelPath, reference,
+                                           trained.parameters(), error)
+                : nullptr;
+  if (!f32)
+    return false;
+  ErrorCapture capture;
+  mprt_set_observer(captureObserver, &capture);
+  bool ok = runBatches(*quantized, train, batches, error);
+  capture.comparing = true;
+  ok = ok && runBatches(*f32, train, batches, error);
+  mprt_set_observer(nullptr, nullptr);
+  for (const auto &[id, sums] : capture.sums)
+    errors[id] = sums.second > 0 ? std::sqrt(sums.first / sums.second) : 0.0;
+  return ok;
+}
+
+/// mp-run infer with --calibrate, --precision int8 or --time-batches.
+int runInferSession(mp::Session &trained, const Split &train,
+                    const Split &test) {
+  std::string error;
+  mp::InferOptions options;
+  if (calibrateBatches > 0) {
+    if (precision != "f32")
+      return fail("--calibrate measures the f32 model; drop --precision");
+    options.mode = mp::InferOptions::Mode::Calibrate;
+  } else if (precision == "int8") {
+    if (calibrationPath.empty())
+      return fail("--precision int8 needs --calibration FILE (write one "
+                  "with --calibrate N)");
+    options.mode = mp::InferOptions::Mode::Int8;
+    options.calibrationPath = calibrationPath;
+    options.method = quantMethod;
+    options.percentile = quantPercentile;
+    options.perChannel = quantPerChannel;
+    options.maxError = quantMaxError;
+    options.fallback = quantFallback;
+    options.reportPath = quantReport;
+    if (quantMeasure > 0) {
+      std::map<std::string, double> errors;
+      if (!measureErrors(trained, train, options, quantMeasure, errors, error))
+        return fail(error);
+      for (const auto &[id, e] : errors) {
+        bool fallsBack = e > quantMaxError;
+        std::printf("measured error of '%s' against f32: %.4f%s\n", id.c_str(),
+                    e, fallsBack ? " (falls back)" : "");
+        if (fallsBack)
+          options.fallbackOps.push_back(id);
+      }
+    }
+  } else {
+    options.precision = precision;
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<mp::InferSession> session =
+      mp::InferSession::create(modelPath, options, trained.parameters(), error);
+  if (!session)
+    return fail(error);
+  double compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+
+  if (calibrateBatches > 0) {
+    mprt_stats *stats = nullptr;
+    if (mprt_stats_create(&stats) != MPRT_OK)
+      return fail(mprt_last_error());
+    mprt_set_observer(mprt_stats_observer, stats);
+    bool ran = runBatches(*session, train, calibrateBatches, error);
+    mprt_set_observer(nullptr, nullptr);
+    const char *statsError = mprt_stats_error(stats);
+    bool written =
+        ran && !statsError &&
+        mprt_stats_write_json(stats, calibrationOut.c_str()) == MPRT_OK;
+    std::string writeError = written ? "" : mprt_last_error();
+    size_t probes = mprt_stats_count(stats);
+    mprt_stats_free(stats);
+    if (!ran)
+      return fail(error);
+    if (statsError)
+      return fail(std::string("calibration: ") + statsError);
+    if (!written)
+      return fail(writeError);
+    std::printf("calibrated %u batches (%lld rows of the training split): "
+                "%zu probes written to %s\n",
+                (unsigned)calibrateBatches,
+                (long long)calibrateBatches * session->batchSize(), probes,
+                calibrationOut.c_str());
+    return 0;
+  }
+
+  if (precision == "int8") {
+    // The f32 reference, from the trained session.
+    double reference = accuracy(trained, test, error);
+    if (reference < 0)
+      return fail(error);
+    std::printf("held-out accuracy %.2f%% (f32 reference)\n", reference);
+  }
+  auto inferStart = std::chrono::steady_clock::now();
+  double acc = inferAccuracy(*session, test, error);
+  if (acc < 0)
+    return fail(error);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - inferStart)
+                       .count();
+  std::printf("held-out accuracy %.2f%% (%s inference), %lld rows, %.0f "
+              "samples/s, compiled in %.1f s\n",
+              acc, precision.c_str(), (long long)test.rows,
+              test.rows / std::max(seconds, 1e-9), compileSeconds);
+  int64_t f32Bytes = 0;
+  for (const mp::HostTensor &p : trained.parameters())
+    f32Bytes += p.numElements() * 4;
+  std::printf("weights read per prediction: %lld bytes (f32 parameters: "
+              "%lld bytes, %.2fx)\n",
+              (long long)session->weightBytes(), (long long)f32Bytes,
+              f32Bytes / std::max<double>(session->weightBytes(), 1));
+  if (timeBatches > 0) {
+    if (!runBatches(*session, test, 3, error)) // warm-up
+      return fail(error);
+    auto timed = std::chrono::steady_clock::now();
+    if (!runBatches(*session, test, timeBatches, error))
+      return fail(error);
+    double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - timed)
+            .count();
+    std::printf("timed %u batches of %lld: %.0f samples/s (%s)\n",
+                (unsigned)timeBatches, (long long)session->batchSize(),
+                timeBatches * session->batchSize() / std::max(t, 1e-9),
+                precision.c_str());
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -272,22 +719,32 @@ int main(int argc, char **argv) {
   mlir::mp::registerAllPasses();
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-run: train models in mixed precision\n");
-  if (command != "train" && command != "infer")
+  if (command != "train" && command != "infer" && command != "compare")
     return fail("unknown command '" + command +
-                "': expected 'train' or 'infer'");
+                "': expected 'train', 'infer' or 'compare'");
+  if (command == "train" && precision == "int8")
+    return fail("--precision int8 is for infer (post-training quantization "
+                "of a trained checkpoint)");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint");
   if (command == "infer" && checkpointPath.empty())
     return fail("infer needs --checkpoint (the trained parameters)");
 
   mp::TrainOptions options;
-  options.precision = precision;
+  // int8 runs on f32 parameters; the quantized model is compiled apart.
+  options.precision = precision == "int8" ? "f32" : precision.getValue();
   options.lossScale = lossScale;
   options.optimizer = optimizer;
   options.lr = lr;
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.seed = seed;
+  if (command == "compare") {
+    options.probes = mp::TrainOptions::Probes::ComputeOps;
+    return runCompare(options, argv[0]);
+  }
+  if (checkNumerics)
+    options.probes = mp::TrainOptions::Probes::EveryOp;
 
   auto start = std::chrono::steady_clock::now();
   std::string error;
@@ -319,17 +776,27 @@ int main(int argc, char **argv) {
   if (train.rows < b)
     return fail("the training set has fewer rows than one batch");
 
-  unsigned firstEpoch = 1;
+  int64_t batchesPerEpoch = train.rows / b;
+  RunPosition position;
   if (command == "infer" || resume) {
-    unsigned saved = 0;
-    if (!loadCheckpoint(checkpointPath, *session, command == "train", saved,
+    if (!loadCheckpoint(checkpointPath, *session, command == "train", position,
                         error))
       return fail(error);
-    firstEpoch = saved + 1;
+    if (position.batch < 0 || position.batch >= batchesPerEpoch)
+      return fail("checkpoint '" + checkpointPath + "' was saved after batch " +
+                  std::to_string(position.batch) + " of an epoch, but this " +
+                  "data set has " + std::to_string(batchesPerEpoch) +
+                  " batches an epoch");
   }
+  std::unique_ptr<mp::NumericsChecker> checker;
+  if (checkNumerics)
+    checker = std::make_unique<mp::NumericsChecker>();
+  if (command == "infer" &&
+      (calibrateBatches > 0 || precision == "int8" || timeBatches > 0))
+    return runInferSession(*session, train, test);
   if (command == "infer") {
     auto inferStart = std::chrono::steady_clock::now();
-    double acc = accuracy(*session, test, error);
+    double acc = accuracy(*session, test, error, checker.get());
     if (acc < 0)
       return fail(error);
     double seconds = std::chrono::duration<double>(
@@ -339,6 +806,12 @@ int main(int argc, char **argv) {
                 "samples/s\n",
                 acc, precision.c_str(), (long long)test.rows,
                 test.rows / std::max(seconds, 1e-9));
+    std::printf("memory: parameters %.3f MB (f32 host buffers); compiled "
+                "code held at most %.3f MB in a prediction\n",
+                megabytes(hostBytes(session->parameters())),
+                megabytes(predictMemory.peak));
+    if (checker)
+      checker->printSummary(stdout);
     return 0;
   }
 
@@ -350,13 +823,16 @@ int main(int argc, char **argv) {
 
   std::vector<int64_t> order(train.rows);
   std::vector<float> x(b * f), y(b * c);
-  int64_t skipped = 0;
+  int64_t skipped = position.skipped;
   double trainSeconds = 0;
   int64_t trained = 0;
-  if (firstEpoch > 1)
-    std::printf("resuming after epoch %u from %s\n", firstEpoch - 1,
+  int64_t numericsReported = 0;
+  if (resume)
+    std::printf("resuming at epoch %u, batch %lld from %s\n",
+                position.epoch + 1, (long long)position.batch,
                 checkpointPath.c_str());
-  for (unsigned epoch = firstEpoch; epoch <= epochs; ++epoch) {
+  std::fflush(stdout); // a supervisor (scripts/kill_resume.py) waits for it
+  for (unsigned epoch = position.epoch + 1; epoch <= epochs; ++epoch) {
     // Seeded per epoch, so a resumed run shuffles as an uninterrupted one.
     std::mt19937_64 rng(seed * 1000003u + epoch);
     std::iota(order.begin(), order.end(), 0);
@@ -364,26 +840,51 @@ int main(int argc, char **argv) {
     double lossSum = 0;
     int64_t steps = 0;
     auto epochStart = std::chrono::steady_clock::now();
-    for (int64_t first = 0; first + b <= train.rows; first += b) {
+    int64_t firstBatch = epoch == position.epoch + 1 ? position.batch : 0;
+    for (int64_t batch = firstBatch; batch < batchesPerEpoch; ++batch) {
+      int64_t first = batch * b;
       for (int64_t r = 0; r < b; ++r) {
         int64_t row = order[first + r];
         std::copy_n(train.x.begin() + row * f, f, x.begin() + r * f);
         std::copy_n(train.y.begin() + row * c, c, y.begin() + r * c);
       }
       mp::StepResult result;
+      // Steps count from 1 over the whole run, resumed runs included.
+      int64_t globalStep = (epoch - 1) * batchesPerEpoch + batch + 1;
+      if (checker)
+        checker->beginStep(globalStep);
+      trainMemory.begin();
       if (!session->trainStep(x.data(), y.data(), result, error))
         return fail(error);
+      trainMemory.end();
+      mp::NumericsEvent event;
+      if (checker && checker->endStep(event)) {
+        reportNumerics(event, "step", numericsReported);
+        if (!result.stepped && numericsReported <= 10)
+          std::printf("numerics: step %lld was skipped; loss scale now %g\n",
+                      (long long)globalStep, session->stepState().scale);
+      }
       if (!result.stepped)
         ++skipped;
       lossSum += result.loss;
       ++steps;
+      // Saves inside the epoch; its last batch is saved at the epoch's end.
+      if (!checkpointPath.empty() && checkpointEvery &&
+          globalStep % checkpointEvery == 0 && batch + 1 < batchesPerEpoch &&
+          !saveCheckpoint(checkpointPath, *session,
+                          {epoch - 1, batch + 1, skipped}, error))
+        return fail(error);
     }
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - epochStart)
                          .count();
     trainSeconds += seconds;
     trained += steps * b;
+    if (checker)
+      checker->pause(); // evaluation is not a training step
     double acc = accuracy(*session, test, error);
+    if (checker)
+      checker->resume();
     if (acc < 0)
       return fail(error);
     std::printf("epoch %u/%u  loss %.4f  test accuracy %.2f%%  %.0f "
@@ -393,13 +894,23 @@ int main(int argc, char **argv) {
                 session->stepState().scale);
     std::fflush(stdout);
     if (!checkpointPath.empty() &&
-        !saveCheckpoint(checkpointPath, *session, epoch, error))
+        !saveCheckpoint(checkpointPath, *session, {epoch, 0, skipped}, error))
       return fail(error);
   }
+  if (checker)
+    checker->pause();
   double acc = accuracy(*session, test, error);
   std::printf("held-out accuracy %.2f%% (%s), %.0f samples/s, %lld skipped "
               "steps\n",
               acc, precision.c_str(), trained / std::max(trainSeconds, 1e-9),
               (long long)skipped);
+  std::printf("memory: parameters %.3f MB and optimizer state %.3f MB (f32 "
+              "host buffers); compiled code held at most %.3f MB in a "
+              "training step and %.3f MB in a prediction\n",
+              megabytes(hostBytes(session->parameters())),
+              megabytes(hostBytes(session->optimizerState())),
+              megabytes(trainMemory.peak), megabytes(predictMemory.peak));
+  if (checker)
+    checker->printSummary(stdout);
   return 0;
 }

@@ -16,8 +16,9 @@ def ConvertMPToUpstream : Pass<"convert-mp-to-upstream"> {
       by `1 / scale` in FP32, and one reduction per gradient that ORs
       "|x| is not below +inf" (true for inf and nan) into `found_inf`;
     * `mp.update_scale` becomes `arith.select` chains over the state machine;
-    * `mp.observe` is dropped (its input is forwarded). The runtime's
-      calibration lowering records statistics instead.
+    * `mp.observe` is dropped (its input is forwarded); run
+      `--mp-probes-to-runtime` first (as `--mp-lower-cpu` does) to record
+      what probes see instead.
 
     Before:
 
@@ -57,8 +58,9 @@ def ConvertContractionsToRuntime
     product — `linalg.matmul` (with transposed operands too) or a
     `linalg.generic` with one reduction loop and a multiply-add body, as
     `--mp-autodiff` emits for gradients — whose inputs are both f32, f16 or
-    bf16, whose accumulator is f32 and whose rows are contiguous, becomes a
-    call
+    bf16 with an f32 accumulator, or both i8 (sign-extended in the body, as
+    `--mp-quantize` emits) with an i32 accumulator, and whose rows are
+    contiguous, becomes a call
 
     ```mlir
     func.call @mprt_gemm(%a, %lda, %b, %ldb, %c, %ldc, %m, %n, %k, %flags,
@@ -76,6 +78,58 @@ def ConvertContractionsToRuntime
   ];
   let statistics = [
     Statistic<"numCalls", "gemm-calls", "Contractions replaced by mprt_gemm">
+  ];
+}
+
+def ConvertProbesToRuntime
+    : Pass<"mp-probes-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Turn mp.observe probes into calls of libmprt's mprt_observe";
+  let description = [{
+    Runs on tensors, before bufferization. Every `mp.observe %x as "id"`
+    becomes a call
+
+    ```c
+    void mprt_observe(const char *id, const void *data, int64_t numElements,
+                      int32_t dtype);
+    ```
+
+    with the probe id as a NUL-terminated `memref.global` constant, the
+    tensor's elements (dense, C order: `bufferization.to_buffer` of a
+    strided value bufferizes to a copy) and its `mprt_dtype` code: f32 0,
+    f16 1, bf16 2, f64 3, i32 4, i64 5, ui8 6, i8 7; i1 tensors are widened
+    to ui8. Any other element type is an error naming the probe. The probe's
+    result is replaced by its input. What a call does is up to the driver's
+    observer (calibration statistics, a numerics checker); with none
+    installed it returns at once. Pointers travel as `i64`, as for
+    `mprt_gemm`.
+
+    Before:
+
+    ```mlir
+    %y = mp.observe %x as "fc1.input" : tensor<64x512xf32>
+    ```
+
+    After:
+
+    ```mlir
+    memref.global "private" constant @__mp_probe_id_0 : memref<10xi8> = dense<[...]>
+    ...
+    %buf = bufferization.to_buffer %x read_only : tensor<64x512xf32> to memref<64x512xf32>
+    %id = memref.get_global @__mp_probe_id_0 : memref<10xi8>
+    ...
+    func.call @mprt_observe(%id_ptr, %data_ptr, %c32768_i64, %c0_i32)
+        : (i64, i64, i64, i32) -> ()
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+  let statistics = [
+    Statistic<"numProbes", "probes", "mp.observe ops turned into calls">
   ];
 }
 

@@ -33,6 +33,13 @@ constexpr llvm::StringLiteral kStateAttrName = "mp.state";
 constexpr llvm::StringLiteral kPrecisionAttrName = "mp.precision";
 /// A recorded decision (#mp.decision<...>).
 constexpr llvm::StringLiteral kDecisionAttrName = "mp.decision";
+/// On an argument of a quantized function: int8 weights of the named
+/// parameter, and their f32 scales (one per output channel).
+constexpr llvm::StringLiteral kQWeightAttrName = "mp.qweight";
+constexpr llvm::StringLiteral kQScaleAttrName = "mp.qscale";
+/// On a quantized function: the function that makes its int8 weights from
+/// the f32 parameters, to be called once (--mp-quantize).
+constexpr llvm::StringLiteral kQuantizeWeightsAttrName = "mp.quantize_weights";
 
 } // namespace mp
 } // namespace mlir

@@ -203,10 +203,12 @@ def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
       a bias-add's bias gradient sums over the batch, and a convolution's
       input gradient scatters over its window (`oh + kh`);
     * scalar and body ops: addf, subf, mulf, divf, negf, maximumf/minimumf
-      (and max/min reductions: the gradient goes to every element equal
-      to the maximum), select, exp, log, tanh, sqrt, rsqrt, erf, absf, powf,
+      (and max/min reductions: the elements equal to the result share
+      the gradient evenly), select, exp, log, tanh, sqrt, rsqrt, erf, absf, powf,
       fma, extf, truncf;
-    * `tensor.expand_shape`, `tensor.collapse_shape`, `tensor.extract`;
+    * `tensor.expand_shape`, `tensor.collapse_shape`, `tensor.extract`,
+      `tensor.pad` with a constant padding value (the gradient is the
+      interior: a generic reading at offset `low`);
       `tensor.empty`, fills and constants have no gradient;
     * `linalg.softmax` through its decomposition.
 
@@ -351,6 +353,204 @@ def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
     "::mlir::tensor::TensorDialect",
     "::mlir::mp::MPDialect"
   ];
+}
+
+def MPCalibrate : Pass<"mp-calibrate", "::mlir::ModuleOp"> {
+  let summary = "Insert mp.observe probes on the inputs and outputs of every "
+                "op INT8 quantization may rewrite";
+  let description = [{
+    Every eligible op — `linalg.matmul`, `linalg.batch_matmul`, the
+    `linalg.conv_2d_*` convolutions and their tosa forms (`tosa.matmul`,
+    `tosa.conv2d`, `tosa.depthwise_conv2d`) — on float tensors gets an
+    `mp.observe` on each input (weights included) and on its result. A
+    probe's id is the value's calibration id (docs/calibration-stats.md:
+    `mp.id`, name location, or `<function>/<ordinal>`, computed before
+    probes are inserted), so the statistics a run gathers are the ones
+    `--mp-quantize` and `--mp-analyze-precision` look up. A value feeding
+    several eligible ops in one block is probed once. `--mp-lower-cpu` turns
+    the probes into runtime calls; `mp-run infer --calibrate N` runs them
+    and writes the statistics file.
+
+    Before:
+
+    ```mlir
+    %mm = linalg.matmul ins(%x, %w : tensor<64x64xf32>, tensor<64x512xf32>)
+        outs(%z : tensor<64x512xf32>) -> tensor<64x512xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %0 = mp.observe %x as "predict/arg0" : tensor<64x64xf32>
+    %1 = mp.observe %w as "predict/arg1" : tensor<64x512xf32>
+    %mm = linalg.matmul ins(%0, %1 : tensor<64x64xf32>, tensor<64x512xf32>)
+        outs(%z : tensor<64x512xf32>) -> tensor<64x512xf32>
+    %2 = mp.observe %mm as "predict/1" : tensor<64x512xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::mp::MPDialect"];
+  let statistics = [
+    Statistic<"numProbes", "probes", "mp.observe probes inserted">
+  ];
+}
+
+def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
+  let summary = "INT8 post-training quantization of matmuls and convolutions "
+                "from calibration statistics, with sensitivity fallback";
+  let description = [{
+    Rewrites each `linalg.matmul` and `linalg.conv_2d_nchw_fchw` on f32
+    tensors (run `--mp-import` first for tosa models) to an i8 x i8 -> i32
+    contraction:
+
+    * activations (the first input): symmetric signed 8-bit, one scale per
+      tensor, `scale = T / 127`, where the clipping threshold `T` comes from
+      the calibration statistics (`calibration=`) by `method`: `minmax`
+      (T = max |x|), `percentile` (the `percentile`-th percentile of the
+      |x| histogram) or `entropy` (the threshold minimising the KL
+      divergence between the histogram and its 128-level quantized form);
+    * weights (the second input): symmetric signed 8-bit, one scale per
+      output channel (`per-channel=true`) or per tensor. A constant weight
+      is quantized at compile time; a weight that is a function argument
+      (an `mp.param`) is quantized once, by a generated function
+      `@<f>_quantize_weights` (marked `mp.quantize_weights`) that maps the
+      f32 weights to `i8` weights and `f32` scales, which `@<f>` then takes
+      as arguments (`mp.qweight` / `mp.qscale`) instead of the f32 weight;
+      any other weight is quantized inline;
+    * the accumulator is i32. When the result's only user is a
+      `linalg.generic` that adds a per-output-channel bias to it, the bias
+      is quantized to i32 (scale `s_x * s_w`) and becomes the accumulator's
+      initial value; the dequantization (`sitofp`, times `s_x * s_w[c]`) is
+      fused into that consumer's body. Otherwise a dequantizing
+      `linalg.generic` follows the contraction.
+
+    Sensitivity: for each op the pass estimates, from the calibration
+    histograms, the relative RMS error that quantizing its inputs causes
+    (rounding noise `scale^2 / 12` for values inside the threshold, the
+    excess `|x| - T` for clipped values, zeros exact; weights measured from
+    their histogram with one per-tensor scale, an upper bound for
+    per-channel scales; activation and weight errors added in quadrature).
+    An op whose estimate exceeds `max-error` stays in `fallback` precision
+    (f32, or f16 inputs with f32 accumulation). First and last layers are
+    treated like any other. `report=` writes every decision, with the
+    scales, thresholds and estimated errors, as JSON.
+
+    `fallback-ops=` names ops (by result id) that fall back whatever their
+    estimate; `mp-run infer --precision int8 --quant-measure` fills it from
+    errors it measures against the f32 model on the calibration batches,
+    with models compiled with `probe-outputs=true` (a probe on each eligible
+    op's f32 result, named by its result id as `--mp-calibrate` names it).
+
+    An eligible op whose activation has no calibration entry is an error
+    naming the op and the missing id.
+
+    Before:
+
+    ```mlir
+    %mm = linalg.matmul ins(%x, %w : tensor<64x64xf32>, tensor<64x512xf32>)
+        outs(%z : tensor<64x512xf32>) -> tensor<64x512xf32>
+    %h = linalg.generic ... ins(%mm, %b : ...) { addf, maximumf } 
+    ```
+
+    After:
+
+    ```mlir
+    %xq = linalg.generic ... ins(%x) -> tensor<64x64xi8>      // round, clamp
+    %bq = linalg.generic ... ins(%b, %scale) -> tensor<512xi32>
+    %acc0 = linalg.generic ... ins(%bq) -> tensor<64x512xi32> // bias init
+    %acc = linalg.matmul ins(%xq, %wq : tensor<64x64xi8>, tensor<64x512xi8>)
+        outs(%acc0 : tensor<64x512xi32>) -> tensor<64x512xi32>
+    %h = linalg.generic ... ins(%acc, %b, %scale) { sitofp, mulf, maximumf }
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"int8\"",
+           "Quantization mode (int8)">,
+    Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
+           "Calibration statistics file (required; docs/calibration-stats.md)">,
+    Option<"method", "method", "std::string", /*default=*/"\"minmax\"",
+           "Activation threshold: minmax | percentile | entropy">,
+    Option<"percentile", "percentile", "double", /*default=*/"99.99",
+           "Percentile of |x| used by method=percentile (0, 100]">,
+    Option<"perChannel", "per-channel", "bool", /*default=*/"true",
+           "One weight scale per output channel (else one per tensor)">,
+    Option<"maxError", "max-error", "double", /*default=*/"0.05",
+           "Largest estimated relative RMS error an op may have in int8; "
+           "above it the op falls back">,
+    Option<"fallback", "fallback", "std::string", /*default=*/"\"f32\"",
+           "Precision of ops that fall back: f32 | f16">,
+    Option<"hoistWeights", "hoist-weights", "bool", /*default=*/"true",
+           "Quantize argument weights once in @<f>_quantize_weights instead "
+           "of on every call">,
+    ListOption<"fallbackOps", "fallback-ops", "std::string",
+               "Result ids of eligible ops that fall back whatever their "
+               "estimate (e.g. from errors measured by mp-run)">,
+    Option<"probeOutputs", "probe-outputs", "bool", /*default=*/"false",
+           "Put an mp.observe, named by the op's result id, on the f32 "
+           "result of every eligible op (dequantization then stays a "
+           "separate op), to measure errors against the f32 model">,
+    Option<"report", "report", "std::string", /*default=*/"\"\"",
+           "Write a JSON report of every decision to this path">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let statistics = [
+    Statistic<"numQuantized", "quantized", "Contractions rewritten to int8">,
+    Statistic<"numFallbacks", "fallbacks", "Contractions kept in f32/f16">,
+    Statistic<"numOutputProbes", "output-probes", "Probes on results (probe-outputs)">
+  ];
+}
+
+def MPCheckNumerics : Pass<"mp-check-numerics", "::mlir::ModuleOp"> {
+  let summary = "Probe every op's floating-point output for inf, nan and "
+                "magnitude";
+  let description = [{
+    Inserts an `mp.observe` probe after every op that produces a floating-
+    point tensor, so a run can find the first op whose output became inf or
+    nan or left FP16's range (mp-run `--check-numerics`), or compare an FP32
+    and a mixed-precision run op by op (mp-run `compare`). Run it after the
+    precision rewrite, so the probes see the values the program computes.
+
+    The probe id names the op for a person reading a report:
+    `<function>#<n> <op name> at <location>`, where `n` counts the probed
+    ops of the function in order; a conversion the mixed-precision rewrite
+    inserted reads `conversion to f16` in place of the op name. Constants,
+    `tensor.empty`, fills and reshapes (which copy or view another op's
+    values) and existing probes are not probed.
+
+    With `skip-conversions`, conversion-only ops (`arith.extf`/`truncf`
+    and `linalg.generic` ops whose body only converts) are neither probed
+    nor counted, so an FP32 module and its mixed-precision rewrite give the
+    same op the same id.
+
+    Before:
+
+    ```mlir
+    func.func @f(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
+      %0 = linalg.matmul ins(%a, %b : ...) outs(%init : ...) -> tensor<4x4xf32>
+      return %0 : tensor<4x4xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+      %0 = linalg.matmul ins(%a, %b : ...) outs(%init : ...) -> tensor<4x4xf32>
+      %1 = mp.observe %0 as "f#0 linalg.matmul at model.mlir:3:8" : tensor<4x4xf32>
+      return %1 : tensor<4x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"skipConversions", "skip-conversions", "bool", /*default=*/"false",
+           "Neither probe nor count conversion-only ops">,
+    ListOption<"functions", "functions", "std::string",
+               "Probe only these functions (default: all)">
+  ];
+  let dependentDialects = ["::mlir::mp::MPDialect"];
 }
 
 #endif // MP_TRANSFORMS_PASSES_TD

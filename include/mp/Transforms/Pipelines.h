@@ -59,6 +59,12 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
       llvm::cl::desc("Vectorize innermost loops (16 lanes) with the affine "
                      "super-vectorizer"),
       llvm::cl::init(true)};
+  Option<bool> probes{
+      *this, "probes",
+      llvm::cl::desc("Lower mp.observe probes to mprt_observe calls "
+                     "(--mp-probes-to-runtime; link or JIT-resolve libmprt); "
+                     "off: probes are dropped"),
+      llvm::cl::init(true)};
 };
 
 /// --mp-lower-cpu: mp ops to upstream, bufferize, vectorized loops, LLVM

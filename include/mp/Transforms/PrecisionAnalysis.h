@@ -94,6 +94,12 @@ FailureOr<std::pair<PrecisionClass, std::string>> classifyOp(Operation *op);
 std::string valueId(Value value, llvm::StringRef functionName,
                     unsigned ordinal);
 
+/// The id (valueId) of every float tensor value of `func` that the analysis
+/// numbers: its arguments and the results of the ops it classifies, with the
+/// ordinals the analysis uses. Calibration (--mp-calibrate) names its probes
+/// with these ids and --mp-quantize looks them up, so all three agree.
+llvm::DenseMap<Value, std::string> valueIds(func::FuncOp func);
+
 /// Reads a calibration statistics file (docs/calibration-stats.md).
 FailureOr<llvm::StringMap<MeasuredRange>>
 readCalibrationStats(llvm::StringRef path, std::string &error);

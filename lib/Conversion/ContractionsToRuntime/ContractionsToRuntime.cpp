@@ -23,12 +23,15 @@ namespace {
 
 constexpr llvm::StringLiteral kGemmName = "mprt_gemm";
 // Must match mprt_gemm_type and the flag bits in runtime/include/mprt/mprt.h.
-enum GemmType { F32 = 0, F16 = 1, BF16 = 2 };
+enum GemmType { F32 = 0, F16 = 1, BF16 = 2, S8 = 3 };
 enum GemmFlags { TransA = 1, TransB = 2 };
 
-/// Strips the widening of a contraction body's input (extf).
+/// Strips the widening of a contraction body's input (extf, or extsi for
+/// the i8 -> i32 products of --mp-quantize).
 Value throughExtension(Value value) {
   if (auto ext = value.getDefiningOp<arith::ExtFOp>())
+    return ext.getIn();
+  if (auto ext = value.getDefiningOp<arith::ExtSIOp>())
     return ext.getIn();
   return value;
 }
@@ -49,17 +52,19 @@ std::optional<Product> matchProduct(linalg::LinalgOp op) {
   // Body: yield(acc + x * y), operands of either order, inputs maybe widened.
   Block &body = *op.getBlock();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add || body.getOperations().size() > 5)
+  Operation *add = yield.getOperand(0).getDefiningOp();
+  if (!isa_and_present<arith::AddFOp, arith::AddIOp>(add) ||
+      body.getOperations().size() > 5)
     return std::nullopt;
   Value acc = op.getRegionOutputArgs()[0];
-  Value product = add.getLhs() == acc   ? add.getRhs()
-                  : add.getRhs() == acc ? add.getLhs()
-                                        : Value();
-  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
-  if (!mul)
+  Value product = add->getOperand(0) == acc   ? add->getOperand(1)
+                  : add->getOperand(1) == acc ? add->getOperand(0)
+                                              : Value();
+  Operation *mul = product ? product.getDefiningOp() : nullptr;
+  if (!isa_and_present<arith::MulFOp, arith::MulIOp>(mul))
     return std::nullopt;
-  Value x = throughExtension(mul.getLhs()), y = throughExtension(mul.getRhs());
+  Value x = throughExtension(mul->getOperand(0)),
+        y = throughExtension(mul->getOperand(1));
   auto inputs = op.getRegionInputArgs();
   if (!((x == inputs[0] && y == inputs[1]) ||
         (x == inputs[1] && y == inputs[0])))
@@ -99,7 +104,12 @@ std::optional<Product> matchProduct(linalg::LinalgOp op) {
 }
 
 std::optional<GemmType> gemmType(Type a, Type b, Type c) {
-  if (a != b || !c.isF32())
+  if (a != b)
+    return std::nullopt;
+  // Signless or signed i8 (the body sign-extends) into i32.
+  if (a.isInteger(8) && !a.isUnsignedInteger() && c.isInteger(32))
+    return S8;
+  if (!c.isF32())
     return std::nullopt;
   if (a.isF32())
     return F32;

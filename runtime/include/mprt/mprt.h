@@ -213,6 +213,17 @@ mprt_status mprt_checkpoint_save(const char *path, const char *const *names,
                                  const mprt_tensor *const *tensors,
                                  size_t count, const char *metadata_json);
 
+/* mprt_checkpoint_save that also keeps the checkpoint it replaces under
+ * `previous_path` (NULL: keep nothing). The old file gets the second name by
+ * a hard link renamed into place before the new one is renamed over `path`,
+ * so `path` never disappears and, after the second save, a previous good
+ * checkpoint survives a later corrupt or truncated `path`. */
+mprt_status mprt_checkpoint_save_rotate(const char *path,
+                                        const char *const *names,
+                                        const mprt_tensor *const *tensors,
+                                        size_t count, const char *metadata_json,
+                                        const char *previous_path);
+
 /* Reads every tensor of a checkpoint (or of any .npz of supported dtypes),
  * verifying CRCs. A truncated or corrupt file gives MPRT_ERROR_FORMAT. */
 mprt_status mprt_checkpoint_load(const char *path, mprt_checkpoint **out);
@@ -245,14 +256,20 @@ const char *mprt_checkpoint_metadata(const mprt_checkpoint *checkpoint);
 typedef enum mprt_gemm_type MPRT_ENUM_BASE {
   MPRT_GEMM_F32 = 0,
   MPRT_GEMM_F16 = 1,
-  MPRT_GEMM_BF16 = 2
+  MPRT_GEMM_BF16 = 2,
+  /* A and B signed 8-bit, C int32 (C += A * B in exact integer arithmetic):
+   * the contractions of --mp-quantize. oneDNN's matmul primitive (AMX-INT8,
+   * AVX512-VNNI or AVX-VNNI kernels, chosen at run time), cached per shape;
+   * gemm_s8s8s32 where no primitive can be built. */
+  MPRT_GEMM_S8 = 3
 } mprt_gemm_type;
 
 /* Bits of mprt_gemm's `flags`. */
 #define MPRT_GEMM_TRANS_A 1
 #define MPRT_GEMM_TRANS_B 2
 
-/* C[m x n] += op(A)[m x k] * op(B)[k x n] with f32 accumulation, as
+/* C[m x n] += op(A)[m x k] * op(B)[k x n] with f32 accumulation (int32 for
+ * MPRT_GEMM_S8), as
  * linalg.matmul does; row-major with leading dimensions lda, ldb, ldc;
  * op(X) is X or its transpose (flags). Pointers arrive as integers: this is
  * what --mp-contractions-to-runtime emits. f16 and bf16 inputs are widened
@@ -261,6 +278,139 @@ typedef enum mprt_gemm_type MPRT_ENUM_BASE {
 mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                       int64_t c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                       int32_t flags, int32_t type);
+
+/*===----------------------------------------------------------------------===*
+ * Probes and calibration statistics
+ *
+ * `mp.observe %x as "id"` compiles (--mp-probes-to-runtime, part of
+ * --mp-lower-cpu) to a call of mprt_observe with the tensor's elements,
+ * dense and in C order. What happens to them is up to the driver: it
+ * installs an observer, for instance the statistics collector below
+ * (calibration) or a numerics checker. See docs/probes.md.
+ *===----------------------------------------------------------------------===*/
+
+/* Receives every probed tensor: `id` is the probe's id (a NUL-terminated
+ * string constant of the compiled module), `data` holds `numElements`
+ * elements of `dtype`, valid only during the call. */
+typedef void (*mprt_observer_fn)(void *user, const char *id, const void *data,
+                                 int64_t numElements, mprt_dtype dtype);
+
+/* Installs `fn` (called with `user`) as the process-wide observer; NULL
+ * uninstalls. Install before running compiled code, not while it runs in
+ * another thread. */
+void mprt_set_observer(mprt_observer_fn fn, void *user);
+
+/* What compiled probes call: forwards to the installed observer, or does
+ * nothing (one atomic load) when none is installed. `dtype` is an
+ * mprt_dtype code; calls with an invalid dtype or a negative count are
+ * ignored, since compiled code has no way to handle an error here. */
+void mprt_observe(const char *id, const void *data, int64_t numElements,
+                  int32_t dtype);
+
+/* Bins of the |x| histogram each probe keeps. */
+#define MPRT_STATS_BINS 2048
+
+/* Per-probe statistics gathered over every call: count, min, max, and a
+ * histogram of |x| over [0, hist_max] in MPRT_STATS_BINS equal bins. The
+ * range starts at the first non-zero |x| maximum seen and doubles (merging
+ * pairs of bins) whenever a later tensor exceeds it, so the histogram is
+ * exact up to its bin width. Non-finite elements (inf, nan) are counted
+ * apart and kept out of every other field. Safe to feed from several
+ * threads. */
+typedef struct mprt_stats mprt_stats;
+
+mprt_status mprt_stats_create(mprt_stats **out);
+void mprt_stats_free(mprt_stats *stats);
+
+/* Adds one tensor's elements to probe `id` (created on first use).
+ * Errors: MPRT_ERROR_ARGUMENT (NULL stats or id, empty id, negative count,
+ * NULL data with a positive count), MPRT_ERROR_DTYPE, or a dtype that
+ * differs from the one this probe saw before. */
+mprt_status mprt_stats_add(mprt_stats *stats, const char *id, const void *data,
+                           int64_t numElements, mprt_dtype dtype);
+
+/* An mprt_observer_fn that feeds the mprt_stats passed as `user`:
+ * mprt_set_observer(mprt_stats_observer, stats). Errors are kept and
+ * reported by mprt_stats_error. */
+void mprt_stats_observer(void *user, const char *id, const void *data,
+                         int64_t numElements, mprt_dtype dtype);
+
+/* The first error mprt_stats_observer met, or NULL if none. */
+const char *mprt_stats_error(const mprt_stats *stats);
+
+/* A snapshot of one probe; pointers stay valid until the next call that
+ * adds to or frees `stats`. With no finite element, min = max = 0. */
+typedef struct mprt_probe_stats {
+  const char *id;
+  mprt_dtype dtype;
+  int64_t calls;          /* tensors observed */
+  int64_t count;          /* finite elements */
+  int64_t nonfinite_count; /* inf and nan elements */
+  int64_t zero_count;
+  int64_t below_f16_normal_count; /* non-zero, |x| < 2^-14 */
+  double min, max, abs_max;
+  double hist_max;         /* upper end of the histogram's range */
+  const int64_t *histogram; /* MPRT_STATS_BINS counts of |x| */
+} mprt_probe_stats;
+
+/* Number of probes, and probe `index` in order of first appearance. */
+size_t mprt_stats_count(const mprt_stats *stats);
+mprt_status mprt_stats_get(const mprt_stats *stats, size_t index,
+                           mprt_probe_stats *out);
+/* MPRT_ERROR_NOT_FOUND when no tensor reached probe `id`. */
+mprt_status mprt_stats_find(const mprt_stats *stats, const char *id,
+                            mprt_probe_stats *out);
+
+/* Writes the calibration statistics file (docs/calibration-stats.md,
+ * version 1) with every probe, atomically (temporary file + rename). */
+mprt_status mprt_stats_write_json(const mprt_stats *stats, const char *path);
+
+/*===----------------------------------------------------------------------===*
+ * Counted heap for compiled code
+ *
+ * Lowered code allocates its buffers with malloc/free. A driver that
+ * resolves those symbols of the compiled module to the functions below
+ * (mp-run does) can read how many bytes a step holds at its peak:
+ * activations, gradients, low-precision copies and temporaries, everything
+ * except the buffers the caller passes in (parameters, optimizer state,
+ * data). Blocks from mprt_counted_malloc must be freed with
+ * mprt_counted_free. Thread-safe.
+ *===----------------------------------------------------------------------===*/
+
+void *mprt_counted_malloc(size_t size);
+void mprt_counted_free(void *pointer);
+
+typedef struct mprt_memory {
+  int64_t current_bytes;   /* held now */
+  int64_t peak_bytes;      /* most held at once since the last reset */
+  int64_t allocated_bytes; /* sum of every allocation ever made */
+} mprt_memory;
+
+void mprt_memory_stats(mprt_memory *out);
+/* Starts a new peak measurement from the bytes held now. */
+void mprt_memory_reset_peak(void);
+
+/*===----------------------------------------------------------------------===*
+ * CPU features (detected once, at run time, with cpuid)
+ *===----------------------------------------------------------------------===*/
+
+#define MPRT_CPU_AVX2 (1u << 0)
+#define MPRT_CPU_F16C (1u << 1)
+#define MPRT_CPU_AVX512F (1u << 2)
+#define MPRT_CPU_AVX512_VNNI (1u << 3)   /* int8 dot products, 512-bit */
+#define MPRT_CPU_AVX512_BF16 (1u << 4)
+#define MPRT_CPU_AVX512_FP16 (1u << 5)
+#define MPRT_CPU_AVX_VNNI (1u << 6)      /* int8 dot products, 256-bit */
+#define MPRT_CPU_AMX_INT8 (1u << 7)
+#define MPRT_CPU_AMX_BF16 (1u << 8)
+
+/* The MPRT_CPU_* bits this CPU and OS support (AVX-512 and AMX bits only
+ * when the OS saves their registers). 0 on non-x86 hosts. */
+uint32_t mprt_cpu_features(void);
+
+/* The same as space-separated names ("avx2 f16c avx512f avx512_vnni ..."),
+ * or "none". A static string. */
+const char *mprt_cpu_features_string(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

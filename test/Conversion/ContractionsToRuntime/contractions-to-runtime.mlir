@@ -59,6 +59,25 @@ func.func @unchanged(%a: memref<4x6xf16>, %b: memref<6x3xf16>, %c: memref<4x3xf1
 
 // -----
 
+// The int8 products of --mp-quantize: i8 inputs sign-extended into an i32
+// accumulator become type 3 (s8).
+// CHECK-LABEL: func.func @int8
+// CHECK-NOT: linalg.matmul
+// CHECK: %[[TYPE:.*]] = arith.constant 3 : i32
+// CHECK: call @mprt_gemm({{.*}}, %[[TYPE]])
+func.func @int8(%a: memref<4x6xi8>, %b: memref<6x3xi8>, %c: memref<4x3xi32>) {
+  linalg.matmul ins(%a, %b : memref<4x6xi8>, memref<6x3xi8>) outs(%c : memref<4x3xi32>)
+  return
+}
+
+// -----
+
+// Zero-extended (unsigned) i8 is not what the s8 kernel computes: loops.
+// CHECK-LABEL: func.func @unsigned_int8
+// CHECK-NOT: mprt_gemm
+// CHECK: linalg.matmul
+func.func @unsigned_int8(%a: memref<4x6xi8>, %b: memref<6x3xi8>, %c: memref<4x3xi32>) {
+  linalg.matmul {cast = #linalg.type_fn<cast_unsigned>} ins(%a, %b : memref<4x6xi8>, memref<6x3xi8>) outs(%c : memref<4x3xi32>)
 // Both inputs index (i, r): not a matrix product (B is missing), so the op
 // stays. This read an uninitialized operand pointer before.
 // CHECK-LABEL: func.func @no_b

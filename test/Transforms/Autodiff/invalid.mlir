@@ -103,3 +103,16 @@ func.func @captured(%x: tensor<4xf32>, %w: f32 {mp.param = "w"}) -> tensor<f32> 
   } -> tensor<f32>
   return %r : tensor<f32>
 }
+
+// -----
+
+func.func @pad_active_value(%w: tensor<2xf32> {mp.param = "w"}, %v: f32 {mp.param = "v"}) -> f32 attributes {mp.loss} {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{cannot differentiate 'tensor.pad': needs static shapes and pads and a padding value that does not depend on a parameter}}
+  %p = tensor.pad %w low[1] high[1] {
+  ^bb0(%i: index):
+    tensor.yield %v : f32
+  } : tensor<2xf32> to tensor<4xf32>
+  %l = tensor.extract %p[%c0] : tensor<4xf32>
+  return %l : f32
+}

@@ -122,3 +122,36 @@ func.func @casts(%x: tensor<4xf32> {mp.param = "x"}) -> tensor<f32> attributes {
   } -> tensor<f32>
   return %r : tensor<f32>
 }
+
+// -----
+
+// tensor.pad (a convolution's zero padding): the source's gradient is the
+// interior of the padded result's gradient, read at offset `low`.
+// CHECK-LABEL: func.func @pad_grad
+// CHECK-SAME: -> (f32, tensor<2x3xf32> {mp.grad = "w"})
+// CHECK: %[[DP:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x6xf32>)
+// CHECK: %[[DW:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0 + 1, d1 + 2)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: ins(%[[DP]] : tensor<4x6xf32>) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:   linalg.yield %[[IN]] : f32
+// CHECK: return %{{.*}}, %[[DW]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#all = affine_map<(d0, d1) -> ()>
+func.func @pad(%w: tensor<2x3xf32> {mp.param = "w"}) -> f32 attributes {mp.loss} {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %w low[1, 2] high[1, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<2x3xf32> to tensor<4x6xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction", "reduction"]}
+      ins(%p : tensor<4x6xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %sq = arith.mulf %x, %x : f32
+    %r = arith.addf %sq, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %l = tensor.extract %s[] : tensor<f32>
+  return %l : f32
+}

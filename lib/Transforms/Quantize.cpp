@@ -1,0 +1,1035 @@
+//===- Quantize.cpp - INT8 post-training quantization ---------------------===//
+//
+// Matmuls and convolutions become i8 x i8 -> i32 contractions: activations
+// get one scale from calibration, weights one scale per output channel,
+// bias joins the i32 accumulator, and the dequantization runs inside the
+// consumer's loop. Ops whose estimated quantization error is too large keep
+// a floating-point type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Transforms/AttrNames.h"
+#include "mp/Transforms/Passes.h"
+#include "mp/Transforms/PrecisionAnalysis.h"
+#include "mp/Transforms/Quantization.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace mlir {
+namespace mp {
+#define GEN_PASS_DEF_MPQUANTIZE
+#include "mp/Transforms/Passes.h.inc"
+} // namespace mp
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::mp;
+
+//===----------------------------------------------------------------------===//
+// Calibration entries, thresholds and error estimates
+//===----------------------------------------------------------------------===//
+
+FailureOr<llvm::StringMap<CalibrationEntry>>
+mlir::mp::readCalibrationEntries(StringRef path, std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    error = "cannot read calibration statistics '" + path.str() +
+            "': " + buffer.getError().message();
+    return failure();
+  }
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed) {
+    error = "calibration statistics '" + path.str() +
+            "' are not valid JSON: " + llvm::toString(parsed.takeError());
+    return failure();
+  }
+  const llvm::json::Object *root = parsed->getAsObject();
+  const llvm::json::Object *values = root ? root->getObject("values") : nullptr;
+  if (!values) {
+    error = "calibration statistics '" + path.str() +
+            "' need a top-level object with a \"values\" object";
+    return failure();
+  }
+  llvm::StringMap<CalibrationEntry> entries;
+  for (const auto &[key, value] : *values) {
+    const llvm::json::Object *stats = value.getAsObject();
+    std::optional<double> minimum =
+        stats ? stats->getNumber("min") : std::nullopt;
+    std::optional<double> maximum =
+        stats ? stats->getNumber("max") : std::nullopt;
+    if (!minimum || !maximum) {
+      error = "calibration entry '" + key.str() + "' in '" + path.str() +
+              "' needs numbers \"min\" and \"max\"";
+      return failure();
+    }
+    CalibrationEntry entry;
+    entry.min = *minimum;
+    entry.max = *maximum;
+    entry.absMax = std::max(std::fabs(*minimum), std::fabs(*maximum));
+    if (std::optional<double> absMax = stats->getNumber("abs_max"))
+      entry.absMax = std::max(entry.absMax, *absMax);
+    entry.count = stats->getInteger("count").value_or(0);
+    entry.zeroCount = stats->getInteger("zero_count").value_or(0);
+    if (const llvm::json::Object *hist = stats->getObject("histogram")) {
+      std::optional<double> histMax = hist->getNumber("max");
+      const llvm::json::Array *counts = hist->getArray("counts");
+      if (!histMax || !counts || counts->empty() || *histMax < 0) {
+        error = "calibration entry '" + key.str() + "' in '" + path.str() +
+                "': \"histogram\" needs a number \"max\" >= 0 and a "
+                "non-empty array \"counts\"";
+        return failure();
+      }
+      entry.histMax = *histMax;
+      for (const llvm::json::Value &c : *counts) {
+        std::optional<double> n = c.getAsNumber();
+        if (!n || *n < 0) {
+          error = "calibration entry '" + key.str() + "' in '" + path.str() +
+                  "': histogram counts must be non-negative numbers";
+          return failure();
+        }
+        entry.counts.push_back(*n);
+      }
+    }
+    entries[key] = std::move(entry);
+  }
+  return entries;
+}
+
+/// Minimises KL(P || Q) over thresholds, P the histogram clipped at the
+/// threshold and Q its 128-level quantization (TensorRT's calibration).
+static double entropyThreshold(const CalibrationEntry &entry) {
+  const std::vector<double> &bins = entry.counts;
+  size_t numBins = bins.size();
+  const size_t levels = 128;
+  if (numBins <= levels)
+    return entry.absMax;
+  double binWidth = entry.histMax / numBins;
+  double bestDivergence = std::numeric_limits<double>::infinity();
+  size_t best = numBins;
+  std::vector<double> p, q;
+  double tail = 0;
+  for (size_t b = levels; b < numBins; ++b)
+    tail += bins[b];
+  for (size_t i = levels; i <= numBins; ++i) {
+    // P: the first i bins with everything beyond folded into the last one.
+    p.assign(bins.begin(), bins.begin() + i);
+    p[i - 1] += tail;
+    if (i < numBins)
+      tail -= bins[i];
+    // Q: the first i bins merged into `levels` groups, spread back evenly
+    // over each group's non-empty bins.
+    q.assign(i, 0);
+    for (size_t j = 0; j < levels; ++j) {
+      size_t start = j * i / levels, end = (j + 1) * i / levels;
+      double sum = 0;
+      size_t nonEmpty = 0;
+      for (size_t k = start; k < end; ++k) {
+        sum += bins[k];
+        nonEmpty += bins[k] != 0;
+      }
+      for (size_t k = start; k < end; ++k)
+        if (bins[k] != 0)
+          q[k] = sum / nonEmpty;
+    }
+    double pSum = 0, qSum = 0;
+    for (size_t k = 0; k < i; ++k) {
+      pSum += p[k];
+      qSum += q[k];
+    }
+    if (pSum == 0 || qSum == 0)
+      continue;
+    double divergence = 0;
+    for (size_t k = 0; k < i; ++k) {
+      if (p[k] == 0)
+        continue;
+      double pk = p[k] / pSum;
+      // Outliers folded into the last bin may have no mass in Q.
+      double qk = std::max(q[k] / qSum, 1e-12);
+      divergence += pk * std::log(pk / qk);
+    }
+    if (divergence < bestDivergence) {
+      bestDivergence = divergence;
+      best = i;
+    }
+  }
+  return std::min(entry.absMax, best * binWidth);
+}
+
+double mlir::mp::chooseThreshold(const CalibrationEntry &entry,
+                                 ThresholdMethod method, double percentile) {
+  if (method == ThresholdMethod::MinMax || entry.counts.empty() ||
+      entry.histMax <= 0)
+    return entry.absMax;
+  if (method == ThresholdMethod::Entropy)
+    return entropyThreshold(entry);
+  double total = 0;
+  for (double c : entry.counts)
+    total += c;
+  double target = total * percentile / 100.0, seen = 0;
+  double binWidth = entry.histMax / entry.counts.size();
+  for (size_t b = 0; b < entry.counts.size(); ++b) {
+    seen += entry.counts[b];
+    if (seen >= target)
+      return std::min(entry.absMax, (b + 1) * binWidth);
+  }
+  return entry.absMax;
+}
+
+double mlir::mp::estimateRelativeError(const CalibrationEntry &entry,
+                                       double threshold) {
+  if (entry.absMax <= 0)
+    return 0; // all zeros: exact
+  double scale = threshold / 127.0;
+  double rounding = scale * scale / 12.0;
+  if (entry.counts.empty() || entry.histMax <= 0) {
+    // Uniform |x| on [0, absMax]: E[x^2] = absMax^2 / 3.
+    double clipped = 0;
+    if (threshold < entry.absMax) {
+      double excess = entry.absMax - threshold;
+      clipped = excess * excess * excess / (3 * entry.absMax);
+    }
+    double inside = rounding * std::min(threshold, entry.absMax) / entry.absMax;
+    return std::sqrt((inside + clipped) / (entry.absMax * entry.absMax / 3));
+  }
+  double binWidth = entry.histMax / entry.counts.size();
+  double noise = 0, signal = 0;
+  for (size_t b = 0; b < entry.counts.size(); ++b) {
+    double c = entry.counts[b];
+    if (b == 0) // zeros quantize exactly
+      c = std::max(0.0, c - static_cast<double>(entry.zeroCount));
+    if (c == 0)
+      continue;
+    double x = (b + 0.5) * binWidth;
+    signal += c * x * x;
+    if (x > threshold)
+      noise += c * (x - threshold) * (x - threshold);
+    else
+      noise += c * std::min(rounding, x * x);
+  }
+  return signal > 0 ? std::sqrt(noise / signal) : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// IR builders
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+void yieldValue(OpBuilder &b, Location loc, Value value) {
+  linalg::YieldOp::create(b, loc, ValueRange{value});
+}
+
+SmallVector<utils::IteratorType> parallel(unsigned n) {
+  return SmallVector<utils::IteratorType>(n, utils::IteratorType::parallel);
+}
+
+Value emptyLike(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                Type element) {
+  return tensor::EmptyOp::create(b, loc, shape, element);
+}
+
+Value f32Constant(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+/// round-to-nearest-even(x), clamped to [lo, hi] (in f32).
+Value roundClamp(OpBuilder &b, Location loc, Value x, double lo, double hi) {
+  Value r = math::RoundEvenOp::create(b, loc, x);
+  r = arith::MaximumFOp::create(b, loc, r, f32Constant(b, loc, lo));
+  return arith::MinimumFOp::create(b, loc, r, f32Constant(b, loc, hi));
+}
+
+/// q = clamp(round(x * invScale), -127, 127) as i8, elementwise.
+Value quantizeActivation(OpBuilder &b, Location loc, Value x, double invScale) {
+  auto type = cast<RankedTensorType>(x.getType());
+  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type.clone(b.getI8Type())}, ValueRange{x},
+             ValueRange{emptyLike(b, loc, type.getShape(), b.getI8Type())},
+             ArrayRef<AffineMap>{id, id}, parallel(type.getRank()),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value scaled = arith::MulFOp::create(
+                   nb, nl, args[0], f32Constant(nb, nl, invScale));
+               Value q = roundClamp(nb, nl, scaled, -127, 127);
+               yieldValue(nb, nl,
+                          arith::FPToSIOp::create(nb, nl, nb.getI8Type(), q));
+             })
+      .getResult(0);
+}
+
+/// Per-channel (or per-tensor, broadcast to every channel) symmetric int8
+/// weights in IR: returns (i8 weights, f32 scales of shape [channels]).
+std::pair<Value, Value> quantizeWeightInIR(OpBuilder &b, Location loc, Value w,
+                                           unsigned channelDim,
+                                           bool perChannel) {
+  auto type = cast<RankedTensorType>(w.getType());
+  unsigned rank = type.getRank();
+  int64_t channels = type.getDimSize(channelDim);
+  Type f32 = b.getF32Type();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  AffineMap channel =
+      AffineMap::get(rank, 0, b.getAffineDimExpr(channelDim), b.getContext());
+
+  // max |w| per channel (or over everything).
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  if (perChannel)
+    iterators[channelDim] = utils::IteratorType::parallel;
+  SmallVector<int64_t> maxShape;
+  if (perChannel)
+    maxShape.push_back(channels);
+  Value zero = f32Constant(b, loc, 0.0);
+  Value maxInit =
+      linalg::FillOp::create(b, loc, zero, emptyLike(b, loc, maxShape, f32))
+          .getResult(0);
+  AffineMap maxMap =
+      perChannel ? channel : AffineMap::get(rank, 0, {}, b.getContext());
+  Value absMax =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{maxInit.getType()}, ValueRange{w},
+          ValueRange{maxInit}, ArrayRef<AffineMap>{id, maxMap}, iterators,
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value a = math::AbsFOp::create(nb, nl, args[0]);
+            yieldValue(nb, nl, arith::MaximumFOp::create(nb, nl, a, args[1]));
+          })
+          .getResult(0);
+
+  // scale[c] = max / 127 (1 for an all-zero channel, which stays zero).
+  AffineMap one = AffineMap::get(1, 0, b.getAffineDimExpr(0), b.getContext());
+  AffineMap fromMax =
+      perChannel ? one : AffineMap::get(1, 0, {}, b.getContext());
+  Value scales =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get({channels}, f32)},
+          ValueRange{absMax}, ValueRange{emptyLike(b, loc, {channels}, f32)},
+          ArrayRef<AffineMap>{fromMax, one}, parallel(1),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value s = arith::DivFOp::create(nb, nl, args[0],
+                                            f32Constant(nb, nl, 127.0));
+            Value isZero =
+                arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                      args[0], f32Constant(nb, nl, 0.0));
+            yieldValue(nb, nl,
+                       arith::SelectOp::create(nb, nl, isZero,
+                                               f32Constant(nb, nl, 1.0), s));
+          })
+          .getResult(0);
+
+  Value q =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{type.clone(b.getI8Type())}, ValueRange{w, scales},
+          ValueRange{emptyLike(b, loc, type.getShape(), b.getI8Type())},
+          ArrayRef<AffineMap>{id, channel, id}, parallel(rank),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value scaled = arith::DivFOp::create(nb, nl, args[0], args[1]);
+            Value r = roundClamp(nb, nl, scaled, -127, 127);
+            yieldValue(nb, nl,
+                       arith::FPToSIOp::create(nb, nl, nb.getI8Type(), r));
+          })
+          .getResult(0);
+  return {q, scales};
+}
+
+/// A constant weight quantized at compile time, with the exact relative RMS
+/// error of the quantization.
+struct ConstantWeight {
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  double error = 0;
+};
+
+ConstantWeight quantizeConstant(DenseElementsAttr attr, unsigned channelDim,
+                                bool perChannel) {
+  auto type = cast<RankedTensorType>(attr.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t channels = shape[channelDim];
+  int64_t inner = 1;
+  for (unsigned d = channelDim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  std::vector<float> values;
+  for (APFloat v : attr.getValues<APFloat>())
+    values.push_back(v.convertToFloat());
+  auto channelOf = [&](size_t i) { return (i / inner) % channels; };
+  std::vector<float> absMax(channels, 0.0f);
+  for (size_t i = 0; i < values.size(); ++i) {
+    float &m = absMax[perChannel ? channelOf(i) : 0];
+    m = std::max(m, std::fabs(values[i]));
+  }
+  if (!perChannel)
+    std::fill(absMax.begin(), absMax.end(), absMax[0]);
+  ConstantWeight result;
+  result.scales.resize(channels);
+  for (int64_t c = 0; c < channels; ++c)
+    result.scales[c] = absMax[c] == 0 ? 1.0f : absMax[c] / 127.0f;
+  result.q.resize(values.size());
+  double noise = 0, signal = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    float s = result.scales[channelOf(i)];
+    float r = std::nearbyint(values[i] / s);
+    r = std::min(127.0f, std::max(-127.0f, r));
+    result.q[i] = static_cast<int8_t>(r);
+    double e = values[i] - r * s;
+    noise += e * e;
+    signal += double(values[i]) * values[i];
+  }
+  result.error = signal > 0 ? std::sqrt(noise / signal) : 0.0;
+  return result;
+}
+
+/// Rebuilds a named linalg op with new operands and result type; the body
+/// follows from the operand types (extsi/muli/addi for i8 -> i32).
+Operation *rebuildNamed(OpBuilder &b, linalg::LinalgOp op, ValueRange operands,
+                        Type resultType) {
+  Operation *clone = b.clone(*op.getOperation());
+  clone->setOperands(operands);
+  clone->getResult(0).setType(resultType);
+  auto regionBuilder = cast<linalg::LinalgOp>(clone).getRegionBuilder();
+  Region &region = clone->getRegion(0);
+  region.getBlocks().clear();
+  SmallVector<Type> argTypes;
+  SmallVector<Location> locs;
+  for (Value v : operands) {
+    argTypes.push_back(getElementTypeOrSelf(v.getType()));
+    locs.push_back(op.getLoc());
+  }
+  OpBuilder::InsertionGuard guard(b);
+  Block *block = b.createBlock(&region, {}, argTypes, locs);
+  ImplicitLocOpBuilder ib(op.getLoc(), b);
+  ib.setInsertionPointToStart(block);
+  regionBuilder(ib, *block, clone->getAttrDictionary().getValue(),
+                [&]() { return clone->emitError(); });
+  return clone;
+}
+
+/// Elementwise cast of a float tensor to `element`.
+Value castTensor(OpBuilder &b, Location loc, Value x, Type element) {
+  auto type = cast<RankedTensorType>(x.getType());
+  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type.clone(element)}, ValueRange{x},
+             ValueRange{emptyLike(b, loc, type.getShape(), element)},
+             ArrayRef<AffineMap>{id, id}, parallel(type.getRank()),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               yieldValue(nb, nl,
+                          arith::TruncFOp::create(nb, nl, element, args[0]));
+             })
+      .getResult(0);
+}
+
+bool isZeroFill(Value init) {
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  return matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
+         matchPattern(fill.getInputs()[0], m_Zero());
+}
+
+std::string locationText(Location loc) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.print(os);
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+/// What the pass decided for one eligible op.
+struct Decision {
+  Operation *op = nullptr;
+  std::string function, opName, location, activationId, weightId, resultId;
+  std::string precision = "f32"; // int8 | f32 | f16
+  std::string reason;
+  double threshold = 0, activationScale = 0;
+  double activationError = 0, weightError = -1, error = 0;
+  std::string weights;    // hoisted | constant | inline
+  std::string dequantize; // fused | separate
+  bool biasInI32 = false;
+  /// The f32 value standing for the op's result after the rewrite.
+  Value result;
+};
+
+/// An argument weight quantized once by the weights function.
+struct HoistedWeight {
+  unsigned argIndex;
+  unsigned channelDim;
+  std::string name;
+  Value q, scale; // the new arguments of the quantized function
+};
+
+struct QuantizePass : mp::impl::MPQuantizeBase<QuantizePass> {
+  using MPQuantizeBase::MPQuantizeBase;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult plan(func::FuncOp func,
+                     const llvm::StringMap<CalibrationEntry> &entries);
+  void rewrite(Decision &decision, func::FuncOp func);
+  std::pair<Value, Value> weightFor(OpBuilder &b, Decision &decision,
+                                    func::FuncOp func, Value w,
+                                    unsigned channelDim);
+  void finishHoisting(func::FuncOp func);
+  void probeOutput(Decision &decision);
+
+  ThresholdMethod thresholdMethod = ThresholdMethod::MinMax;
+  std::vector<Decision> decisions;
+  llvm::DenseMap<std::pair<Value, unsigned>, unsigned> hoistedIndex;
+  std::vector<HoistedWeight> hoisted;
+};
+
+LogicalResult
+QuantizePass::plan(func::FuncOp func,
+                   const llvm::StringMap<CalibrationEntry> &entries) {
+  llvm::DenseMap<Value, std::string> ids = valueIds(func);
+  bool ok = true;
+  func.walk([&](Operation *op) {
+    if (!isCalibrationTarget(op))
+      return;
+    if (isa<tosa::TosaOp>(op)) {
+      op->emitError() << op->getName()
+                      << " must be imported to linalg before quantization; "
+                         "run --mp-import first (and calibrate the imported "
+                         "module)";
+      ok = false;
+      return;
+    }
+    Decision d;
+    d.op = op;
+    d.function = func.getSymName().str();
+    d.opName = op->getName().getStringRef().str();
+    d.location = locationText(op->getLoc());
+    auto linalgOp = cast<linalg::LinalgOp>(op);
+    Value act = linalgOp.getDpsInputOperand(0)->get();
+    Value weight = linalgOp.getDpsInputOperand(1)->get();
+    d.activationId = ids.lookup(act);
+    d.weightId = ids.lookup(weight);
+    d.resultId = ids.lookup(op->getResult(0));
+    d.result = op->getResult(0);
+    auto allF32 = llvm::all_of(op->getOperandTypes(), [](Type t) {
+      return cast<RankedTensorType>(t).getElementType().isF32();
+    });
+    if (!isa<linalg::MatmulOp, linalg::Conv2DNchwFchwOp>(op)) {
+      d.reason = "not quantized: int8 rewriting supports linalg.matmul and "
+                 "linalg.conv_2d_nchw_fchw";
+    } else if (!allF32) {
+      d.reason = "not quantized: operands are not all f32";
+    } else if (auto matmul = dyn_cast<linalg::MatmulOp>(op);
+               matmul && !matmul.getIndexingMaps().empty() &&
+               matmul.hasUserDefinedMaps()) {
+      d.reason = "not quantized: matmul with transposed or broadcast "
+                 "operands";
+    } else if (!isZeroFill(linalgOp.getDpsInitOperand(0)->get())) {
+      d.reason = "not quantized: accumulates into a value other than a "
+                 "zero fill";
+    } else if (d.activationId.empty()) {
+      d.reason = "not quantized: its input has no calibration id (a "
+                 "constant or an uncounted op)";
+    } else {
+      auto entry = entries.find(d.activationId);
+      if (entry == entries.end()) {
+        op->emitError() << "no calibration data for '" << d.activationId
+                        << "', the input of this " << op->getName()
+                        << "; calibrate this module first (mp-run infer "
+                           "--calibrate N, or --mp-calibrate and a run)";
+        ok = false;
+        return;
+      }
+      d.threshold = chooseThreshold(entry->second, thresholdMethod, percentile);
+      d.activationScale = d.threshold > 0 ? d.threshold / 127.0 : 1.0;
+      d.activationError = estimateRelativeError(entry->second, d.threshold);
+      DenseElementsAttr constant;
+      if (matchPattern(weight, m_Constant(&constant))) {
+        d.weightError =
+            quantizeConstant(constant, isa<linalg::MatmulOp>(op) ? 1 : 0,
+                             perChannel)
+                .error;
+      } else {
+        auto w = entries.find(d.weightId);
+        if (!d.weightId.empty() && w != entries.end())
+          d.weightError = estimateRelativeError(w->second, w->second.absMax);
+      }
+      double we = std::max(d.weightError, 0.0);
+      d.error = std::sqrt(d.activationError * d.activationError + we * we);
+      d.precision = "int8";
+    }
+    decisions.push_back(std::move(d));
+  });
+  return success(ok);
+}
+
+std::pair<Value, Value> QuantizePass::weightFor(OpBuilder &b,
+                                                Decision &decision,
+                                                func::FuncOp func, Value w,
+                                                unsigned channelDim) {
+  Location loc = decision.op->getLoc();
+  DenseElementsAttr constant;
+  if (matchPattern(w, m_Constant(&constant))) {
+    ConstantWeight c = quantizeConstant(constant, channelDim, perChannel);
+    decision.weights = "constant";
+    auto type = cast<RankedTensorType>(w.getType());
+    Value q = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(type.clone(b.getI8Type()),
+                               ArrayRef<int8_t>(c.q)));
+    Value s = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(
+            RankedTensorType::get({static_cast<int64_t>(c.scales.size())},
+                                  b.getF32Type()),
+            ArrayRef<float>(c.scales)));
+    return {q, s};
+  }
+  auto arg = dyn_cast<BlockArgument>(w);
+  if (hoistWeights && arg && arg.getOwner() == &func.getBody().front()) {
+    decision.weights = "hoisted";
+    auto [it, inserted] =
+        hoistedIndex.try_emplace({w, channelDim}, hoisted.size());
+    if (inserted) {
+      HoistedWeight h;
+      h.argIndex = arg.getArgNumber();
+      h.channelDim = channelDim;
+      auto name = func.getArgAttrOfType<StringAttr>(h.argIndex, kParamAttrName);
+      h.name = name ? name.str() : "arg" + std::to_string(h.argIndex);
+      // The same weight read along another channel dimension elsewhere
+      // needs its own name.
+      if (llvm::any_of(hoisted, [&](const HoistedWeight &other) {
+            return other.argIndex == h.argIndex;
+          }))
+        h.name += "#dim" + std::to_string(channelDim);
+      auto type = cast<RankedTensorType>(w.getType());
+      Block &entry = func.getBody().front();
+      h.q = entry.addArgument(type.clone(b.getI8Type()), func.getLoc());
+      h.scale = entry.addArgument(
+          RankedTensorType::get({type.getDimSize(channelDim)}, b.getF32Type()),
+          func.getLoc());
+      hoisted.push_back(h);
+    }
+    const HoistedWeight &h = hoisted[it->second];
+    return {h.q, h.scale};
+  }
+  decision.weights = "inline";
+  return quantizeWeightInIR(b, loc, w, channelDim, perChannel);
+}
+
+void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
+  auto op = cast<linalg::LinalgOp>(d.op);
+  Location loc = op.getLoc();
+  OpBuilder b(op);
+  Value act = op.getDpsInputOperand(0)->get();
+  Value weight = op.getDpsInputOperand(1)->get();
+  Value result = op->getResult(0);
+  auto resultType = cast<RankedTensorType>(result.getType());
+
+  if (d.precision == "f16") {
+    Type f16 = b.getF16Type();
+    Operation *low = rebuildNamed(b, op,
+                                  {castTensor(b, loc, act, f16),
+                                   castTensor(b, loc, weight, f16),
+                                   op.getDpsInitOperand(0)->get()},
+                                  resultType);
+    result.replaceAllUsesWith(low->getResult(0));
+    d.result = low->getResult(0);
+    op->erase();
+    return;
+  }
+
+  // Output channel: the weight's (matmul: column; conv FCHW: F) and the
+  // result's dimension 1 in both layouts.
+  bool isConv = isa<linalg::Conv2DNchwFchwOp>(op.getOperation());
+  unsigned weightChannelDim = isConv ? 0 : 1;
+  const unsigned resultChannelDim = 1;
+  int64_t channels = resultType.getDimSize(resultChannelDim);
+
+  Value actQ = quantizeActivation(b, loc, act, 1.0 / d.activationScale);
+  auto [weightQ, weightScale] = weightFor(b, d, func, weight, weightChannelDim);
+  // Rescaling factor of the i32 accumulator per output channel.
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  AffineMap one = b.getMultiDimIdentityMap(1);
+  Value scale = linalg::GenericOp::create(
+                    b, loc, TypeRange{RankedTensorType::get({channels}, f32)},
+                    ValueRange{weightScale},
+                    ValueRange{emptyLike(b, loc, {channels}, f32)},
+                    ArrayRef<AffineMap>{one, one}, parallel(1),
+                    [&](OpBuilder &nb, Location nl, ValueRange args) {
+                      yieldValue(nb, nl,
+                                 arith::MulFOp::create(
+                                     nb, nl, args[0],
+                                     f32Constant(nb, nl, d.activationScale)));
+                    })
+                    .getResult(0);
+
+  // The consumer the dequantization fuses into, and its bias add.
+  linalg::GenericOp consumer;
+  OpOperand *consumerUse = nullptr;
+  arith::AddFOp biasAdd;
+  Value bias;
+  if (result.hasOneUse() && !probeOutputs) {
+    OpOperand &use = *result.getUses().begin();
+    auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+    if (generic && generic.isDpsInput(&use) &&
+        generic.getMatchingIndexingMap(&use).isProjectedPermutation() &&
+        generic.getMatchingIndexingMap(&use).getNumResults() ==
+            resultType.getRank()) {
+      consumer = generic;
+      consumerUse = &use;
+      BlockArgument arg = generic.getMatchingBlockArgument(&use);
+      AffineMap map = generic.getMatchingIndexingMap(&use);
+      AffineMap channelMap = AffineMap::get(
+          map.getNumDims(), 0, map.getResult(resultChannelDim), b.getContext());
+      if (arg.hasOneUse())
+        if (auto add = dyn_cast<arith::AddFOp>(*arg.getUsers().begin())) {
+          Value other = add.getLhs() == arg ? add.getRhs() : add.getLhs();
+          auto otherArg = dyn_cast<BlockArgument>(other);
+          if (otherArg && otherArg.getOwner() == generic.getBlock() &&
+              otherArg.getArgNumber() < generic.getNumDpsInputs()) {
+            OpOperand *biasOperand =
+                generic.getDpsInputOperand(otherArg.getArgNumber());
+            auto biasType =
+                dyn_cast<RankedTensorType>(biasOperand->get().getType());
+            Value candidate = biasOperand->get();
+            Operation *producer = candidate.getDefiningOp();
+            bool dominates =
+                !producer || (producer->getBlock() == op->getBlock() &&
+                              producer->isBeforeInBlock(op));
+            if (dominates && biasType && biasType.getRank() == 1 &&
+                biasType.getDimSize(0) == channels &&
+                biasType.getElementType().isF32() &&
+                generic.getMatchingIndexingMap(biasOperand) == channelMap) {
+              biasAdd = add;
+              bias = biasOperand->get();
+            }
+          }
+        }
+    }
+  }
+
+  // The i32 accumulator starts at the quantized bias or at zero.
+  Value init;
+  auto accType = resultType.clone(i32);
+  if (bias) {
+    Value biasQ =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{RankedTensorType::get({channels}, i32)},
+            ValueRange{bias, scale},
+            ValueRange{emptyLike(b, loc, {channels}, i32)},
+            ArrayRef<AffineMap>{one, one, one}, parallel(1),
+            [&](OpBuilder &nb, Location nl, ValueRange args) {
+              Value q = arith::DivFOp::create(nb, nl, args[0], args[1]);
+              // Keep within i32 (a tiny scale could push it out).
+              q = roundClamp(nb, nl, q, -2147483520.0, 2147483520.0);
+              yieldValue(nb, nl, arith::FPToSIOp::create(nb, nl, i32, q));
+            })
+            .getResult(0);
+    unsigned rank = resultType.getRank();
+    AffineMap id = b.getMultiDimIdentityMap(rank);
+    AffineMap channelMap = AffineMap::get(
+        rank, 0, b.getAffineDimExpr(resultChannelDim), b.getContext());
+    init = linalg::GenericOp::create(
+               b, loc, TypeRange{accType}, ValueRange{biasQ},
+               ValueRange{emptyLike(b, loc, resultType.getShape(), i32)},
+               ArrayRef<AffineMap>{channelMap, id}, parallel(rank),
+               [&](OpBuilder &nb, Location nl, ValueRange args) {
+                 yieldValue(nb, nl, args[0]);
+               })
+               .getResult(0);
+    d.biasInI32 = true;
+  } else {
+    Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+    init = linalg::FillOp::create(b, loc, zero,
+                                  emptyLike(b, loc, resultType.getShape(), i32))
+               .getResult(0);
+  }
+  Operation *quantized = rebuildNamed(b, op, {actQ, weightQ, init}, accType);
+  Value acc = quantized->getResult(0);
+
+  if (consumer) {
+    // Rebuild the consumer with the i32 accumulator and the scales as
+    // inputs; its body dequantizes at the top.
+    d.dequantize = "fused";
+    unsigned useIndex = consumerUse->getOperandNumber();
+    AffineMap map = consumer.getMatchingIndexingMap(consumerUse);
+    AffineMap channelMap = AffineMap::get(
+        map.getNumDims(), 0, map.getResult(resultChannelDim), b.getContext());
+    SmallVector<Value> inputs(consumer.getDpsInputs());
+    inputs[useIndex] = acc;
+    inputs.push_back(scale);
+    SmallVector<AffineMap> maps = consumer.getIndexingMapsArray();
+    unsigned numInputs = consumer.getNumDpsInputs();
+    maps.insert(maps.begin() + numInputs, channelMap);
+    OpBuilder cb(consumer);
+    auto fused = linalg::GenericOp::create(
+        cb, consumer.getLoc(), consumer->getResultTypes(), inputs,
+        consumer.getDpsInits(), maps, consumer.getIteratorTypesArray());
+    fused->setDiscardableAttrs(consumer->getDiscardableAttrDictionary());
+    fused.getRegion().takeBody(consumer.getRegion());
+    Block &body = fused.getRegion().front();
+    BlockArgument scaleArg =
+        body.insertArgument(numInputs, f32, consumer.getLoc());
+    BlockArgument accArg = body.getArgument(useIndex);
+    accArg.setType(i32);
+    OpBuilder bb = OpBuilder::atBlockBegin(&body);
+    Value asFloat = arith::SIToFPOp::create(bb, loc, f32, accArg);
+    Value dequantized = arith::MulFOp::create(bb, loc, asFloat, scaleArg);
+    if (biasAdd) {
+      biasAdd.getResult().replaceAllUsesWith(dequantized);
+      biasAdd->erase();
+    } else {
+      accArg.replaceAllUsesExcept(dequantized, asFloat.getDefiningOp());
+    }
+    consumer->replaceAllUsesWith(fused);
+    consumer->erase();
+  } else {
+    d.dequantize = "separate";
+    unsigned rank = resultType.getRank();
+    AffineMap id = b.getMultiDimIdentityMap(rank);
+    AffineMap channelMap = AffineMap::get(
+        rank, 0, b.getAffineDimExpr(resultChannelDim), b.getContext());
+    Value dequantized =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{resultType}, ValueRange{acc, scale},
+            ValueRange{emptyLike(b, loc, resultType.getShape(), f32)},
+            ArrayRef<AffineMap>{id, channelMap, id}, parallel(rank),
+            [&](OpBuilder &nb, Location nl, ValueRange args) {
+              Value f = arith::SIToFPOp::create(nb, nl, f32, args[0]);
+              yieldValue(nb, nl, arith::MulFOp::create(nb, nl, f, args[1]));
+            })
+            .getResult(0);
+    result.replaceAllUsesWith(dequantized);
+    d.result = dequantized;
+  }
+  op->erase();
+}
+
+/// An mp.observe named by the op's result id on the f32 value that now
+/// stands for its result (the dequantized or fallback result).
+void QuantizePass::probeOutput(Decision &d) {
+  if (d.resultId.empty() || !d.result)
+    return;
+  OpBuilder b(d.result.getContext());
+  b.setInsertionPointAfterValue(d.result);
+  auto probe = ObserveOp::create(b, d.result.getLoc(), d.result.getType(),
+                                 d.result, d.resultId);
+  d.result.replaceAllUsesExcept(probe, probe);
+  ++numOutputProbes;
+}
+
+/// Gives the quantized function its new arguments (i8 weights and scales),
+/// drops f32 weights nothing uses any more, and adds the function that
+/// makes the new arguments from the old ones.
+void QuantizePass::finishHoisting(func::FuncOp func) {
+  if (hoisted.empty())
+    return;
+  MLIRContext *context = func.getContext();
+  Block &entry = func.getBody().front();
+  // The function type catches up with the block's new arguments.
+  unsigned oldCount = func.getNumArguments();
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i = 0; i < oldCount; ++i)
+    argAttrs.push_back(func.getArgAttrDict(i)
+                           ? func.getArgAttrDict(i)
+                           : DictionaryAttr::get(context, {}));
+  Builder b(context);
+  SmallVector<Type> weightArgTypes;
+  SmallVector<DictionaryAttr> weightArgAttrs;
+  SmallVector<Type> weightResultTypes;
+  SmallVector<DictionaryAttr> weightResultAttrs;
+  llvm::DenseMap<unsigned, unsigned> weightArgOf; // func arg -> weights arg
+  for (HoistedWeight &h : hoisted) {
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(kQWeightAttrName, b.getStringAttr(h.name))));
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(kQScaleAttrName, b.getStringAttr(h.name))));
+    if (!weightArgOf.count(h.argIndex)) {
+      weightArgOf[h.argIndex] = weightArgTypes.size();
+      weightArgTypes.push_back(entry.getArgument(h.argIndex).getType());
+      weightArgAttrs.push_back(argAttrs[h.argIndex]);
+    }
+    weightResultTypes.push_back(h.q.getType());
+    weightResultTypes.push_back(h.scale.getType());
+    weightResultAttrs.push_back(argAttrs[argAttrs.size() - 2]);
+    weightResultAttrs.push_back(argAttrs.back());
+  }
+  func.setType(FunctionType::get(context, entry.getArgumentTypes(),
+                                 func.getResultTypes()));
+  func.setAllArgAttrs(argAttrs);
+
+  // @<f>_quantize_weights(f32 weights) -> (i8 weights, scales)...
+  OpBuilder ob(func);
+  ob.setInsertionPointAfter(func);
+  std::string name = (func.getSymName() + "_quantize_weights").str();
+  auto module = func->getParentOfType<ModuleOp>();
+  while (module.lookupSymbol(name))
+    name += "_";
+  auto weightsFn = func::FuncOp::create(
+      ob, func.getLoc(), name,
+      ob.getFunctionType(weightArgTypes, weightResultTypes));
+  weightsFn.setAllArgAttrs(weightArgAttrs);
+  weightsFn.setAllResultAttrs(weightResultAttrs);
+  Block *body = weightsFn.addEntryBlock();
+  ob.setInsertionPointToStart(body);
+  SmallVector<Value> results;
+  for (HoistedWeight &h : hoisted) {
+    auto [q, s] = quantizeWeightInIR(ob, func.getLoc(),
+                                     body->getArgument(weightArgOf[h.argIndex]),
+                                     h.channelDim, perChannel);
+    results.push_back(q);
+    results.push_back(s);
+  }
+  func::ReturnOp::create(ob, func.getLoc(), results);
+  func->setAttr(kQuantizeWeightsAttrName,
+                FlatSymbolRefAttr::get(context, weightsFn.getSymName()));
+
+  // f32 weights the function no longer reads.
+  llvm::BitVector unused(func.getNumArguments());
+  for (HoistedWeight &h : hoisted)
+    if (entry.getArgument(h.argIndex).use_empty())
+      unused.set(h.argIndex);
+  if (unused.any())
+    (void)func.eraseArguments(unused);
+}
+
+void QuantizePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto fail = [&](const Twine &message) {
+    emitError(module.getLoc()) << "--mp-quantize: " << message;
+    signalPassFailure();
+  };
+  if (mode != "int8")
+    return fail("mode must be int8, got '" + mode + "'");
+  if (method == "minmax")
+    thresholdMethod = ThresholdMethod::MinMax;
+  else if (method == "percentile")
+    thresholdMethod = ThresholdMethod::Percentile;
+  else if (method == "entropy")
+    thresholdMethod = ThresholdMethod::Entropy;
+  else
+    return fail("method must be minmax, percentile or entropy, got '" + method +
+                "'");
+  if (!(percentile > 0 && percentile <= 100))
+    return fail("percentile must lie in (0, 100], got " +
+                std::to_string(percentile.getValue()));
+  if (!(maxError >= 0))
+    return fail("max-error must be >= 0, got " +
+                std::to_string(maxError.getValue()));
+  if (fallback != "f32" && fallback != "f16")
+    return fail("fallback must be f32 or f16, got '" + fallback + "'");
+  if (calibration.empty())
+    return fail("needs calibration=FILE (statistics from mp-run infer "
+                "--calibrate N, see docs/quantization.md)");
+  std::string error;
+  FailureOr<llvm::StringMap<CalibrationEntry>> entries =
+      readCalibrationEntries(calibration, error);
+  if (failed(entries))
+    return fail(error);
+
+  SmallVector<func::FuncOp> funcs;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      funcs.push_back(func);
+  bool ok = true;
+  for (func::FuncOp func : funcs) {
+    size_t first = decisions.size();
+    if (failed(plan(func, *entries))) {
+      ok = false;
+      continue;
+    }
+    hoisted.clear();
+    hoistedIndex.clear();
+    for (size_t i = first; i < decisions.size(); ++i) {
+      Decision &d = decisions[i];
+      if (d.precision != "int8")
+        continue;
+      bool named = llvm::is_contained(fallbackOps, d.resultId);
+      if (d.error > maxError || named) {
+        d.precision = fallback;
+        d.reason.clear();
+        if (d.error > maxError)
+          d.reason = "estimated error " + std::to_string(d.error) +
+                     " exceeds max-error " +
+                     std::to_string(maxError.getValue());
+        if (named)
+          d.reason += (d.reason.empty() ? "" : "; ") +
+                      std::string("fallback-ops names '") + d.resultId + "'";
+        d.reason += "; runs in " + fallback.getValue();
+        ++numFallbacks;
+        if (d.precision == "f16")
+          rewrite(d, func);
+        continue;
+      }
+      rewrite(d, func);
+      d.reason = "int8: estimated error within max-error";
+      ++numQuantized;
+    }
+    if (probeOutputs)
+      for (size_t i = first; i < decisions.size(); ++i)
+        probeOutput(decisions[i]);
+    finishHoisting(func);
+  }
+  if (!ok)
+    return signalPassFailure();
+
+  if (report.empty())
+    return;
+  llvm::json::Array ops;
+  std::map<std::string, int64_t> counts;
+  for (const Decision &d : decisions) {
+    llvm::json::Object entry{
+        {"function", d.function}, {"op", d.opName},
+        {"location", d.location}, {"precision", d.precision},
+        {"reason", d.reason},     {"activation", d.activationId},
+        {"weight", d.weightId}};
+    if (!d.dequantize.empty() || d.precision != "f32" ||
+        d.reason.find("exceeds") != std::string::npos) {
+      entry["threshold"] = d.threshold;
+      entry["activation_scale"] = d.activationScale;
+      entry["activation_error"] = d.activationError;
+      if (d.weightError >= 0)
+        entry["weight_error"] = d.weightError;
+      entry["estimated_error"] = d.error;
+    }
+    if (d.precision == "int8") {
+      entry["weights"] = d.weights;
+      entry["dequantize"] = d.dequantize;
+      entry["bias_in_i32"] = d.biasInI32;
+    }
+    ops.push_back(std::move(entry));
+    ++counts[d.precision];
+  }
+  llvm::json::Object totals;
+  for (const auto &[precision, n] : counts)
+    totals[precision] = n;
+  llvm::json::Object root{{"mode", mode.getValue()},
+                          {"method", method.getValue()},
+                          {"per_channel", perChannel.getValue()},
+                          {"max_error", maxError.getValue()},
+                          {"fallback", fallback.getValue()},
+                          {"calibration", calibration.getValue()},
+                          {"ops", std::move(ops)},
+                          {"totals", std::move(totals)}};
+  if (method == "percentile")
+    root["percentile"] = percentile.getValue();
+  std::error_code ec;
+  llvm::raw_fd_ostream os(report, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return fail("cannot write report '" + report + "': " + ec.message());
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}
+
+} // namespace

@@ -1,0 +1,113 @@
+//===- GemmS8Test.cpp - int8 mprt_gemm and CPU features -------------------===//
+
+#include "mprt/mprt.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+int64_t address(const void *p) { return reinterpret_cast<int64_t>(p); }
+
+/// C += op(A) op(B) in int32, A m x k (k x m transposed), B k x n.
+void reference(const std::vector<int8_t> &a, const std::vector<int8_t> &b,
+               std::vector<int32_t> &c, int m, int n, int k, bool ta, bool tb) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      int32_t s = 0;
+      for (int r = 0; r < k; ++r)
+        s += int32_t(ta ? a[r * m + i] : a[i * k + r]) *
+             int32_t(tb ? b[j * k + r] : b[r * n + j]);
+      c[i * n + j] += s;
+    }
+}
+
+TEST(GemmS8, MatchesExactIntegerProductsWithTransposes) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> value(-127, 127);
+  const int m = 37, n = 29, k = 300; // sums beyond int16, odd sizes
+  for (int flags = 0; flags < 4; ++flags) {
+    bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+    std::vector<int8_t> a(m * k), b(k * n);
+    for (int8_t &x : a)
+      x = static_cast<int8_t>(value(rng));
+    for (int8_t &x : b)
+      x = static_cast<int8_t>(value(rng));
+    std::vector<int32_t> c(m * n), expected(m * n);
+    for (int i = 0; i < m * n; ++i)
+      c[i] = expected[i] = i - 100; // accumulates into C
+    reference(a, b, expected, m, n, k, ta, tb);
+    ASSERT_EQ(mprt_gemm(address(a.data()), ta ? m : k, address(b.data()),
+                        tb ? k : n, address(c.data()), n, m, n, k, flags,
+                        MPRT_GEMM_S8),
+              MPRT_OK)
+        << mprt_last_error();
+    EXPECT_EQ(c, expected) << "flags " << flags;
+  }
+}
+
+TEST(GemmS8, ExtremesDoNotOverflow) {
+  // -128 * -128 * k stays exact in int32 for k = 1000.
+  const int m = 2, n = 3, k = 1000;
+  std::vector<int8_t> a(m * k, -128), b(k * n, -128);
+  std::vector<int32_t> c(m * n, 0);
+  ASSERT_EQ(mprt_gemm(address(a.data()), k, address(b.data()), n,
+                      address(c.data()), n, m, n, k, 0, MPRT_GEMM_S8),
+            MPRT_OK);
+  for (int32_t v : c)
+    EXPECT_EQ(v, 128 * 128 * k);
+}
+
+TEST(GemmS8, LeadingDimensionsSelectSubmatrices) {
+  // A 2 x 2 product out of 4-wide rows.
+  std::vector<int8_t> a = {1, 2, 9, 9, 3, 4, 9, 9};
+  std::vector<int8_t> b = {5, 6, 9, 9, 7, 8, 9, 9};
+  std::vector<int32_t> c(2 * 5, 0);
+  ASSERT_EQ(mprt_gemm(address(a.data()), 4, address(b.data()), 4,
+                      address(c.data()), 5, 2, 2, 2, 0, MPRT_GEMM_S8),
+            MPRT_OK);
+  EXPECT_EQ(c[0], 19);
+  EXPECT_EQ(c[1], 22);
+  EXPECT_EQ(c[5], 43);
+  EXPECT_EQ(c[6], 50);
+  EXPECT_EQ(c[2], 0); // outside the submatrix
+}
+
+TEST(GemmS8, BadArguments) {
+  int8_t a[4] = {};
+  int32_t c[4] = {};
+  EXPECT_EQ(
+      mprt_gemm(address(a), 2, 0, 2, address(c), 2, 2, 2, 2, 0, MPRT_GEMM_S8),
+      MPRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(mprt_last_error()).find("mprt_gemm (s8)"),
+            std::string::npos);
+  EXPECT_EQ(mprt_gemm(address(a), 1, address(a), 2, address(c), 2, 2, 2, 2, 0,
+                      MPRT_GEMM_S8),
+            MPRT_ERROR_ARGUMENT); // lda < k
+  EXPECT_EQ(mprt_gemm(address(a), 2, address(a), 2, address(c), 2, 0, 2, 2, 0,
+                      MPRT_GEMM_S8),
+            MPRT_OK); // empty product
+}
+
+TEST(CpuFeatures, StringMatchesBits) {
+  uint32_t features = mprt_cpu_features();
+  std::string text = mprt_cpu_features_string();
+  EXPECT_EQ(features == 0, text == "none");
+  EXPECT_EQ((features & MPRT_CPU_AVX512_VNNI) != 0,
+            text.find("avx512_vnni") != std::string::npos);
+  // Architectural implications that hold on any real CPU.
+  if (features & MPRT_CPU_AVX512_VNNI) {
+    EXPECT_TRUE(features & MPRT_CPU_AVX512F);
+  }
+#if defined(__x86_64__)
+  EXPECT_EQ((features & MPRT_CPU_AVX2) != 0,
+            __builtin_cpu_supports("avx2") != 0);
+  EXPECT_EQ((features & MPRT_CPU_AVX512F) != 0,
+            __builtin_cpu_supports("avx512f") != 0);
+#endif
+}
+
+} // namespace

@@ -1,0 +1,395 @@
+//===- InferSession.cpp - compile and call mp.predict alone ---------------===//
+
+#include "InferSession.h"
+
+#include "mp/InitAll.h"
+#include "mp/Transforms/AttrNames.h"
+#include "mp/Transforms/Pipelines.h"
+#include "mprt/mprt.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace mp {
+
+namespace {
+
+// The two helpers below follow Session.cpp's PackedArgs and addEntry; they
+// are repeated here (not shared) to keep the two sessions independent.
+
+/// Memref arguments expanded as ExecutionEngine::invokePacked wants them.
+class PackedArgs {
+public:
+  void addMemRef(void *data, const std::vector<int64_t> &shape) {
+    auto desc = std::make_unique<Descriptor>();
+    desc->allocated = desc->aligned = data;
+    desc->offset = 0;
+    int64_t stride = 1;
+    desc->sizes.assign(shape.begin(), shape.end());
+    desc->strides.assign(shape.size(), 0);
+    for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+      desc->strides[i] = stride;
+      stride *= shape[i];
+    }
+    pointers.push_back(&desc->allocated);
+    pointers.push_back(&desc->aligned);
+    pointers.push_back(&desc->offset);
+    for (int64_t &s : desc->sizes)
+      pointers.push_back(&s);
+    for (int64_t &s : desc->strides)
+      pointers.push_back(&s);
+    descriptors.push_back(std::move(desc));
+  }
+  llvm::MutableArrayRef<void *> get() { return pointers; }
+
+private:
+  struct Descriptor {
+    void *allocated;
+    void *aligned;
+    int64_t offset;
+    std::vector<int64_t> sizes, strides;
+  };
+  std::vector<std::unique_ptr<Descriptor>> descriptors;
+  std::vector<void *> pointers;
+};
+
+/// `@<name>(memref args..., memref results...)` calling `callee` (tensor
+/// arguments and results only).
+void addEntry(ModuleOp module, func::FuncOp callee, StringRef name) {
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = callee.getLoc();
+  SmallVector<Type> argTypes;
+  auto memrefFor = [](Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    return MemRefType::get(tensor.getShape(), tensor.getElementType());
+  };
+  for (Type t : callee.getArgumentTypes())
+    argTypes.push_back(memrefFor(t));
+  for (Type t : callee.getResultTypes())
+    argTypes.push_back(memrefFor(t));
+  auto entry =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
+  Block *block = entry.addEntryBlock();
+  b.setInsertionPointToStart(block);
+  SmallVector<Value> operands;
+  unsigned numInputs = callee.getNumArguments();
+  for (auto [i, type] : llvm::enumerate(callee.getArgumentTypes()))
+    operands.push_back(bufferization::ToTensorOp::create(
+        b, loc, type, block->getArgument(i), /*restrict=*/b.getUnitAttr()));
+  auto call = func::CallOp::create(b, loc, callee, operands);
+  for (auto [i, result] : llvm::enumerate(call.getResults()))
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, result, block->getArgument(numInputs + i),
+        /*restrict=*/true, /*writable=*/true);
+  func::ReturnOp::create(b, loc);
+}
+
+int64_t numElements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+} // namespace
+
+std::unique_ptr<InferSession>
+InferSession::create(const std::string &modelPath, const InferOptions &options,
+                     const std::vector<HostTensor> &params,
+                     std::string &error) {
+  std::unique_ptr<InferSession> session(new InferSession());
+  if (!session->compile(modelPath, options, error) ||
+      !session->bind(params, error))
+    return nullptr;
+  return session;
+}
+
+bool InferSession::compile(const std::string &modelPath,
+                           const InferOptions &options, std::string &error) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  mlir::mp::registerAllDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  context = std::make_unique<MLIRContext>(registry);
+  context->loadAllAvailableDialects();
+
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &diag) {
+    os << diag.getLocation() << ": " << diag << "\n";
+    return success();
+  });
+  llvm::SourceMgr sources;
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(modelPath, sources, context.get());
+  if (!module) {
+    error = "cannot load model '" + modelPath + "'\n" + diagnostics;
+    return false;
+  }
+  // Only the prediction function is compiled.
+  func::FuncOp predictFn;
+  for (auto func : llvm::make_early_inc_range(module->getOps<func::FuncOp>())) {
+    if (func->hasAttr(mlir::mp::kPredictAttrName) && !predictFn)
+      predictFn = func;
+    else if (!func.isExternal())
+      func.erase();
+  }
+  if (!predictFn) {
+    error = "model '" + modelPath + "' has no function marked mp.predict";
+    return false;
+  }
+  auto inputType =
+      predictFn.getNumArguments() > 0
+          ? dyn_cast<RankedTensorType>(predictFn.getArgument(0).getType())
+          : RankedTensorType();
+  auto outputType =
+      predictFn.getNumResults() == 1
+          ? dyn_cast<RankedTensorType>(predictFn.getResultTypes()[0])
+          : RankedTensorType();
+  if (!inputType || !outputType || !inputType.hasStaticShape() ||
+      !outputType.hasStaticShape() || outputType.getRank() != 2 ||
+      inputType.getRank() < 2 ||
+      inputType.getDimSize(0) != outputType.getDimSize(0)) {
+    error = "@" + predictFn.getSymName().str() +
+            " must take (x: tensor<Bx...>, parameters...) and return "
+            "tensor<BxC>, with static shapes";
+    return false;
+  }
+  for (Type type : llvm::concat<const Type>(predictFn.getArgumentTypes(),
+                                            predictFn.getResultTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape()) {
+      error = "@" + predictFn.getSymName().str() +
+              ": every argument and result must be a statically shaped "
+              "tensor for inference, got " +
+              llvm::formatv("{0}", type).str();
+      return false;
+    }
+  }
+  inputShape.assign(inputType.getShape().begin(), inputType.getShape().end());
+  batch = inputType.getDimSize(0);
+  features = inputType.getNumElements() / batch;
+  classes = outputType.getDimSize(1);
+
+  PassManager pm(context.get());
+  switch (options.mode) {
+  case InferOptions::Mode::Float:
+    if (options.precision != "f32") {
+      mlir::mp::AutoMixedPrecisionOptions amp;
+      amp.dtype = options.precision;
+      pm.addPass(mlir::mp::createAutoMixedPrecision(amp));
+    }
+    break;
+  case InferOptions::Mode::Calibrate:
+    pm.addPass(mlir::mp::createMPCalibrate());
+    break;
+  case InferOptions::Mode::Int8: {
+    mlir::mp::MPQuantizeOptions quantize;
+    quantize.calibration = options.calibrationPath;
+    quantize.method = options.method;
+    quantize.percentile = options.percentile;
+    quantize.perChannel = options.perChannel;
+    quantize.maxError = options.maxError;
+    quantize.fallback = options.fallback;
+    quantize.report = options.reportPath;
+    quantize.fallbackOps.assign(options.fallbackOps.begin(),
+                                options.fallbackOps.end());
+    quantize.probeOutputs = options.probeOutputs;
+    pm.addPass(mlir::mp::createMPQuantize(quantize));
+    break;
+  }
+  }
+  if (failed(pm.run(*module))) {
+    error = "compiling @" + predictFn.getSymName().str() + " failed\n" +
+            diagnostics;
+    return false;
+  }
+
+  // How each argument and result is bound, read before lowering.
+  auto bindingsOf = [](func::FuncOp func, bool results) {
+    std::vector<Binding> bindings;
+    unsigned count = results ? func.getNumResults() : func.getNumArguments();
+    for (unsigned i = 0; i < count; ++i) {
+      auto type = cast<RankedTensorType>(results ? func.getResultTypes()[i]
+                                                 : func.getArgumentTypes()[i]);
+      DictionaryAttr attrs =
+          results ? func.getResultAttrDict(i) : func.getArgAttrDict(i);
+      Binding binding{ArgKind::Input, "", {}, 0};
+      binding.shape.assign(type.getShape().begin(), type.getShape().end());
+      binding.elementBytes =
+          std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      auto named = [&](StringRef attr) -> StringAttr {
+        return attrs ? attrs.getAs<StringAttr>(attr) : StringAttr();
+      };
+      if (StringAttr n = named(mlir::mp::kParamAttrName)) {
+        binding.kind = ArgKind::Param;
+        binding.name = n.str();
+      } else if (StringAttr n = named(mlir::mp::kQWeightAttrName)) {
+        binding.kind = ArgKind::QWeight;
+        binding.name = n.str();
+      } else if (StringAttr n = named(mlir::mp::kQScaleAttrName)) {
+        binding.kind = ArgKind::QScale;
+        binding.name = n.str();
+      }
+      bindings.push_back(binding);
+    }
+    return bindings;
+  };
+  predictArgs = bindingsOf(predictFn, /*results=*/false);
+  for (unsigned i = 1; i < predictArgs.size(); ++i)
+    if (predictArgs[i].kind == ArgKind::Input) {
+      error = "argument #" + std::to_string(i) + " of @" +
+              predictFn.getSymName().str() +
+              " is neither the input nor a parameter (mp.param)";
+      return false;
+    }
+  addEntry(*module, predictFn, "mp_infer_predict");
+  if (auto ref = predictFn->getAttrOfType<FlatSymbolRefAttr>(
+          mlir::mp::kQuantizeWeightsAttrName)) {
+    auto weightsFn = module->lookupSymbol<func::FuncOp>(ref);
+    weightsArgs = bindingsOf(weightsFn, false);
+    weightsResults = bindingsOf(weightsFn, true);
+    hasWeightsFunction = true;
+    addEntry(*module, weightsFn, "mp_infer_weights");
+  }
+
+  // Vectorized loops first, scalar loops where the vectorizer fails.
+  OwningOpRef<ModuleOp> scalarCopy = module->clone();
+  mlir::mp::LowerCpuOptions lowerOptions;
+  lowerOptions.runtimeContractions = true;
+  PassManager lower(context.get());
+  if (failed(mlir::mp::buildLowerCpuPipeline(lower, lowerOptions)) ||
+      failed(lower.run(*module))) {
+    diagnostics.clear();
+    lowerOptions.vectorize = false;
+    PassManager scalar(context.get());
+    if (failed(mlir::mp::buildLowerCpuPipeline(scalar, lowerOptions)) ||
+        failed(scalar.run(*scalarCopy))) {
+      error = "lowering @predict failed\n" + diagnostics;
+      return false;
+    }
+    module = std::move(scalarCopy);
+  }
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  ExecutionEngineOptions engineOptions;
+  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
+  engineOptions.transformer = transformer;
+  auto created = ExecutionEngine::create(*module, engineOptions);
+  if (!created) {
+    error = "JIT compilation failed: " + llvm::toString(created.takeError());
+    return false;
+  }
+  engine = std::move(*created);
+  engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("mprt_gemm")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_gemm),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("mprt_observe")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_observe),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
+  return true;
+}
+
+bool InferSession::bind(const std::vector<HostTensor> &hostParams,
+                        std::string &error) {
+  for (const HostTensor &t : hostParams) {
+    Buffer &buffer = params[t.name];
+    buffer.name = t.name;
+    buffer.shape = t.shape;
+    buffer.elementBytes = 4;
+    buffer.bytes.resize(t.data.size() * sizeof(float));
+    std::memcpy(buffer.bytes.data(), t.data.data(), buffer.bytes.size());
+  }
+  auto param = [&](const Binding &b) -> Buffer * {
+    auto it = params.find(b.name);
+    if (it == params.end() || it->second.shape != b.shape) {
+      error = "parameter '" + b.name + "' is missing or has another shape";
+      return nullptr;
+    }
+    return &it->second;
+  };
+  if (!hasWeightsFunction)
+    return true;
+  // The one-time weight quantization.
+  PackedArgs args;
+  for (const Binding &b : weightsArgs) {
+    Buffer *buffer = param(b);
+    if (!buffer)
+      return false;
+    args.addMemRef(buffer->bytes.data(), buffer->shape);
+  }
+  for (const Binding &b : weightsResults) {
+    auto &table = b.kind == ArgKind::QWeight ? qweights : qscales;
+    Buffer &buffer = table[b.name];
+    buffer.name = b.name;
+    buffer.shape = b.shape;
+    buffer.elementBytes = b.elementBytes;
+    buffer.bytes.assign(numElements(b.shape) * b.elementBytes, 0);
+    args.addMemRef(buffer.bytes.data(), buffer.shape);
+  }
+  if (llvm::Error e = engine->invokePacked("mp_infer_weights", args.get())) {
+    error = "quantizing the weights failed: " + llvm::toString(std::move(e));
+    return false;
+  }
+  return true;
+}
+
+int64_t InferSession::weightBytes() const {
+  int64_t total = 0;
+  for (const Binding &b : predictArgs)
+    if (b.kind != ArgKind::Input)
+      total += numElements(b.shape) * b.elementBytes;
+  return total;
+}
+
+bool InferSession::predict(const float *x, float *logits, std::string &error) {
+  PackedArgs args;
+  for (const Binding &b : predictArgs) {
+    if (b.kind == ArgKind::Input) {
+      args.addMemRef(const_cast<float *>(x), inputShape);
+      continue;
+    }
+    auto &table = b.kind == ArgKind::Param     ? params
+                  : b.kind == ArgKind::QWeight ? qweights
+                                               : qscales;
+    auto it = table.find(b.name);
+    if (it == table.end() || it->second.shape != b.shape) {
+      error = "no buffer for argument '" + b.name + "' of @predict";
+      return false;
+    }
+    args.addMemRef(it->second.bytes.data(), it->second.shape);
+  }
+  args.addMemRef(logits, {batch, classes});
+  if (llvm::Error e = engine->invokePacked("mp_infer_predict", args.get())) {
+    error = "prediction failed: " + llvm::toString(std::move(e));
+    return false;
+  }
+  return true;
+}
+
+} // namespace mp

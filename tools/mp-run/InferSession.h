@@ -1,0 +1,93 @@
+//===- InferSession.h - a compiled mp.predict for inference -----*- C++ -*-===//
+//
+// Compiles a model's mp.predict function alone — plain (f32, or f16/bf16
+// through --auto-mixed-precision), with calibration probes, or quantized to
+// INT8 — JIT-compiles it and calls it on host buffers. Parameters come from
+// a trained mp::Session (a checkpoint).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_TOOLS_MP_RUN_INFERSESSION_H
+#define MP_TOOLS_MP_RUN_INFERSESSION_H
+
+#include "Session.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mp {
+
+struct InferOptions {
+  enum class Mode { Float, Calibrate, Int8 };
+  Mode mode = Mode::Float;
+  /// Float mode: f32, f16 or bf16.
+  std::string precision = "f32";
+  /// Int8 mode: the --mp-quantize options.
+  std::string calibrationPath;
+  std::string method = "minmax";
+  double percentile = 99.99;
+  bool perChannel = true;
+  double maxError = 0.05;
+  std::string fallback = "f32";
+  std::string reportPath;
+  /// Ops (result ids) forced to fall back, and probes on every eligible
+  /// op's f32 result (to measure errors against the f32 model).
+  std::vector<std::string> fallbackOps;
+  bool probeOutputs = false;
+};
+
+class InferSession {
+public:
+  /// Compiles @predict of `modelPath` for `options` and binds `params` (by
+  /// mp.param name); INT8 weights are quantized here, once.
+  static std::unique_ptr<InferSession>
+  create(const std::string &modelPath, const InferOptions &options,
+         const std::vector<HostTensor> &params, std::string &error);
+
+  int64_t batchSize() const { return batch; }
+  int64_t numFeatures() const { return features; }
+  int64_t numClasses() const { return classes; }
+  /// Bytes of the weights each prediction reads (int8 weights, scales and
+  /// the f32 parameters still used).
+  int64_t weightBytes() const;
+
+  /// Logits (batch x classes) for a batch.
+  bool predict(const float *x, float *logits, std::string &error);
+
+private:
+  /// A host buffer of any element type bound to a compiled argument.
+  struct Buffer {
+    std::string name;
+    std::vector<int64_t> shape;
+    int64_t elementBytes = 4;
+    std::vector<uint8_t> bytes;
+  };
+  enum class ArgKind { Input, Param, QWeight, QScale };
+  struct Binding {
+    ArgKind kind;
+    std::string name;
+    std::vector<int64_t> shape;
+    int64_t elementBytes;
+  };
+
+  InferSession() = default;
+  bool compile(const std::string &modelPath, const InferOptions &options,
+               std::string &error);
+  bool bind(const std::vector<HostTensor> &params, std::string &error);
+
+  std::unique_ptr<mlir::MLIRContext> context;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  int64_t batch = 0, features = 0, classes = 0;
+  std::vector<int64_t> inputShape;
+  std::vector<Binding> predictArgs, weightsArgs, weightsResults;
+  bool hasWeightsFunction = false;
+  /// Parameters and quantized weights by binding name.
+  std::map<std::string, Buffer> params, qweights, qscales;
+};
+
+} // namespace mp
+
+#endif // MP_TOOLS_MP_RUN_INFERSESSION_H
