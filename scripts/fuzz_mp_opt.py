@@ -339,10 +339,10 @@ def _double(rng, default):
                        "-inf", "1e-300", "0.5", "2"])
 
 
-def _calibration(rng, tmpdir):
+def _calibration(rng, tmpdir, source=os.path.join(
+        ROOT, "test", "Transforms", "AnalyzePrecision", "Inputs",
+        "calibration.json")):
     """A calibration file: a real one, a mutated one, or a missing path."""
-    source = os.path.join(ROOT, "test", "Transforms", "AnalyzePrecision",
-                          "Inputs", "calibration.json")
     if rng.random() < 0.2:
         return os.path.join(tmpdir, "no-such-calibration.json")
     with open(source) as f:
@@ -382,7 +382,8 @@ def pass_args(rng, tmpdir):
     kind = rng.choice([
         "parse", "canonicalize", "import", "analyze", "amp", "amp",
         "autodiff", "loss-scaling", "optimizer", "train", "to-upstream",
-        "lower-cpu", "contractions", "chain"])
+        "lower-cpu", "contractions", "chain", "calibrate", "quantize",
+        "check-numerics", "probes"])
 
     def opts(flag, options):
         return flag + ("{" + " ".join(options) + "}" if options else "")
@@ -466,7 +467,48 @@ def pass_args(rng, tmpdir):
                            rng.choice(["true", "false"]))
         if rng.random() < 0.3:
             options.append("vectorize=" + rng.choice(["true", "false"]))
+        if rng.random() < 0.3:
+            options.append("probes=" + rng.choice(["true", "false"]))
         return kind, [opts("--mp-lower-cpu", options)]
+    if kind == "calibrate":
+        return kind, ["--mp-calibrate"]
+    if kind == "quantize":
+        options = []
+        if rng.random() < 0.9:
+            options.append("calibration=" + _calibration(
+                rng, tmpdir, os.path.join(ROOT, "test", "Transforms",
+                                          "Quantize", "Inputs",
+                                          "stats.json")))
+        if rng.random() < 0.4:
+            options.append("method=" + rng.choice(["minmax", "percentile",
+                                                   "entropy", "mse"]))
+        if rng.random() < 0.2:
+            options.append("percentile=" + _double(rng, "99.99"))
+        if rng.random() < 0.2:
+            options.append("max-error=" + _double(rng, "0.05"))
+        for name in ["per-channel", "hoist-weights", "probe-outputs"]:
+            if rng.random() < 0.2:
+                options.append(name + "=" + rng.choice(["true", "false"]))
+        if rng.random() < 0.2:
+            options.append("fallback=" + rng.choice(["f32", "f16", "bf16"]))
+        if rng.random() < 0.1:
+            options.append("mode=" + rng.choice(["int8", "int4"]))
+        prefix = ["--mp-import"] if rng.random() < 0.3 else []
+        return kind, prefix + [opts("--mp-quantize", options)]
+    if kind == "check-numerics":
+        options = []
+        if rng.random() < 0.3:
+            options.append("skip-conversions=" +
+                           rng.choice(["true", "false"]))
+        if rng.random() < 0.2:
+            options.append("functions=" + rng.choice(["forward", "loss",
+                                                      "nosuch", "main"]))
+        prefix = ["--auto-mixed-precision"] if rng.random() < 0.4 else []
+        return kind, prefix + [opts("--mp-check-numerics", options)]
+    if kind == "probes":
+        prefix = [rng.choice(["--mp-calibrate", "--mp-check-numerics"])] \
+            if rng.random() < 0.6 else []
+        return kind, prefix + ["--mp-probes-to-runtime"]
     if kind == "contractions":
         # Contractions on buffers: bufferize first, as --mp-lower-cpu does
         # (on tensors the pass must leave everything alone).
@@ -564,6 +606,8 @@ DERIVE_PIPELINES = [
     ("step", ["--mp-autodiff", "--mp-loss-scaling", "--mp-optimizer"]),
     ("analyzed", ["--mp-import", "--mp-analyze-precision"]),
     ("amp", ["--mp-import", "--auto-mixed-precision=dtype=bf16"]),
+    ("calibrated", ["--mp-import", "--mp-calibrate"]),
+    ("checked", ["--mp-check-numerics"]),
 ]
 
 
