@@ -592,11 +592,20 @@ def run_mp_opt(mp_opt, args, text, timeout, tmpdir):
         return "hang", "hang", err
     stderr = proc.stderr.decode("utf-8", "replace")
     if proc.returncode < 0:
-        return "crash", "signal %d" % -proc.returncode, stderr
+        return crash_status(stderr), "signal %d" % -proc.returncode, stderr
     for marker in CRASH_MARKERS:
         if marker in stderr:
-            return "crash", marker, stderr
+            return crash_status(stderr), marker, stderr
     return "ok", "exit %d" % proc.returncode, stderr
+
+
+def crash_status(stderr):
+    """'parser' for a crash in MLIR's parser, before any pass ran (nothing mp
+    can prevent; counted apart), else 'crash'."""
+    if "PassManager::run" not in stderr and (
+            "parseSourceFile" in stderr or "parseAsmSourceFile" in stderr):
+        return "parser"
+    return "crash"
 
 
 # Pipelines whose outputs join the corpus (see main).
@@ -685,6 +694,12 @@ def main():
     parser.add_argument("--no-derive", action="store_true",
                         help="do not add what mp's passes make from the "
                              "corpus to it")
+    parser.add_argument("--derive-max", type=int, default=0,
+                        help="derive from at most this many (entry, "
+                             "pipeline) pairs, chosen by the seed (0: all)")
+    parser.add_argument("--strict", action="store_true",
+                        help="also fail on crashes inside MLIR's parser "
+                             "(before any pass runs)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
 
@@ -699,6 +714,7 @@ def main():
                                          os.path.join(ROOT, "examples")])
     if not corpus:
         sys.exit("fuzz_mp_opt: empty corpus")
+    prepare_start = time.time()
     # Most runs start from an entry that parses, so that mutations reach the
     # passes rather than the parser; the rest start anywhere.
     with tempfile.TemporaryDirectory(prefix="mp-fuzz-") as tmpdir:
@@ -716,6 +732,10 @@ def main():
     if not args.no_derive:
         jobs_list = [(entry, name, flags) for entry in valid
                      for name, flags in DERIVE_PIPELINES]
+        if args.derive_max and len(jobs_list) > args.derive_max:
+            chosen = random.Random(args.seed).sample(range(len(jobs_list)),
+                                                     args.derive_max)
+            jobs_list = [jobs_list[i] for i in sorted(chosen)]
         with tempfile.TemporaryDirectory(prefix="mp-fuzz-") as tmpdir:
             with concurrent.futures.ThreadPoolExecutor(
                     max_workers=jobs) as pool:
@@ -735,7 +755,8 @@ def main():
     os.makedirs(findings_dir, exist_ok=True)
 
     lock = threading.Lock()
-    stats = {"runs": 0, "ok": 0, "crash": 0, "hang": 0, "exit0": 0}
+    stats = {"runs": 0, "ok": 0, "crash": 0, "hang": 0, "parser": 0,
+             "exit0": 0}
     per_pass = {}
     unique = {}  # signature -> (finding name, count)
     start = time.time()
@@ -754,7 +775,8 @@ def main():
                 stats[status] += 1
                 if not args.quiet and stats["runs"] % 500 == 0:
                     print("... %d runs, %d failed, %.0f s" % (
-                        stats["runs"], stats["crash"] + stats["hang"],
+                        stats["runs"],
+                        stats["crash"] + stats["hang"] + stats["parser"],
                         time.time() - start), file=sys.stderr, flush=True)
                 if kind == "exit 0":
                     stats["exit0"] += 1
@@ -771,7 +793,7 @@ def main():
                 name = "%s-%s" % (status, hashlib.sha1(
                     key.encode()).hexdigest()[:10])
                 unique[key] = [name, 1]
-            budget = args.minimize_budget if status == "crash" else \
+            budget = args.minimize_budget if status != "hang" else \
                 min(args.minimize_budget, 20)
             small, tries = minimize(args.mp_opt, flags, mutated, key,
                                     args.timeout, tmpdir, budget)
@@ -820,24 +842,26 @@ def main():
 
     elapsed = time.time() - start
     crashes = sum(1 for k in unique if unique[k][0].startswith("crash"))
-    hangs = len(unique) - crashes
-    print("fuzz_mp_opt: seed %d, corpus %d entries (%d parse, %d derived), "
-          "%d runs in %.0f s (%.1f runs/s, %d jobs)" % (
+    hangs = sum(1 for k in unique if unique[k][0].startswith("hang"))
+    parser_unique = len(unique) - crashes - hangs
+    print("fuzz_mp_opt: seed %d, corpus %d entries (%d parse, %d derived; "
+          "prepared in %.0f s), %d runs in %.0f s (%.1f runs/s, %d jobs)" % (
               args.seed, len(corpus), len(valid), len(derived),
-              stats["runs"], elapsed, stats["runs"] / max(elapsed, 1e-9),
-              jobs))
+              start - prepare_start, stats["runs"], elapsed,
+              stats["runs"] / max(elapsed, 1e-9), jobs))
     print("%-14s %6s %6s" % ("pass", "runs", "failed"))
     for name in sorted(per_pass):
         print("%-14s %6d %6d" % (name, per_pass[name][0], per_pass[name][1]))
     print("%-14s %6d" % ("exit 0", stats["exit0"]))
-    print("runs: %d  crashes: %d  hangs: %d  unique: %d (crash %d, hang %d)" %
-          (stats["runs"], stats["crash"], stats["hang"], len(unique), crashes,
-           hangs))
+    print("runs: %d  crashes: %d  hangs: %d  unique: %d (crash %d, hang %d)"
+          "  upstream parser crashes: %d (unique %d)" %
+          (stats["runs"], stats["crash"], stats["hang"], crashes + hangs,
+           crashes, hangs, stats["parser"], parser_unique))
     for key, (name, count) in sorted(unique.items(), key=lambda kv: kv[1][0]):
         print("  %s x%d  %s" % (name, count, key))
     if unique:
         print("findings in %s" % findings_dir)
-    return 1 if unique else 0
+    return 1 if crashes + hangs or (args.strict and parser_unique) else 0
 
 
 if __name__ == "__main__":
