@@ -78,6 +78,11 @@ func.func @int8(%a: memref<4x6xi8>, %b: memref<6x3xi8>, %c: memref<4x3xi32>) {
 // CHECK: linalg.matmul
 func.func @unsigned_int8(%a: memref<4x6xi8>, %b: memref<6x3xi8>, %c: memref<4x3xi32>) {
   linalg.matmul {cast = #linalg.type_fn<cast_unsigned>} ins(%a, %b : memref<4x6xi8>, memref<6x3xi8>) outs(%c : memref<4x3xi32>)
+  return
+}
+
+// -----
+
 // Both inputs index (i, r): not a matrix product (B is missing), so the op
 // stays. This read an uninitialized operand pointer before.
 // CHECK-LABEL: func.func @no_b
