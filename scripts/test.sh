@@ -54,6 +54,7 @@ if [ "$pytest_status" -ne 0 ] && [ "$py_failed" -eq 0 ]; then py_failed=1; fi
 passed=$((passed + py_passed))
 failed=$((failed + py_failed))
 [ "$pytest_status" -ne 0 ] && status=$pytest_status
+
 # The runtime and unit tests again under ASan and UBSan, with a few seconds
 # of fuzzing of the runtime's readers (MP_SKIP_SANITIZE=1 skips this).
 if [ "${MP_SKIP_SANITIZE:-0}" != 1 ]; then
