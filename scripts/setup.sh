@@ -10,6 +10,7 @@ packages=(
   cmake ninja-build ccache g++ python3 libgtest-dev zlib1g-dev libdnnl-dev
   python3-sklearn python3-numpy python3-torch python3-pytest
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22
+  libclang-rt-22-dev # ASan, UBSan and libFuzzer for scripts/sanitize.sh
 )
 
 missing=()

@@ -55,5 +55,21 @@ passed=$((passed + py_passed))
 failed=$((failed + py_failed))
 [ "$pytest_status" -ne 0 ] && status=$pytest_status
 
+# The runtime and unit tests again under ASan and UBSan, with a few seconds
+# of fuzzing of the runtime's readers (MP_SKIP_SANITIZE=1 skips this).
+if [ "${MP_SKIP_SANITIZE:-0}" != 1 ]; then
+  echo "== test: ASan/UBSan build and reader fuzzing (scripts/sanitize.sh)"
+  "$root/scripts/sanitize.sh" --runtime-only --fuzz-seconds 3 2>&1 | tee "$log"
+  sanitize_status=${PIPESTATUS[0]}
+  summary=$(grep -E "^sanitize: [0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
+  if [ -n "$summary" ]; then
+    passed=$((passed + $(echo "$summary" | sed -E 's/^sanitize: ([0-9]+) passed.*/\1/')))
+    failed=$((failed + $(echo "$summary" | sed -E 's/.*passed, ([0-9]+) failed.*/\1/')))
+  elif [ "$sanitize_status" -ne 0 ]; then
+    failed=$((failed + 1))
+  fi
+  [ "$sanitize_status" -ne 0 ] && status=$sanitize_status
+fi
+
 echo "tests: $passed passed, $failed failed"
 exit "$status"

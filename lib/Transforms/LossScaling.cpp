@@ -2,6 +2,7 @@
 
 #include "mp/Dialect/MP/IR/MPOps.h"
 #include "mp/Transforms/AttrNames.h"
+#include "mp/Transforms/GradientFunction.h"
 #include "mp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -117,6 +118,28 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     MLIRContext *context = &getContext();
     Builder attrs(context);
     bool scaled = resolved != "none";
+    GradientFunctionInfo info;
+    if (failed(checkGradientFunction(func, /*scaled=*/false, "mp-loss-scaling",
+                                     info)))
+      return failure();
+    // The backward pass starts from the op autodiff marks as the seed
+    // (d loss / d loss = 1); scaling it is what scales the gradients.
+    SmallVector<Operation *> seeds;
+    func.walk([&](Operation *op) {
+      if (op->hasAttr(kSeedAttrName))
+        seeds.push_back(op);
+    });
+    if (scaled && seeds.size() != 1)
+      return func.emitError()
+             << "mp-loss-scaling: expected one op marked '" << kSeedAttrName
+             << "' (the backward seed) in the gradient function, found "
+             << seeds.size();
+    if (scaled && (seeds[0]->getNumResults() != 1 ||
+                   !isa<FloatType>(
+                       getElementTypeOrSelf(seeds[0]->getResult(0).getType()))))
+      return seeds[0]->emitError()
+             << "mp-loss-scaling: the backward seed must have one float "
+                "result";
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     Location loc = ret.getLoc();
@@ -131,19 +154,13 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
         return failure();
       scale = func.getArgument(index);
       // The backward pass starts from seed * scale.
-      Operation *seed = nullptr;
-      func.walk([&](Operation *op) {
-        if (op->hasAttr(kSeedAttrName))
-          seed = op;
-      });
-      if (seed) {
-        OpBuilder b(context);
-        b.setInsertionPointAfter(seed);
-        Value seedValue = seed->getResult(0);
-        Value scaledSeed = ScaleLossOp::create(
-            b, seed->getLoc(), seedValue.getType(), seedValue, scale);
-        seedValue.replaceAllUsesExcept(scaledSeed, scaledSeed.getDefiningOp());
-      }
+      Operation *seed = seeds.front();
+      OpBuilder b(context);
+      b.setInsertionPointAfter(seed);
+      Value seedValue = seed->getResult(0);
+      Value scaledSeed = ScaleLossOp::create(
+          b, seed->getLoc(), seedValue.getType(), seedValue, scale);
+      seedValue.replaceAllUsesExcept(scaledSeed, scaledSeed.getDefiningOp());
     }
 
     OpBuilder b(ret);

@@ -8,6 +8,7 @@
 
 #include "mp/Dialect/MP/IR/MPOps.h"
 #include "mp/Transforms/AttrNames.h"
+#include "mp/Transforms/GradientFunction.h"
 #include "mp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -77,19 +78,52 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
                                        SymbolTable &symbols) {
   MLIRContext *context = &getContext();
   Builder attrs(context);
-  auto scaling = grad->getAttrOfType<DictionaryAttr>(kLossScalingAttrName);
   StringRef mode = "none";
-  if (scaling)
-    if (auto m = scaling.getAs<StringAttr>("mode"))
-      mode = m.getValue();
+  DictionaryAttr scaling;
+  if (Attribute attr = grad->getAttr(kLossScalingAttrName)) {
+    scaling = dyn_cast<DictionaryAttr>(attr);
+    auto m = scaling ? scaling.getAs<StringAttr>("mode") : StringAttr();
+    if (!m || (m.getValue() != "dynamic" && m.getValue() != "static" &&
+               m.getValue() != "none"))
+      return grad.emitError()
+             << "mp-optimizer: '" << kLossScalingAttrName
+             << "' must be a dictionary with mode = \"dynamic\", "
+                "\"static\" or \"none\" (as --mp-loss-scaling writes it)";
+    mode = m.getValue();
+    Attribute interval = scaling.get("growth_interval");
+    if (interval && !(isa<IntegerAttr>(interval) &&
+                      cast<IntegerAttr>(interval).getType().isInteger(64)))
+      return grad.emitError()
+             << "mp-optimizer: '" << kLossScalingAttrName
+             << "': growth_interval must be an i64, got " << interval;
+    for (StringRef key : {"growth_factor", "backoff_factor"})
+      if (Attribute factor = scaling.get(key);
+          factor && !isa<FloatAttr>(factor))
+        return grad.emitError()
+               << "mp-optimizer: '" << kLossScalingAttrName << "': " << key
+               << " must be a float, got " << factor;
+  }
   bool scaled = mode != "none";
 
   // Loss arguments: the gradient function's, less its scale argument.
-  unsigned numLossArgs = grad.getNumArguments() - (scaled ? 1 : 0);
-  SmallVector<unsigned> paramIndices;
-  for (unsigned i = 0; i < numLossArgs; ++i)
-    if (grad.getArgAttr(i, kParamAttrName))
-      paramIndices.push_back(i);
+  GradientFunctionInfo info;
+  if (failed(checkGradientFunction(grad, scaled, "mp-optimizer", info)))
+    return failure();
+  unsigned numLossArgs = info.numLossArgs;
+  SmallVector<unsigned> paramIndices = info.paramIndices;
+  // The update runs on FP32 master weights and FP32 gradients.
+  Operation *gradReturn = grad.getBody().front().getTerminator();
+  for (auto [k, p] : llvm::enumerate(paramIndices)) {
+    Type paramType = grad.getArgument(p).getType();
+    Type gradType = gradReturn->getOperand(1 + k).getType();
+    if (!getElementTypeOrSelf(paramType).isF32() ||
+        !getElementTypeOrSelf(gradType).isF32())
+      return grad.emitError()
+             << "mp-optimizer: parameter '"
+             << cast<StringAttr>(grad.getArgAttr(p, kParamAttrName)).getValue()
+             << "' and its gradient must be f32 (master weights), got "
+             << paramType << " and " << gradType;
+  }
 
   Type f32 = Float32Type::get(context), i32 = IntegerType::get(context, 32);
   SmallVector<Type> argTypes;
@@ -139,7 +173,6 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   Block &gradBody = grad.getBody().front();
   for (Operation &op : gradBody.without_terminator())
     b.clone(op, mapping);
-  Operation *gradReturn = gradBody.getTerminator();
   Value loss = mapping.lookup(gradReturn->getOperand(0));
   Value foundInf =
       scaled ? mapping.lookup(gradReturn->getOperands().back()) : Value();

@@ -62,6 +62,10 @@ mprt_status Source::readAt(uint64_t offset, void *dst, size_t length) const {
                 "has %llu",
                 name.c_str(), length, static_cast<unsigned long long>(offset),
                 static_cast<unsigned long long>(byteCount));
+  // An empty read may come with a NULL `dst` (an empty vector's data()),
+  // which memcpy must not be given.
+  if (length == 0)
+    return MPRT_OK;
   if (memory) {
     memcpy(dst, memory + offset, length);
     return MPRT_OK;

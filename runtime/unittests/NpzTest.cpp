@@ -501,6 +501,19 @@ TEST_F(MprtNpz, EmptyArchive) {
   EXPECT_EQ(mprt_npz_count(raw), 0u);
 }
 
+// Found by runtime/fuzz (UBSan): an archive with no members made an empty
+// read of its central directory into a NULL buffer with memcpy.
+TEST_F(MprtNpz, EmptyArchiveFromMemory) {
+  std::string path = dir.file("empty.npz");
+  ASSERT_MPRT_OK(mprt_npz_write(path.c_str(), nullptr, nullptr, 0));
+  std::string bytes = readFile(path);
+  mprt_npz *raw = nullptr;
+  ASSERT_MPRT_OK(mprt_npz_open_buffer(bytes.data(), bytes.size(), &raw));
+  NpzPtr npz(raw);
+  EXPECT_EQ(mprt_npz_count(raw), 0u);
+  EXPECT_EQ(mprt_npz_name(raw, 0), nullptr);
+}
+
 TEST_F(MprtNpz, NonNpyMemberIsListedButNotATensor) {
   ZipMember readme;
   readme.name = "README.txt";

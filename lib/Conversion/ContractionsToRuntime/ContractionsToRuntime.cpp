@@ -38,8 +38,10 @@ Value throughExtension(Value value) {
 
 /// A matrix product C[i, j] += A[.] * B[.] over one reduction loop r.
 struct Product {
-  OpOperand *a, *b;
-  bool transA, transB;
+  // Null until matched: when both inputs index the same way, one of them is
+  // never set (and was read uninitialized before).
+  OpOperand *a = nullptr, *b = nullptr;
+  bool transA = false, transB = false;
 };
 
 std::optional<Product> matchProduct(linalg::LinalgOp op) {

@@ -31,11 +31,21 @@
 extern "C" {
 #endif
 
+/* In C++ the enums below get `int` as their fixed underlying type, so that
+ * any int a C caller passes (which the functions must reject, not trust) is
+ * a valid value there too; without it, an out-of-range value is undefined
+ * behaviour in C++ (UBSan's -fsanitize=enum reports it). */
+#ifdef __cplusplus
+#define MPRT_ENUM_BASE : int
+#else
+#define MPRT_ENUM_BASE
+#endif
+
 /*===----------------------------------------------------------------------===*
  * Status and errors
  *===----------------------------------------------------------------------===*/
 
-typedef enum mprt_status {
+typedef enum mprt_status MPRT_ENUM_BASE {
   MPRT_OK = 0,
   /* The operating system refused: missing file, permissions, disk full. */
   MPRT_ERROR_IO = 1,
@@ -70,7 +80,7 @@ const char *mprt_last_error(void);
  * Tensors
  *===----------------------------------------------------------------------===*/
 
-typedef enum mprt_dtype {
+typedef enum mprt_dtype MPRT_ENUM_BASE {
   MPRT_DTYPE_F32 = 0,
   MPRT_DTYPE_F16 = 1,
   MPRT_DTYPE_BF16 = 2,
@@ -243,7 +253,7 @@ const char *mprt_checkpoint_metadata(const mprt_checkpoint *checkpoint);
  *===----------------------------------------------------------------------===*/
 
 /* Element types of mprt_gemm's A and B (C is always f32). */
-typedef enum mprt_gemm_type {
+typedef enum mprt_gemm_type MPRT_ENUM_BASE {
   MPRT_GEMM_F32 = 0,
   MPRT_GEMM_F16 = 1,
   MPRT_GEMM_BF16 = 2,

@@ -80,3 +80,22 @@ func.func @unsigned_int8(%a: memref<4x6xi8>, %b: memref<6x3xi8>, %c: memref<4x3x
   linalg.matmul {cast = #linalg.type_fn<cast_unsigned>} ins(%a, %b : memref<4x6xi8>, memref<6x3xi8>) outs(%c : memref<4x3xi32>)
   return
 }
+
+// -----
+
+// Both inputs index (i, r): not a matrix product (B is missing), so the op
+// stays. This read an uninitialized operand pointer before.
+// CHECK-LABEL: func.func @no_b
+// CHECK-NOT: call @mprt_gemm
+// CHECK: linalg.generic
+func.func @no_b(%a: memref<4x6xf32>, %a2: memref<4x6xf32>, %c: memref<4x3xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %a2 : memref<4x6xf32>, memref<4x6xf32>) outs(%c : memref<4x3xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -1,0 +1,62 @@
+// --mp-optimizer checks the gradient function it is given; each of these
+// crashed mp-opt before (docs/reliability.md).
+// RUN: mp-opt %s -split-input-file -verify-diagnostics --mp-optimizer
+
+// mp.param that is not a string.
+// expected-error @+1 {{mp-optimizer: gradient function '@loss_grad' argument #0: 'mp.param' must be a non-empty string}}
+func.func @loss_grad(%w: tensor<1xf32> {mp.param = 3 : i32}) -> (f32, tensor<1xf32>) attributes {mp.gradient_of = @loss} {
+  %one = arith.constant 1.0 : f32
+  return %one, %w : f32, tensor<1xf32>
+}
+
+// -----
+
+// Loss scaling recorded, but no scale argument.
+// expected-error @+1 {{mp-optimizer: gradient function '@loss_grad' has loss scaling but no trailing f32 scale argument}}
+func.func @loss_grad() -> f32 attributes {mp.gradient_of = @loss, mp.loss_scaling = {mode = "dynamic"}} {
+  %one = arith.constant 1.0 : f32
+  return %one : f32
+}
+
+// -----
+
+// A scalar parameter.
+// expected-error @+1 {{mp-optimizer: gradient function '@loss_grad' argument #0 ('w'): parameters must be ranked float tensors here, got 'f32'}}
+func.func @loss_grad(%w: f32 {mp.param = "w"}) -> (f32, f32) attributes {mp.gradient_of = @loss} {
+  return %w, %w : f32, f32
+}
+
+// -----
+
+// found_inf missing from the results of a scaled gradient function.
+// expected-error @+1 {{mp-optimizer: gradient function '@loss_grad' returns 2 values; expected 3 (the loss, 1 gradient(s) and found_inf)}}
+func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}, %s: f32) -> (f32, tensor<1xf32>) attributes {mp.gradient_of = @loss, mp.loss_scaling = {mode = "static"}} {
+  return %s, %w : f32, tensor<1xf32>
+}
+
+// -----
+
+// An unknown loss-scaling mode.
+// expected-error @+1 {{mp-optimizer: 'mp.loss_scaling' must be a dictionary with mode = "dynamic", "static" or "none" (as --mp-loss-scaling writes it)}}
+func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}) -> (f32, tensor<1xf32>) attributes {mp.gradient_of = @loss, mp.loss_scaling = {mode = 1}} {
+  %one = arith.constant 1.0 : f32
+  return %one, %w : f32, tensor<1xf32>
+}
+
+// -----
+
+// A growth interval that is not an i64.
+// expected-error @+1 {{mp-optimizer: 'mp.loss_scaling': growth_interval must be an i64, got 7 : i128}}
+func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}, %s: f32) -> (f32, tensor<1xf32>, i1) attributes {mp.gradient_of = @loss, mp.loss_scaling = {mode = "dynamic", growth_interval = 7 : i128}} {
+  %f = arith.constant false
+  return %s, %w, %f : f32, tensor<1xf32>, i1
+}
+
+// -----
+
+// f16 master weights.
+// expected-error @+1 {{mp-optimizer: parameter 'w' and its gradient must be f32 (master weights), got 'tensor<1xf16>' and 'tensor<1xf16>'}}
+func.func @loss_grad(%w: tensor<1xf16> {mp.param = "w"}) -> (f32, tensor<1xf16>) attributes {mp.gradient_of = @loss} {
+  %one = arith.constant 1.0 : f32
+  return %one, %w : f32, tensor<1xf16>
+}
