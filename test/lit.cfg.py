@@ -34,3 +34,14 @@ tools = [
     "mlir-runner",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# ptxas (CUDA toolkit) assembles PTX for the --mp-lower-gpu fatbin tests;
+# MLIR finds it on PATH or in /usr/local/cuda/bin. No GPU is needed.
+import shutil
+
+ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+    # MLIR finds libdevice (for math ops in kernels) through CUDA_HOME.
+    config.environment["CUDA_HOME"] = os.path.dirname(os.path.dirname(ptxas))

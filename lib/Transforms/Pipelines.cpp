@@ -3,7 +3,9 @@
 #include "mp/Transforms/Pipelines.h"
 #include "mp/Transforms/Passes.h"
 
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
@@ -37,9 +39,9 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   return parsePassPipeline(
       std::string(options.probes ? "mp-probes-to-runtime," : "") +
           "convert-mp-to-upstream,"
-      "one-shot-bufferize{bufferize-function-boundaries "
-      "function-boundary-type-conversion=identity-layout-map},"
-      "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
+          "one-shot-bufferize{bufferize-function-boundaries "
+          "function-boundary-type-conversion=identity-layout-map},"
+          "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
           std::string(options.runtimeContractions
                           ? "mp-contractions-to-runtime,"
                           : "") +
@@ -60,7 +62,62 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
       pm);
 }
 
+LogicalResult mlir::mp::buildLowerGpuPipeline(
+    OpPassManager &pm, const LowerGpuOptions &options,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  StringRef chip = options.chip;
+  if (!chip.consume_front("sm_") || chip.empty() ||
+      !llvm::all_of(chip.drop_back(chip.ends_with("a")), llvm::isDigit))
+    return errorHandler("mp-lower-gpu: chip must be an NVIDIA sm_NN target "
+                        "such as sm_80 or sm_90, got '" +
+                        options.chip + "'");
+  if (options.format != "isa" && options.format != "fatbin")
+    return errorHandler("mp-lower-gpu: format must be isa or fatbin, got '" +
+                        options.format + "'");
+  if (options.blockSize < 1 || options.blockSize > 1024)
+    return errorHandler("mp-lower-gpu: block-size must be in [1, 1024], got " +
+                        Twine(options.blockSize));
+  // Probes are dropped: their runtime observer reads host memory.
+  if (failed(parsePassPipeline(
+          "convert-mp-to-upstream,linalg-fuse-elementwise-ops,"
+          "one-shot-bufferize{bufferize-function-boundaries "
+          "function-boundary-type-conversion=identity-layout-map},"
+          "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+          "convert-linalg-to-parallel-loops,"
+          "mp-gpu-map-parallel-loops{block-size=" +
+              std::to_string(options.blockSize) +
+              "},"
+              "convert-parallel-loops-to-gpu,canonicalize,"
+              // Constants move into kernels: divisions by shapes fold.
+              "gpu-launch-sink-index-computations",
+          pm)))
+    return errorHandler("mp-lower-gpu: bad pipeline text");
+  // Upstream's NVVM pipeline: outlining, NVVM target, kernel lowering,
+  // gpu-to-llvm for the host and gpu-module-to-binary.
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  nvvm.cubinFeatures = options.features;
+  nvvm.cubinFormat = options.format;
+  nvvm.optLevel = options.optLevel;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  return success();
+}
+
 void mlir::mp::registerMPPipelines() {
+  registerPassPipeline(
+      "mp-lower-gpu",
+      "Lower a module on tensors (mp, linalg, tensor, arith, math) to GPU "
+      "kernels (NVVM, PTX or fatbin in gpu.binary) and LLVM host code",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        LowerGpuOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        return buildLowerGpuPipeline(pm, options, errorHandler);
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(LowerGpuOptions());
+      });
   PassPipelineRegistration<LowerCpuOptions>(
       "mp-lower-cpu",
       "Lower a module on tensors (mp, linalg, tensor, arith, math) to the "

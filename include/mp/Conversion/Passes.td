@@ -133,4 +133,66 @@ def ConvertProbesToRuntime
   ];
 }
 
+def MPGpuMapParallelLoops
+    : Pass<"mp-gpu-map-parallel-loops", "::mlir::ModuleOp"> {
+  let summary = "Map the loop nests of host functions onto a GPU grid";
+  let description = [{
+    Runs on buffers after `convert-linalg-to-parallel-loops` and before
+    upstream `convert-parallel-loops-to-gpu`, which turns every mapped
+    `scf.parallel` into a `gpu.launch`; `--mp-lower-gpu` runs it. In each
+    function:
+
+    * a `memref.copy` (bufferization emits them) becomes an `scf.parallel`
+      nest of element loads and stores;
+    * serial work that no parallel loop encloses (an `scf.for` nest of a
+      full reduction, a `memref.store` of a rank-0 fill) is wrapped in a
+      one-iteration `scf.parallel`, so that it becomes a one-thread kernel
+      instead of host code touching tensor elements;
+    * every outermost `scf.parallel` is collapsed to one dimension and tiled
+      by `block-size` (or its trip count, when smaller and known) with a
+      bounds check; the outer loop is mapped to blocks along x, the inner one
+      to threads along x, so consecutive threads touch consecutive elements;
+    * `scf.parallel` loops nested in a thread's work run sequentially.
+
+    Host code that reads an element or carries a value out of a loop
+    (`memref.load`, `scf.for` with results outside any loop) is an error
+    naming the op.
+
+    Before:
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c128) step (%c1, %c1) {
+      ...
+    }
+    ```
+
+    After:
+
+    ```mlir
+    scf.parallel (%b) = (%c0) to (%c8192) step (%c256) {
+      scf.parallel (%t) = (%c0) to (%c256) step (%c1) {
+        %n = arith.addi %t, %b : index
+        %in = arith.cmpi ult, %n, %c8192 : index
+        scf.if %in {
+          %i = arith.divsi %n, %c128 : index
+          ...
+        }
+        scf.reduce
+      } {mapping = [#gpu.loop_dim_map<processor = thread_x, ...>]}
+      scf.reduce
+    } {mapping = [#gpu.loop_dim_map<processor = block_x, ...>]}
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block, 1 to 1024">
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // MP_CONVERSION_PASSES_TD

@@ -73,7 +73,38 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
 LogicalResult buildLowerCpuPipeline(OpPassManager &pm,
                                     const LowerCpuOptions &options);
 
-/// Registers --mp-train-pipeline and --mp-lower-cpu.
+struct LowerGpuOptions : public PassPipelineOptions<LowerGpuOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("NVIDIA target: sm_80 or sm_90"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("NVPTX features (PTX ISA version); PTX 8.0 covers "
+                     "sm_80 and sm_90 and needs CUDA 12 or newer"),
+      llvm::cl::init("+ptx80")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What gpu.binary holds: isa (PTX text; the driver "
+                     "compiles it when it loads) or fatbin (needs ptxas and "
+                     "fatbinary, from PATH or /usr/local/cuda/bin)"),
+      llvm::cl::init("isa")};
+  Option<int64_t> blockSize{*this, "block-size",
+                            llvm::cl::desc("Threads per block, 1 to 1024"),
+                            llvm::cl::init(256)};
+  Option<int> optLevel{*this, "opt-level",
+                       llvm::cl::desc("LLVM optimization level for kernels"),
+                       llvm::cl::init(2)};
+};
+
+/// --mp-lower-gpu: mp ops to upstream, elementwise fusion, bufferize, one
+/// kernel per loop nest (--mp-gpu-map-parallel-loops), NVVM, and kernels
+/// serialized into gpu.binary; host code calls the mgpu* runtime functions.
+/// Fails (through \p errorHandler) on an unknown chip or format.
+LogicalResult
+buildLowerGpuPipeline(OpPassManager &pm, const LowerGpuOptions &options,
+                      function_ref<LogicalResult(const Twine &)> errorHandler);
+
+/// Registers --mp-train-pipeline, --mp-lower-cpu and --mp-lower-gpu.
 void registerMPPipelines();
 
 } // namespace mp
