@@ -308,8 +308,11 @@ llvm::DenseMap<Value, std::string> mlir::mp::valueIds(func::FuncOp func) {
   return ids;
 }
 
-FailureOr<llvm::StringMap<MeasuredRange>>
-mlir::mp::readCalibrationStats(StringRef path, std::string &error) {
+LogicalResult mlir::mp::forEachCalibrationEntry(
+    StringRef path, std::string &error,
+    llvm::function_ref<LogicalResult(StringRef, const llvm::json::Object &,
+                                     double, double)>
+        visit) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer) {
     error = "cannot read calibration statistics '" + path.str() +
@@ -330,7 +333,6 @@ mlir::mp::readCalibrationStats(StringRef path, std::string &error) {
             "' need a top-level object with a \"values\" object";
     return failure();
   }
-  llvm::StringMap<MeasuredRange> ranges;
   for (const auto &[key, entry] : *values) {
     const llvm::json::Object *stats = entry.getAsObject();
     std::optional<double> minimum =
@@ -342,20 +344,34 @@ mlir::mp::readCalibrationStats(StringRef path, std::string &error) {
               "' needs numbers \"min\" and \"max\"";
       return failure();
     }
+    if (failed(visit(key, *stats, *minimum, *maximum)))
+      return failure();
+  }
+  return success();
+}
+
+FailureOr<llvm::StringMap<MeasuredRange>>
+mlir::mp::readCalibrationStats(StringRef path, std::string &error) {
+  llvm::StringMap<MeasuredRange> ranges;
+  auto read = [&](StringRef key, const llvm::json::Object &stats,
+                  double minimum, double maximum) {
     MeasuredRange range;
-    range.absMax = std::max(std::abs(*minimum), std::abs(*maximum));
-    if (std::optional<double> absMax = stats->getNumber("abs_max"))
+    range.absMax = std::max(std::abs(minimum), std::abs(maximum));
+    if (std::optional<double> absMax = stats.getNumber("abs_max"))
       range.absMax = std::max(range.absMax, *absMax);
-    std::optional<int64_t> count = stats->getInteger("count");
-    std::optional<int64_t> zeros = stats->getInteger("zero_count");
-    std::optional<int64_t> tiny = stats->getInteger("below_f16_normal_count");
+    std::optional<int64_t> count = stats.getInteger("count");
+    std::optional<int64_t> zeros = stats.getInteger("zero_count");
+    std::optional<int64_t> tiny = stats.getInteger("below_f16_normal_count");
     if (count && tiny) {
       int64_t nonZero = *count - zeros.value_or(0);
       if (nonZero > 0)
         range.belowF16NormalFraction = double(*tiny) / double(nonZero);
     }
     ranges[key] = range;
-  }
+    return success();
+  };
+  if (failed(forEachCalibrationEntry(path, error, read)))
+    return failure();
   return ranges;
 }
 

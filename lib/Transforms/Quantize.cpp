@@ -45,47 +45,18 @@ using namespace mlir::mp;
 
 FailureOr<llvm::StringMap<CalibrationEntry>>
 mlir::mp::readCalibrationEntries(StringRef path, std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    error = "cannot read calibration statistics '" + path.str() +
-            "': " + buffer.getError().message();
-    return failure();
-  }
-  llvm::Expected<llvm::json::Value> parsed =
-      llvm::json::parse((*buffer)->getBuffer());
-  if (!parsed) {
-    error = "calibration statistics '" + path.str() +
-            "' are not valid JSON: " + llvm::toString(parsed.takeError());
-    return failure();
-  }
-  const llvm::json::Object *root = parsed->getAsObject();
-  const llvm::json::Object *values = root ? root->getObject("values") : nullptr;
-  if (!values) {
-    error = "calibration statistics '" + path.str() +
-            "' need a top-level object with a \"values\" object";
-    return failure();
-  }
   llvm::StringMap<CalibrationEntry> entries;
-  for (const auto &[key, value] : *values) {
-    const llvm::json::Object *stats = value.getAsObject();
-    std::optional<double> minimum =
-        stats ? stats->getNumber("min") : std::nullopt;
-    std::optional<double> maximum =
-        stats ? stats->getNumber("max") : std::nullopt;
-    if (!minimum || !maximum) {
-      error = "calibration entry '" + key.str() + "' in '" + path.str() +
-              "' needs numbers \"min\" and \"max\"";
-      return failure();
-    }
+  auto read = [&](StringRef key, const llvm::json::Object &stats,
+                  double minimum, double maximum) -> LogicalResult {
     CalibrationEntry entry;
-    entry.min = *minimum;
-    entry.max = *maximum;
-    entry.absMax = std::max(std::fabs(*minimum), std::fabs(*maximum));
-    if (std::optional<double> absMax = stats->getNumber("abs_max"))
+    entry.min = minimum;
+    entry.max = maximum;
+    entry.absMax = std::max(std::fabs(minimum), std::fabs(maximum));
+    if (std::optional<double> absMax = stats.getNumber("abs_max"))
       entry.absMax = std::max(entry.absMax, *absMax);
-    entry.count = stats->getInteger("count").value_or(0);
-    entry.zeroCount = stats->getInteger("zero_count").value_or(0);
-    if (const llvm::json::Object *hist = stats->getObject("histogram")) {
+    entry.count = stats.getInteger("count").value_or(0);
+    entry.zeroCount = stats.getInteger("zero_count").value_or(0);
+    if (const llvm::json::Object *hist = stats.getObject("histogram")) {
       std::optional<double> histMax = hist->getNumber("max");
       const llvm::json::Array *counts = hist->getArray("counts");
       if (!histMax || !counts || counts->empty() || *histMax < 0) {
@@ -106,7 +77,10 @@ mlir::mp::readCalibrationEntries(StringRef path, std::string &error) {
       }
     }
     entries[key] = std::move(entry);
-  }
+    return success();
+  };
+  if (failed(forEachCalibrationEntry(path, error, read)))
+    return failure();
   return entries;
 }
 

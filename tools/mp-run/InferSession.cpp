@@ -1,6 +1,7 @@
 //===- InferSession.cpp - compile and call mp.predict alone ---------------===//
 
 #include "InferSession.h"
+#include "JitEntry.h"
 
 #include "mp/InitAll.h"
 #include "mp/Transforms/AttrNames.h"
@@ -30,77 +31,6 @@ using namespace mlir;
 namespace mp {
 
 namespace {
-
-// The two helpers below follow Session.cpp's PackedArgs and addEntry; they
-// are repeated here (not shared) to keep the two sessions independent.
-
-/// Memref arguments expanded as ExecutionEngine::invokePacked wants them.
-class PackedArgs {
-public:
-  void addMemRef(void *data, const std::vector<int64_t> &shape) {
-    auto desc = std::make_unique<Descriptor>();
-    desc->allocated = desc->aligned = data;
-    desc->offset = 0;
-    int64_t stride = 1;
-    desc->sizes.assign(shape.begin(), shape.end());
-    desc->strides.assign(shape.size(), 0);
-    for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
-      desc->strides[i] = stride;
-      stride *= shape[i];
-    }
-    pointers.push_back(&desc->allocated);
-    pointers.push_back(&desc->aligned);
-    pointers.push_back(&desc->offset);
-    for (int64_t &s : desc->sizes)
-      pointers.push_back(&s);
-    for (int64_t &s : desc->strides)
-      pointers.push_back(&s);
-    descriptors.push_back(std::move(desc));
-  }
-  llvm::MutableArrayRef<void *> get() { return pointers; }
-
-private:
-  struct Descriptor {
-    void *allocated;
-    void *aligned;
-    int64_t offset;
-    std::vector<int64_t> sizes, strides;
-  };
-  std::vector<std::unique_ptr<Descriptor>> descriptors;
-  std::vector<void *> pointers;
-};
-
-/// `@<name>(memref args..., memref results...)` calling `callee` (tensor
-/// arguments and results only).
-void addEntry(ModuleOp module, func::FuncOp callee, StringRef name) {
-  OpBuilder b(module.getBodyRegion());
-  b.setInsertionPointToEnd(module.getBody());
-  Location loc = callee.getLoc();
-  SmallVector<Type> argTypes;
-  auto memrefFor = [](Type type) {
-    auto tensor = cast<RankedTensorType>(type);
-    return MemRefType::get(tensor.getShape(), tensor.getElementType());
-  };
-  for (Type t : callee.getArgumentTypes())
-    argTypes.push_back(memrefFor(t));
-  for (Type t : callee.getResultTypes())
-    argTypes.push_back(memrefFor(t));
-  auto entry =
-      func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
-  Block *block = entry.addEntryBlock();
-  b.setInsertionPointToStart(block);
-  SmallVector<Value> operands;
-  unsigned numInputs = callee.getNumArguments();
-  for (auto [i, type] : llvm::enumerate(callee.getArgumentTypes()))
-    operands.push_back(bufferization::ToTensorOp::create(
-        b, loc, type, block->getArgument(i), /*restrict=*/b.getUnitAttr()));
-  auto call = func::CallOp::create(b, loc, callee, operands);
-  for (auto [i, result] : llvm::enumerate(call.getResults()))
-    bufferization::MaterializeInDestinationOp::create(
-        b, loc, TypeRange{}, result, block->getArgument(numInputs + i),
-        /*restrict=*/true, /*writable=*/true);
-  func::ReturnOp::create(b, loc);
-}
 
 int64_t numElements(const std::vector<int64_t> &shape) {
   int64_t n = 1;

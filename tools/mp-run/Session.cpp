@@ -1,6 +1,7 @@
 //===- Session.cpp - compile, JIT and call a training step ----------------===//
 
 #include "Session.h"
+#include "JitEntry.h"
 
 #include "mp/InitAll.h"
 #include "mp/Transforms/AttrNames.h"
@@ -38,94 +39,6 @@ int64_t HostTensor::numElements() const {
 }
 
 namespace {
-
-/// The expanded memref arguments of an LLVM-lowered function (allocated
-/// pointer, aligned pointer, offset, sizes, strides), packed as pointers for
-/// ExecutionEngine::invokePacked.
-class PackedArgs {
-public:
-  void addMemRef(void *data, const std::vector<int64_t> &shape) {
-    auto desc = std::make_unique<Descriptor>();
-    desc->allocated = desc->aligned = data;
-    desc->offset = 0;
-    int64_t stride = 1;
-    desc->sizes.assign(shape.begin(), shape.end());
-    desc->strides.assign(shape.size(), 0);
-    for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
-      desc->strides[i] = stride;
-      stride *= shape[i];
-    }
-    pointers.push_back(&desc->allocated);
-    pointers.push_back(&desc->aligned);
-    pointers.push_back(&desc->offset);
-    for (int64_t &s : desc->sizes)
-      pointers.push_back(&s);
-    for (int64_t &s : desc->strides)
-      pointers.push_back(&s);
-    descriptors.push_back(std::move(desc));
-  }
-  llvm::MutableArrayRef<void *> get() { return pointers; }
-
-private:
-  struct Descriptor {
-    void *allocated;
-    void *aligned;
-    int64_t offset;
-    std::vector<int64_t> sizes, strides;
-  };
-  std::vector<std::unique_ptr<Descriptor>> descriptors;
-  std::vector<void *> pointers;
-};
-
-MemRefType memrefFor(Type type) {
-  if (auto tensor = dyn_cast<RankedTensorType>(type))
-    return MemRefType::get(tensor.getShape(), tensor.getElementType());
-  if (type.isInteger(1))
-    return MemRefType::get({}, IntegerType::get(type.getContext(), 32));
-  return MemRefType::get({}, type);
-}
-
-/// Adds `@<name>(memref args..., memref results...)` that calls `callee`:
-/// host code then owns every buffer and calls it with invokePacked.
-void addEntry(ModuleOp module, func::FuncOp callee, StringRef name) {
-  OpBuilder b(module.getBodyRegion());
-  b.setInsertionPointToEnd(module.getBody());
-  Location loc = callee.getLoc();
-  SmallVector<Type> argTypes;
-  for (Type t : callee.getArgumentTypes())
-    argTypes.push_back(memrefFor(t));
-  for (Type t : callee.getResultTypes())
-    argTypes.push_back(memrefFor(t));
-  auto entry =
-      func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
-  Block *block = entry.addEntryBlock();
-  b.setInsertionPointToStart(block);
-  SmallVector<Value> operands;
-  unsigned numInputs = callee.getNumArguments();
-  for (auto [i, type] : llvm::enumerate(callee.getArgumentTypes())) {
-    Value arg = block->getArgument(i);
-    if (isa<RankedTensorType>(type))
-      operands.push_back(bufferization::ToTensorOp::create(
-          b, loc, type, arg, /*restrict=*/b.getUnitAttr()));
-    else
-      operands.push_back(memref::LoadOp::create(b, loc, arg, ValueRange{}));
-  }
-  auto call = func::CallOp::create(b, loc, callee, operands);
-  for (auto [i, result] : llvm::enumerate(call.getResults())) {
-    Value out = block->getArgument(numInputs + i);
-    if (isa<RankedTensorType>(result.getType())) {
-      bufferization::MaterializeInDestinationOp::create(
-          b, loc, TypeRange{}, result, out, /*restrict=*/true,
-          /*writable=*/true);
-      continue;
-    }
-    Value value = result;
-    if (value.getType().isInteger(1))
-      value = arith::ExtUIOp::create(b, loc, b.getI32Type(), value);
-    memref::StoreOp::create(b, loc, value, out, ValueRange{});
-  }
-  func::ReturnOp::create(b, loc);
-}
 
 bool parseLossScale(const std::string &text, const std::string &precision,
                     std::string &mode, double &initScale, std::string &error) {

@@ -104,6 +104,17 @@ llvm::DenseMap<Value, std::string> valueIds(func::FuncOp func);
 FailureOr<llvm::StringMap<MeasuredRange>>
 readCalibrationStats(llvm::StringRef path, std::string &error);
 
+/// Reads a calibration statistics file and calls `visit` for every entry
+/// of its "values" object with the entry and its numeric min and max. Fails
+/// with `error` on a missing file, bad JSON, no "values" object, an entry
+/// without numeric min/max, or when `visit` fails (it sets `error`).
+LogicalResult forEachCalibrationEntry(
+    llvm::StringRef path, std::string &error,
+    llvm::function_ref<LogicalResult(llvm::StringRef key,
+                                     const llvm::json::Object &stats,
+                                     double min, double max)>
+        visit);
+
 /// Parses "f16" / "bf16"; null on anything else.
 Type parseLowType(MLIRContext *context, llvm::StringRef name);
 

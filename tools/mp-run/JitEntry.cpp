@@ -1,0 +1,64 @@
+//===- JitEntry.cpp - call JIT-compiled functions on host buffers --------===//
+
+#include "JitEntry.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace mp {
+
+static MemRefType memrefFor(Type type) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return MemRefType::get(tensor.getShape(), tensor.getElementType());
+  if (type.isInteger(1))
+    return MemRefType::get({}, IntegerType::get(type.getContext(), 32));
+  return MemRefType::get({}, type);
+}
+
+/// Adds `@<name>(memref args..., memref results...)` that calls `callee`:
+/// host code then owns every buffer and calls it with invokePacked.
+void addEntry(ModuleOp module, func::FuncOp callee, StringRef name) {
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = callee.getLoc();
+  SmallVector<Type> argTypes;
+  for (Type t : callee.getArgumentTypes())
+    argTypes.push_back(memrefFor(t));
+  for (Type t : callee.getResultTypes())
+    argTypes.push_back(memrefFor(t));
+  auto entry =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
+  Block *block = entry.addEntryBlock();
+  b.setInsertionPointToStart(block);
+  SmallVector<Value> operands;
+  unsigned numInputs = callee.getNumArguments();
+  for (auto [i, type] : llvm::enumerate(callee.getArgumentTypes())) {
+    Value arg = block->getArgument(i);
+    if (isa<RankedTensorType>(type))
+      operands.push_back(bufferization::ToTensorOp::create(
+          b, loc, type, arg, /*restrict=*/b.getUnitAttr()));
+    else
+      operands.push_back(memref::LoadOp::create(b, loc, arg, ValueRange{}));
+  }
+  auto call = func::CallOp::create(b, loc, callee, operands);
+  for (auto [i, result] : llvm::enumerate(call.getResults())) {
+    Value out = block->getArgument(numInputs + i);
+    if (isa<RankedTensorType>(result.getType())) {
+      bufferization::MaterializeInDestinationOp::create(
+          b, loc, TypeRange{}, result, out, /*restrict=*/true,
+          /*writable=*/true);
+      continue;
+    }
+    Value value = result;
+    if (value.getType().isInteger(1))
+      value = arith::ExtUIOp::create(b, loc, b.getI32Type(), value);
+    memref::StoreOp::create(b, loc, value, out, ValueRange{});
+  }
+  func::ReturnOp::create(b, loc);
+}
+
+} // namespace mp

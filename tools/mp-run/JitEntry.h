@@ -1,0 +1,68 @@
+//===- JitEntry.h - call JIT-compiled functions on host buffers -*- C++ -*-===//
+//
+// What Session and InferSession share: a memref entry wrapper added to a
+// module before lowering, and the packed arguments ExecutionEngine's
+// invokePacked takes to call it on host buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_TOOLS_MP_RUN_JITENTRY_H
+#define MP_TOOLS_MP_RUN_JITENTRY_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace mp {
+
+/// The expanded memref arguments of an LLVM-lowered function (allocated
+/// pointer, aligned pointer, offset, sizes, strides), packed as pointers for
+/// ExecutionEngine::invokePacked.
+class PackedArgs {
+public:
+  void addMemRef(void *data, const std::vector<int64_t> &shape) {
+    auto desc = std::make_unique<Descriptor>();
+    desc->allocated = desc->aligned = data;
+    desc->offset = 0;
+    int64_t stride = 1;
+    desc->sizes.assign(shape.begin(), shape.end());
+    desc->strides.assign(shape.size(), 0);
+    for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+      desc->strides[i] = stride;
+      stride *= shape[i];
+    }
+    pointers.push_back(&desc->allocated);
+    pointers.push_back(&desc->aligned);
+    pointers.push_back(&desc->offset);
+    for (int64_t &s : desc->sizes)
+      pointers.push_back(&s);
+    for (int64_t &s : desc->strides)
+      pointers.push_back(&s);
+    descriptors.push_back(std::move(desc));
+  }
+  llvm::MutableArrayRef<void *> get() { return pointers; }
+
+private:
+  struct Descriptor {
+    void *allocated;
+    void *aligned;
+    int64_t offset;
+    std::vector<int64_t> sizes, strides;
+  };
+  std::vector<std::unique_ptr<Descriptor>> descriptors;
+  std::vector<void *> pointers;
+};
+
+/// Adds `@<name>(memref args..., memref results...)` that calls `callee`
+/// (tensors become memrefs, scalars 0-d memrefs, i1 an i32): host code then
+/// owns every buffer and calls it with invokePacked.
+void addEntry(mlir::ModuleOp module, mlir::func::FuncOp callee,
+              llvm::StringRef name);
+
+} // namespace mp
+
+#endif // MP_TOOLS_MP_RUN_JITENTRY_H
