@@ -43,5 +43,16 @@ ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
-    # MLIR finds libdevice (for math ops in kernels) through CUDA_HOME.
-    config.environment["CUDA_HOME"] = os.path.dirname(os.path.dirname(ptxas))
+
+
+# libdevice (math functions in kernels): --mp-lower-gpu looks in $CUDA_HOME,
+# /usr/local/cuda and the toolkit of ptxas (a wrapper on PATH, such as
+# /usr/local/bin/ptxas, is resolved), so the tests need no environment.
+def has_libdevice(root):
+    return os.path.exists(os.path.join(root, "nvvm", "libdevice", "libdevice.10.bc"))
+
+
+cuda_roots = [os.environ.get(v, "") for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")]
+cuda_roots += ["/usr/local/cuda", os.path.dirname(os.path.dirname(os.path.realpath(ptxas)))]
+if any(has_libdevice(r) for r in cuda_roots if r):
+    config.available_features.add("libdevice")

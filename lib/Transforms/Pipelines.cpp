@@ -3,10 +3,13 @@
 #include "mp/Transforms/Pipelines.h"
 #include "mp/Transforms/Passes.h"
 
-#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
 
 using namespace mlir;
 using namespace mlir::mp;
@@ -62,6 +65,37 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
       pm);
 }
 
+/// The CUDA toolkit whose libdevice kernels link: \p requested if it has
+/// one, else $CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, /usr/local/cuda, and the
+/// toolkit of the ptxas on PATH (resolving links and wrappers' targets).
+/// Empty when none has libdevice; kernels that call math functions then
+/// fail to link with upstream's error.
+static std::string findCudaToolkit(StringRef requested) {
+  auto hasLibdevice = [](StringRef root) {
+    SmallString<128> path(root);
+    llvm::sys::path::append(path, "nvvm", "libdevice", "libdevice.10.bc");
+    return !root.empty() && llvm::sys::fs::exists(path);
+  };
+  if (!requested.empty())
+    return hasLibdevice(requested) ? requested.str() : std::string();
+  SmallVector<std::string> candidates;
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
+    if (std::optional<std::string> value = llvm::sys::Process::GetEnv(var))
+      candidates.push_back(*value);
+  candidates.push_back("/usr/local/cuda");
+  if (llvm::ErrorOr<std::string> ptxas = llvm::sys::findProgramByName("ptxas")) {
+    SmallString<128> real;
+    if (!llvm::sys::fs::real_path(*ptxas, real))
+      candidates.push_back(llvm::sys::path::parent_path(
+                               llvm::sys::path::parent_path(real))
+                               .str());
+  }
+  for (const std::string &root : candidates)
+    if (hasLibdevice(root))
+      return root;
+  return "";
+}
+
 LogicalResult mlir::mp::buildLowerGpuPipeline(
     OpPassManager &pm, const LowerGpuOptions &options,
     function_ref<LogicalResult(const Twine &)> errorHandler) {
@@ -92,14 +126,29 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
               "gpu-launch-sink-index-computations",
           pm)))
     return errorHandler("mp-lower-gpu: bad pipeline text");
-  // Upstream's NVVM pipeline: outlining, NVVM target, kernel lowering,
-  // gpu-to-llvm for the host and gpu-module-to-binary.
-  gpu::GPUToNVVMPipelineOptions nvvm;
-  nvvm.cubinChip = options.chip;
-  nvvm.cubinFeatures = options.features;
-  nvvm.cubinFormat = options.format;
-  nvvm.optLevel = options.optLevel;
-  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  // Upstream's NVVM pipeline (gpu-lower-to-nvvm-pipeline), spelled out so
+  // that gpu-module-to-binary gets the CUDA toolkit that holds libdevice.
+  std::string toolkit = findCudaToolkit(options.toolkit);
+  if (!options.toolkit.empty() && toolkit.empty())
+    return errorHandler("mp-lower-gpu: toolkit '" + options.toolkit +
+                        "' has no nvvm/libdevice/libdevice.10.bc");
+  std::string nvvm =
+      "convert-nvgpu-to-nvvm,gpu-kernel-outlining,convert-vector-to-scf,"
+      "convert-scf-to-cf,convert-nvvm-to-llvm,convert-func-to-llvm,"
+      "expand-strided-metadata,"
+      "nvvm-attach-target{chip=" +
+      options.chip + " features=" + options.features +
+      " O=" + std::to_string(options.optLevel) +
+      "},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
+      "canonicalize,cse,"
+      "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,"
+      "llvm-optimize-for-nvvm-target,canonicalize,cse,"
+      "reconcile-unrealized-casts),"
+      "gpu-to-llvm,gpu-module-to-binary{format=" +
+      options.format + (toolkit.empty() ? "" : " toolkit=" + toolkit) +
+      "},convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts";
+  if (failed(parsePassPipeline(nvvm, pm)))
+    return errorHandler("mp-lower-gpu: bad NVVM pipeline text");
   return success();
 }
 

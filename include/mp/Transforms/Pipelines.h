@@ -91,6 +91,11 @@ struct LowerGpuOptions : public PassPipelineOptions<LowerGpuOptions> {
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("Threads per block, 1 to 1024"),
                             llvm::cl::init(256)};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit whose nvvm/libdevice kernels link for math "
+                     "functions; default: $CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, "
+                     "/usr/local/cuda, then the toolkit of ptxas on PATH")};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level for kernels"),
                        llvm::cl::init(2)};

@@ -1,4 +1,4 @@
-// REQUIRES: ptxas
+// REQUIRES: libdevice
 // math ops become libdevice calls that gpu-module-to-binary links from the
 // CUDA toolkit and inlines: no call is left in the PTX.
 // RUN: mp-opt %s --mp-lower-gpu | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s
