@@ -68,8 +68,8 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
 /// The CUDA toolkit whose libdevice kernels link: \p requested if it has
 /// one, else $CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, /usr/local/cuda, and the
 /// toolkit of the ptxas on PATH (resolving links and wrappers' targets).
-/// Empty when none has libdevice; kernels that call math functions then
-/// fail to link with upstream's error.
+/// Empty when none has libdevice; kernels that call math functions are then
+/// an error (--mp-gpu-require-libdevice).
 static std::string findCudaToolkit(StringRef requested) {
   auto hasLibdevice = [](StringRef root) {
     SmallString<128> path(root);
@@ -143,7 +143,9 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
       "canonicalize,cse,"
       "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,"
       "llvm-optimize-for-nvvm-target,canonicalize,cse,"
-      "reconcile-unrealized-casts),"
+      "reconcile-unrealized-casts)," +
+      // Without a toolkit, math calls would stay unresolved in the PTX.
+      std::string(toolkit.empty() ? "mp-gpu-require-libdevice," : "") +
       "gpu-to-llvm,gpu-module-to-binary{format=" +
       options.format + (toolkit.empty() ? "" : " toolkit=" + toolkit) +
       "},convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts";

@@ -195,4 +195,36 @@ def MPGpuMapParallelLoops
   ];
 }
 
+def MPGpuRequireLibdevice
+    : Pass<"mp-gpu-require-libdevice", "::mlir::ModuleOp"> {
+  let summary = "Reject kernels that call libdevice when no CUDA toolkit "
+                "was found";
+  let description = [{
+    `convert-gpu-to-nvvm` turns math ops in kernels (`math.exp`,
+    `math.tanh`, ...) into calls to libdevice functions (`__nv_expf`, ...)
+    that `gpu-module-to-binary` links from the CUDA toolkit's
+    `nvvm/libdevice/libdevice.10.bc`. Without a toolkit upstream links
+    nothing and emits PTX with unresolved calls, which fails only when the
+    driver loads it. `--mp-lower-gpu` runs this pass when it finds no
+    toolkit: a kernel module that declares an `__nv_*` function is an
+    error at the host launch of that kernel, naming the function and how to
+    point mp at a toolkit.
+
+    Input (after `convert-gpu-to-nvvm`):
+
+    ```mlir
+    gpu.module @f_kernel {
+      llvm.func @__nv_expf(f32) -> f32
+      ...
+    }
+    func.func @f(...) {
+      gpu.launch_func @f_kernel::@f_kernel ...
+    }
+    ```
+
+    Output: the module unchanged, or the error
+    `kernel module 'f_kernel' calls libdevice function '__nv_expf' ...`.
+  }];
+}
+
 #endif // MP_CONVERSION_PASSES_TD
