@@ -10,6 +10,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
+#include <unistd.h>
 
 namespace mprt::cuda {
 namespace {
@@ -98,7 +99,7 @@ mprt_cuda_error_mode initialMode() {
   const char *env = getenv("MPRT_CUDA_ERRORS");
   if (env && strcmp(env, "record") == 0)
     return MPRT_CUDA_ERRORS_RECORD;
-  return MPRT_CUDA_ERRORS_ABORT;
+  return MPRT_CUDA_ERRORS_EXIT;
 }
 std::atomic<int> errorMode{initialMode()};
 
@@ -154,10 +155,13 @@ void recordError(const char *format, ...) {
   vsnprintf(message, sizeof(message), format, args);
   va_end(args);
   fprintf(stderr, "mprt-cuda: error: %s\n", message);
-  if (errorMode.load() == MPRT_CUDA_ERRORS_ABORT) {
-    fprintf(stderr, "mprt-cuda: aborting (set MPRT_CUDA_ERRORS=record or "
+  if (errorMode.load() == MPRT_CUDA_ERRORS_EXIT) {
+    fprintf(stderr, "mprt-cuda: exiting (set MPRT_CUDA_ERRORS=record or "
                     "call mprt_cuda_set_error_mode to handle errors)\n");
-    abort();
+    // Not abort(): a JIT's crash handler would dress a clean error up as a
+    // crash. What the program printed so far is kept.
+    fflush(nullptr);
+    _exit(1);
   }
   std::lock_guard<std::mutex> lock(errorMutex);
   if (pendingCount++ == 0)
@@ -190,7 +194,7 @@ int mprt_cuda_available(char *why, size_t n) {
 }
 
 void mprt_cuda_set_error_mode(mprt_cuda_error_mode mode) {
-  errorMode = mode == MPRT_CUDA_ERRORS_ABORT ? MPRT_CUDA_ERRORS_ABORT
+  errorMode = mode == MPRT_CUDA_ERRORS_EXIT ? MPRT_CUDA_ERRORS_EXIT
                                              : MPRT_CUDA_ERRORS_RECORD;
 }
 

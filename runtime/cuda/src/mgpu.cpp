@@ -8,7 +8,7 @@
 // count, mgpuMemAlloc takes an isHostShared flag.
 //
 // The ABI returns void or a bare handle, so a failure cannot be returned:
-// it goes to recordError (abort with the message, or record it for
+// it goes to recordError (exit with the message, or record it for
 // mprt_cuda_check; see mprt/mprt_cuda.h), and handles come back NULL.
 //
 //===----------------------------------------------------------------------===//

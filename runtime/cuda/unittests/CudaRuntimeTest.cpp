@@ -147,18 +147,19 @@ TEST_F(CudaRuntime, NoDriverErrorsAreRecorded) {
 
 using CudaRuntimeDeathTest = CudaRuntime;
 
-TEST_F(CudaRuntimeDeathTest, AbortModeStopsWithTheMessage) {
+TEST_F(CudaRuntimeDeathTest, ExitModeStopsWithTheMessage) {
   std::string why = unavailableReason();
   if (why.empty())
     GTEST_SKIP() << "a GPU is usable: this test checks the no-GPU path";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
+  EXPECT_EXIT(
       {
-        mprt_cuda_set_error_mode(MPRT_CUDA_ERRORS_ABORT);
+        mprt_cuda_set_error_mode(MPRT_CUDA_ERRORS_EXIT);
         mgpuStreamCreate();
       },
+      ::testing::ExitedWithCode(1),
       "mprt-cuda: error: mgpuStreamCreate: no usable GPU: .*\n"
-      "mprt-cuda: aborting");
+      "mprt-cuda: exiting");
 }
 
 TEST_F(CudaRuntime, GemmRejectsBadArguments) {

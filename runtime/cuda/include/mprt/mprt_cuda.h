@@ -8,8 +8,9 @@
  * cuBLASLt (libcublasLt.so.13) are loaded with dlopen on first use, so the
  * library builds and loads on machines without a GPU. There every call
  * fails cleanly: functions below return an mprt_status with the reason in
- * mprt_last_error(); the void `mgpu*` functions record the failure (see
- * mprt_cuda_check) and return NULL handles, never touching the device.
+ * mprt_last_error(); the void `mgpu*` functions print the failure and exit
+ * with status 1, or record it for mprt_cuda_check and return NULL handles
+ * (mprt_cuda_error_mode).
  *
  * See docs/gpu.md.
  *===----------------------------------------------------------------------===*/
@@ -32,16 +33,16 @@ int mprt_cuda_available(char *why, size_t n);
 /* What to do when an `mgpu*` function (whose ABI returns void or a bare
  * handle) meets an error. */
 typedef enum mprt_cuda_error_mode MPRT_ENUM_BASE {
-  /* Record the first error for mprt_cuda_check, print it to stderr, carry on
-   * with NULL handles; later launches are skipped while an error is pending
-   * (so no kernel runs on a failed allocation). The default when a program
-   * calls mprt_cuda_set_error_mode. */
+  /* Print the error to stderr, record the first one for mprt_cuda_check and
+   * carry on with NULL handles; launches are skipped while an error is
+   * pending (no kernel runs on a failed allocation). For drivers that check
+   * after each step. */
   MPRT_CUDA_ERRORS_RECORD = 0,
-  /* Print the error and abort(): the default, because compiled code run by
-   * a plain JIT (mlir-runner) has no way to check, and carrying on would
-   * print wrong numbers. Environment variable MPRT_CUDA_ERRORS=record|abort
-   * sets the initial mode. */
-  MPRT_CUDA_ERRORS_ABORT = 1
+  /* Print the error and exit the process with status 1 (the default):
+   * compiled code run by a plain JIT (mlir-runner) cannot check, and going
+   * on would print wrong numbers. The environment variable
+   * MPRT_CUDA_ERRORS=record|exit sets the mode a process starts in. */
+  MPRT_CUDA_ERRORS_EXIT = 1
 } mprt_cuda_error_mode;
 
 void mprt_cuda_set_error_mode(mprt_cuda_error_mode mode);
