@@ -26,6 +26,19 @@ struct DriverState {
 };
 
 std::atomic<int> requestedDevice{0};
+
+// resultText for the driver being loaded (state() is not ready then).
+std::string describe(const Driver &d, CUresult result) {
+  const char *name = nullptr, *text = nullptr;
+  if (d.cuGetErrorName)
+    d.cuGetErrorName(result, &name);
+  if (d.cuGetErrorString)
+    d.cuGetErrorString(result, &text);
+  std::string out = name ? name : "CUDA error " + std::to_string(result);
+  if (text)
+    out += std::string(" (") + text + ")";
+  return out;
+}
 std::atomic<bool> initialized{false};
 
 DriverState &state() {
@@ -53,14 +66,13 @@ DriverState &state() {
 #undef MPRT_CUDA_LOAD
     CUresult r = d.cuInit(0);
     if (r != CUDA_SUCCESS) {
-      st->why = "cuInit failed: " + resultText(r);
-      // resultText needs the driver; it is loaded, so that is fine.
+      st->why = "cuInit failed: " + describe(d, r);
       return st;
     }
     int count = 0;
     r = d.cuDeviceGetCount(&count);
     if (r != CUDA_SUCCESS) {
-      st->why = "cuDeviceGetCount failed: " + resultText(r);
+      st->why = "cuDeviceGetCount failed: " + describe(d, r);
       return st;
     }
     int ordinal = requestedDevice.load();
@@ -79,7 +91,7 @@ DriverState &state() {
       r = d.cuDevicePrimaryCtxRetain(&st->context, device);
     if (r != CUDA_SUCCESS) {
       st->why = "cannot open CUDA device " + std::to_string(ordinal) + ": " +
-                resultText(r);
+                describe(d, r);
       return st;
     }
     st->ok = true;
@@ -118,16 +130,7 @@ const Driver *driver(std::string *why) {
 CUcontext primaryContext() { return state().context; }
 
 std::string resultText(CUresult result) {
-  const Driver &d = state().driver;
-  const char *name = nullptr, *text = nullptr;
-  if (d.cuGetErrorName)
-    d.cuGetErrorName(result, &name);
-  if (d.cuGetErrorString)
-    d.cuGetErrorString(result, &text);
-  std::string out = name ? name : "CUDA error " + std::to_string(result);
-  if (text)
-    out += std::string(" (") + text + ")";
-  return out;
+  return describe(state().driver, result);
 }
 
 ScopedContext::ScopedContext(const char *function) {
@@ -195,7 +198,7 @@ int mprt_cuda_available(char *why, size_t n) {
 
 void mprt_cuda_set_error_mode(mprt_cuda_error_mode mode) {
   errorMode = mode == MPRT_CUDA_ERRORS_EXIT ? MPRT_CUDA_ERRORS_EXIT
-                                             : MPRT_CUDA_ERRORS_RECORD;
+                                            : MPRT_CUDA_ERRORS_RECORD;
 }
 
 mprt_status mprt_cuda_check(void) {

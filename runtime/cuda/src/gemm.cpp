@@ -34,7 +34,10 @@ namespace {
   X(cublasLtMatmulPreferenceCreate)                                            \
   X(cublasLtMatmulPreferenceSetAttribute)                                      \
   X(cublasLtMatmulAlgoGetHeuristic)                                            \
-  X(cublasLtMatmul)
+  X(cublasLtMatmul)                                                            \
+  X(cublasLtMatrixTransformDescCreate)                                         \
+  X(cublasLtMatrixTransformDescSetAttribute)                                   \
+  X(cublasLtMatrixTransform)
 
 struct Lt {
 #define MPRT_LT_DECLARE(name) decltype(&::name) name = nullptr;
@@ -47,10 +50,21 @@ constexpr uint64_t kWorkspaceBytes = 32ull << 20;
 // One plan per shape, layout and type.
 using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                            int32_t, int32_t>;
+// A transposed copy of an s8 operand (see makePlan): cuBLASLt's int8
+// kernels may support only the "TN" form of operands.
+struct Transpose {
+  cublasLtMatrixTransformDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t from = nullptr, to = nullptr;
+  uint64_t bytes = 0;
+};
+
 struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo;
+  // s8 operands multiplied from transposed copies (see makePlan).
+  bool transposeA = false, transposeB = false;
+  Transpose copyA, copyB;
 };
 
 struct State {
@@ -112,6 +126,89 @@ bool initialize(State &s) {
   return true;
 }
 
+const char *typeName(int32_t type) {
+  switch (type) {
+  case MPRT_GEMM_F32:
+    return "f32";
+  case MPRT_GEMM_F16:
+    return "f16";
+  case MPRT_GEMM_BF16:
+    return "bf16";
+  default:
+    return "s8";
+  }
+}
+
+// Creates the matmul descriptor, layouts and algorithm for a column-major
+// D' (n x m, ld ldc) = op(A') op(B'), where A' (stored rowsA x colsA, ld
+// ldA) and B' (rowsB x colsB, ld ldB) are given with their operations.
+// Returns the cuBLAS status of the first failing call, and `found` says
+// whether the heuristic had an algorithm.
+cublasStatus_t describe(State &s, cudaDataType_t inType, cudaDataType_t outType,
+                        cudaDataType_t scaleType, cublasComputeType_t compute,
+                        cublasOperation_t opA, uint64_t rowsA, uint64_t colsA,
+                        int64_t ldA, cublasOperation_t opB, uint64_t rowsB,
+                        uint64_t colsB, int64_t ldB, int64_t n, int64_t m,
+                        int64_t ldc, Plan &plan, bool &found) {
+  const Lt &lt = s.lt;
+  found = false;
+  cublasStatus_t st =
+      lt.cublasLtMatmulDescCreate(&plan.desc, compute, scaleType);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA));
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB));
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatrixLayoutCreate(&plan.a, inType, rowsA, colsA, ldA);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatrixLayoutCreate(&plan.b, inType, rowsB, colsB, ldB);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatrixLayoutCreate(&plan.c, outType, n, m, ldc);
+  cublasLtMatmulPreference_t preference = nullptr;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatmulPreferenceCreate(&preference);
+  uint64_t workspace = kWorkspaceBytes;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+        sizeof(workspace));
+  cublasLtMatmulHeuristicResult_t result;
+  memset(&result, 0, sizeof(result));
+  int count = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatmulAlgoGetHeuristic(s.handle, plan.desc, plan.a, plan.b,
+                                           plan.c, plan.c, preference, 1,
+                                           &result, &count);
+  if (st == CUBLAS_STATUS_SUCCESS && count > 0) {
+    plan.algo = result.algo;
+    found = true;
+  }
+  // "Not supported" from the heuristic means no algorithm, not a failure.
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED)
+    st = CUBLAS_STATUS_SUCCESS;
+  return st;
+}
+
+// Describes transposing a column-major rows x cols s8 matrix (ld ld) into a
+// dense cols x rows one.
+cublasStatus_t describeTranspose(const Lt &lt, uint64_t rows, uint64_t cols,
+                                 int64_t ld, Transpose &t) {
+  cublasOperation_t op = CUBLAS_OP_T;
+  cudaDataType_t scale = CUDA_R_32F;
+  cublasStatus_t st = lt.cublasLtMatrixTransformDescCreate(&t.desc, scale);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatrixTransformDescSetAttribute(
+        t.desc, CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA, &op, sizeof(op));
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatrixLayoutCreate(&t.from, CUDA_R_8I, rows, cols, ld);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = lt.cublasLtMatrixLayoutCreate(&t.to, CUDA_R_8I, cols, rows, cols);
+  t.bytes = rows * cols;
+  return st;
+}
+
 // Builds the plan for a column-major D' = op(A') op(B') (see the banner).
 mprt_status makePlan(State &s, const PlanKey &key, Plan &plan) {
   auto [m, n, k, lda, ldb, ldc, flags, type] = key;
@@ -138,55 +235,38 @@ mprt_status makePlan(State &s, const PlanKey &key, Plan &plan) {
   // A' is B's memory: op(B)^T is n x k. B' is A's memory: op(A)^T is k x m.
   cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  bool found = false;
   cublasStatus_t st =
-      lt.cublasLtMatmulDescCreate(&plan.desc, compute, scaleType);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = lt.cublasLtMatmulDescSetAttribute(
-        plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA));
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = lt.cublasLtMatmulDescSetAttribute(
-        plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB));
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = transB ? lt.cublasLtMatrixLayoutCreate(&plan.a, inType, k, n, ldb)
-                : lt.cublasLtMatrixLayoutCreate(&plan.a, inType, n, k, ldb);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = transA ? lt.cublasLtMatrixLayoutCreate(&plan.b, inType, m, k, lda)
-                : lt.cublasLtMatrixLayoutCreate(&plan.b, inType, k, m, lda);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = lt.cublasLtMatrixLayoutCreate(&plan.c, outType, n, m, ldc);
+      describe(s, inType, outType, scaleType, compute, opA, transB ? k : n,
+               transB ? n : k, ldb, opB, transA ? m : k, transA ? k : m, lda, n,
+               m, ldc, plan, found);
+  if (st == CUBLAS_STATUS_SUCCESS && !found && type == MPRT_GEMM_S8 &&
+      (opA != CUBLAS_OP_T || opB != CUBLAS_OP_N)) {
+    // int8 kernels want op(A') = T, op(B') = N: transpose the operands that
+    // are the other way into dense copies, then multiply those.
+    plan = Plan();
+    plan.transposeA = opA != CUBLAS_OP_T;
+    plan.transposeB = opB != CUBLAS_OP_N;
+    if (plan.transposeA) // A' is n x k (ld ldb); its copy k x n (ld k)
+      st = describeTranspose(lt, n, k, ldb, plan.copyA);
+    if (st == CUBLAS_STATUS_SUCCESS && plan.transposeB) // m x k -> k x m
+      st = describeTranspose(lt, m, k, lda, plan.copyB);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = describe(s, inType, outType, scaleType, compute, CUBLAS_OP_T, k, n,
+                    plan.transposeA ? k : ldb, CUBLAS_OP_N, k, m,
+                    plan.transposeB ? k : lda, n, m, ldc, plan, found);
+  }
   if (st != CUBLAS_STATUS_SUCCESS)
     return mprt::fail(MPRT_ERROR_DEVICE,
-                      "mprt_cuda_gemm: cannot describe the matrices: %s",
-                      statusText(lt, st).c_str());
-  cublasLtMatmulPreference_t preference = nullptr;
-  st = lt.cublasLtMatmulPreferenceCreate(&preference);
-  uint64_t workspace = kWorkspaceBytes;
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = lt.cublasLtMatmulPreferenceSetAttribute(
-        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-        sizeof(workspace));
-  cublasLtMatmulHeuristicResult_t result;
-  memset(&result, 0, sizeof(result));
-  int found = 0;
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = lt.cublasLtMatmulAlgoGetHeuristic(s.handle, plan.desc, plan.a, plan.b,
-                                           plan.c, plan.c, preference, 1,
-                                           &result, &found);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
-    return mprt::fail(
-        MPRT_ERROR_DEVICE,
-        "mprt_cuda_gemm: cuBLASLt has no algorithm for %s m=%lld n=%lld "
-        "k=%lld lda=%lld ldb=%lld ldc=%lld%s%s: %s",
-        type == MPRT_GEMM_S8    ? "s8"
-        : type == MPRT_GEMM_F32 ? "f32"
-        : type == MPRT_GEMM_F16 ? "f16"
-                                : "bf16",
-        (long long)m, (long long)n, (long long)k, (long long)lda,
-        (long long)ldb, (long long)ldc, transA ? " trans-a" : "",
-        transB ? " trans-b" : "",
-        st != CUBLAS_STATUS_SUCCESS ? statusText(lt, st).c_str()
-                                    : "no heuristic result");
-  plan.algo = result.algo;
+                      "mprt_cuda_gemm: cannot describe the %s product: %s",
+                      typeName(type), statusText(lt, st).c_str());
+  if (!found)
+    return mprt::fail(MPRT_ERROR_DEVICE,
+                      "mprt_cuda_gemm: cuBLASLt has no algorithm for %s "
+                      "m=%lld n=%lld k=%lld lda=%lld ldb=%lld ldc=%lld%s%s",
+                      typeName(type), (long long)m, (long long)n, (long long)k,
+                      (long long)lda, (long long)ldb, (long long)ldc,
+                      transA ? " trans-a" : "", transB ? " trans-b" : "");
   return MPRT_OK;
 }
 
@@ -263,16 +343,57 @@ extern "C" mprt_status mprt_cuda_gemm(int64_t a, int64_t lda, int64_t b,
                         (unsigned long long)kWorkspaceBytes,
                         resultText(r).c_str());
   }
+  // s8 operands the plan multiplies from transposed copies (pool blocks,
+  // freed in stream order after the product).
+  void *opA = reinterpret_cast<void *>(b), *opB = reinterpret_cast<void *>(a);
+  CUdeviceptr temps[2] = {0, 0};
+  auto releaseTemps = [&] {
+    for (CUdeviceptr t : temps) {
+      CUresult ignored;
+      if (t)
+        poolFree(t, static_cast<CUstream>(stream), ignored);
+    }
+  };
+  const Transpose *copies[2] = {plan.transposeA ? &plan.copyA : nullptr,
+                                plan.transposeB ? &plan.copyB : nullptr};
+  void **operands[2] = {&opA, &opB};
+  for (int i = 0; i < 2; ++i) {
+    if (!copies[i])
+      continue;
+    CUresult r;
+    temps[i] = poolAllocate(copies[i]->bytes, static_cast<CUstream>(stream), r);
+    if (!temps[i]) {
+      releaseTemps();
+      return mprt::fail(MPRT_ERROR_DEVICE,
+                        "mprt_cuda_gemm: cannot allocate %llu bytes for a "
+                        "transposed s8 operand: %s",
+                        (unsigned long long)copies[i]->bytes,
+                        resultText(r).c_str());
+    }
+    float one = 1, zero = 0;
+    cublasStatus_t st = s.lt.cublasLtMatrixTransform(
+        s.handle, copies[i]->desc, &one, *operands[i], copies[i]->from, &zero,
+        nullptr, nullptr, reinterpret_cast<void *>(temps[i]), copies[i]->to,
+        static_cast<cudaStream_t>(stream));
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      releaseTemps();
+      return mprt::fail(MPRT_ERROR_DEVICE,
+                        "mprt_cuda_gemm: cublasLtMatrixTransform: %s",
+                        statusText(s.lt, st).c_str());
+    }
+    *operands[i] = reinterpret_cast<void *>(temps[i]);
+  }
+
   float alphaF = 1, betaF = 1;
   int32_t alphaI = 1, betaI = 1;
   const void *alpha = type == MPRT_GEMM_S8 ? (const void *)&alphaI : &alphaF;
   const void *beta = type == MPRT_GEMM_S8 ? (const void *)&betaI : &betaF;
   cublasStatus_t st = s.lt.cublasLtMatmul(
-      s.handle, plan.desc, alpha, reinterpret_cast<void *>(b), plan.a,
-      reinterpret_cast<void *>(a), plan.b, beta, reinterpret_cast<void *>(c),
-      plan.c, reinterpret_cast<void *>(c), plan.c, &plan.algo,
-      reinterpret_cast<void *>(workspace), kWorkspaceBytes,
+      s.handle, plan.desc, alpha, opA, plan.a, opB, plan.b, beta,
+      reinterpret_cast<void *>(c), plan.c, reinterpret_cast<void *>(c), plan.c,
+      &plan.algo, reinterpret_cast<void *>(workspace), kWorkspaceBytes,
       static_cast<cudaStream_t>(stream));
+  releaseTemps();
   if (st != CUBLAS_STATUS_SUCCESS)
     return mprt::fail(MPRT_ERROR_DEVICE, "mprt_cuda_gemm: cublasLtMatmul: %s",
                       statusText(s.lt, st).c_str());
