@@ -219,6 +219,8 @@ struct DeviceBuffer {
   ~DeviceBuffer() { mgpuMemFree(ptr, nullptr); }
   template <typename T> void upload(const std::vector<T> &v) {
     mgpuMemcpy(ptr, const_cast<T *>(v.data()), v.size() * sizeof(T), nullptr);
+    // mgpu streams are non-blocking: they do not wait for the null stream.
+    mgpuStreamSynchronize(nullptr);
   }
   template <typename T> void download(std::vector<T> &v) {
     mgpuMemcpy(v.data(), ptr, v.size() * sizeof(T), nullptr);
@@ -250,6 +252,7 @@ TEST_F(CudaRuntime, LaunchesLoweredPtx) {
   db.upload(bias);
   // Poison the output so a kernel that writes nothing fails the test.
   mgpuMemset16(dy.ptr, 0x7e00, x.size(), nullptr);
+  mgpuStreamSynchronize(nullptr);
 
   // The kernel takes the three memref descriptors expanded: {allocated,
   // aligned, offset, sizes..., strides...}.
