@@ -2,6 +2,7 @@
 # lit configuration for mp's regression tests.
 
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -56,3 +57,46 @@ cuda_roots = [os.environ.get(v, "") for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_RO
 cuda_roots += ["/usr/local/cuda", os.path.dirname(os.path.dirname(os.path.realpath(ptxas)))]
 if any(has_libdevice(r) for r in cuda_roots if r):
     config.available_features.add("libdevice")
+
+
+# libmprt_cuda (runtime/cuda) runs --mp-lower-gpu output under mlir-runner.
+# `cuda-device`: a CUDA driver and a device are usable, found by a probe in a
+# child process (a broken driver cannot hang or crash lit; no driver at all
+# is the normal case here). `cuda-pageable-memory`: the device reads plain
+# host memory (HMM/ATS), which kernels of --mp-lower-gpu still need since
+# their buffers are host malloc memory (docs/gpu.md, "Memory").
+mprt_cuda = os.path.join(config.mp_obj_root, "lib", "libmprt_cuda.so")
+if os.path.exists(mprt_cuda):
+    config.available_features.add("mprt-cuda")
+    config.substitutions.append(("%mprt_cuda", mprt_cuda))
+
+_cuda_probe = r"""
+import ctypes, sys
+try:
+    cuda = ctypes.CDLL("libcuda.so.1")
+except OSError:
+    sys.exit(0)
+count, value = ctypes.c_int(0), ctypes.c_int(0)
+if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+    sys.exit(0)
+if count.value < 1:
+    sys.exit(0)
+print("cuda-device")
+# CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 88
+if cuda.cuDeviceGetAttribute(ctypes.byref(value), 88, 0) == 0 and value.value:
+    print("cuda-pageable-memory")
+"""
+try:
+    import subprocess
+
+    _probe = subprocess.run(
+        [sys.executable, "-c", _cuda_probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    for _feature in _probe.stdout.split():
+        if _feature in ("cuda-device", "cuda-pageable-memory"):
+            config.available_features.add(_feature)
+except (OSError, subprocess.SubprocessError):
+    pass

@@ -64,6 +64,8 @@ const char *mprt_status_name(mprt_status status) {
     return "ERROR_NOT_FOUND";
   case MPRT_ERROR_OUT_OF_MEMORY:
     return "ERROR_OUT_OF_MEMORY";
+  case MPRT_ERROR_DEVICE:
+    return "ERROR_DEVICE";
   }
   return "UNKNOWN";
 }

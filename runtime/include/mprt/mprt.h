@@ -64,7 +64,10 @@ typedef enum mprt_status MPRT_ENUM_BASE {
   /* A named tensor is not in the archive or checkpoint. */
   MPRT_ERROR_NOT_FOUND = 6,
   /* An allocation failed. */
-  MPRT_ERROR_OUT_OF_MEMORY = 7
+  MPRT_ERROR_OUT_OF_MEMORY = 7,
+  /* A GPU could not be used: no driver or device, or a failing CUDA or
+   * cuBLASLt call (libmprt_cuda, mprt/mprt_cuda.h). */
+  MPRT_ERROR_DEVICE = 8
 } mprt_status;
 
 /* The enumerator's name without the prefix ("OK", "ERROR_IO", ...), or

@@ -1,0 +1,90 @@
+/*===- mprt_cuda.h - mp runtime: the CUDA device ---------------*- C -*-===*
+ *
+ * libmprt_cuda.so: the `mgpu*` functions that MLIR's GPU host code calls
+ * (what `mp-opt --mp-lower-gpu` emits), implemented on the CUDA driver API,
+ * plus a device memory pool and cuBLASLt contractions.
+ *
+ * The library does not link libcuda: the driver (libcuda.so.1) and
+ * cuBLASLt (libcublasLt.so.13) are loaded with dlopen on first use, so the
+ * library builds and loads on machines without a GPU. There every call
+ * fails cleanly: functions below return an mprt_status with the reason in
+ * mprt_last_error(); the void `mgpu*` functions print the failure and exit
+ * with status 1, or record it for mprt_cuda_check and return NULL handles
+ * (mprt_cuda_error_mode).
+ *
+ * See docs/gpu.md.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef MPRT_MPRT_CUDA_H
+#define MPRT_MPRT_CUDA_H
+
+#include "mprt/mprt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 if the CUDA driver loads and device 0 can be used, else 0 with the
+ * reason ("cannot load the CUDA driver libcuda.so.1: ...", "no CUDA
+ * device", ...) written to `why` (NUL-terminated, at most `n` bytes; `why`
+ * may be NULL). Initializes the driver on first use; never aborts. */
+int mprt_cuda_available(char *why, size_t n);
+
+/* What to do when an `mgpu*` function (whose ABI returns void or a bare
+ * handle) meets an error. */
+typedef enum mprt_cuda_error_mode MPRT_ENUM_BASE {
+  /* Print the error to stderr, record the first one for mprt_cuda_check and
+   * carry on with NULL handles; launches are skipped while an error is
+   * pending (no kernel runs on a failed allocation). For drivers that check
+   * after each step. */
+  MPRT_CUDA_ERRORS_RECORD = 0,
+  /* Print the error and exit the process with status 1 (the default):
+   * compiled code run by a plain JIT (mlir-runner) cannot check, and going
+   * on would print wrong numbers. The environment variable
+   * MPRT_CUDA_ERRORS=record|exit sets the mode a process starts in. */
+  MPRT_CUDA_ERRORS_EXIT = 1
+} mprt_cuda_error_mode;
+
+void mprt_cuda_set_error_mode(mprt_cuda_error_mode mode);
+
+/* MPRT_OK if no `mgpu*` call failed since the last check; otherwise
+ * MPRT_ERROR_DEVICE with the first failure in mprt_last_error() (how many
+ * more followed is appended), and the pending error is cleared. */
+mprt_status mprt_cuda_check(void);
+
+/* Device memory pool behind mgpuMemAlloc/mgpuMemFree. Blocks are rounded
+ * up to a size class (powers of two from 512 bytes to 1 MiB, then 2 MiB
+ * multiples) and kept on free lists when freed; a failing cuMemAlloc
+ * empties the free lists and retries once. */
+typedef struct mprt_cuda_pool_stats {
+  uint64_t bytes_in_use;   /* size classes of live blocks */
+  uint64_t bytes_cached;   /* free blocks kept for reuse */
+  uint64_t peak_bytes;     /* max of bytes_in_use + bytes_cached */
+  uint64_t device_allocs;  /* cuMemAlloc calls */
+  uint64_t pool_hits;      /* mgpuMemAlloc served from a free list */
+} mprt_cuda_pool_stats;
+
+void mprt_cuda_pool_get_stats(mprt_cuda_pool_stats *out);
+
+/* Returns all cached free blocks to the driver. */
+mprt_status mprt_cuda_pool_trim(void);
+
+/* C[m x n] += op(A)[m x k] * op(B)[k x n] on the device with cuBLASLt,
+ * with the conventions of mprt_gemm (row-major, leading dimensions, flags
+ * MPRT_GEMM_TRANS_A/B, type an mprt_gemm_type): f32, f16 or bf16 A and B
+ * with f32 C and f32 compute; s8 A and B with s32 C. Pointers are device
+ * addresses as integers; `stream` is a CUstream (0: the legacy default
+ * stream). The call is asynchronous on `stream`. Handles, layouts, the
+ * chosen algorithm and a 32 MiB workspace are cached per shape.
+ * Errors: MPRT_ERROR_ARGUMENT (bad sizes, type or flags), MPRT_ERROR_DEVICE
+ * (no driver or cuBLASLt, no algorithm for the shape, a failing call). */
+mprt_status mprt_cuda_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
+                           int64_t c, int64_t ldc, int64_t m, int64_t n,
+                           int64_t k, int32_t flags, int32_t type,
+                           void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPRT_MPRT_CUDA_H */

@@ -1,0 +1,437 @@
+//===- CudaRuntimeTest.cpp - libmprt_cuda: mgpu ABI, pool, cuBLASLt ------===//
+//
+// Without a driver or GPU the tests check the errors and skip the device
+// tests with the reason. With a GPU they launch the PTX that
+// `mp-opt --mp-lower-gpu` produced (Inputs/bias_relu_f16.ptx) and run
+// cuBLASLt gemms, comparing with host references.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mprt/mprt_cuda.h"
+#include "pool.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+// The mgpu ABI as MLIR 22's generated code declares it.
+extern "C" {
+void *mgpuModuleLoad(void *data, size_t size);
+void *mgpuModuleLoadJIT(void *data, int optLevel);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+void *mgpuStreamCreate();
+void mgpuStreamDestroy(void *stream);
+void mgpuStreamSynchronize(void *stream);
+void mgpuStreamWaitEvent(void *stream, void *event);
+void *mgpuEventCreate();
+void mgpuEventDestroy(void *event);
+void mgpuEventRecord(void *event, void *stream);
+void mgpuEventSynchronize(void *event);
+void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared);
+void mgpuMemFree(void *ptr, void *stream);
+void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream);
+void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream);
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream);
+void mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor,
+                               int64_t elementSizeBytes);
+void mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor,
+                                 int64_t elementSizeBytes);
+}
+
+namespace {
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string unavailableReason() {
+  char why[512];
+  return mprt_cuda_available(why, sizeof(why)) ? "" : why;
+}
+
+#define SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                         \
+    std::string why = unavailableReason();                                     \
+    if (!why.empty())                                                          \
+      GTEST_SKIP() << "no usable GPU: " << why;                                \
+  } while (0)
+
+class CudaRuntime : public ::testing::Test {
+protected:
+  void SetUp() override {
+    mprt_cuda_set_error_mode(MPRT_CUDA_ERRORS_RECORD);
+    mprt_cuda_check(); // start without a pending error
+  }
+  /// Fails the test with the pending mgpu error, if any.
+  void expectNoError() {
+    EXPECT_EQ(mprt_cuda_check(), MPRT_OK) << mprt_last_error();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Without a GPU (run everywhere)
+//===----------------------------------------------------------------------===//
+
+TEST_F(CudaRuntime, AvailabilityHasAReason) {
+  char why[512];
+  memset(why, 'x', sizeof(why));
+  int ok = mprt_cuda_available(why, sizeof(why));
+  if (ok) {
+    EXPECT_STREQ(why, "");
+  } else {
+    // "cannot load the CUDA driver libcuda.so.1: ...", "no CUDA device", ...
+    EXPECT_GT(strlen(why), 10u) << why;
+    EXPECT_TRUE(strstr(why, "CUDA") || strstr(why, "cu")) << why;
+  }
+  // A short buffer is truncated, never overrun; NULL is accepted.
+  char small[4] = {'x', 'x', 'x', 'x'};
+  EXPECT_EQ(mprt_cuda_available(small, sizeof(small)), ok);
+  EXPECT_LT(strlen(small), sizeof(small));
+  EXPECT_EQ(mprt_cuda_available(nullptr, 0), ok);
+}
+
+TEST_F(CudaRuntime, NoDriverErrorsAreRecorded) {
+  std::string why = unavailableReason();
+  if (why.empty())
+    GTEST_SKIP() << "a GPU is usable: this test checks the no-GPU path";
+  std::string ptx = readFile(MP_CUDA_TEST_INPUTS "/bias_relu_f16.ptx");
+  ASSERT_FALSE(ptx.empty());
+  EXPECT_EQ(mgpuModuleLoadJIT(ptx.data(), 2), nullptr);
+  ASSERT_EQ(mprt_cuda_check(), MPRT_ERROR_DEVICE);
+  EXPECT_EQ(std::string(mprt_last_error()),
+            "mgpuModuleLoadJIT: no usable GPU: " + why);
+  // Checked once: the error is cleared.
+  EXPECT_EQ(mprt_cuda_check(), MPRT_OK);
+  EXPECT_STREQ(mprt_last_error(), "");
+
+  // What the host code of a lowered function does next: every step fails
+  // without touching a device, and the first error is kept.
+  void *function = mgpuModuleGetFunction(nullptr, "bias_relu_f16_kernel");
+  EXPECT_EQ(function, nullptr);
+  void *stream = mgpuStreamCreate();
+  EXPECT_EQ(stream, nullptr);
+  EXPECT_EQ(mgpuMemAlloc(1024, stream, false), nullptr);
+  mgpuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr, 0);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+  ASSERT_EQ(mprt_cuda_check(), MPRT_ERROR_DEVICE);
+  EXPECT_NE(strstr(mprt_last_error(), "mgpuModuleGetFunction("
+                                      "bias_relu_f16_kernel): the module did "
+                                      "not load (and 4 later errors)"),
+            nullptr)
+      << mprt_last_error();
+
+  EXPECT_EQ(
+      mprt_cuda_gemm(1, 4, 1, 4, 1, 4, 4, 4, 4, 0, MPRT_GEMM_F32, nullptr),
+      MPRT_ERROR_DEVICE);
+  EXPECT_EQ(std::string(mprt_last_error()),
+            "mprt_cuda_gemm: no usable GPU: " + why);
+  EXPECT_EQ(mprt_cuda_pool_trim(), MPRT_OK);
+}
+
+using CudaRuntimeDeathTest = CudaRuntime;
+
+TEST_F(CudaRuntimeDeathTest, ExitModeStopsWithTheMessage) {
+  std::string why = unavailableReason();
+  if (why.empty())
+    GTEST_SKIP() << "a GPU is usable: this test checks the no-GPU path";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        mprt_cuda_set_error_mode(MPRT_CUDA_ERRORS_EXIT);
+        mgpuStreamCreate();
+      },
+      ::testing::ExitedWithCode(1),
+      "mprt-cuda: error: mgpuStreamCreate: no usable GPU: .*\n"
+      "mprt-cuda: exiting");
+}
+
+TEST_F(CudaRuntime, GemmRejectsBadArguments) {
+  // Checked before the device is looked at, so these run everywhere.
+  EXPECT_EQ(mprt_cuda_gemm(1, 4, 1, 4, 1, 4, 4, 4, 4, 0, 7, nullptr),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_STREQ(mprt_last_error(), "mprt_cuda_gemm: bad type 7");
+  EXPECT_EQ(
+      mprt_cuda_gemm(1, 4, 1, 4, 1, 4, 4, 4, 4, 8, MPRT_GEMM_F16, nullptr),
+      MPRT_ERROR_ARGUMENT);
+  EXPECT_EQ(
+      mprt_cuda_gemm(1, 4, 1, 4, 1, 4, -1, 4, 4, 0, MPRT_GEMM_F16, nullptr),
+      MPRT_ERROR_ARGUMENT);
+  EXPECT_EQ(
+      mprt_cuda_gemm(1, 3, 1, 4, 1, 4, 4, 4, 4, 0, MPRT_GEMM_F32, nullptr),
+      MPRT_ERROR_ARGUMENT);
+  EXPECT_STREQ(mprt_last_error(),
+               "mprt_cuda_gemm: leading dimensions lda=3 ldb=4 ldc=4 too "
+               "small for m=4 n=4 k=4");
+  // With A transposed, A is stored k x m: lda must cover m.
+  EXPECT_EQ(mprt_cuda_gemm(1, 2, 1, 8, 1, 8, 4, 8, 2, MPRT_GEMM_TRANS_A,
+                           MPRT_GEMM_S8, nullptr),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_EQ(
+      mprt_cuda_gemm(0, 4, 0, 4, 0, 4, 4, 0, 4, 0, MPRT_GEMM_F32, nullptr),
+      MPRT_OK)
+      << "an empty product is a no-op";
+  EXPECT_EQ(
+      mprt_cuda_gemm(0, 4, 8, 4, 8, 4, 4, 4, 4, 0, MPRT_GEMM_F32, nullptr),
+      MPRT_ERROR_ARGUMENT);
+  EXPECT_STREQ(mprt_last_error(), "mprt_cuda_gemm: null pointer");
+}
+
+TEST(CudaPool, SizeClasses) {
+  using mprt::cuda::sizeClass;
+  EXPECT_EQ(sizeClass(0), 512u);
+  EXPECT_EQ(sizeClass(1), 512u);
+  EXPECT_EQ(sizeClass(512), 512u);
+  EXPECT_EQ(sizeClass(513), 1024u);
+  EXPECT_EQ(sizeClass(1000000), 1u << 20);
+  EXPECT_EQ(sizeClass((1u << 20) + 1), 2u << 20);
+  EXPECT_EQ(sizeClass(5u << 20), 6u << 20);
+  EXPECT_EQ(sizeClass(6u << 20), 6u << 20);
+}
+
+//===----------------------------------------------------------------------===//
+// With a GPU
+//===----------------------------------------------------------------------===//
+
+/// A device buffer from mgpuMemAlloc.
+struct DeviceBuffer {
+  void *ptr = nullptr;
+  size_t bytes = 0;
+  explicit DeviceBuffer(size_t n) : bytes(n) {
+    ptr = mgpuMemAlloc(n, nullptr, false);
+  }
+  ~DeviceBuffer() { mgpuMemFree(ptr, nullptr); }
+  template <typename T> void upload(const std::vector<T> &v) {
+    mgpuMemcpy(ptr, const_cast<T *>(v.data()), v.size() * sizeof(T), nullptr);
+    // mgpu streams are non-blocking: they do not wait for the null stream.
+    mgpuStreamSynchronize(nullptr);
+  }
+  template <typename T> void download(std::vector<T> &v) {
+    mgpuMemcpy(v.data(), ptr, v.size() * sizeof(T), nullptr);
+    mgpuStreamSynchronize(nullptr);
+  }
+  int64_t address() const { return reinterpret_cast<int64_t>(ptr); }
+};
+
+TEST_F(CudaRuntime, LaunchesLoweredPtx) {
+  SKIP_WITHOUT_GPU();
+  std::string ptx = readFile(MP_CUDA_TEST_INPUTS "/bias_relu_f16.ptx");
+  ASSERT_FALSE(ptx.empty());
+  void *module = mgpuModuleLoadJIT(ptx.data(), 2);
+  ASSERT_NE(module, nullptr) << (mprt_cuda_check(), mprt_last_error());
+  void *function = mgpuModuleGetFunction(module, "bias_relu_f16_kernel");
+  ASSERT_NE(function, nullptr);
+
+  constexpr int64_t rows = 64, cols = 128;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-4, 4);
+  std::vector<__half> x(rows * cols);
+  std::vector<float> bias(cols);
+  for (auto &v : x)
+    v = __float2half(dist(rng));
+  for (auto &v : bias)
+    v = dist(rng);
+  DeviceBuffer dx(x.size() * 2), db(bias.size() * 4), dy(x.size() * 2);
+  dx.upload(x);
+  db.upload(bias);
+  // Poison the output so a kernel that writes nothing fails the test.
+  mgpuMemset16(dy.ptr, 0x7e00, x.size(), nullptr);
+  mgpuStreamSynchronize(nullptr);
+
+  // The kernel takes the three memref descriptors expanded: {allocated,
+  // aligned, offset, sizes..., strides...}.
+  int64_t zero = 0, r = rows, c = cols, one = 1;
+  void *xp = dx.ptr, *bp = db.ptr, *yp = dy.ptr;
+  void *params[] = {&xp, &xp, &zero, &r, &c,   &c, &one,  // x
+                    &bp, &bp, &zero, &c, &one,            // bias
+                    &yp, &yp, &zero, &r, &c,   &c, &one}; // result
+  void *stream = mgpuStreamCreate();
+  mgpuLaunchKernel(function, rows * cols / 256, 1, 1, 256, 1, 1, 0, stream,
+                   params, nullptr, 19);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+  std::vector<__half> y(x.size());
+  dy.download(y);
+  expectNoError();
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      float want = std::max(__half2float(x[i * cols + j]) + bias[j], 0.0f);
+      ASSERT_EQ(__half2float(y[i * cols + j]), __half2float(__float2half(want)))
+          << "at " << i << ", " << j;
+    }
+  mgpuModuleUnload(module);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, ModuleLoadReportsTheJitLog) {
+  SKIP_WITHOUT_GPU();
+  std::string bad = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                    ".visible .entry k() { bogus; }\n";
+  EXPECT_EQ(mgpuModuleLoadJIT(bad.data(), 2), nullptr);
+  ASSERT_EQ(mprt_cuda_check(), MPRT_ERROR_DEVICE);
+  EXPECT_NE(strstr(mprt_last_error(), "mgpuModuleLoadJIT: cuModuleLoadDataEx "
+                                      "failed: CUDA_ERROR_INVALID_PTX"),
+            nullptr)
+      << mprt_last_error();
+}
+
+TEST_F(CudaRuntime, PoolReusesFreedBlocks) {
+  SKIP_WITHOUT_GPU();
+  mprt_cuda_pool_stats before, after;
+  mprt_cuda_pool_get_stats(&before);
+  void *stream = mgpuStreamCreate();
+  void *a = mgpuMemAlloc(3000, stream, false);
+  ASSERT_NE(a, nullptr);
+  mgpuMemset32(a, 0x12345678, 750, stream);
+  mgpuMemFree(a, stream);
+  // Same size class (4096): the block comes back, ordered after the memset.
+  void *b = mgpuMemAlloc(4000, stream, false);
+  EXPECT_EQ(a, b);
+  mprt_cuda_pool_get_stats(&after);
+  EXPECT_EQ(after.pool_hits, before.pool_hits + 1);
+  std::vector<uint32_t> host(1000);
+  mgpuMemcpy(host.data(), b, 4000, stream);
+  mgpuStreamSynchronize(stream);
+  EXPECT_EQ(host[0], 0x12345678u);
+  EXPECT_EQ(host[749], 0x12345678u);
+  mgpuMemFree(b, stream);
+  mgpuStreamDestroy(stream);
+  // Freeing what the pool did not hand out is an error, not a crash.
+  int local;
+  mgpuMemFree(&local, nullptr);
+  ASSERT_EQ(mprt_cuda_check(), MPRT_ERROR_DEVICE);
+  EXPECT_NE(strstr(mprt_last_error(), "was not allocated by mgpuMemAlloc"),
+            nullptr);
+  EXPECT_EQ(mprt_cuda_pool_trim(), MPRT_OK);
+  mprt_cuda_pool_get_stats(&after);
+  EXPECT_EQ(after.bytes_cached, 0u);
+}
+
+TEST_F(CudaRuntime, EventsOrderStreams) {
+  SKIP_WITHOUT_GPU();
+  void *s1 = mgpuStreamCreate(), *s2 = mgpuStreamCreate();
+  void *event = mgpuEventCreate();
+  void *buf = mgpuMemAlloc(1 << 20, s1, false);
+  mgpuMemset32(buf, 7, (1 << 20) / 4, s1);
+  mgpuEventRecord(event, s1);
+  mgpuStreamWaitEvent(s2, event);
+  std::vector<uint32_t> host((1 << 20) / 4);
+  mgpuMemcpy(host.data(), buf, 1 << 20, s2);
+  mgpuStreamSynchronize(s2);
+  mgpuEventSynchronize(event);
+  EXPECT_EQ(host.back(), 7u);
+  mgpuMemFree(buf, s2);
+  mgpuEventDestroy(event);
+  mgpuStreamDestroy(s1);
+  mgpuStreamDestroy(s2);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, HostRegisterMemRef) {
+  SKIP_WITHOUT_GPU();
+  std::vector<float> data(4096, 1.0f);
+  struct {
+    float *allocated, *aligned;
+    int64_t offset, sizes[2], strides[2];
+  } desc = {data.data(), data.data(), 0, {64, 64}, {64, 1}};
+  mgpuMemHostRegisterMemRef(2, &desc, 4);
+  // Registering twice is accepted (a buffer passed to two functions).
+  mgpuMemHostRegisterMemRef(2, &desc, 4);
+  mgpuMemHostUnregisterMemRef(2, &desc, 4);
+  expectNoError();
+}
+
+//===----------------------------------------------------------------------===//
+// cuBLASLt
+//===----------------------------------------------------------------------===//
+
+template <typename T> float toFloat(T v) { return static_cast<float>(v); }
+template <> float toFloat(__half v) { return __half2float(v); }
+template <> float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/// Runs C += op(A) op(B) for row-major m x k by k x n on the device and
+/// compares with a double-precision host reference.
+template <typename In, typename Out>
+void checkGemm(int32_t type, int64_t m, int64_t n, int64_t k, int32_t flags,
+               double tolerance) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> dist(-8, 8);
+  bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+  int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+  std::vector<In> a(m * k), b(k * n);
+  std::vector<Out> c(m * n);
+  for (auto &v : a)
+    v = In(dist(rng) / (sizeof(In) == 1 ? 1.0f : 4.0f));
+  for (auto &v : b)
+    v = In(dist(rng) / (sizeof(In) == 1 ? 1.0f : 4.0f));
+  for (auto &v : c)
+    v = Out(dist(rng));
+  std::vector<double> want(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = toFloat(c[i * ldc + j]);
+      for (int64_t p = 0; p < k; ++p)
+        sum += double(toFloat(ta ? a[p * lda + i] : a[i * lda + p])) *
+               toFloat(tb ? b[j * ldb + p] : b[p * ldb + j]);
+      want[i * n + j] = sum;
+    }
+  DeviceBuffer da(a.size() * sizeof(In)), db(b.size() * sizeof(In)),
+      dc(c.size() * sizeof(Out));
+  da.upload(a);
+  db.upload(b);
+  dc.upload(c);
+  ASSERT_EQ(mprt_cuda_gemm(da.address(), lda, db.address(), ldb, dc.address(),
+                           ldc, m, n, k, flags, type, nullptr),
+            MPRT_OK)
+      << mprt_last_error();
+  dc.download(c);
+  for (int64_t i = 0; i < m * n; ++i)
+    ASSERT_NEAR(toFloat(c[i]), want[i], tolerance * (1 + std::fabs(want[i])))
+        << "type " << type << " flags " << flags << " element " << i;
+}
+
+TEST_F(CudaRuntime, GemmF32) {
+  SKIP_WITHOUT_GPU();
+  for (int32_t flags = 0; flags < 4; ++flags)
+    checkGemm<float, float>(MPRT_GEMM_F32, 96, 80, 72, flags, 1e-5);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmF16) {
+  SKIP_WITHOUT_GPU();
+  // Inputs are exact in f16 and sums of products stay exact in f32.
+  for (int32_t flags = 0; flags < 4; ++flags)
+    checkGemm<__half, float>(MPRT_GEMM_F16, 128, 64, 256, flags, 1e-6);
+}
+
+TEST_F(CudaRuntime, GemmBF16) {
+  SKIP_WITHOUT_GPU();
+  for (int32_t flags = 0; flags < 4; ++flags)
+    checkGemm<__nv_bfloat16, float>(MPRT_GEMM_BF16, 64, 128, 96, flags, 1e-6);
+}
+
+TEST_F(CudaRuntime, GemmS8) {
+  SKIP_WITHOUT_GPU();
+  // Exact integer arithmetic; cuBLASLt's int8 kernels want sizes that are
+  // multiples of 4.
+  for (int32_t flags = 0; flags < 4; ++flags)
+    checkGemm<int8_t, int32_t>(MPRT_GEMM_S8, 64, 32, 128, flags, 0);
+}
+
+} // namespace
