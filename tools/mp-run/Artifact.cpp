@@ -4,8 +4,8 @@
 // object, followed by a metadata record and a fixed trailer:
 //
 //   [ELF shared object][metadata: JSON][trailer: 40 bytes]
-//   trailer = u64 objectSize, u64 metadataSize, u64 checksum (xxh3 of the
-//             object and metadata bytes), u32 version, u32 0, "MPARTIFx"
+//   trailer = u64 objectSize, u64 metadataSize, u64 checksum (CRC-32 of
+//             the object and metadata bytes), u32 version, u32 0, "MPARTIFx"
 //
 // The dynamic loader ignores bytes after the ELF image, so dlopen takes the
 // file as it is; the trailer is read (and checked) before dlopen, so a
@@ -31,6 +31,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CRC.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -38,7 +39,6 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/Support/xxhash.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -333,6 +333,19 @@ bool Session::writeArtifact(
     error = "artifacts do not carry numerics probes";
     return false;
   }
+  // What does not need the compilation fails before it.
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName(linker);
+  if (!cc) {
+    error = "cannot find the linker driver '" + linker +
+            "' on PATH (mp-compile links the object code with `" + linker +
+            " -shared`; install a C compiler or pass --linker)";
+    return false;
+  }
+  llvm::StringRef outputDir = llvm::sys::path::parent_path(outputPath);
+  if (!outputDir.empty() && !llvm::sys::fs::is_directory(outputDir)) {
+    error = "cannot write '" + outputPath + "': No such file or directory";
+    return false;
+  }
   progress("compiling the training step of '" + modelPath + "' (" +
            options.precision + ")");
   std::unique_ptr<Session> session(new Session());
@@ -390,15 +403,8 @@ bool Session::writeArtifact(
     codegen.run(*llvmModule);
   }
 
-  // Link with the system linker driver into a shared object next to the
-  // output, then append the metadata and trailer.
-  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName(linker);
-  if (!cc) {
-    error = "cannot find the linker driver '" + linker +
-            "' on PATH (mp-compile links the object code with `" + linker +
-            " -shared`; install a C compiler or pass --linker)";
-    return false;
-  }
+  // Link with the system linker driver into a temporary shared object, then
+  // append the metadata and trailer.
   llvm::SmallString<128> objectPath, soPath;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("mp-compile", "o", objectPath)) {
@@ -475,7 +481,7 @@ bool Session::writeArtifact(
   std::string contents = (*shared)->getBuffer().str();
   uint64_t objectSize = contents.size();
   contents += metadataText;
-  uint64_t checksum = llvm::xxh3_64bits(llvm::StringRef(contents));
+  uint64_t checksum = llvm::crc32(llvm::arrayRefFromStringRef(contents));
   putU64(contents, objectSize);
   putU64(contents, metadataText.size());
   putU64(contents, checksum);
@@ -533,7 +539,8 @@ static std::string checkTrailer(llvm::StringRef buffer, Trailer &trailer) {
   if (trailer.objectSize > payload || trailer.metadataSize > payload ||
       trailer.objectSize + trailer.metadataSize != payload)
     return "is corrupt (its trailer's sizes do not match the file)";
-  if (llvm::xxh3_64bits(buffer.take_front(payload)) != trailer.checksum)
+  if (llvm::crc32(llvm::arrayRefFromStringRef(buffer.take_front(payload))) !=
+      trailer.checksum)
     return "is corrupt (checksum mismatch)";
   return "";
 }
