@@ -31,6 +31,7 @@ tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
 tools = [
     "mp-opt",
     "mp-run",
+    "mp-compile",
     "mlir-opt",
     "mlir-runner",
 ]

@@ -7,6 +7,7 @@ compile a model, train it step by step, predict and checkpoint, from numpy.
     loss, stepped = s.train_step(x, labels)     # x: batch x ..., labels one-hot
     logits = s.predict(x)
     s.save("run.npz")                           # mp-run reads it (--resume, infer)
+    s = Session.open("model.mpa")               # an artifact from mp-compile
 
 The library is <MP_BUILD_DIR>/lib/libmp_session.so (default build/); set
 MP_SESSION_LIB to use another.
@@ -53,6 +54,7 @@ def library():
         "mp_last_error": (ctypes.c_char_p, []),
         "mp_session_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_Options),
                                              ctypes.POINTER(P)]),
+        "mp_session_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(P)]),
         "mp_session_free": (None, [P]),
         "mp_session_batch_size": (ctypes.c_int64, [P]),
         "mp_session_num_features": (ctypes.c_int64, [P]),
@@ -114,6 +116,21 @@ class Session:
         handle = ctypes.c_void_p()
         _check(lib.mp_session_create(os.fspath(model_path).encode(),
                                      ctypes.byref(options), ctypes.byref(handle)))
+        self._attach(handle)
+
+    @classmethod
+    def open(cls, artifact_path):
+        """A session from an artifact mp-compile wrote (docs/artifacts.md):
+        no MLIR compilation; options and seed are the artifact's."""
+        lib = library()
+        handle = ctypes.c_void_p()
+        _check(lib.mp_session_open(os.fspath(artifact_path).encode(), ctypes.byref(handle)))
+        session = cls.__new__(cls)
+        session._attach(handle)
+        return session
+
+    def _attach(self, handle):
+        lib = library()
         self._handle = handle
         self.batch_size = lib.mp_session_batch_size(handle)
         self.num_features = lib.mp_session_num_features(handle)

@@ -25,6 +25,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <dlfcn.h>
 #include <random>
 
 using namespace mlir;
@@ -82,8 +83,14 @@ std::unique_ptr<Session> Session::create(const std::string &modelPath,
   return session;
 }
 
-bool Session::compile(const std::string &modelPath, const TrainOptions &options,
-                      std::string &error) {
+Session::~Session() {
+  // The JIT's code goes with the engine; an artifact's with its library.
+  if (library)
+    dlclose(library);
+}
+
+bool Session::lower(const std::string &modelPath, const TrainOptions &options,
+                    OwningOpRef<ModuleOp> &module, std::string &error) {
   if (options.precision != "f32" && options.precision != "f16" &&
       options.precision != "bf16") {
     error = "bad --precision '" + options.precision +
@@ -91,10 +98,11 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     return false;
   }
   std::string mode;
-  double initScale;
   if (!parseLossScale(options.lossScale, options.precision, mode, initScale,
                       error))
     return false;
+  compiledOptions = options;
+  scaleMode = mode;
 
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -114,8 +122,7 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
   });
 
   llvm::SourceMgr sources;
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(modelPath, sources, context.get());
+  module = parseSourceFile<ModuleOp>(modelPath, sources, context.get());
   if (!module) {
     error = "cannot load model '" + modelPath + "'\n" + diagnostics;
     return false;
@@ -238,7 +245,14 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     module = std::move(scalarCopy);
     vectorized = false;
   }
+  return true;
+}
 
+bool Session::compile(const std::string &modelPath, const TrainOptions &options,
+                      std::string &error) {
+  OwningOpRef<ModuleOp> module;
+  if (!lower(modelPath, options, module, error))
+    return false;
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   ExecutionEngineOptions engineOptions;
@@ -275,6 +289,20 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
         llvm::JITSymbolFlags::Exported};
     return symbols;
   });
+  auto train = engine->lookupPacked("mp_train_entry");
+  if (!train) {
+    error = "JIT compilation failed: " + llvm::toString(train.takeError());
+    return false;
+  }
+  trainEntry = *train;
+  if (hasPredict) {
+    auto predict = engine->lookupPacked("mp_predict_entry");
+    if (!predict) {
+      error = "JIT compilation failed: " + llvm::toString(predict.takeError());
+      return false;
+    }
+    predictEntry = *predict;
+  }
   nextParams = params;
   nextState = state;
   return true;
@@ -319,10 +347,7 @@ bool Session::trainStep(const float *x, const float *labels, StepResult &result,
   args.addMemRef(&next.growthTracker, {});
   args.addMemRef(&result.loss, {});
   args.addMemRef(&stepped, {});
-  if (llvm::Error e = engine->invokePacked("mp_train_entry", args.get())) {
-    error = "training step failed: " + llvm::toString(std::move(e));
-    return false;
-  }
+  trainEntry(args.get().data());
   std::swap(params, nextParams);
   std::swap(state, nextState);
   scalars = next;
@@ -340,10 +365,7 @@ bool Session::predict(const float *x, float *logits, std::string &error) {
   for (HostTensor &p : params)
     args.addMemRef(p.data.data(), p.shape);
   args.addMemRef(logits, {batch, classes});
-  if (llvm::Error e = engine->invokePacked("mp_predict_entry", args.get())) {
-    error = "prediction failed: " + llvm::toString(std::move(e));
-    return false;
-  }
+  predictEntry(args.get().data());
   return true;
 }
 

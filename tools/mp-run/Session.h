@@ -2,7 +2,9 @@
 //
 // Compiles a model's mp.loss (and mp.predict) function into a training step
 // and a prediction function with mp's passes, JIT-compiles them with MLIR's
-// ExecutionEngine and calls them on host buffers.
+// ExecutionEngine and calls them on host buffers. The same session runs from
+// an artifact mp-compile wrote (a shared object; docs/artifacts.md), loaded
+// with dlopen instead of JIT-compiled.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/JSON.h"
 
 #include <cstdint>
@@ -58,10 +61,42 @@ struct StepResult {
 
 class Session {
 public:
+  ~Session();
+
   /// Parses and compiles `modelPath`; on failure returns null with `error`.
   static std::unique_ptr<Session> create(const std::string &modelPath,
                                          const TrainOptions &options,
                                          std::string &error);
+
+  /// Opens an artifact `writeArtifact` (mp-compile) wrote: checks its
+  /// trailer, version, checksum and CPU, loads it with dlopen and binds its
+  /// runtime imports; no MLIR runs. Parameters start from `seed`, or from
+  /// the seed it was compiled with when null. On failure returns null with
+  /// `error`.
+  static std::unique_ptr<Session> open(const std::string &artifactPath,
+                                       std::string &error,
+                                       const uint64_t *seed = nullptr);
+  /// True when `path` ends with an artifact's trailer (a cheap check that
+  /// tells artifacts from models).
+  static bool isArtifact(const std::string &path);
+
+  /// Compiles `modelPath` exactly as `create` does and writes the lowered
+  /// module as an artifact: a shared object (object code linked with
+  /// `linker -shared`) followed by a metadata trailer. `progress` gets a
+  /// line per stage.
+  static bool writeArtifact(
+      const std::string &modelPath, const TrainOptions &options,
+      const std::string &outputPath, const std::string &linker,
+      std::string &error,
+      llvm::function_ref<void(const std::string &)> progress =
+          [](const std::string &) {});
+
+  /// The options the session was compiled with (for an artifact: those
+  /// mp-compile was given) and the loss-scale mode they resolved to.
+  const TrainOptions &trainOptions() const { return compiledOptions; }
+  const std::string &lossScaleMode() const { return scaleMode; }
+  /// True when the session runs an artifact rather than JIT-compiled code.
+  bool isFromArtifact() const { return library != nullptr; }
 
   /// Batch size, features (elements per sample) and classes read from the
   /// loss signature.
@@ -100,10 +135,28 @@ private:
   Session() = default;
   bool compile(const std::string &modelPath, const TrainOptions &options,
                std::string &error);
+  /// Runs the session's pipelines on `modelPath` (training step, mixed
+  /// precision, CPU lowering to the LLVM dialect) into `module` and fills
+  /// the session's shapes, names and scalars.
+  bool lower(const std::string &modelPath, const TrainOptions &options,
+             mlir::OwningOpRef<mlir::ModuleOp> &module, std::string &error);
   void initialiseParameters(uint64_t seed);
+  /// The metadata record of an artifact (Artifact.cpp).
+  llvm::json::Object artifactMetadata() const;
+  bool readArtifactMetadata(const llvm::json::Object &metadata,
+                            std::string &error);
+
+  /// The packed entry points (`_mlir_<name>(void **args)`): from the JIT or
+  /// from an artifact's shared object.
+  using PackedFn = void (*)(void **);
+  PackedFn trainEntry = nullptr, predictEntry = nullptr;
 
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
+  void *library = nullptr; // dlopen handle of an artifact
+  TrainOptions compiledOptions;
+  std::string scaleMode;
+  double initScale = 65536.0;
   int64_t batch = 0, features = 0, classes = 0;
   std::vector<int64_t> inputShape; // of x, batch first
   bool hasPredict = false;

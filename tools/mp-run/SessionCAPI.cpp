@@ -104,6 +104,21 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   return succeed();
 }
 
+int mp_session_open(const char *artifact_path, mp_session **out) {
+  if (!out)
+    return fail("mp_session_open: output pointer is NULL");
+  *out = nullptr;
+  if (!artifact_path)
+    return fail("mp_session_open: artifact path is NULL");
+  std::string error;
+  std::unique_ptr<mp::Session> session =
+      mp::Session::open(artifact_path, error);
+  if (!session)
+    return fail(error);
+  *out = new mp_session{std::move(session)};
+  return succeed();
+}
+
 void mp_session_free(mp_session *session) { delete session; }
 
 int64_t mp_session_batch_size(const mp_session *s) {

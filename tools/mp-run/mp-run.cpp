@@ -46,8 +46,9 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> command(cl::Positional, cl::Required,
                                     cl::desc("<train|infer|compare>"));
-static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
-                                      cl::desc("<model.mlir>"));
+static cl::opt<std::string>
+    modelPath(cl::Positional, cl::Required,
+              cl::desc("<model.mlir | artifact.mpa (from mp-compile)>"));
 static cl::opt<std::string> precision("precision",
                                       cl::desc("f32 | f16 | bf16 (infer "
                                                "also: int8)"),
@@ -357,6 +358,30 @@ void reportNumerics(const mp::NumericsEvent &event, const char *what,
 /// mp-run compare: one batch of the test split through mp.predict in FP32
 /// and in mixed precision, with the same parameters, and the ops listed by
 /// how far the mixed run's output is from FP32's.
+/// An artifact fixes the compile options: given ones must agree with it,
+/// and what needs the model itself (probes, INT8) is an error.
+int checkArtifactOptions(const mp::Session &session) {
+  const mp::TrainOptions &compiled = session.trainOptions();
+  auto differs = [](auto &option, const auto &value) {
+    return option.getNumOccurrences() && option.getValue() != value;
+  };
+  if (differs(precision, compiled.precision) ||
+      differs(lossScale, compiled.lossScale) ||
+      differs(optimizer, compiled.optimizer) || differs(lr, compiled.lr) ||
+      differs(momentum, compiled.momentum) ||
+      differs(weightDecay, compiled.weightDecay))
+    return fail("artifact '" + modelPath + "' was compiled with --precision " +
+                compiled.precision + " --optimizer " + compiled.optimizer +
+                " (and its loss scale and hyperparameters): compile "
+                "options cannot change when it runs; run mp-compile again");
+  if (checkNumerics)
+    return fail("--check-numerics needs the model (.mlir), not an artifact");
+  if (calibrateBatches > 0 || timeBatches > 0)
+    return fail("--calibrate and --time-batches need the model (.mlir), not "
+                "an artifact");
+  return 0;
+}
+
 int runCompare(const mp::TrainOptions &mixedOptions, const char *argv0) {
   if (mixedOptions.precision != "f16" && mixedOptions.precision != "bf16")
     return fail("compare needs --precision f16 or bf16 (it compares against "
@@ -663,18 +688,31 @@ int main(int argc, char **argv) {
   options.weightDecay = weightDecay;
   options.seed = seed;
   if (command == "compare") {
+    if (llvm::StringRef(modelPath).ends_with(".mpa") ||
+        mp::Session::isArtifact(modelPath))
+      return fail("compare needs the model (.mlir), not an artifact");
     options.probes = mp::TrainOptions::Probes::ComputeOps;
     return runCompare(options, argv[0]);
   }
   if (checkNumerics)
     options.probes = mp::TrainOptions::Probes::EveryOp;
 
+  // An artifact (mp-compile) is loaded, not compiled: by its trailer, or by
+  // its extension so a damaged one gets the artifact's errors.
+  bool fromArtifact = llvm::StringRef(modelPath).ends_with(".mpa") ||
+                      mp::Session::isArtifact(modelPath);
   auto start = std::chrono::steady_clock::now();
   std::string error;
   std::unique_ptr<mp::Session> session =
-      mp::Session::create(modelPath, options, error);
+      fromArtifact ? mp::Session::open(modelPath, error, &seed.getValue())
+                   : mp::Session::create(modelPath, options, error);
   if (!session)
     return fail(error);
+  if (fromArtifact) {
+    if (int status = checkArtifactOptions(*session))
+      return status;
+    precision = session->trainOptions().precision;
+  }
   double compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -739,10 +777,11 @@ int main(int argc, char **argv) {
   }
 
   std::printf("mp-run: %s, precision %s, %lld train / %lld test rows, batch "
-              "%lld, compiled in %.1f s%s\n",
+              "%lld, %s in %.*f s%s\n",
               modelPath.c_str(), precision.c_str(), (long long)train.rows,
-              (long long)test.rows, (long long)b, compileSeconds,
-              session->isVectorized() ? "" : " (scalar loops)");
+              (long long)test.rows, (long long)b,
+              fromArtifact ? "loaded" : "compiled", fromArtifact ? 3 : 1,
+              compileSeconds, session->isVectorized() ? "" : " (scalar loops)");
 
   std::vector<int64_t> order(train.rows);
   std::vector<float> x(b * f), y(b * c);

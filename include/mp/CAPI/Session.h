@@ -3,7 +3,7 @@
  * A session compiles a model's mp.loss function into a training step
  * (autodiff, loss scaling, optimizer, mixed precision) and its mp.predict
  * function, JIT-compiles both for this CPU (what mp-run does) and runs them
- * on caller buffers. Built as libmp_session.so for bindings (python/mp/
+ * on caller buffers; or opens both from an artifact (mp-compile). Built as libmp_session.so for bindings (python/mp/
  * runtime.py uses it through ctypes).
  *
  * Conventions: functions returning int return 0 on success and non-zero on
@@ -45,6 +45,13 @@ const char *mp_last_error(void);
  * seed (biases zero). */
 int mp_session_create(const char *model_path,
                       const mp_session_options *options, mp_session **out);
+/* Opens an artifact mp-compile wrote (docs/artifacts.md): its compiled
+ * training step and prediction, loaded with dlopen, without MLIR. The
+ * options are those it was compiled with; parameters start He-uniform from
+ * its --seed. A missing, truncated, corrupt or foreign file, another format
+ * version or a CPU that lacks the features it was compiled for is an
+ * error. The result works with every mp_session_* function below. */
+int mp_session_open(const char *artifact_path, mp_session **out);
 void mp_session_free(mp_session *session);
 
 /* The model's static batch size, elements per sample of x, classes. */

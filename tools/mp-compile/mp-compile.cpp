@@ -1,0 +1,93 @@
+//===- mp-compile.cpp - compile a model into a loadable artifact ----------===//
+//
+// mp-compile MODEL.mlir -o MODEL.mpa [--precision ...]: runs the session's
+// pipelines (training step, loss scaling, optimizer, mixed precision, CPU
+// lowering) and writes an artifact, a shared object with a metadata trailer,
+// that `mp-run train MODEL.mpa`, mp_session_open and
+// mp.runtime.Session.open run without MLIR (docs/artifacts.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Session.h"
+
+#include "mp/InitAll.h"
+
+#include "mlir/InitAllPasses.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.mlir>"));
+static cl::opt<std::string> outputPath("o", cl::Required,
+                                       cl::desc("Artifact to write (.mpa)"),
+                                       cl::value_desc("file"));
+static cl::opt<std::string> precision("precision", cl::desc("f32 | f16 | bf16"),
+                                      cl::init("f32"));
+static cl::opt<std::string>
+    lossScale("loss-scale",
+              cl::desc("dynamic | static:N | none (default: dynamic for "
+                       "f16, none for bf16 and f32)"),
+              cl::init(""));
+static cl::opt<std::string>
+    optimizer("optimizer", cl::desc("sgd | adam | adamw"), cl::init("sgd"));
+static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(0.05));
+static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
+                                cl::init(0.9));
+static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+                                   cl::init(0.0));
+static cl::opt<uint64_t>
+    seed("seed",
+         cl::desc("Default seed of the parameters' initialisation when the "
+                  "artifact is opened"),
+         cl::init(0));
+static cl::opt<std::string>
+    linker("linker",
+           cl::desc("C compiler driver that links the shared object "
+                    "(found on PATH)"),
+           cl::init("cc"));
+static cl::opt<bool> quiet("quiet", cl::desc("No progress lines"),
+                           cl::init(false));
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  // The CPU lowering is a textual pipeline of upstream and mp passes.
+  mlir::registerAllPasses();
+  mlir::mp::registerAllPasses();
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "mp-compile: compile a model into an artifact mp-run and the C API "
+      "load\n");
+  mp::TrainOptions options;
+  options.precision = precision;
+  options.lossScale = lossScale;
+  options.optimizer = optimizer;
+  options.lr = lr;
+  options.momentum = momentum;
+  options.weightDecay = weightDecay;
+  options.seed = seed;
+  auto start = std::chrono::steady_clock::now();
+  std::string error;
+  bool ok = mp::Session::writeArtifact(
+      modelPath, options, outputPath, linker, error,
+      [&](const std::string &line) {
+        if (quiet)
+          return;
+        double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+        llvm::outs() << llvm::format("mp-compile: [%5.1f s] ", seconds) << line
+                     << "\n";
+        llvm::outs().flush();
+      });
+  if (!ok) {
+    llvm::errs() << "mp-compile: error: " << error << "\n";
+    return 1;
+  }
+  return 0;
+}

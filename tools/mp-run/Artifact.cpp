@@ -1,0 +1,658 @@
+//===- Artifact.cpp - write and open mp-compile's artifacts ---------------===//
+//
+// An artifact (docs/artifacts.md) is the lowered session module as a shared
+// object, followed by a metadata record and a fixed trailer:
+//
+//   [ELF shared object][metadata: JSON][trailer: 40 bytes]
+//   trailer = u64 objectSize, u64 metadataSize, u64 checksum (CRC-32 of
+//             the object and metadata bytes), u32 version, u32 0, "MPARTIFx"
+//
+// The dynamic loader ignores bytes after the ELF image, so dlopen takes the
+// file as it is; the trailer is read (and checked) before dlopen, so a
+// truncated, corrupt or foreign file is an error, not a crash. The object
+// code calls the runtime (mprt_gemm, the counted heap, memrefCopy) through
+// pointers `mp_import_<name>` that the loader binds, so the shared object
+// needs nothing but libc and libm and the host needs no RTLD_GLOBAL.
+//
+//===----------------------------------------------------------------------===//
+
+#include "JitEntry.h"
+#include "Session.h"
+
+#include "mprt/mprt.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CRC.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <cstring>
+#include <dlfcn.h>
+
+using namespace mlir;
+
+namespace mp {
+
+namespace {
+
+constexpr char kMagic[8] = {'M', 'P', 'A', 'R', 'T', 'I', 'F', 'x'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kTrailerSize = 40;
+
+struct Trailer {
+  uint64_t objectSize = 0, metadataSize = 0, checksum = 0;
+  uint32_t version = 0;
+};
+
+void putU64(std::string &out, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint64_t getU64(const char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+/// The runtime functions the object code calls through `mp_import_<name>`:
+/// what the JIT session binds with registerSymbols.
+struct Import {
+  const char *name;
+  void *address;
+};
+const Import kImports[] = {
+    {"mprt_gemm", reinterpret_cast<void *>(&mprt_gemm)},
+    {"mprt_observe", reinterpret_cast<void *>(&mprt_observe)},
+    {"malloc", reinterpret_cast<void *>(&mprt_counted_malloc)},
+    {"free", reinterpret_cast<void *>(&mprt_counted_free)},
+    {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
+};
+
+const Import *findImport(llvm::StringRef name) {
+  for (const Import &import : kImports)
+    if (name == import.name)
+      return &import;
+  return nullptr;
+}
+
+/// ExecutionEngine's `_mlir_<name>(void **)` wrappers (packFunctionArguments
+/// in MLIR's ExecutionEngine.cpp, which is not public): the same unpacking,
+/// so the artifact's entries take PackedArgs as invokePacked does.
+void packFunctionArguments(llvm::Module &module) {
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::IRBuilder<> builder(ctx);
+  llvm::SmallVector<llvm::Function *> functions;
+  for (llvm::Function &func : module.functions())
+    if (!func.isDeclaration() && !func.hasLocalLinkage())
+      functions.push_back(&func);
+  for (llvm::Function *func : functions) {
+    auto *type =
+        llvm::FunctionType::get(builder.getVoidTy(), builder.getPtrTy(), false);
+    auto *wrapper = llvm::cast<llvm::Function>(
+        module.getOrInsertFunction("_mlir_" + func->getName().str(), type)
+            .getCallee());
+    auto *block = llvm::BasicBlock::Create(ctx);
+    block->insertInto(wrapper);
+    builder.SetInsertPoint(block);
+    llvm::Value *argList = wrapper->arg_begin();
+    llvm::SmallVector<llvm::Value *, 8> args;
+    for (auto [index, arg] : llvm::enumerate(func->args())) {
+      llvm::Value *argIndex = llvm::Constant::getIntegerValue(
+          builder.getInt64Ty(), llvm::APInt(64, index));
+      llvm::Value *argPtrPtr =
+          builder.CreateGEP(builder.getPtrTy(), argList, argIndex);
+      llvm::Value *argPtr = builder.CreateLoad(builder.getPtrTy(), argPtrPtr);
+      args.push_back(builder.CreateLoad(arg.getType(), argPtr));
+    }
+    llvm::Value *result = builder.CreateCall(func, args);
+    if (!result->getType()->isVoidTy()) {
+      llvm::Value *retIndex = llvm::Constant::getIntegerValue(
+          builder.getInt64Ty(), llvm::APInt(64, func->arg_size()));
+      llvm::Value *retPtrPtr =
+          builder.CreateGEP(builder.getPtrTy(), argList, retIndex);
+      llvm::Value *retPtr = builder.CreateLoad(builder.getPtrTy(), retPtrPtr);
+      builder.CreateStore(result, retPtr);
+    }
+    builder.CreateRetVoid();
+  }
+}
+
+/// Calls to runtime functions go through `mp_import_<name>` pointers the
+/// loader binds (after optimization, so the JIT and the artifact optimize
+/// the same IR). Fills `imports` with the names; false when the code needs a
+/// runtime function the loader does not know.
+bool rewriteImports(llvm::Module &module, std::vector<std::string> &imports,
+                    std::string &error) {
+  llvm::SmallVector<llvm::Function *> declarations;
+  for (llvm::Function &func : module.functions())
+    if (func.isDeclaration() && !func.isIntrinsic() && !func.use_empty() &&
+        (findImport(func.getName()) || func.getName().starts_with("mprt_") ||
+         func.getName().starts_with("mgpu")))
+      declarations.push_back(&func);
+  for (llvm::Function *func : declarations) {
+    if (!findImport(func->getName())) {
+      error = "the compiled code calls runtime function '" +
+              func->getName().str() + "', which artifacts cannot bind yet";
+      return false;
+    }
+    auto *pointer = new llvm::GlobalVariable(
+        module, llvm::PointerType::getUnqual(module.getContext()),
+        /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+        llvm::ConstantPointerNull::get(
+            llvm::PointerType::getUnqual(module.getContext())),
+        "mp_import_" + func->getName().str());
+    llvm::SmallVector<llvm::Use *> uses;
+    for (llvm::Use &use : func->uses())
+      uses.push_back(&use);
+    for (llvm::Use *use : uses) {
+      auto *user = llvm::dyn_cast<llvm::Instruction>(use->getUser());
+      if (!user || llvm::isa<llvm::PHINode>(user)) {
+        error = "runtime function '" + func->getName().str() +
+                "' is used other than by an instruction";
+        return false;
+      }
+      llvm::IRBuilder<> builder(user);
+      use->set(builder.CreateLoad(pointer->getValueType(), pointer,
+                                  func->getName() + ".import"));
+    }
+    imports.push_back(func->getName().str());
+    func->eraseFromParent();
+  }
+  return true;
+}
+
+llvm::json::Array shapeJson(const std::vector<int64_t> &shape) {
+  llvm::json::Array array;
+  for (int64_t d : shape)
+    array.push_back(d);
+  return array;
+}
+
+llvm::json::Array tensorsJson(const std::vector<HostTensor> &tensors) {
+  llvm::json::Array array;
+  for (const HostTensor &t : tensors)
+    array.push_back(llvm::json::Object{
+        {"name", t.name}, {"shape", shapeJson(t.shape)}, {"dtype", "f32"}});
+  return array;
+}
+
+bool readShape(const llvm::json::Value *value, std::vector<int64_t> &shape) {
+  const llvm::json::Array *array = value ? value->getAsArray() : nullptr;
+  if (!array)
+    return false;
+  shape.clear();
+  for (const llvm::json::Value &d : *array) {
+    std::optional<int64_t> size = d.getAsInteger();
+    if (!size || *size < 0 || *size > (int64_t(1) << 32))
+      return false;
+    shape.push_back(*size);
+  }
+  return true;
+}
+
+bool readTensors(const llvm::json::Object &metadata, llvm::StringRef key,
+                 std::vector<HostTensor> &tensors) {
+  const llvm::json::Array *array = metadata.getArray(key);
+  if (!array)
+    return false;
+  for (const llvm::json::Value &value : *array) {
+    const llvm::json::Object *object = value.getAsObject();
+    if (!object)
+      return false;
+    HostTensor t;
+    std::optional<llvm::StringRef> name = object->getString("name");
+    std::optional<llvm::StringRef> dtype = object->getString("dtype");
+    if (!name || dtype != "f32" || !readShape(object->get("shape"), t.shape))
+      return false;
+    t.name = name->str();
+    int64_t n = t.numElements();
+    if (n > (int64_t(1) << 32))
+      return false;
+    t.data.assign(n, 0.0f);
+    tensors.push_back(std::move(t));
+  }
+  return true;
+}
+
+} // namespace
+
+llvm::json::Object Session::artifactMetadata() const {
+  const TrainOptions &o = compiledOptions;
+  return llvm::json::Object{
+      {"format", "mp-artifact"},
+      {"version", kVersion},
+      {"options", llvm::json::Object{{"precision", o.precision},
+                                     {"loss_scale", o.lossScale},
+                                     {"loss_scale_mode", scaleMode},
+                                     {"init_scale", initScale},
+                                     {"optimizer", o.optimizer},
+                                     {"lr", o.lr},
+                                     {"momentum", o.momentum},
+                                     {"weight_decay", o.weightDecay},
+                                     {"seed", std::to_string(o.seed)}}},
+      {"batch", batch},
+      {"features", features},
+      {"classes", classes},
+      {"input_shape", shapeJson(inputShape)},
+      {"vectorized", vectorized},
+      {"has_predict", hasPredict},
+      {"initial_scale", static_cast<double>(scalars.scale)},
+      {"parameters", tensorsJson(params)},
+      {"state", tensorsJson(state)},
+  };
+}
+
+bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
+                                   std::string &error) {
+  auto bad = [&](const std::string &what) {
+    error = "bad metadata (" + what + ")";
+    return false;
+  };
+  const llvm::json::Object *o = metadata.getObject("options");
+  if (!o)
+    return bad("options");
+  auto text = [&](llvm::StringRef key, std::string &out) {
+    std::optional<llvm::StringRef> value = o->getString(key);
+    if (value)
+      out = value->str();
+    return value.has_value();
+  };
+  auto number = [&](const llvm::json::Object &from, llvm::StringRef key,
+                    double &out) {
+    std::optional<double> value = from.getNumber(key);
+    if (value)
+      out = *value;
+    return value.has_value();
+  };
+  std::string seedText;
+  if (!text("precision", compiledOptions.precision) ||
+      !text("loss_scale", compiledOptions.lossScale) ||
+      !text("loss_scale_mode", scaleMode) ||
+      !text("optimizer", compiledOptions.optimizer) ||
+      !number(*o, "init_scale", initScale) ||
+      !number(*o, "lr", compiledOptions.lr) ||
+      !number(*o, "momentum", compiledOptions.momentum) ||
+      !number(*o, "weight_decay", compiledOptions.weightDecay) ||
+      !text("seed", seedText) ||
+      llvm::StringRef(seedText).getAsInteger(10, compiledOptions.seed))
+    return bad("options");
+  std::optional<int64_t> b = metadata.getInteger("batch");
+  std::optional<int64_t> f = metadata.getInteger("features");
+  std::optional<int64_t> c = metadata.getInteger("classes");
+  if (!b || !f || !c || *b <= 0 || *f <= 0 || *c <= 0 ||
+      !readShape(metadata.get("input_shape"), inputShape) ||
+      inputShape.size() < 2 || inputShape[0] != *b)
+    return bad("shapes");
+  batch = *b;
+  features = *f;
+  classes = *c;
+  int64_t elements = 1;
+  for (int64_t d : inputShape)
+    elements *= d;
+  if (elements != batch * features)
+    return bad("input_shape does not match batch x features");
+  std::optional<bool> v = metadata.getBoolean("vectorized");
+  std::optional<bool> p = metadata.getBoolean("has_predict");
+  double scale = 0;
+  if (!v || !p || !number(metadata, "initial_scale", scale))
+    return bad("flags");
+  vectorized = *v;
+  hasPredict = *p;
+  scalars.scale = static_cast<float>(scale);
+  if (!readTensors(metadata, "parameters", params))
+    return bad("parameters");
+  if (!readTensors(metadata, "state", state))
+    return bad("state");
+  return true;
+}
+
+bool Session::writeArtifact(
+    const std::string &modelPath, const TrainOptions &options,
+    const std::string &outputPath, const std::string &linker,
+    std::string &error,
+    llvm::function_ref<void(const std::string &)> progress) {
+  if (options.probes != TrainOptions::Probes::None) {
+    error = "artifacts do not carry numerics probes";
+    return false;
+  }
+  // What does not need the compilation fails before it.
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName(linker);
+  if (!cc) {
+    error = "cannot find the linker driver '" + linker +
+            "' on PATH (mp-compile links the object code with `" + linker +
+            " -shared`; install a C compiler or pass --linker)";
+    return false;
+  }
+  llvm::StringRef outputDir = llvm::sys::path::parent_path(outputPath);
+  if (!outputDir.empty() && !llvm::sys::fs::is_directory(outputDir)) {
+    error = "cannot write '" + outputPath + "': No such file or directory";
+    return false;
+  }
+  progress("compiling the training step of '" + modelPath + "' (" +
+           options.precision + ")");
+  std::unique_ptr<Session> session(new Session());
+  OwningOpRef<ModuleOp> module;
+  if (!session->lower(modelPath, options, module, error))
+    return false;
+
+  // What ExecutionEngine::create does, step by step, but into an object
+  // file: the same LLVM IR, wrappers, O3 and host target give the same
+  // numbers as the JIT (test/mp-compile/artifact.test checks it bitwise).
+  progress("generating object code for this CPU (" +
+           llvm::sys::getHostCPUName().str() + ")");
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext);
+  if (!llvmModule) {
+    error = "translating the lowered module to LLVM IR failed";
+    return false;
+  }
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    error = "no target for this host: " + llvm::toString(builder.takeError());
+    return false;
+  }
+  builder->setRelocationModel(llvm::Reloc::PIC_);
+  auto machine = builder->createTargetMachine();
+  if (!machine) {
+    error = "no target machine for this host: " +
+            llvm::toString(machine.takeError());
+    return false;
+  }
+  llvm::TargetMachine &tm = **machine;
+  ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), &tm);
+  llvmModule->setPICLevel(llvm::PICLevel::BigPIC);
+  packFunctionArguments(*llvmModule);
+  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
+  if (llvm::Error e = transformer(llvmModule.get())) {
+    error = "optimizing the LLVM IR failed: " + llvm::toString(std::move(e));
+    return false;
+  }
+  std::vector<std::string> imports;
+  if (!rewriteImports(*llvmModule, imports, error))
+    return false;
+  llvm::SmallString<0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager codegen;
+    if (tm.addPassesToEmitFile(codegen, os, nullptr,
+                               llvm::CodeGenFileType::ObjectFile)) {
+      error = "this target cannot emit object files";
+      return false;
+    }
+    codegen.run(*llvmModule);
+  }
+
+  // Link with the system linker driver into a temporary shared object, then
+  // append the metadata and trailer.
+  llvm::SmallString<128> objectPath, soPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("mp-compile", "o", objectPath)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return false;
+  }
+  llvm::FileRemover removeObject(objectPath);
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("mp-compile", "so", soPath)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return false;
+  }
+  llvm::FileRemover removeSo(soPath);
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec);
+    if (ec) {
+      error = "cannot write '" + objectPath.str().str() + "': " + ec.message();
+      return false;
+    }
+    os << object;
+  }
+  progress("linking with " + *cc + " -shared (" +
+           std::to_string(object.size()) + " bytes of object code)");
+  // -z defs: every symbol but the bound imports must resolve in libc/libm
+  // now, not at load time.
+  std::vector<llvm::StringRef> args = {*cc,        "-shared",     "-o", soPath,
+                                       objectPath, "-Wl,-z,defs", "-lm"};
+  std::string linkError;
+  llvm::SmallString<128> logPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("mp-compile", "log", logPath)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return false;
+  }
+  llvm::FileRemover removeLog(logPath);
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
+                                                logPath.str()};
+  int status = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, redirects, 0,
+                                         0, &linkError);
+  if (status != 0) {
+    auto log = llvm::MemoryBuffer::getFile(logPath);
+    error = "linking the artifact with '" + *cc + " -shared' failed" +
+            (linkError.empty() ? "" : ": " + linkError) + "\n" +
+            (log ? (*log)->getBuffer().str() : "");
+    return false;
+  }
+  auto shared = llvm::MemoryBuffer::getFile(soPath, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!shared) {
+    error = "cannot read the linked object: " + shared.getError().message();
+    return false;
+  }
+
+  llvm::json::Object metadata = session->artifactMetadata();
+  metadata["model"] = modelPath;
+  llvm::json::Array importNames;
+  for (const std::string &name : imports)
+    importNames.push_back(name);
+  metadata["imports"] = std::move(importNames);
+  llvm::json::Object entries{{"train", "_mlir_mp_train_entry"}};
+  if (session->hasPredict)
+    entries["predict"] = "_mlir_mp_predict_entry";
+  metadata["entries"] = std::move(entries);
+  metadata["target"] =
+      llvm::json::Object{{"triple", tm.getTargetTriple().str()},
+                         {"cpu", tm.getTargetCPU().str()},
+                         {"features", tm.getTargetFeatureString().str()}};
+  std::string metadataText;
+  {
+    llvm::raw_string_ostream os(metadataText);
+    os << llvm::json::Value(std::move(metadata));
+  }
+  std::string contents = (*shared)->getBuffer().str();
+  uint64_t objectSize = contents.size();
+  contents += metadataText;
+  uint64_t checksum = llvm::crc32(llvm::arrayRefFromStringRef(contents));
+  putU64(contents, objectSize);
+  putU64(contents, metadataText.size());
+  putU64(contents, checksum);
+  for (int i = 0; i < 4; ++i)
+    contents.push_back(static_cast<char>((kVersion >> (8 * i)) & 0xff));
+  contents.append(4, '\0');
+  contents.append(kMagic, sizeof(kMagic));
+
+  // Written next to the output, then renamed: no half-written artifact.
+  llvm::SmallString<128> tempPath;
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+          outputPath + ".tmp-%%%%%%", fd, tempPath)) {
+    error = "cannot write '" + outputPath + "': " + ec.message();
+    return false;
+  }
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << contents;
+    os.close();
+    if (os.has_error()) {
+      error = "cannot write '" + outputPath + "': " + os.error().message();
+      os.clear_error();
+      llvm::sys::fs::remove(tempPath);
+      return false;
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tempPath, outputPath)) {
+    llvm::sys::fs::remove(tempPath);
+    error = "cannot write '" + outputPath + "': " + ec.message();
+    return false;
+  }
+  progress("wrote " + outputPath + " (" + std::to_string(contents.size()) +
+           " bytes: " + std::to_string(objectSize) + " shared object, " +
+           std::to_string(metadataText.size()) + " metadata)");
+  return true;
+}
+
+/// Reads and checks the trailer of `buffer`; an empty string on success.
+static std::string checkTrailer(llvm::StringRef buffer, Trailer &trailer) {
+  if (buffer.size() < kTrailerSize ||
+      std::memcmp(buffer.end() - sizeof(kMagic), kMagic, sizeof(kMagic)) != 0)
+    return "is not an mp artifact (no mp-compile trailer: a foreign, "
+           "truncated or stripped file)";
+  const char *t = buffer.end() - kTrailerSize;
+  trailer.objectSize = getU64(t);
+  trailer.metadataSize = getU64(t + 8);
+  trailer.checksum = getU64(t + 16);
+  trailer.version = static_cast<uint32_t>(getU64(t + 24) & 0xffffffffu);
+  if (trailer.version != kVersion)
+    return "has artifact format version " + std::to_string(trailer.version) +
+           "; this mp reads version " + std::to_string(kVersion) +
+           " (compile it again with mp-compile)";
+  uint64_t payload = buffer.size() - kTrailerSize;
+  if (trailer.objectSize > payload || trailer.metadataSize > payload ||
+      trailer.objectSize + trailer.metadataSize != payload)
+    return "is corrupt (its trailer's sizes do not match the file)";
+  if (llvm::crc32(llvm::arrayRefFromStringRef(buffer.take_front(payload))) !=
+      trailer.checksum)
+    return "is corrupt (checksum mismatch)";
+  return "";
+}
+
+bool Session::isArtifact(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  return buffer && (*buffer)->getBufferSize() >= kTrailerSize &&
+         std::memcmp((*buffer)->getBufferEnd() - sizeof(kMagic), kMagic,
+                     sizeof(kMagic)) == 0;
+}
+
+std::unique_ptr<Session> Session::open(const std::string &artifactPath,
+                                       std::string &error,
+                                       const uint64_t *seed) {
+  auto fail = [&](const std::string &message) -> std::unique_ptr<Session> {
+    error = "artifact '" + artifactPath + "' " + message;
+    return nullptr;
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(artifactPath, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail("cannot be read: " + buffer.getError().message());
+  Trailer trailer;
+  std::string problem = checkTrailer((*buffer)->getBuffer(), trailer);
+  if (!problem.empty())
+    return fail(problem);
+  llvm::StringRef text =
+      (*buffer)->getBuffer().substr(trailer.objectSize, trailer.metadataSize);
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return fail("is corrupt (its metadata is not JSON)");
+  }
+  const llvm::json::Object *metadata = parsed->getAsObject();
+  if (!metadata || metadata->getString("format") != "mp-artifact")
+    return fail("is corrupt (bad metadata)");
+
+  std::unique_ptr<Session> session(new Session());
+  if (!session->readArtifactMetadata(*metadata, problem))
+    return fail("is corrupt: " + problem);
+
+  // Code for another CPU would die on an illegal instruction: compare the
+  // target it was compiled for with this host before loading it.
+  const llvm::json::Object *target = metadata->getObject("target");
+  std::optional<llvm::StringRef> triple =
+      target ? target->getString("triple") : std::nullopt;
+  std::optional<llvm::StringRef> cpu =
+      target ? target->getString("cpu") : std::nullopt;
+  std::optional<llvm::StringRef> features =
+      target ? target->getString("features") : std::nullopt;
+  if (!triple || !cpu || !features)
+    return fail("is corrupt: bad metadata (target)");
+  llvm::Triple hostTriple(llvm::sys::getProcessTriple());
+  if (llvm::Triple(*triple).getArch() != hostTriple.getArch())
+    return fail("was compiled for " + triple->str() + ", this host is " +
+                hostTriple.str());
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  std::string missing;
+  llvm::SmallVector<llvm::StringRef> wanted;
+  features->split(wanted, ',', -1, false);
+  for (llvm::StringRef feature : wanted)
+    if (feature.consume_front("+") && !host.lookup(feature))
+      missing += (missing.empty() ? "" : " ") + feature.str();
+  if (!missing.empty())
+    return fail("was compiled for CPU '" + cpu->str() +
+                "' and needs features this host lacks (" + missing +
+                "): compile it again on this machine");
+
+  // dlopen searches the library path for a name without a slash.
+  llvm::SmallString<256> absolutePath(artifactPath);
+  llvm::sys::fs::make_absolute(absolutePath);
+  void *handle = dlopen(absolutePath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *message = dlerror();
+    return fail("cannot be loaded: " +
+                std::string(message ? message : "dlopen failed"));
+  }
+  session->library = handle;
+  const llvm::json::Array *imports = metadata->getArray("imports");
+  if (!imports)
+    return fail("is corrupt: bad metadata (imports)");
+  for (const llvm::json::Value &value : *imports) {
+    std::optional<llvm::StringRef> name = value.getAsString();
+    const Import *import = name ? findImport(*name) : nullptr;
+    if (!import)
+      return fail("imports an unknown runtime function '" +
+                  (name ? name->str() : std::string("?")) + "'");
+    void *slot = dlsym(handle, ("mp_import_" + name->str()).c_str());
+    if (!slot)
+      return fail("lacks its import slot for '" + name->str() + "'");
+    *static_cast<void **>(slot) = import->address;
+  }
+  const llvm::json::Object *entries = metadata->getObject("entries");
+  auto resolve = [&](llvm::StringRef key) -> PackedFn {
+    std::optional<llvm::StringRef> name =
+        entries ? entries->getString(key) : std::nullopt;
+    return name ? reinterpret_cast<PackedFn>(dlsym(handle, name->str().c_str()))
+                : nullptr;
+  };
+  session->trainEntry = resolve("train");
+  if (!session->trainEntry)
+    return fail("lacks its training step entry");
+  if (session->hasPredict) {
+    session->predictEntry = resolve("predict");
+    if (!session->predictEntry)
+      return fail("lacks its prediction entry");
+  }
+  session->initialiseParameters(seed ? *seed : session->compiledOptions.seed);
+  session->nextParams = session->params;
+  session->nextState = session->state;
+  return session;
+}
+
+} // namespace mp
