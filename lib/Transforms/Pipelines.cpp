@@ -48,12 +48,11 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
           std::string(options.runtimeContractions
                           ? "mp-contractions-to-runtime,"
                           : "") +
-          // Innermost loops become 16-wide vectors (AVX-512 has 16 f32 lanes);
-          // loops the affine vectorizer cannot handle stay scalar.
+          // Unit-stride parallel loops become 16-wide vectors (AVX-512 has 16
+          // f32 lanes); strided loops stay scalar (mp-vectorize-loops).
           "convert-linalg-to-affine-loops," +
           std::string(options.vectorize
-                          ? "func.func(affine-super-vectorize{virtual-vector-"
-                            "size=16}),"
+                          ? "func.func(mp-vectorize-loops{vector-size=16}),"
                           : "") +
           "convert-vector-to-scf,expand-strided-metadata,lower-affine,"
           "convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"

@@ -227,4 +227,39 @@ def MPGpuRequireLibdevice
   }];
 }
 
+def MPVectorizeLoops : Pass<"mp-vectorize-loops", "::mlir::func::FuncOp"> {
+  let summary = "Vectorize parallel affine loops whose accesses have unit "
+                "stride";
+  let description = [{
+    Runs upstream's affine super-vectorizer (1-D, `vector-size` lanes) on
+    the parallel `affine.for` loops in which every load and store either
+    does not depend on the induction variable (a broadcast) or moves by
+    exactly one element per iteration along one memref dimension. Upstream's
+    `affine-super-vectorize` also takes strided accesses such as
+    `%a[2 * %i]` for contiguous and loads consecutive elements
+    (llvm/llvm-project#177756), which makes stride-2 convolutions and pools
+    wrong; this pass leaves such loops scalar. `--mp-lower-cpu{vectorize}`
+    uses it.
+
+    Input:
+
+    ```mlir
+    affine.for %i = 0 to 64 {
+      %v = affine.load %in[%i] : memref<64xf32>
+      %w = affine.load %strided[2 * %i] : memref<128xf32>
+      ...
+    }
+    ```
+
+    The loop above stays scalar because of `%strided[2 * %i]`; without that
+    access it becomes `affine.for %i = 0 to 64 step 16` over
+    `vector.transfer_read ... : memref<64xf32>, vector<16xf32>`.
+  }];
+  let options = [
+    Option<"vectorSize", "vector-size", "int64_t", /*default=*/"16",
+           "Lanes per vector (16 f32 lanes fill an AVX-512 register)">
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect"];
+}
+
 #endif // MP_CONVERSION_PASSES_TD

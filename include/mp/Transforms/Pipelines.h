@@ -56,8 +56,8 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
       llvm::cl::init(false)};
   Option<bool> vectorize{
       *this, "vectorize",
-      llvm::cl::desc("Vectorize innermost loops (16 lanes) with the affine "
-                     "super-vectorizer"),
+      llvm::cl::desc("Vectorize unit-stride parallel loops (16 lanes, "
+                     "--mp-vectorize-loops)"),
       llvm::cl::init(true)};
   Option<bool> probes{
       *this, "probes",

@@ -1,0 +1,100 @@
+// RUN: mp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(mp-vectorize-loops))' -verify-diagnostics | FileCheck %s
+// RUN: not mp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(mp-vectorize-loops{vector-size=0}))' 2>&1 | FileCheck %s --check-prefix=SIZE
+
+// Unit stride along the innermost dimension: vectorized.
+// CHECK-LABEL: func.func @unit_stride
+// CHECK: affine.for %{{.*}} = 0 to 64 step 16
+// CHECK: vector.transfer_read
+// CHECK: arith.addf %{{.*}} : vector<16xf32>
+// CHECK: vector.transfer_write
+// SIZE: error: mp-vectorize-loops: vector-size must be positive, got 0
+func.func @unit_stride(%a: memref<64xf32>, %b: memref<64xf32>, %c: memref<64xf32>) {
+  affine.for %i = 0 to 64 {
+    %x = affine.load %a[%i] : memref<64xf32>
+    %y = affine.load %b[%i] : memref<64xf32>
+    %s = arith.addf %x, %y : f32
+    affine.store %s, %c[%i] : memref<64xf32>
+  }
+  return
+}
+
+// -----
+
+// A stride-2 read (a 1x1 convolution with stride 2): upstream would read
+// 16 consecutive elements here. Stays scalar.
+// CHECK-LABEL: func.func @stride_two
+// CHECK-NOT: vector.
+// CHECK: affine.load %{{.*}}[%{{.*}} * 2]
+// CHECK-NOT: vector.
+func.func @stride_two(%in: memref<128xf32>, %out: memref<64xf32>) {
+  affine.for %i = 0 to 64 {
+    %x = affine.load %in[%i * 2] : memref<128xf32>
+    affine.store %x, %out[%i] : memref<64xf32>
+  }
+  return
+}
+
+// -----
+
+// A 2x2 max pool with stride 2: the output loop reads in[2i + k]. The
+// window loop (a reduction) is not parallel; neither loop is vectorized.
+// CHECK-LABEL: func.func @pool_window
+// CHECK-NOT: vector.
+func.func @pool_window(%in: memref<16x128xf32>, %out: memref<16x64xf32>) {
+  affine.for %r = 0 to 16 {
+    affine.for %i = 0 to 64 {
+      affine.for %k = 0 to 2 {
+        %x = affine.load %in[%r, %i * 2 + %k] : memref<16x128xf32>
+        %o = affine.load %out[%r, %i] : memref<16x64xf32>
+        %m = arith.maximumf %x, %o : f32
+        affine.store %m, %out[%r, %i] : memref<16x64xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Stride 2 in an outer dimension of the access: the row loop stays scalar,
+// the unit-stride column loop inside is vectorized.
+// CHECK-LABEL: func.func @stride_two_outer_dim
+// CHECK: affine.for %[[R:.*]] = 0 to 8 {
+// CHECK-NEXT: affine.for %{{.*}} = 0 to 32 step 16
+// CHECK: vector.transfer_read %{{.*}}[%{{.*}}, %{{.*}}]
+func.func @stride_two_outer_dim(%in: memref<16x32xf32>, %out: memref<8x32xf32>) {
+  affine.for %r = 0 to 8 {
+    affine.for %c = 0 to 32 {
+      %x = affine.load %in[%r * 2, %c] : memref<16x32xf32>
+      affine.store %x, %out[%r, %c] : memref<8x32xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// The stride hides behind an affine.apply: still found, stays scalar.
+// CHECK-LABEL: func.func @stride_through_apply
+// CHECK-NOT: vector.
+func.func @stride_through_apply(%in: memref<128xf32>, %out: memref<64xf32>) {
+  affine.for %i = 0 to 64 {
+    %j = affine.apply affine_map<(d0) -> (d0 * 2)>(%i)
+    %x = affine.load %in[%j] : memref<128xf32>
+    affine.store %x, %out[%i] : memref<64xf32>
+  }
+  return
+}
+
+// -----
+
+// A floordiv of the induction variable is not a unit stride.
+// CHECK-LABEL: func.func @floordiv
+// CHECK-NOT: vector.
+func.func @floordiv(%in: memref<32xf32>, %out: memref<64xf32>) {
+  affine.for %i = 0 to 64 {
+    %x = affine.load %in[%i floordiv 2] : memref<32xf32>
+    affine.store %x, %out[%i] : memref<64xf32>
+  }
+  return
+}
