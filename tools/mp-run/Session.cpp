@@ -226,8 +226,8 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     }
   scalars.scale = mode == "none" ? 1.0f : static_cast<float>(initScale);
 
-  // Vectorized first; the affine vectorizer rejects some loop nests (it
-  // emits invalid transfers for convolution windows), then scalar loops.
+  // Vectorized first; should the vectorizer still reject a loop nest (it
+  // skips those it cannot vectorize correctly), then scalar loops.
   OwningOpRef<ModuleOp> scalarCopy = module->clone();
   mlir::mp::LowerCpuOptions lowerOptions;
   lowerOptions.runtimeContractions = true;

@@ -14,6 +14,7 @@
 
 #include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/Affine/Analysis/AffineAnalysis.h"
+#include "mlir/Dialect/Affine/Analysis/LoopAnalysis.h"
 #include "mlir/Dialect/Affine/IR/AffineValueMap.h"
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -93,7 +94,11 @@ struct VectorizeLoopsPass
 
     llvm::DenseSet<Operation *> candidates;
     func.walk([&](affine::AffineForOp loop) {
-      if (!affine::isLoopParallel(loop))
+      // A loop shorter than one vector would run only its masked tail,
+      // which is slower than the scalar loop.
+      std::optional<uint64_t> trips = affine::getConstantTripCount(loop);
+      if ((trips && *trips < static_cast<uint64_t>(vectorSize)) ||
+          !affine::isLoopParallel(loop))
         return;
       Value iv = loop.getInductionVar();
       WalkResult accesses = loop.getBody()->walk([&](Operation *op) {
