@@ -42,6 +42,9 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   return parsePassPipeline(
       std::string(options.probes ? "mp-probes-to-runtime," : "") +
           "convert-mp-to-upstream,"
+          // Elementwise chains (bias, activation, casts, scaling) become one
+          // loop nest each: fewer passes over memory, fewer buffers.
+          "func.func(mp-fuse-elementwise),"
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},"
           "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
@@ -112,7 +115,7 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
                         Twine(options.blockSize));
   // Probes are dropped: their runtime observer reads host memory.
   if (failed(parsePassPipeline(
-          "convert-mp-to-upstream,linalg-fuse-elementwise-ops,"
+          "convert-mp-to-upstream,func.func(mp-fuse-elementwise),"
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},"
           "buffer-deallocation-pipeline,convert-bufferization-to-memref,"

@@ -262,4 +262,36 @@ def MPVectorizeLoops : Pass<"mp-vectorize-loops", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::vector::VectorDialect"];
 }
 
+def MPFuseElementwise : Pass<"mp-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise linalg.generic chains where the result "
+                "stays exact and nothing is recomputed";
+  let description = [{
+    Fuses a `linalg.generic` producer into its only consumer (upstream's
+    elementwise fusion patterns) when the producer does not read its init
+    operands and the consumer reads the produced value through a
+    permutation map. Upstream's `linalg-fuse-elementwise-ops` also fuses
+    into consumers with extra loops: the producer is then recomputed on
+    every iteration of them, and a producer that accumulates into its init
+    (as gradients do) accumulates once per iteration, a wrong result.
+    `--mp-lower-cpu` and `--mp-lower-gpu` use this pass.
+
+    Input:
+
+    ```mlir
+    %sum = linalg.generic {... iterator_types = ["parallel", "parallel"]}
+        ins(%x, %bias : tensor<64x512xf32>, tensor<512xf32>) ... {
+      %s = arith.addf %in, %b : f32
+      linalg.yield %s : f32
+    } -> tensor<64x512xf32>
+    %relu = linalg.generic {...} ins(%sum : tensor<64x512xf32>) ... {
+      %r = arith.maximumf %in, %zero : f32
+      linalg.yield %r : f32
+    } -> tensor<64x512xf32>
+    ```
+
+    Output: one `linalg.generic` over `%x` and `%bias` whose body adds and
+    takes the maximum.
+  }];
+}
+
 #endif // MP_CONVERSION_PASSES_TD
