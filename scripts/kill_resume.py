@@ -123,8 +123,9 @@ def main():
         if kills < args.kills:
             # Strike a little after a random number of saves, so kills land
             # between saves and in the middle of writing one.
+            # The delay stays well inside an epoch however fast training is.
             saves = rng.randint(1, 3)
-            delay = rng.uniform(0.0, 0.2)
+            delay = rng.uniform(0.0, min(0.2, duration / args.epochs / 4))
             if wait_for_saves(process, interrupted, saves):
                 time.sleep(delay)
                 if process.poll() is None:

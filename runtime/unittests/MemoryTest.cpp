@@ -6,6 +6,14 @@
 #include <cstring>
 #include <gtest/gtest.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define MPRT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MPRT_TEST_ASAN 1
+#endif
+#endif
+
 namespace {
 
 mprt_memory stats() {
@@ -40,6 +48,38 @@ TEST(MprtMemory, CountsCurrentPeakAndTotal) {
   void *c = mprt_counted_malloc(10);
   EXPECT_EQ(stats().peak_bytes - before.current_bytes, 10);
   mprt_counted_free(c);
+}
+
+TEST(MprtMemory, BigBlocksAreReusedAndTrimmed) {
+  mprt_memory_trim();
+  mprt_memory before = stats();
+  constexpr size_t big = 1 << 20;
+  auto *first = static_cast<unsigned char *>(mprt_counted_malloc(big));
+  ASSERT_NE(first, nullptr);
+  std::memset(first, 0x5a, big);
+  mprt_counted_free(first);
+  EXPECT_EQ(stats().current_bytes, before.current_bytes); // kept, not held
+
+  // The same size gets the kept block back; another size does not.
+  void *other = mprt_counted_malloc(big + 16);
+  auto *again = static_cast<unsigned char *>(mprt_counted_malloc(big));
+#ifdef MPRT_TEST_ASAN
+  (void)again;
+#else
+  EXPECT_EQ(again, first);
+  EXPECT_NE(other, static_cast<void *>(first));
+  EXPECT_EQ(stats().current_bytes - before.current_bytes,
+            static_cast<int64_t>(2 * big + 16));
+#endif
+  mprt_counted_free(again);
+  mprt_counted_free(other);
+
+  // Small blocks go straight back to malloc; trimming returns the kept ones.
+  mprt_counted_free(mprt_counted_malloc(100));
+#ifndef MPRT_TEST_ASAN
+  EXPECT_EQ(mprt_memory_trim(), static_cast<int64_t>(2 * big + 16 + 32));
+#endif
+  EXPECT_EQ(mprt_memory_trim(), 0);
 }
 
 TEST(MprtMemory, NullAndOverflowAreSafe) {
