@@ -41,6 +41,10 @@ constexpr llvm::StringLiteral kQScaleAttrName = "mp.qscale";
 /// the f32 parameters, to be called once (--mp-quantize).
 constexpr llvm::StringLiteral kQuantizeWeightsAttrName = "mp.quantize_weights";
 
+/// On the op that stores a value saved for the backward pass in f16/bf16
+/// (--mp-save-low-precision): it is not to be fused into its readers.
+constexpr llvm::StringLiteral kSavedAttrName = "mp.saved";
+
 } // namespace mp
 } // namespace mlir
 
