@@ -694,4 +694,62 @@ def MPSaveLowPrecision : Pass<"mp-save-low-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def MPConvertWeightsOnce : Pass<"mp-convert-weights-once", "::mlir::ModuleOp"> {
+  let summary = "Convert f32 weights to f16/bf16 once, in a function of "
+                "their own, instead of on every inference call";
+  let description = [{
+    After `--auto-mixed-precision`, a function marked `mp.predict` converts
+    each f32 weight (an argument marked `mp.param`) to f16/bf16 on every
+    call: each call pays the conversion and holds the low-precision copy
+    next to the f32 weight. This pass moves every such conversion (an
+    elementwise `linalg.generic` that only truncates the whole argument)
+    into a new function `@<f>_convert_weights` that takes the f32 weights
+    and returns the copies, marks `<f>` with
+    `mp.convert_weights = @<f>_convert_weights`, and gives `<f>` the copies
+    as new arguments (marked `mp.converted = "<param>"`, like the results
+    that make them). f32 weights `<f>` no longer reads (all but the biases
+    the rewrite keeps in f32, typically) are dropped from it.
+
+    A runtime calls `@<f>_convert_weights` once when it binds the weights
+    and keeps only the copies: `mp-run infer` with an InferSession does.
+    A weight converted to two different types keeps its second conversion
+    inline.
+
+    Before:
+
+    ```mlir
+    func.func @predict(%x: tensor<64x64xf32>,
+        %w1: tensor<64x512xf32> {mp.param = "w1"}, ...) -> ... attributes {mp.predict} {
+      %w1h = linalg.generic ... ins(%w1 : tensor<64x512xf32>)
+          outs(%e : tensor<64x512xbf16>) { truncf }
+      %mm = linalg.matmul ins(%xh, %w1h : ...) ...
+    ```
+
+    After:
+
+    ```mlir
+    func.func @predict(%x: tensor<64x64xf32>, ...,
+        %w1h: tensor<64x512xbf16> {mp.converted = "w1"}) -> ...
+        attributes {mp.convert_weights = @predict_convert_weights, mp.predict} {
+      %mm = linalg.matmul ins(%xh, %w1h : ...) ...
+    }
+    func.func @predict_convert_weights(%w1: tensor<64x512xf32> {mp.param = "w1"}, ...)
+        -> (tensor<64x512xbf16> {mp.converted = "w1"}, ...) {
+      %w1h = linalg.generic ... { truncf }
+      return %w1h, ...
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let statistics = [
+    Statistic<"numConverted", "converted", "Weights converted once">,
+    Statistic<"numBytesPerCall", "bytes-per-call",
+              "Bytes of copies no longer made on every call">
+  ];
+}
+
 #endif // MP_TRANSFORMS_PASSES_TD
