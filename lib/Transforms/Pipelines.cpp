@@ -33,6 +33,7 @@ void mlir::mp::buildTrainPipeline(OpPassManager &pm,
   AutoMixedPrecisionOptions amp;
   amp.dtype = options.dtype;
   pm.addPass(createAutoMixedPrecision(amp));
+  pm.addPass(createMPSaveLowPrecision());
 }
 
 LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
@@ -51,6 +52,9 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
           std::string(options.runtimeContractions
                           ? "mp-contractions-to-runtime,"
                           : "") +
+          // Buffers are freed after their last use, not at the end of the
+          // step (docs/memory.md).
+          "func.func(mp-early-dealloc)," +
           // Unit-stride parallel loops become 16-wide vectors (AVX-512 has 16
           // f32 lanes); strided loops stay scalar (mp-vectorize-loops).
           "convert-linalg-to-affine-loops," +
@@ -85,12 +89,13 @@ static std::string findCudaToolkit(StringRef requested) {
     if (std::optional<std::string> value = llvm::sys::Process::GetEnv(var))
       candidates.push_back(*value);
   candidates.push_back("/usr/local/cuda");
-  if (llvm::ErrorOr<std::string> ptxas = llvm::sys::findProgramByName("ptxas")) {
+  if (llvm::ErrorOr<std::string> ptxas =
+          llvm::sys::findProgramByName("ptxas")) {
     SmallString<128> real;
     if (!llvm::sys::fs::real_path(*ptxas, real))
-      candidates.push_back(llvm::sys::path::parent_path(
-                               llvm::sys::path::parent_path(real))
-                               .str());
+      candidates.push_back(
+          llvm::sys::path::parent_path(llvm::sys::path::parent_path(real))
+              .str());
   }
   for (const std::string &root : candidates)
     if (hasLibdevice(root))
@@ -148,8 +153,8 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
       "reconcile-unrealized-casts)," +
       // Without a toolkit, math calls would stay unresolved in the PTX.
       std::string(toolkit.empty() ? "mp-gpu-require-libdevice," : "") +
-      "gpu-to-llvm,gpu-module-to-binary{format=" +
-      options.format + (toolkit.empty() ? "" : " toolkit=" + toolkit) +
+      "gpu-to-llvm,gpu-module-to-binary{format=" + options.format +
+      (toolkit.empty() ? "" : " toolkit=" + toolkit) +
       "},convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts";
   if (failed(parsePassPipeline(nvvm, pm)))
     return errorHandler("mp-lower-gpu: bad NVVM pipeline text");

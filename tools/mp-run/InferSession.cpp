@@ -25,6 +25,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
+#include <set>
 
 using namespace mlir;
 
@@ -128,6 +129,8 @@ bool InferSession::compile(const std::string &modelPath,
       mlir::mp::AutoMixedPrecisionOptions amp;
       amp.dtype = options.precision;
       pm.addPass(mlir::mp::createAutoMixedPrecision(amp));
+      // f16/bf16 weight copies are made once, in bind(), not per call.
+      pm.addPass(mlir::mp::createMPConvertWeightsOnce());
     }
     break;
   case InferOptions::Mode::Calibrate:
@@ -177,6 +180,10 @@ bool InferSession::compile(const std::string &modelPath,
       } else if (StringAttr n = named(mlir::mp::kQWeightAttrName)) {
         binding.kind = ArgKind::QWeight;
         binding.name = n.str();
+      } else if (StringAttr n = named(mlir::mp::kConvertedAttrName)) {
+        // f16/bf16 copies live with the int8 weights: made once in bind().
+        binding.kind = ArgKind::QWeight;
+        binding.name = n.str();
       } else if (StringAttr n = named(mlir::mp::kQScaleAttrName)) {
         binding.kind = ArgKind::QScale;
         binding.name = n.str();
@@ -194,8 +201,12 @@ bool InferSession::compile(const std::string &modelPath,
       return false;
     }
   addEntry(*module, predictFn, "mp_infer_predict");
-  if (auto ref = predictFn->getAttrOfType<FlatSymbolRefAttr>(
-          mlir::mp::kQuantizeWeightsAttrName)) {
+  auto weightsRef = predictFn->getAttrOfType<FlatSymbolRefAttr>(
+      mlir::mp::kQuantizeWeightsAttrName);
+  if (!weightsRef)
+    weightsRef = predictFn->getAttrOfType<FlatSymbolRefAttr>(
+        mlir::mp::kConvertWeightsAttrName);
+  if (auto ref = weightsRef) {
     auto weightsFn = module->lookupSymbol<func::FuncOp>(ref);
     weightsArgs = bindingsOf(weightsFn, false);
     weightsResults = bindingsOf(weightsFn, true);
@@ -240,6 +251,13 @@ bool InferSession::compile(const std::string &modelPath,
     symbols[interner("mprt_observe")] = {
         llvm::orc::ExecutorAddr::fromPtr(&mprt_observe),
         llvm::JITSymbolFlags::Exported};
+    // Buffers come from the counted heap: mp-run reports a call's peak.
+    symbols[interner("malloc")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_malloc),
+        llvm::JITSymbolFlags::Exported};
+    symbols[interner("free")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_free),
+        llvm::JITSymbolFlags::Exported};
     return symbols;
   });
   return true;
@@ -283,9 +301,17 @@ bool InferSession::bind(const std::vector<HostTensor> &hostParams,
     args.addMemRef(buffer.bytes.data(), buffer.shape);
   }
   if (llvm::Error e = engine->invokePacked("mp_infer_weights", args.get())) {
-    error = "quantizing the weights failed: " + llvm::toString(std::move(e));
+    error = "making the weights once (int8 or f16/bf16) failed: " +
+            llvm::toString(std::move(e));
     return false;
   }
+  // Only what @predict reads stays: not the f32 weights it was made from.
+  std::set<std::string> read;
+  for (const Binding &b : predictArgs)
+    if (b.kind == ArgKind::Param)
+      read.insert(b.name);
+  for (auto it = params.begin(); it != params.end();)
+    it = read.count(it->first) ? std::next(it) : params.erase(it);
   return true;
 }
 

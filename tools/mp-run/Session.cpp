@@ -193,6 +193,8 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     mlir::mp::AutoMixedPrecisionOptions amp;
     amp.dtype = options.precision;
     pm.addPass(mlir::mp::createAutoMixedPrecision(amp));
+    // Activations the backward pass reads are kept in f16/bf16.
+    pm.addPass(mlir::mp::createMPSaveLowPrecision());
   }
   if (failed(pm.run(*module))) {
     error = "compiling the training step failed\n" + diagnostics;

@@ -449,8 +449,10 @@ double inferAccuracy(mp::InferSession &session, const Split &test,
     std::fill(x.begin(), x.end(), 0.0f);
     std::copy(test.x.begin() + start * f, test.x.begin() + (start + n) * f,
               x.begin());
+    predictMemory.begin();
     if (!session.predict(x.data(), logits.data(), error))
       return -1;
+    predictMemory.end();
     for (int64_t r = 0; r < n; ++r) {
       const float *row = logits.data() + r * c;
       const float *truth = test.y.data() + (start + r) * c;
@@ -641,6 +643,11 @@ int runInferSession(mp::Session &trained, const Split &train,
               "%lld bytes, %.2fx)\n",
               (long long)session->weightBytes(), (long long)f32Bytes,
               f32Bytes / std::max<double>(session->weightBytes(), 1));
+  // The bytes bench/memory_bench.py reads (docs/memory.md).
+  std::printf("memory: weights %lld bytes held by the session; compiled "
+              "code held at most %lld bytes in a prediction (batch %lld)\n",
+              (long long)session->weightBytes(), (long long)predictMemory.peak,
+              (long long)session->batchSize());
   if (timeBatches > 0) {
     if (!runBatches(*session, test, 3, error)) // warm-up
       return fail(error);
@@ -872,6 +879,11 @@ int main(int argc, char **argv) {
               megabytes(hostBytes(session->parameters())),
               megabytes(hostBytes(session->optimizerState())),
               megabytes(trainMemory.peak), megabytes(predictMemory.peak));
+  // The bytes bench/memory_bench.py reads (docs/memory.md).
+  std::printf("memory: weights %lld bytes (f32 parameters); compiled code "
+              "held at most %lld bytes in a training step (batch %lld)\n",
+              (long long)hostBytes(session->parameters()),
+              (long long)trainMemory.peak, (long long)b);
   if (checker)
     checker->printSummary(stdout);
   return 0;

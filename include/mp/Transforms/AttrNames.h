@@ -41,6 +41,16 @@ constexpr llvm::StringLiteral kQScaleAttrName = "mp.qscale";
 /// the f32 parameters, to be called once (--mp-quantize).
 constexpr llvm::StringLiteral kQuantizeWeightsAttrName = "mp.quantize_weights";
 
+/// On an inference function: the function that makes its f16/bf16 weight
+/// copies from the f32 parameters, to be called once
+/// (--mp-convert-weights-once); on its results and on the matching
+/// arguments: the parameter each copy was made from.
+constexpr llvm::StringLiteral kConvertWeightsAttrName = "mp.convert_weights";
+constexpr llvm::StringLiteral kConvertedAttrName = "mp.converted";
+/// On the op that stores a value saved for the backward pass in f16/bf16
+/// (--mp-save-low-precision): it is not to be fused into its readers.
+constexpr llvm::StringLiteral kSavedAttrName = "mp.saved";
+
 } // namespace mp
 } // namespace mlir
 

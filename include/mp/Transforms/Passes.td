@@ -553,4 +553,203 @@ def MPCheckNumerics : Pass<"mp-check-numerics", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mp::MPDialect"];
 }
 
+def MPEarlyDealloc : Pass<"mp-early-dealloc", "::mlir::func::FuncOp"> {
+  let summary = "Free each buffer right after its last use and allocate it "
+                "right before its first";
+  let description = [{
+    Upstream's ownership-based buffer deallocation
+    (`buffer-deallocation-pipeline`) puts every `memref.dealloc` at the end
+    of the block that allocates the buffer: in a straight-line training
+    step, every activation, gradient and low-precision weight copy stays
+    alive until the step returns, so the step's peak is the sum of all its
+    buffers. This pass runs after it, on memrefs, and moves
+
+    - each `memref.dealloc` of a `memref.alloc` in the same block to right
+      after the buffer's last use in that block, and
+    - each `memref.alloc` (static or with dominating sizes) to right before
+      its first use,
+
+    so the peak is the largest set of buffers alive at once.
+
+    A use is any use of the buffer or of a value that may alias it: results
+    of views (`subview`, `expand_shape`, casts, ...), conservatively every
+    memref result of an op that reads it (calls included), block arguments
+    of regions it is passed into, and results of the ops that enclose a
+    use inside a region (an `scf.for` yielding it); a use nested in a loop
+    counts as the loop. A buffer whose pointer leaves memref types
+    (`memref.extract_aligned_pointer_as_index`, an
+    `unrealized_conversion_cast`, LLVM ops), that is stored or returned,
+    or that has another dealloc keeps its dealloc where it is.
+
+    Before:
+
+    ```mlir
+    %a = memref.alloc() : memref<64x512xf32>
+    %b = memref.alloc() : memref<64x512xf32>
+    linalg.generic ... ins(%x) outs(%a)
+    linalg.generic ... ins(%a) outs(%b)
+    %c = memref.alloc() : memref<64x512xf32>
+    linalg.generic ... ins(%b) outs(%c)
+    memref.copy %c, %out
+    memref.dealloc %a : memref<64x512xf32>
+    memref.dealloc %b : memref<64x512xf32>
+    memref.dealloc %c : memref<64x512xf32>
+    ```
+
+    After (at most two buffers alive, not three):
+
+    ```mlir
+    %a = memref.alloc() : memref<64x512xf32>
+    linalg.generic ... ins(%x) outs(%a)
+    %b = memref.alloc() : memref<64x512xf32>
+    linalg.generic ... ins(%a) outs(%b)
+    memref.dealloc %a : memref<64x512xf32>
+    %c = memref.alloc() : memref<64x512xf32>
+    linalg.generic ... ins(%b) outs(%c)
+    memref.dealloc %b : memref<64x512xf32>
+    memref.copy %c, %out
+    memref.dealloc %c : memref<64x512xf32>
+    ```
+
+    `--mp-lower-cpu` runs it after bufferization and deallocation.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numDeallocsMoved", "deallocs-moved",
+              "Deallocations moved up to the buffer's last use">,
+    Statistic<"numAllocsMoved", "allocs-moved",
+              "Allocations moved down to the buffer's first use">,
+    Statistic<"numKept", "kept", "Deallocations left in place (the buffer "
+              "may escape or is freed elsewhere)">
+  ];
+}
+
+def MPSaveLowPrecision : Pass<"mp-save-low-precision", "::mlir::ModuleOp"> {
+  let summary = "Keep values saved for the backward pass in f16/bf16";
+  let description = [{
+    In a training step (a function with an op marked `mp.seed`: the
+    forward pass comes before it, the backward pass after it), a value the
+    forward pass makes and the backward pass reads is alive for most of the
+    step. After `--auto-mixed-precision`, the big ones are the results of
+    contractions (matmuls, convolutions): their inputs are f16/bf16 but
+    they accumulate, and so are stored, in f32. The backward pass reads
+    them for the activation's derivative (ReLU's mask, for instance).
+
+    For every linalg op before the seed whose floating-point inputs are all
+    f16 (or all bf16) and whose f32 result the backward pass reads, this
+    pass stores a copy in that input type right after the op (marked
+    `mp.saved`, so `mp-fuse-elementwise` does not fold it into a reader)
+    and gives it to the backward readers: a `linalg.generic` input is
+    widened element by element inside the generic's body, any other reader
+    gets an `arith.extf` copy made just before it. The f32 result then dies
+    after its forward readers; only the half-size copy crosses the step.
+
+    The saved value was computed from f16/bf16 inputs, so it carries the
+    precision of its inputs; rounding it once more to that type costs one
+    rounding of the same size. Returned values and values computed in f32 from f32 inputs (the
+    loss, softmax, reductions, everything the rewrite keeps in f32) are not
+    touched. Run it after `--auto-mixed-precision`; `mp-run train` does
+    for f16 and bf16.
+
+    Before (the MLP's first layer; `%mm` is read again by the backward
+    pass):
+
+    ```mlir
+    %mm = linalg.matmul ins(%x16, %w16 : tensor<64x64xbf16>, tensor<64x512xbf16>)
+        outs(%z : tensor<64x512xf32>) -> tensor<64x512xf32>
+    %h = linalg.generic ... ins(%mm, %b ...) { addf, maximumf, truncf }
+    %seed = arith.constant {mp.seed} 1.0 : f32
+    ...
+    %dpre = linalg.generic ... ins(%mm, %b, %dh : tensor<64x512xf32>, ...) {
+    ^bb0(%m: f32, %c: f32, %g: f32, %o: bf16):
+      %s = arith.addf %m, %c : f32
+      ...
+    ```
+
+    After:
+
+    ```mlir
+    %mm = linalg.matmul ... -> tensor<64x512xf32>
+    %saved = linalg.generic ... ins(%mm) outs(... tensor<64x512xbf16>)
+        attrs = {mp.saved} { truncf }
+    %h = linalg.generic ... ins(%mm, %b ...) { addf, maximumf, truncf }
+    ...
+    %dpre = linalg.generic ... ins(%saved, %b, %dh : tensor<64x512xbf16>, ...) {
+    ^bb0(%m16: bf16, %c: f32, %g: f32, %o: bf16):
+      %m = arith.extf %m16 : bf16 to f32
+      %s = arith.addf %m, %c : f32
+      ...
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let statistics = [
+    Statistic<"numSaved", "saved", "Values saved for the backward pass in "
+              "f16/bf16">,
+    Statistic<"numBytesSaved", "bytes-saved", "Bytes no longer held across "
+              "the step">
+  ];
+}
+
+def MPConvertWeightsOnce : Pass<"mp-convert-weights-once", "::mlir::ModuleOp"> {
+  let summary = "Convert f32 weights to f16/bf16 once, in a function of "
+                "their own, instead of on every inference call";
+  let description = [{
+    After `--auto-mixed-precision`, a function marked `mp.predict` converts
+    each f32 weight (an argument marked `mp.param`) to f16/bf16 on every
+    call: each call pays the conversion and holds the low-precision copy
+    next to the f32 weight. This pass moves every such conversion (an
+    elementwise `linalg.generic` that only truncates the whole argument)
+    into a new function `@<f>_convert_weights` that takes the f32 weights
+    and returns the copies, marks `<f>` with
+    `mp.convert_weights = @<f>_convert_weights`, and gives `<f>` the copies
+    as new arguments (marked `mp.converted = "<param>"`, like the results
+    that make them). f32 weights `<f>` no longer reads (all but the biases
+    the rewrite keeps in f32, typically) are dropped from it.
+
+    A runtime calls `@<f>_convert_weights` once when it binds the weights
+    and keeps only the copies: `mp-run infer` with an InferSession does.
+    A weight converted to two different types keeps its second conversion
+    inline.
+
+    Before:
+
+    ```mlir
+    func.func @predict(%x: tensor<64x64xf32>,
+        %w1: tensor<64x512xf32> {mp.param = "w1"}, ...) -> ... attributes {mp.predict} {
+      %w1h = linalg.generic ... ins(%w1 : tensor<64x512xf32>)
+          outs(%e : tensor<64x512xbf16>) { truncf }
+      %mm = linalg.matmul ins(%xh, %w1h : ...) ...
+    ```
+
+    After:
+
+    ```mlir
+    func.func @predict(%x: tensor<64x64xf32>, ...,
+        %w1h: tensor<64x512xbf16> {mp.converted = "w1"}) -> ...
+        attributes {mp.convert_weights = @predict_convert_weights, mp.predict} {
+      %mm = linalg.matmul ins(%xh, %w1h : ...) ...
+    }
+    func.func @predict_convert_weights(%w1: tensor<64x512xf32> {mp.param = "w1"}, ...)
+        -> (tensor<64x512xbf16> {mp.converted = "w1"}, ...) {
+      %w1h = linalg.generic ... { truncf }
+      return %w1h, ...
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let statistics = [
+    Statistic<"numConverted", "converted", "Weights converted once">,
+    Statistic<"numBytesPerCall", "bytes-per-call",
+              "Bytes of copies no longer made on every call">
+  ];
+}
+
 #endif // MP_TRANSFORMS_PASSES_TD

@@ -36,6 +36,11 @@ bool isSafeToFuse(OpOperand *fusedOperand) {
   auto consumer = dyn_cast<linalg::GenericOp>(fusedOperand->getOwner());
   if (!producer || !consumer || !producer->hasOneUse())
     return false;
+  // A low-precision copy saved for the backward pass (mp-save-low-precision)
+  // is made where its f32 source dies; fused into its reader, it would keep
+  // the source alive.
+  if (producer->hasAttr("mp.saved"))
+    return false;
   for (OpOperand &init : producer.getDpsInitsMutable())
     if (producer.payloadUsesValueFromOperand(&init))
       return false;
