@@ -64,7 +64,10 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
           "convert-vector-to-scf,expand-strided-metadata,lower-affine,"
           "convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
           "convert-math-to-llvm,"
-          "convert-math-to-libm,arith-expand{include-bf16=true},"
+          "convert-math-to-libm,"
+          // Vector math without an LLVM intrinsic (erf, GELU's) became
+          // libm calls on extracted lanes: those extracts and inserts too.
+          "convert-vector-to-llvm,arith-expand{include-bf16=true},"
           "convert-arith-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
           "convert-ub-to-llvm,"
           "reconcile-unrealized-casts",
