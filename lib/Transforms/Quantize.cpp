@@ -405,6 +405,22 @@ Value castTensor(OpBuilder &b, Location loc, Value x, Type element) {
       .getResult(0);
 }
 
+/// A linalg.matmul whose B operand is indexed (n, k): what PyTorch's
+/// nn.Linear exports (x * W^T with W stored out_features x in_features).
+bool isTransposedBMatmul(Operation *op) {
+  auto matmul = dyn_cast<linalg::MatmulOp>(op);
+  if (!matmul || !matmul.hasUserDefinedMaps())
+    return false;
+  MLIRContext *context = op->getContext();
+  AffineExpr m, n, k;
+  bindDims(context, m, n, k);
+  SmallVector<AffineMap> expected = {
+      AffineMap::get(3, 0, {m, k}, context),
+      AffineMap::get(3, 0, {n, k}, context),
+      AffineMap::get(3, 0, {m, n}, context)};
+  return matmul.getIndexingMapsArray() == expected;
+}
+
 bool isZeroFill(Value init) {
   auto fill = init.getDefiningOp<linalg::FillOp>();
   if (!fill)
@@ -506,9 +522,9 @@ QuantizePass::plan(func::FuncOp func,
       d.reason = "not quantized: operands are not all f32";
     } else if (auto matmul = dyn_cast<linalg::MatmulOp>(op);
                matmul && !matmul.getIndexingMaps().empty() &&
-               matmul.hasUserDefinedMaps()) {
-      d.reason = "not quantized: matmul with transposed or broadcast "
-                 "operands";
+               matmul.hasUserDefinedMaps() && !isTransposedBMatmul(op)) {
+      d.reason = "not quantized: matmul with a transposed A or broadcast "
+                 "operands (plain and transposed-B matmuls are quantized)";
     } else if (!isZeroFill(linalgOp.getDpsInitOperand(0)->get())) {
       d.reason = "not quantized: accumulates into a value other than a "
                  "zero fill";
@@ -624,10 +640,11 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
     return;
   }
 
-  // Output channel: the weight's (matmul: column; conv FCHW: F) and the
-  // result's dimension 1 in both layouts.
+  // Output channel: the weight's (matmul: column, or row of a transposed
+  // B; conv FCHW: F) and the result's dimension 1 in all layouts.
   bool isConv = isa<linalg::Conv2DNchwFchwOp>(op.getOperation());
-  unsigned weightChannelDim = isConv ? 0 : 1;
+  unsigned weightChannelDim =
+      isConv || isTransposedBMatmul(op.getOperation()) ? 0 : 1;
   const unsigned resultChannelDim = 1;
   int64_t channels = resultType.getDimSize(resultChannelDim);
 
