@@ -9,6 +9,10 @@ compile a model, train it step by step, predict and checkpoint, from numpy.
     s.save("run.npz")                           # mp-run reads it (--resume, infer)
     s = Session.open("model.mpa")               # an artifact from mp-compile
 
+    calibrate("model.mlir", s, x_train, "stats.json", batches=10)
+    q = InferSession("model.mlir", s, precision="int8", calibration="stats.json")
+    logits = q.predict(x_test)                  # any number of rows
+
 The library is <MP_BUILD_DIR>/lib/libmp_session.so (default build/); set
 MP_SESSION_LIB to use another.
 """
@@ -32,6 +36,12 @@ class _Options(ctypes.Structure):
                 ("optimizer", ctypes.c_char_p), ("lr", ctypes.c_double),
                 ("momentum", ctypes.c_double), ("weight_decay", ctypes.c_double),
                 ("seed", ctypes.c_uint64)]
+
+
+class _InferOptions(ctypes.Structure):
+    _fields_ = [("precision", ctypes.c_char_p), ("calibration_path", ctypes.c_char_p),
+                ("method", ctypes.c_char_p), ("percentile", ctypes.c_double),
+                ("per_channel", ctypes.c_int), ("max_error", ctypes.c_double)]
 
 
 _lib = None
@@ -73,6 +83,17 @@ def library():
         "mp_session_growth_tracker": (ctypes.c_int32, [P]),
         "mp_session_save": (ctypes.c_int, [P, ctypes.c_char_p]),
         "mp_session_load": (ctypes.c_int, [P, ctypes.c_char_p]),
+        "mp_infer_options_init": (None, [ctypes.POINTER(_InferOptions)]),
+        "mp_infer_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_InferOptions),
+                                           P, ctypes.POINTER(P)]),
+        "mp_infer_free": (None, [P]),
+        "mp_infer_batch_size": (ctypes.c_int64, [P]),
+        "mp_infer_num_features": (ctypes.c_int64, [P]),
+        "mp_infer_num_classes": (ctypes.c_int64, [P]),
+        "mp_infer_weight_bytes": (ctypes.c_int64, [P]),
+        "mp_infer_predict": (ctypes.c_int, [P, f32p, f32p]),
+        "mp_calibrate": (ctypes.c_int, [ctypes.c_char_p, P, f32p, ctypes.c_int64,
+                                        ctypes.c_int64, ctypes.c_char_p]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -209,3 +230,78 @@ class Session:
             raise KeyError("the model has no %s named '%s' (it has %s)" % (
                 "parameter" if kind == PARAMETERS else "optimizer state", name,
                 ", ".join(self.names(kind)))) from None
+
+
+def _rows(x, num_features, what):
+    """`x` as a C-contiguous float32 (rows x num_features) array."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if x.ndim == 0 or x.size % num_features or x.size == 0:
+        raise ValueError("%s has %d elements, not a whole number of rows of %d "
+                         "features" % (what, x.size, num_features))
+    return x.reshape(-1, num_features)
+
+
+class InferSession:
+    """A model's mp.predict compiled alone for inference, in f32, f16,
+    bf16 (weights converted once) or int8 (weights quantized once, from the
+    statistics `calibrate` writes), with the parameters of a Session (copied
+    when the InferSession is made)."""
+
+    def __init__(self, model_path, session, precision="f32", calibration="",
+                 method="minmax", percentile=99.99, per_channel=True, max_error=0.05):
+        if not isinstance(session, Session) or not getattr(session, "_handle", None):
+            raise TypeError("InferSession takes its parameters from an open mp.runtime.Session")
+        lib = library()
+        options = _InferOptions()
+        lib.mp_infer_options_init(ctypes.byref(options))
+        options.precision = precision.encode()
+        options.calibration_path = os.fspath(calibration).encode()
+        options.method = method.encode()
+        options.percentile, options.per_channel = percentile, int(bool(per_channel))
+        options.max_error = max_error
+        handle = ctypes.c_void_p()
+        _check(lib.mp_infer_create(os.fspath(model_path).encode(), ctypes.byref(options),
+                                   session._handle, ctypes.byref(handle)))
+        self._handle = handle
+        self.precision = precision
+        self.batch_size = lib.mp_infer_batch_size(handle)
+        self.num_features = lib.mp_infer_num_features(handle)
+        self.num_classes = lib.mp_infer_num_classes(handle)
+        self.weight_bytes = lib.mp_infer_weight_bytes(handle)
+
+    def close(self):
+        if getattr(self, "_handle", None):
+            library().mp_infer_free(self._handle)
+            self._handle = None
+
+    __del__ = close
+
+    def predict(self, x):
+        """Logits (rows x classes) for any number of rows of `x` (run in
+        batches of the model's batch size; the last one zero-padded)."""
+        x = _rows(x, self.num_features, "x")
+        b = self.batch_size
+        out = np.empty((x.shape[0], self.num_classes), dtype=np.float32)
+        batch = np.zeros((b, self.num_features), dtype=np.float32)
+        logits = np.empty((b, self.num_classes), dtype=np.float32)
+        for start in range(0, x.shape[0], b):
+            n = min(b, x.shape[0] - start)
+            batch[:n] = x[start:start + n]
+            batch[n:] = 0
+            _check(library().mp_infer_predict(self._handle, _pointer(batch),
+                                              _pointer(logits)))
+            out[start:start + n] = logits[:n]
+        return out
+
+
+def calibrate(model_path, session, x, out_path, batches=10):
+    """Runs `batches` batches of the rows of `x` (in order, wrapping
+    around) through the model's mp.predict with probes on every matmul and
+    convolution, with the parameters of `session`, and writes the
+    calibration statistics (docs/calibration-stats.md) to `out_path`."""
+    if not isinstance(session, Session) or not getattr(session, "_handle", None):
+        raise TypeError("calibrate takes its parameters from an open mp.runtime.Session")
+    x = _rows(x, session.num_features, "x")
+    _check(library().mp_calibrate(os.fspath(model_path).encode(), session._handle,
+                                  _pointer(x), x.shape[0], int(batches),
+                                  os.fspath(out_path).encode()))

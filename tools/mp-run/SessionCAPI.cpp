@@ -8,17 +8,24 @@
 
 #include "mp/CAPI/Session.h"
 
+#include "InferSession.h"
 #include "Session.h"
 
 #include "mp/InitAll.h"
+#include "mprt/mprt.h"
 
 #include "mlir/InitAllPasses.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
 struct mp_session {
   std::unique_ptr<mp::Session> session;
+};
+
+struct mp_infer {
+  std::unique_ptr<mp::InferSession> session;
 };
 
 namespace {
@@ -232,6 +239,125 @@ int mp_session_load(mp_session *s, const char *path) {
   if (!s->session->loadCheckpoint(path, /*withState=*/true, metadata, error))
     return fail(error);
   return succeed();
+}
+
+void mp_infer_options_init(mp_infer_options *options) {
+  if (!options)
+    return;
+  options->precision = "f32";
+  options->calibration_path = "";
+  options->method = "minmax";
+  options->percentile = 99.99;
+  options->per_channel = 1;
+  options->max_error = 0.05;
+}
+
+int mp_infer_create(const char *model_path, const mp_infer_options *options,
+                    const mp_session *weights, mp_infer **out) {
+  if (!out)
+    return fail("mp_infer_create: output pointer is NULL");
+  *out = nullptr;
+  if (!model_path)
+    return fail("mp_infer_create: model path is NULL");
+  if (!weights || !weights->session)
+    return fail("mp_infer_create: no session to take the parameters from");
+  mp_infer_options defaults;
+  mp_infer_options_init(&defaults);
+  const mp_infer_options &o = options ? *options : defaults;
+  std::string precision = o.precision ? o.precision : "f32";
+  mp::InferOptions infer;
+  if (precision == "int8") {
+    infer.mode = mp::InferOptions::Mode::Int8;
+    if (!o.calibration_path || !*o.calibration_path)
+      return fail("mp_infer_create: precision int8 needs calibration_path "
+                  "(statistics from mp_calibrate)");
+    infer.calibrationPath = o.calibration_path;
+    infer.method = o.method ? o.method : "minmax";
+    infer.percentile = o.percentile;
+    infer.perChannel = o.per_channel != 0;
+    infer.maxError = o.max_error;
+  } else if (precision == "f32" || precision == "f16" || precision == "bf16") {
+    infer.precision = precision;
+  } else {
+    return fail("mp_infer_create: precision must be f32, f16, bf16 or int8, "
+                "got '" +
+                precision + "'");
+  }
+  registerPassesOnce();
+  std::string error;
+  std::unique_ptr<mp::InferSession> session = mp::InferSession::create(
+      model_path, infer, weights->session->parameters(), error);
+  if (!session)
+    return fail(error);
+  *out = new mp_infer{std::move(session)};
+  return succeed();
+}
+
+void mp_infer_free(mp_infer *infer) { delete infer; }
+
+int64_t mp_infer_batch_size(const mp_infer *infer) {
+  return infer ? infer->session->batchSize() : 0;
+}
+int64_t mp_infer_num_features(const mp_infer *infer) {
+  return infer ? infer->session->numFeatures() : 0;
+}
+int64_t mp_infer_num_classes(const mp_infer *infer) {
+  return infer ? infer->session->numClasses() : 0;
+}
+int64_t mp_infer_weight_bytes(const mp_infer *infer) {
+  return infer ? infer->session->weightBytes() : 0;
+}
+
+int mp_infer_predict(mp_infer *infer, const float *x, float *logits) {
+  if (!infer || !x || !logits)
+    return fail("mp_infer_predict: NULL inference session or buffer");
+  std::string error;
+  if (!infer->session->predict(x, logits, error))
+    return fail(error);
+  return succeed();
+}
+
+int mp_calibrate(const char *model_path, const mp_session *weights,
+                 const float *x, int64_t rows, int64_t batches,
+                 const char *out_path) {
+  if (!model_path || !weights || !weights->session || !x || !out_path)
+    return fail("mp_calibrate: NULL model path, session, data or output");
+  if (rows < 1 || batches < 1)
+    return fail("mp_calibrate: rows and batches must be positive, got " +
+                std::to_string(rows) + " and " + std::to_string(batches));
+  mp::InferOptions options;
+  options.mode = mp::InferOptions::Mode::Calibrate;
+  registerPassesOnce();
+  std::string error;
+  std::unique_ptr<mp::InferSession> session = mp::InferSession::create(
+      model_path, options, weights->session->parameters(), error);
+  if (!session)
+    return fail(error);
+  int64_t b = session->batchSize(), f = session->numFeatures();
+  std::vector<float> batch(b * f), logits(b * session->numClasses());
+  mprt_stats *stats = nullptr;
+  if (mprt_stats_create(&stats) != MPRT_OK)
+    return fail(mprt_last_error());
+  // The observer is process-wide: one calibration at a time.
+  static std::mutex observerMutex;
+  std::lock_guard<std::mutex> lock(observerMutex);
+  mprt_set_observer(mprt_stats_observer, stats);
+  bool ran = true;
+  for (int64_t i = 0; ran && i < batches; ++i) {
+    for (int64_t r = 0; r < b; ++r)
+      std::copy_n(x + ((i * b + r) % rows) * f, f, batch.data() + r * f);
+    ran = session->predict(batch.data(), logits.data(), error);
+  }
+  mprt_set_observer(nullptr, nullptr);
+  std::string message;
+  if (!ran)
+    message = error;
+  else if (const char *statsError = mprt_stats_error(stats))
+    message = std::string("calibration: ") + statsError;
+  else if (mprt_stats_write_json(stats, out_path) != MPRT_OK)
+    message = mprt_last_error();
+  mprt_stats_free(stats);
+  return message.empty() ? succeed() : fail(message);
 }
 
 } // extern "C"

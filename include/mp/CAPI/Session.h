@@ -90,6 +90,52 @@ int32_t mp_session_growth_tracker(const mp_session *session);
 int mp_session_save(const mp_session *session, const char *path);
 int mp_session_load(mp_session *session, const char *path);
 
+/*===----------------------------------------------------------------------===*
+ * Inference: a model's mp.predict compiled alone, in f32, f16, bf16 or INT8,
+ * with the parameters of a session (trained, or loaded from a checkpoint).
+ *===----------------------------------------------------------------------===*/
+
+typedef struct mp_infer mp_infer;
+
+typedef struct mp_infer_options {
+  const char *precision;        /* "f32" (default), "f16", "bf16", "int8" */
+  const char *calibration_path; /* int8: statistics from mp_calibrate */
+  const char *method;           /* int8: "minmax" (default), "percentile",
+                                   "entropy" */
+  double percentile;            /* int8, method percentile: 99.99 */
+  int per_channel;              /* int8: per-output-channel weights (1) */
+  double max_error;             /* int8: ops whose estimated relative error
+                                   is above this fall back to f32 (0.05) */
+} mp_infer_options;
+
+void mp_infer_options_init(mp_infer_options *options);
+
+/* Compiles @predict of `model_path` for `options` and binds the parameters
+ * of `weights` (copied: the session may change or go away afterwards).
+ * INT8 weights are quantized here, once; f16/bf16 copies made once. */
+int mp_infer_create(const char *model_path, const mp_infer_options *options,
+                    const mp_session *weights, mp_infer **out);
+void mp_infer_free(mp_infer *infer);
+
+int64_t mp_infer_batch_size(const mp_infer *infer);
+int64_t mp_infer_num_features(const mp_infer *infer);
+int64_t mp_infer_num_classes(const mp_infer *infer);
+/* Bytes of the weights one prediction reads (int8 weights and scales, the
+ * f16/bf16 copies, the f32 parameters still used). */
+int64_t mp_infer_weight_bytes(const mp_infer *infer);
+
+/* Logits (batch x classes) for one batch (batch x features). */
+int mp_infer_predict(mp_infer *infer, const float *x, float *logits);
+
+/* Runs `batches` batches of the `rows` rows of `x` (rows x features, taken
+ * in order and wrapping around) through @predict of `model_path` with
+ * probes on every matmul and convolution (--mp-calibrate) and the
+ * parameters of `weights`, and writes the statistics JSON that
+ * mp_infer_options.calibration_path takes to `out_path`. */
+int mp_calibrate(const char *model_path, const mp_session *weights,
+                 const float *x, int64_t rows, int64_t batches,
+                 const char *out_path);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
