@@ -46,6 +46,8 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
           // Elementwise chains (bias, activation, casts, scaling) become one
           // loop nest each: fewer passes over memory, fewer buffers.
           "func.func(mp-fuse-elementwise),"
+          // Results materialized into a destination are computed in it.
+          "eliminate-empty-tensors,"
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},"
           "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
