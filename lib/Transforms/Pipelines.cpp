@@ -189,6 +189,7 @@ void mlir::mp::registerMPPipelines() {
   PassPipelineRegistration<TrainPipelineOptions>(
       "mp-train-pipeline",
       "Build a mixed-precision @train_step from an mp.loss function: "
-      "autodiff, loss scaling, FP32 optimizer update, AMP rewrite",
+      "autodiff, loss scaling, FP32 optimizer update, AMP rewrite, "
+      "low-precision saved activations",
       buildTrainPipeline);
 }
