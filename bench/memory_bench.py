@@ -16,6 +16,9 @@ to f32 (the issue's target: mixed at most 0.70x f32). What is counted:
 docs/memory.md.
 
 Usage: bench/memory_bench.py [--batches 64,1024] [--mp-run build/bin/mp-run]
+                             [--require KIND:PRECISION:BATCH:MAX ...]
+--require fails (exit 1) unless that row's weights + peak is at most MAX
+times f32's (test/mp-run/memory.test).
 """
 import argparse
 import os
@@ -78,7 +81,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", default="64,1024")
     parser.add_argument("--mp-run", default=os.path.join(ROOT, "build", "bin", "mp-run"))
+    parser.add_argument("--require", action="append", default=[],
+                        metavar="KIND:PRECISION:BATCH:MAX")
     args = parser.parse_args()
+    requirements = []
+    for text in args.require:
+        parts = text.split(":")
+        if (len(parts) != 4 or parts[0] not in ("train", "infer")
+                or parts[1] not in ("bf16", "f16")):
+            sys.exit(f"bad --require '{text}': expected (train|infer):(bf16|f16):BATCH:MAX")
+        requirements.append((parts[0], parts[1], int(parts[2]), float(parts[3])))
+    ratios = {}
     mib = 1024.0 * 1024.0
     with tempfile.TemporaryDirectory() as work:
         for batch in [int(b) for b in args.batches.split(",")]:
@@ -93,9 +106,24 @@ def main():
                 w32, p32 = rows[(kind, "f32")]
                 for precision in ("f32", "bf16", "f16"):
                     w, p = rows[(kind, precision)]
+                    ratios[(kind, precision, batch)] = (w + p) / (w32 + p32)
                     print(f"| {kind} | {precision} | {w / mib:.3f} | {p / mib:.3f} "
                           f"| {(w + p) / mib:.3f} | {(w + p) / (w32 + p32):.2f}x |")
             print()
+    failed = False
+    for kind, precision, batch, most in requirements:
+        ratio = ratios.get((kind, precision, batch))
+        if ratio is None:
+            print(f"FAIL: no {kind} {precision} row at batch {batch}")
+            failed = True
+        elif ratio > most:
+            print(f"FAIL: {kind} {precision} batch {batch}: weights + peak is "
+                  f"{ratio:.4f}x f32's, more than {most}x")
+            failed = True
+        else:
+            print(f"ok: {kind} {precision} batch {batch}: {ratio:.4f}x f32 "
+                  f"(at most {most}x)")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

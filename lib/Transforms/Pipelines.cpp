@@ -46,6 +46,8 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
           // Elementwise chains (bias, activation, casts, scaling) become one
           // loop nest each: fewer passes over memory, fewer buffers.
           "func.func(mp-fuse-elementwise),"
+          // Results materialized into a destination are computed in it.
+          "eliminate-empty-tensors,"
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},"
           "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
@@ -190,6 +192,7 @@ void mlir::mp::registerMPPipelines() {
   PassPipelineRegistration<TrainPipelineOptions>(
       "mp-train-pipeline",
       "Build a mixed-precision @train_step from an mp.loss function: "
-      "autodiff, loss scaling, FP32 optimizer update, AMP rewrite",
+      "autodiff, loss scaling, FP32 optimizer update, AMP rewrite, "
+      "low-precision saved activations",
       buildTrainPipeline);
 }

@@ -20,6 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -215,6 +216,18 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   addEntry(*module, step, "mp_train_entry");
   if (predictFn)
     addEntry(*module, predictFn, "mp_predict_entry");
+  {
+    // The entries inline the step, so that bufferization writes the new
+    // parameters and state straight into the caller's buffers
+    // (eliminate-empty-tensors in --mp-lower-cpu) instead of into heap
+    // buffers copied out at the end.
+    PassManager inliner(context.get());
+    inliner.addPass(createInlinerPass());
+    if (failed(inliner.run(*module))) {
+      error = "inlining the training step failed\n" + diagnostics;
+      return false;
+    }
+  }
   // Optimizer state: every train_step argument marked mp.state.
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
     if (auto name =
