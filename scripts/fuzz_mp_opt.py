@@ -599,17 +599,56 @@ def run_mp_opt(mp_opt, args, text, timeout, tmpdir):
     return "ok", "exit %d" % proc.returncode, stderr
 
 
+# mp's own code on a stack: its namespace (mlir::mp, also as a template
+# argument: an inlined verifier shows up as mlir::Op<mlir::mp::XOp, ...>),
+# with debug info a source or generated file of mp's libraries (lib/,
+# include/, also under a build directory; not tools/, whose main() is on
+# every stack), without it a source file of mp's libraries by name (the
+# symbolizer names the file of a static or anonymous-namespace function:
+# "MPOps.cpp:0:0" for mp's, built by GCC, "Parser.cpp.o:0:0" for Debian's
+# MLIR, so the names cannot collide).
+MP_PATH_RE = re.compile(re.escape(ROOT) + r"/(?:[^/\s]+/)?(?:lib|include)/"
+                        r"\S+:\d+")
+MP_SOURCES = frozenset(
+    name for _, _, names in os.walk(os.path.join(ROOT, "lib"))
+    for name in names if name.endswith(".cpp"))
+SOURCE_NAME_RE = re.compile(r"(?<!\S)([\w.+-]+\.cpp):\d+")
+STACK_FRAME_RE = re.compile(r"^\s*#\d+\s+0x[0-9a-fA-F]+\s")
+
+
+def mp_frames(stderr):
+    """The stack frames (and UBSan/assertion locations) in mp's own code."""
+    found = []
+    for line in stderr.splitlines():
+        if STACK_FRAME_RE.match(line):
+            if ("mlir::mp::" in line or MP_PATH_RE.search(line) or
+                    any(name in MP_SOURCES
+                        for name in SOURCE_NAME_RE.findall(line))):
+                found.append(line.strip())
+        elif "runtime error:" in line or "Assertion" in line:
+            # "<file>:<line>:<col>: runtime error: ...", "mp-opt: <file>:
+            # <line>: <function>: Assertion ... failed." (only the file
+            # counts here: a failed cast<> names mp's ops in LLVM's header).
+            if MP_PATH_RE.search(line):
+                found.append(line.strip())
+    return found
+
+
 def crash_status(stderr):
     """'parser' for a crash in MLIR's parser or in its printer of an upstream
-    op, before or without any pass (nothing mp can prevent; counted apart),
-    else 'crash'."""
-    if "PassManager::run" in stderr:
+    op, before or without any pass and with no mp code on the stack (nothing
+    mp can prevent; counted apart), else 'crash'.
+
+    mp's code comes first: MLIR verifies while parsing, so a crash in an mp
+    op's or attribute's verifier, parser or printer has parseSourceFile (or
+    an upstream print) on its stack too, and is still mp's to fix."""
+    if "PassManager::run" in stderr or mp_frames(stderr):
         return "crash"
     if "parseSourceFile" in stderr or "parseAsmSourceFile" in stderr:
         return "parser"
     # Parse, verify, print: IR the parser and verifier accepted that the
     # upstream printer cannot print (U4 in docs/reliability.md).
-    if "::print(mlir::OpAsmPrinter&)" in stderr and "mlir::mp::" not in stderr:
+    if "::print(mlir::OpAsmPrinter&)" in stderr:
         return "parser"
     return "crash"
 
@@ -677,6 +716,76 @@ def minimize(mp_opt, args, text, key, timeout, tmpdir, budget):
     return _join(lines), tries
 
 
+def self_test():
+    """Checks crash_status on made-up stacks of each kind; 0 when all pass."""
+    def stack(*frames):
+        return ("PLEASE submit a bug report to https://github.com/llvm/"
+                "llvm-project/issues/\nStack dump:\n0.\tProgram arguments: "
+                "/work/main/build/bin/mp-opt input.mlir\n" +
+                "".join(" #%d 0x00005599c02e11e2 %s\n" % (i, frame)
+                        for i, frame in enumerate(frames)))
+    binary = "(/work/main/build/bin/mp-opt+0x2e1e438)"
+    parse = ["mlir::parseAsmSourceFile(llvm::SourceMgr const&, mlir::Block*, "
+             "mlir::ParserConfig const&, mlir::AsmParserState*, "
+             "mlir::AsmParserCodeCompleteContext*) " + binary,
+             "mlir::parseSourceFile(std::shared_ptr<llvm::SourceMgr> const&, "
+             "mlir::Block*, mlir::ParserConfig const&, mlir::LocationAttr*) " +
+             binary, "main " + binary]
+    tool_main = "main %s/tools/mp-opt/mp-opt.cpp:40:10" % ROOT
+    cases = [
+        # U1: upstream's parser alone.
+        ("parser", stack("mlir::FloatType::getWidth() " + binary,
+                         "mlir::detail::Parser::parseDenseArrayAttr(mlir::Type)"
+                         " " + binary, "llvm::function_ref<...>::callback_fn<"
+                         "...>(long) AttributeParser.cpp.o:0:0", *parse)),
+        # The same with debug info: mp-opt's main() in tools/ is no mp frame.
+        ("parser", stack("mlir::FloatType::getWidth() /usr/lib/llvm-22/"
+                         "include/mlir/IR/BuiltinTypes.h:10:3",
+                         *parse[:2], tool_main)),
+        # U4: an upstream op's printer on parsed IR.
+        ("parser", stack("mlir::detail::printDynamicIndexList() " + binary,
+                         "mlir::tensor::PadOp::print(mlir::OpAsmPrinter&) " +
+                         binary, "main " + binary)),
+        # mp's verifiers run inside the parser: mp's crash.
+        ("crash", stack("mlir::mp::ObserveOp::verify() " + binary,
+                        "mlir::detail::verify(mlir::Operation*, bool) " +
+                        binary, *parse)),
+        ("crash", stack("mlir::Op<mlir::mp::UnscaleOp, mlir::OpTrait::"
+                        "ZeroRegions>::verifyInvariants(mlir::Operation*) " +
+                        binary, *parse)),
+        ("crash", stack("mlir::mp::PrecisionDecisionAttr::verify(llvm::"
+                        "function_ref<mlir::InFlightDiagnostic ()>) " + binary,
+                        *parse)),
+        # A static helper, known only by its file's name.
+        ("crash", stack("checkScale(mlir::Value) MPOps.cpp:0:0", *parse)),
+        # With debug info: a file of mp's libraries, or one generated for them.
+        ("crash", stack("helper() %s/lib/Dialect/MP/IR/MPOps.cpp:60:7" % ROOT,
+                        *parse[:2], tool_main)),
+        ("crash", stack("verifyImpl() %s/build-asan/include/mp/Dialect/MP/IR/"
+                        "MPOps.cpp.inc:900:3" % ROOT, *parse[:2], tool_main)),
+        # An mp op's printer.
+        ("crash", stack("mlir::mp::ObserveOp::print(mlir::OpAsmPrinter&) " +
+                        binary, "main " + binary)),
+        # UBSan in mp's code.
+        ("crash", "%s/lib/Dialect/MP/IR/MPOps.cpp:60:7: runtime error: "
+                  "shift exponent 64\n" % ROOT + stack(*parse)),
+        # Any crash under a pass, and one with no known place.
+        ("crash", stack("mlir::detail::OpToOpPassAdaptor::run() " + binary,
+                        "mlir::PassManager::run(mlir::Operation*) " + binary)),
+        ("crash", stack("main " + binary)),
+    ]
+    failed = 0
+    for i, (expected, stderr) in enumerate(cases):
+        got = crash_status(stderr)
+        if got != expected:
+            failed += 1
+            print("self-test case %d: expected %s, got %s\n%s" %
+                  (i, expected, got, stderr))
+    print("fuzz_mp_opt self-test: %d of %d classifications right" %
+          (len(cases) - failed, len(cases)))
+    return 1 if failed else 0
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -704,10 +813,16 @@ def main():
                         help="derive from at most this many (entry, "
                              "pipeline) pairs, chosen by the seed (0: all)")
     parser.add_argument("--strict", action="store_true",
-                        help="also fail on crashes inside MLIR's parser "
-                             "(before any pass runs)")
+                        help="also fail on crashes inside MLIR's parser or "
+                             "an upstream op's printer with no pass and no "
+                             "mp code on the stack")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check the crash classification on made-up "
+                        "stacks and exit")
     args = parser.parse_args()
+    if args.self_test:
+        return self_test()
 
     if os.sep not in args.mp_opt:  # a name on PATH
         args.mp_opt = shutil.which(args.mp_opt) or args.mp_opt
