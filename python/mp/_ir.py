@@ -6,7 +6,9 @@ batch_matmul, conv_2d_nchw_fchw, pooling_nchw_max/sum, transpose),
 `linalg.generic` with projected-permutation maps for everything
 elementwise or reducing, `tensor.collapse_shape`/`expand_shape` for
 reshapes. That is the form mp's analysis, autodiff and CPU lowering
-recognise (see examples/*.mlir). Only f32 is emitted.
+recognise (see examples/*.mlir). Values are f32, except integer (i64)
+class-index targets, which only the cross-entropy lowering reads (it turns
+them into an f32 one-hot tensor inside the IR).
 """
 
 import struct
@@ -22,14 +24,19 @@ def f32_literal(value):
     return "0x%08X" % bits
 
 
-def tensor_type(shape):
+# Element types the builder emits, with their little-endian numpy dtype.
+ELEMENT_DTYPES = {"f32": "<f4", "i64": "<i8"}
+
+
+def tensor_type(shape, elem="f32"):
     dims = "".join("%dx" % d for d in shape)
-    return "tensor<%sf32>" % dims
+    return "tensor<%s%s>" % (dims, elem)
 
 
-def dense_hex(array):
-    """`dense<"0x...">` holding a float32 array's raw little-endian bytes."""
-    data = np.ascontiguousarray(array, dtype="<f4")
+def dense_hex(array, elem="f32"):
+    """`dense<"0x...">` holding an array's raw little-endian bytes (float32,
+    or int64 for elem "i64")."""
+    data = np.ascontiguousarray(array, dtype=ELEMENT_DTYPES[elem])
     return 'dense<"0x%s">' % data.tobytes().hex().upper()
 
 
@@ -40,11 +47,13 @@ def affine_map(num_dims, results):
 
 
 class Value:
-    """An SSA value: a ranked f32 tensor, or (shape None) an f32 scalar."""
+    """An SSA value: a ranked tensor, or (shape None) a scalar, of element
+    type `elem` ("f32"; "i64" only for class-index targets)."""
 
-    def __init__(self, name, shape):
+    def __init__(self, name, shape, elem="f32"):
         self.name = name
         self.shape = None if shape is None else tuple(int(d) for d in shape)
+        self.elem = elem
 
     @property
     def is_scalar(self):
@@ -56,7 +65,7 @@ class Value:
 
     @property
     def type(self):
-        return "f32" if self.shape is None else tensor_type(self.shape)
+        return self.elem if self.shape is None else tensor_type(self.shape, self.elem)
 
     def __repr__(self):
         return "Value(%s : %s)" % (self.name, self.type)
@@ -127,6 +136,26 @@ class Body:
     def rsqrt(self, a):
         return self.unary("math.rsqrt", a)
 
+    def index(self, dim):
+        """linalg.index of loop `dim`, cast to i64."""
+        i = self._op("linalg.index %d : index" % dim)
+        return self._op("arith.index_cast %s : index to i64" % i)
+
+    def const_i64(self, value):
+        return self._op("arith.constant %d : i64" % int(value))
+
+    def cmpi(self, predicate, a, b):
+        """arith.cmpi on i64 operands (an i1 result)."""
+        return self._op("arith.cmpi %s, %s, %s : i64" % (predicate, a, b))
+
+    def andi(self, a, b):
+        return self._op("arith.andi %s, %s : i1" % (a, b))
+
+    def select(self, cond, a, b):
+        """f32 select on an i1 condition (Python numbers become constants)."""
+        return self._op("arith.select %s, %s, %s : f32" % (cond, self.operand(a),
+                                                            self.operand(b)))
+
     def sigmoid(self, a):
         # 1 / (1 + exp(-a)): ops autodiff and the AMP analysis know.
         return self.div(1.0, self.add(self.exp(self.neg(a)), 1.0))
@@ -166,12 +195,14 @@ class FuncBuilder:
             name, scalar.name, empty.name, empty.type, empty.type))
         return Value(name, shape)
 
-    def constant(self, array):
-        """A dense f32 constant (buffers, running statistics, data)."""
-        array = np.asarray(array, dtype=np.float32)
+    def constant(self, array, elem="f32"):
+        """A dense constant (buffers, running statistics, data): f32, or
+        i64 for an integer class-index target."""
+        array = np.asarray(array, dtype=ELEMENT_DTYPES[elem])
         name = self.fresh()
-        self.emit("%s = arith.constant %s : %s" % (name, dense_hex(array), tensor_type(array.shape)))
-        return Value(name, array.shape)
+        self.emit("%s = arith.constant %s : %s" % (name, dense_hex(array, elem),
+                                                   tensor_type(array.shape, elem)))
+        return Value(name, array.shape, elem)
 
     # -- linalg.generic --------------------------------------------------
 
@@ -203,10 +234,10 @@ class FuncBuilder:
                 scalar_args.append(float(item))
             else:
                 arg = self.fresh()
-                block_args.append(arg)
+                block_args.append((arg, item[0].elem))
                 scalar_args.append(arg)
         acc = self.fresh()
-        block_args.append(acc)
+        block_args.append((acc, init.elem))
         result = body.operand(body_fn(body, scalar_args, acc))
         maps = [affine_map(num_dims, dims) for _, dims in tensors]
         maps.append(affine_map(num_dims, out_dims))
@@ -219,11 +250,11 @@ class FuncBuilder:
                                       ", ".join(v.type for v, _ in tensors))
         self.emit("%s = linalg.generic {indexing_maps = [%s], iterator_types = [%s]}%s outs(%s : %s) {" % (
             name, ", ".join(maps), iters, ins, init.name, init.type))
-        self.emit("^bb0(%s):" % ", ".join(a + ": f32" for a in block_args))
+        self.emit("^bb0(%s):" % ", ".join("%s: %s" % a for a in block_args))
         self.lines.extend(body.lines)
-        self.emit("  linalg.yield %s : f32" % result)
+        self.emit("  linalg.yield %s : %s" % (result, init.elem))
         self.emit("} -> %s" % init.type)
-        return Value(name, out_shape)
+        return Value(name, out_shape, init.elem)
 
     def elementwise(self, out_shape, inputs, fn):
         """All-parallel generic; inputs as in generic()."""

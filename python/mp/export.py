@@ -320,14 +320,26 @@ class _Ctx:
         return self.b.constant(tensor.detach().cpu().numpy())
 
     def value(self, x, what="input"):
-        """x as a tensor Value (a folded constant is materialized)."""
+        """x as an f32 tensor Value (a folded constant is materialized)."""
         if isinstance(x, _Const):
             if x.tensor.dtype != torch.float32:
                 self.fail("%s is a %s constant; only float32 is supported" % (what, x.tensor.dtype))
             return self.buffer(x.tensor)
         if isinstance(x, _ir.Value):
+            if x.elem != "f32":
+                self.fail("%s is an int64 tensor; integer tensors are supported only as the "
+                          "class-index target of F.cross_entropy / nn.CrossEntropyLoss" % what)
             return x
         self.fail("%s is not a tensor (%r)" % (what, type(x).__name__))
+
+    def index_or_value(self, x, what="target"):
+        """x as an f32 Value, or an int64 one (an input or constant) for
+        lowerings that read class indices."""
+        if isinstance(x, _Const) and x.tensor.dtype == torch.int64:
+            return self.b.constant(x.tensor.detach().cpu().numpy(), "i64")
+        if isinstance(x, _ir.Value) and x.elem == "i64":
+            return x
+        return self.value(x, what)
 
 
 # -- the registry -------------------------------------------------------------
@@ -946,13 +958,40 @@ def _multihead_attention(ctx, m, query, key, value, key_padding_mask=None, need_
 
 # -- losses --------------------------------------------------------------------------
 
-def _cross_entropy_values(ctx, logits, target, reduction="mean"):
-    """Mean (or sum) over the batch of -sum_c target * log_softmax(logits):
-    PyTorch's cross_entropy with class-probability (one-hot) targets."""
+def _one_hot(ctx, target, classes, ignore_index):
+    """f32 [B, classes] one-hot of int64 class indices [B], built in the IR
+    (a generic comparing each index with linalg.index of the class loop):
+    1 where c == target[b], 0 elsewhere, and a zero row where target[b]
+    equals ignore_index (or lies outside [0, classes))."""
     b = ctx.b
-    if logits.rank != 2 or target.shape != logits.shape:
-        ctx.fail("cross entropy needs logits [B, C] and one-hot/probability targets of the "
-                 "same shape (got %s and %s)" % (logits.shape, target.shape))
+
+    def body(s, args, acc):
+        hit = s.cmpi("eq", args[0], s.index(1))
+        if 0 <= ignore_index < classes:
+            hit = s.andi(hit, s.cmpi("ne", args[0], s.const_i64(ignore_index)))
+        return s.select(hit, 1.0, 0.0)
+    return b.generic(2, [(target, [0])], (target.shape[0], classes), [0, 1], body)
+
+
+def _cross_entropy_values(ctx, logits, target, reduction="mean", ignore_index=-100):
+    """Mean (or sum) over the batch of -sum_c target * log_softmax(logits):
+    PyTorch's cross_entropy with class-probability (one-hot) targets [B, C],
+    or with int64 class indices [B] (made one-hot in the IR; the mean then
+    divides by the number of targets not equal to ignore_index, as
+    PyTorch does)."""
+    b = ctx.b
+    count = None
+    if target.elem == "i64":
+        if logits.rank != 2 or target.shape != logits.shape[:1]:
+            ctx.fail("cross entropy with class indices needs logits [B, C] and an int64 "
+                     "target [B] (got %s and %s)" % (logits.shape, target.shape))
+        target = _one_hot(ctx, target, logits.shape[1], ignore_index)
+        if reduction == "mean":
+            count = b.extract_scalar(b.reduce(target, [0, 1], "sum"))
+    elif logits.rank != 2 or target.shape != logits.shape:
+        ctx.fail("cross entropy needs logits [B, C] and either one-hot/probability targets of "
+                 "the same shape or int64 class indices [B] (got %s and %s)" % (
+                     logits.shape, target.shape))
     rowmax = b.reduce(logits, [1], "max")
     rows = logits.shape[0]
     rowsum = b.generic(2, [(logits, [0, 1]), (rowmax, [0])], (rows,), [0],
@@ -965,7 +1004,9 @@ def _cross_entropy_values(ctx, logits, target, reduction="mean"):
     total = b.generic(2, [(logits, [0, 1]), (rowmax, [0]), (rowsum, [0]), (target, [0, 1])],
                       (), [], nll, reduce_dims=[0, 1], init=b.filled((), 0.0))
     loss = b.extract_scalar(total)
-    if reduction == "mean":
+    if reduction == "mean" and count is not None:
+        loss = b.scalar_binary("divf", loss, count)
+    elif reduction == "mean":
         loss = b.scalar_binary("mulf", loss, 1.0 / rows)
     elif reduction != "sum":
         ctx.fail("reduction=%r" % reduction)
@@ -993,14 +1034,16 @@ def _cross_entropy(ctx, logits, target, weight=None, size_average=None, ignore_i
                    reduce=None, reduction="mean", label_smoothing=0.0):
     if weight is not None or size_average is not None or reduce is not None or label_smoothing:
         ctx.fail("only weight=None, label_smoothing=0 and reduction='mean'/'sum' are supported")
-    return _cross_entropy_values(ctx, ctx.value(logits), ctx.value(target, "target"), reduction)
+    return _cross_entropy_values(ctx, ctx.value(logits, "logits"), ctx.index_or_value(target),
+                                 reduction, ignore_index)
 
 
 @_register(nn.CrossEntropyLoss)
 def _cross_entropy_module(ctx, m, logits, target):
     if m.weight is not None or m.label_smoothing:
         ctx.fail("only weight=None and label_smoothing=0 are supported")
-    return _cross_entropy_values(ctx, ctx.value(logits), ctx.value(target, "target"), m.reduction)
+    return _cross_entropy_values(ctx, ctx.value(logits, "logits"), ctx.index_or_value(target),
+                                 m.reduction, m.ignore_index)
 
 
 @_register(F.mse_loss)
@@ -1021,6 +1064,8 @@ def _getitem(ctx, x, index):
 
 
 _LOSSES = {"cross_entropy": _cross_entropy_values, "mse": _mse_values}
+# Lowerings that accept int64 operands (class-index targets).
+_INDEX_OPERANDS = {_cross_entropy, _cross_entropy_module}
 
 
 # -- graph lowering -----------------------------------------------------------------
@@ -1040,7 +1085,7 @@ def _flatten(x):
 
 def _check_shape(ctx, ir, concrete):
     if isinstance(ir, _ir.Value) and isinstance(concrete, torch.Tensor):
-        if concrete.dtype != torch.float32:
+        if concrete.dtype != torch.float32 or ir.elem != "f32":
             ctx.fail("result of type %s (only float32 tensors are supported)" % concrete.dtype)
         want = tuple(concrete.shape)
         have = () if ir.is_scalar else ir.shape
@@ -1100,6 +1145,23 @@ class _GraphLowering:
         args_c = torch.fx.node.map_arg(node.args, lambda n: env_c[n])
         kwargs_c = torch.fx.node.map_arg(node.kwargs, lambda n: env_c[n])
         path = node.meta.get("mp_path", "")
+        args_ir = torch.fx.node.map_arg(node.args, lambda n: env_ir[n])
+        kwargs_ir = torch.fx.node.map_arg(node.kwargs, lambda n: env_ir[n])
+        live = [x for x in _flatten((args_ir, kwargs_ir)) if isinstance(x, _ir.Value)]
+        shape_query = ((node.op == "call_function" and node.target in _SHAPE_QUERIES) or
+                       (node.op == "call_method" and node.target in _SHAPE_METHODS))
+        if node.op == "call_module":
+            lower = _MODULES.get(type(self.module.get_submodule(node.target)))
+        elif node.op == "call_method":
+            lower = _METHODS.get(node.target)
+        else:
+            lower = _FUNCTIONS.get(node.target)
+        if (any(v.elem != "f32" for v in live) and not shape_query
+                and lower not in _INDEX_OPERANDS):
+            # Before PyTorch runs it, so that the error is this one.
+            _Ctx(self, node, None, op).fail(
+                "an operand is an int64 tensor; integer tensors are supported only as the "
+                "class-index target of F.cross_entropy / nn.CrossEntropyLoss")
         try:
             if node.op == "call_module":
                 sub = self.module.get_submodule(node.target)
@@ -1111,9 +1173,6 @@ class _GraphLowering:
         except Exception as e:
             raise ExportError("%s%s failed in PyTorch on the example inputs: %s" % (
                 op, " in module '%s'" % path if path else "", e), op=op, module_path=path) from e
-        args_ir = torch.fx.node.map_arg(node.args, lambda n: env_ir[n])
-        kwargs_ir = torch.fx.node.map_arg(node.kwargs, lambda n: env_ir[n])
-        live = [x for x in _flatten((args_ir, kwargs_ir)) if isinstance(x, _ir.Value)]
         is_tensor_result = any(isinstance(x, torch.Tensor) for x in _flatten(out))
         ctx = _Ctx(self, node, out, op)
         if not live:
@@ -1123,17 +1182,10 @@ class _GraphLowering:
             if is_tensor_result:
                 ctx.fail("a constant tuple of tensors is not supported")
             return out, out
-        shape_query = ((node.op == "call_function" and node.target in _SHAPE_QUERIES) or
-                       (node.op == "call_method" and node.target in _SHAPE_METHODS))
         if shape_query and not is_tensor_result:
             return out, out
         if node.op == "call_module":
-            lower = _MODULES.get(type(self.module.get_submodule(node.target)))
             args_ir = (self.module.get_submodule(node.target),) + tuple(args_ir)
-        elif node.op == "call_method":
-            lower = _METHODS.get(node.target)
-        else:
-            lower = _FUNCTIONS.get(node.target)
         if lower is None:
             ctx.fail("no lowering for this op (supported ops: see docs/python.md)")
         try:
@@ -1233,9 +1285,14 @@ def _as_inputs(example_inputs):
         example_inputs = (example_inputs,)
     inputs = tuple(example_inputs)
     for i, x in enumerate(inputs):
-        if not isinstance(x, torch.Tensor) or x.dtype != torch.float32:
-            raise ExportError("example input %d must be a float32 tensor" % i)
+        if not isinstance(x, torch.Tensor) or x.dtype not in _INPUT_ELEMENTS:
+            raise ExportError("example input %d must be a float32 tensor (or an int64 tensor "
+                              "of class indices for cross entropy), got %s" % (
+                                  i, getattr(x, "dtype", type(x).__name__)))
     return inputs
+
+
+_INPUT_ELEMENTS = {torch.float32: "f32", torch.int64: "i64"}
 
 
 def _outputs(ir):
@@ -1243,6 +1300,9 @@ def _outputs(ir):
     if not values or not all(isinstance(v, _ir.Value) for v in values):
         raise ExportError("the module must return a tensor or a tuple of tensors that depend "
                           "on its inputs")
+    if any(v.elem != "f32" for v in values):
+        raise ExportError("the module returns an int64 tensor; only float32 results are "
+                          "supported")
     return values
 
 
@@ -1261,7 +1321,12 @@ class _EvalMode:
 
 def export_program(module, example_inputs, loss=None):
     """Exports `module` called on `example_inputs` (float32 tensors; their
-    shapes, batch included, are fixed in the IR).
+    shapes, batch included, are fixed in the IR). An int64 tensor is
+    accepted as the class-index target of F.cross_entropy /
+    nn.CrossEntropyLoss: it becomes a `tensor<Bxi64>` argument that the
+    loss turns into a one-hot f32 tensor inside the IR (such a loss runs
+    through mp-opt, --mp-autodiff and run_mlir; mp-run and
+    mp.runtime.Session take one-hot f32 labels, see export_training).
 
     Returns a Program whose `mlir` holds `@predict(inputs..., params...)`
     marked `mp.predict` (or, when the module returns a scalar loss,
@@ -1274,7 +1339,8 @@ def export_program(module, example_inputs, loss=None):
     program = Program(module)
     with _EvalMode(module), torch.no_grad():
         graph = _trace(module, len(inputs))
-        args = [(_ir.Value("%%x%d" % i, x.shape), x) for i, x in enumerate(inputs)]
+        args = [(_ir.Value("%%x%d" % i, x.shape, _INPUT_ELEMENTS[x.dtype]), x)
+                for i, x in enumerate(inputs)]
         builder, ir, concrete = program._lower(graph, args)
         results = _outputs(ir)
         if len(results) == 1 and results[0].is_scalar:

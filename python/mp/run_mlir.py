@@ -136,12 +136,15 @@ def _driver(func, arg_types, result_types, arrays):
     names = []
     for i, (t, a) in enumerate(zip(arg_types, arrays)):
         shape = _shape_of(t)
-        if shape is None or not t.endswith("xf32>") and t != "tensor<f32>":
-            raise RunError("argument %d of @%s has type %s (only f32 tensors)" % (i, func, t))
-        a = np.asarray(a, dtype=np.float32)
+        elem = re.search(r"(f32|i64)>$", t)
+        if shape is None or not elem:
+            raise RunError("argument %d of @%s has type %s (only f32 and i64 tensors)" % (
+                i, func, t))
+        elem = elem.group(1)
+        a = np.asarray(a, dtype=_ir.ELEMENT_DTYPES[elem])
         if tuple(a.shape) != shape:
             raise RunError("argument %d of @%s: array of shape %s for %s" % (i, func, a.shape, t))
-        lines.append("  %%a%d = arith.constant %s : %s" % (i, _ir.dense_hex(a), t))
+        lines.append("  %%a%d = arith.constant %s : %s" % (i, _ir.dense_hex(a, elem), t))
         names.append("%%a%d" % i)
     res = ", ".join("%%r%d" % i for i in range(len(result_types)))
     lines.append("  %s = func.call @%s(%s) : (%s) -> (%s)" % (
@@ -198,8 +201,9 @@ def _parse_printed(text, count):
 def run(text, func, args, precision="f32", amp_options="", vectorize=False, opt_level=0,
         timeout=300):
     """Executes @func of `text` (MLIR on tensors) on `args` (numpy arrays in
-    argument order) and returns its results as float32 arrays (a scalar
-    result as shape (1,)).
+    argument order: f32 tensors, or i64 ones such as class-index targets)
+    and returns its results as float32 arrays (a scalar result as shape
+    (1,)).
 
     precision "f16"/"bf16" applies `--auto-mixed-precision=dtype=...` (plus
     `amp_options`) to the module first. The defaults, scalar loops
@@ -239,5 +243,6 @@ def run_program(program, inputs, module=None, func="predict", precision="f32", *
     """Runs an exported Program's function on input arrays, with the module's
     current parameter values (param_arrays) as the parameter arguments."""
     params = list(program.param_arrays(module).values())
-    return run(program.mlir, func, [np.asarray(x, dtype=np.float32) for x in inputs] + params,
-               precision=precision, **kwargs)
+    inputs = [np.asarray(x, dtype=np.int64 if np.issubdtype(np.asarray(x).dtype, np.integer)
+                         else np.float32) for x in inputs]
+    return run(program.mlir, func, inputs + params, precision=precision, **kwargs)

@@ -151,6 +151,27 @@ class WithLoss(nn.Module):
                 + F.mse_loss(logits, target))
 
 
+class IndexLoss(nn.Module):
+    """Cross entropy against int64 class indices (PyTorch's usual form) on
+    a model's logits: F.cross_entropy (functional=True) or
+    nn.CrossEntropyLoss, with a reduction and an ignore_index."""
+
+    def __init__(self, net, functional=True, reduction="mean", ignore_index=-100):
+        super().__init__()
+        self.net = net
+        self.functional = functional
+        self.reduction = reduction
+        self.ignore_index = ignore_index
+        self.ce = nn.CrossEntropyLoss(reduction=reduction, ignore_index=ignore_index)
+
+    def forward(self, x, target):
+        logits = self.net(x)
+        if self.functional:
+            return F.cross_entropy(logits, target, reduction=self.reduction,
+                                   ignore_index=self.ignore_index)
+        return self.ce(logits, target)
+
+
 class DigitsCNN(nn.Module):
     """A CNN on the 8x8 digits with padded convolutions (mp-run feeds each
     64-pixel row as a 1x8x8 image). Average pooling: mp's gradient of a max

@@ -106,7 +106,47 @@ def test_unsupported_arguments_are_named():
 
 def test_non_float_inputs_are_refused():
     with pytest.raises(mp.ExportError, match="float32"):
-        mp.export(nn.Linear(2, 2), (torch.ones(3, 2, dtype=torch.int64),))
+        mp.export(nn.Linear(2, 2), (torch.ones(3, 2, dtype=torch.int32),))
+    with pytest.raises(mp.ExportError, match="float32"):
+        mp.export(nn.Linear(2, 2), (torch.ones(3, 2, dtype=torch.float64),))
+
+
+def test_int64_tensors_only_as_class_index_targets():
+    """An int64 input is accepted for cross entropy's target only: anywhere
+    else the error names the op and the module path."""
+    err = _error(nn.Sequential(Block(nn.ReLU())), torch.ones(3, 4, dtype=torch.int64))
+    assert err.op == "torch.nn.Linear" and err.module_path == "0.fc"
+    assert "int64" in str(err) and "class-index target" in str(err)
+
+    class FloatTarget(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(4, 3)
+
+        def forward(self, x, target):
+            return F.mse_loss(self.head(x), target.float().unsqueeze(1).expand(-1, 3))
+
+    err = _error(FloatTarget(), torch.randn(2, 4), torch.tensor([0, 2]))
+    assert err.op == "Tensor.float" and "int64" in str(err)
+
+    class BadShape(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(4, 3)
+
+        def forward(self, x, target):
+            return F.cross_entropy(self.head(x).unsqueeze(2), target)
+
+    err = _error(BadShape(), torch.randn(2, 4), torch.tensor([[0], [2]]))
+    assert err.op == "torch.nn.functional.cross_entropy"
+    assert "int64 target [B]" in str(err)
+
+    class ReturnsTarget(nn.Module):
+        def forward(self, target):
+            return target
+
+    with pytest.raises(mp.ExportError, match="int64"):
+        mp.export(ReturnsTarget(), (torch.tensor([1, 2]),))
 
 
 def test_unknown_loss():

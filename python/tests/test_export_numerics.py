@@ -101,6 +101,31 @@ def test_loss_module(tools):
     assert abs(got[0] - want) <= 1e-5 * abs(want), (got, want)
 
 
+@pytest.mark.parametrize("functional,reduction,ignore_index", [
+    (True, "mean", -100), (False, "mean", -100), (True, "sum", -100), (False, "mean", 2)])
+def test_cross_entropy_class_indices(tools, functional, reduction, ignore_index):
+    """F.cross_entropy / nn.CrossEntropyLoss with int64 class indices: the
+    target is a tensor<Bxi64> argument made one-hot inside the IR (a
+    generic comparing it with linalg.index); the loss matches PyTorch
+    within 1e-5 relative, also when targets equal an ignore_index inside
+    the class range (mean over the other rows, as PyTorch)."""
+    torch.manual_seed(15)
+    module = models.IndexLoss(models.mlp(32), functional, reduction, ignore_index)
+    x = torch.rand(8, 64)
+    target = torch.tensor([0, 3, 1, 4, 9, 2, 2, 7])
+    program = mp.export_program(module, (x, target))
+    assert re.search(r"func\.func @loss\(%x0: tensor<8x64xf32>, %x1: tensor<8xi64>, .*"
+                     r"-> f32 attributes \{mp\.loss\}", program.mlir)
+    assert "linalg.index 1" in program.mlir
+    got = tools.run_program(program, [x.numpy(), target.numpy()], module, func="loss")[0]
+    want = module(x, target).item()
+    print("class-index cross entropy (%s, %s, ignore_index %d): mp %.8g, torch %.8g, rel %.2e" % (
+        "F" if functional else "nn", reduction, ignore_index, got[0], want,
+        abs(got[0] - want) / abs(want)))
+    assert got.shape == (1,)
+    assert abs(got[0] - want) <= 1e-5 * abs(want), (got, want)
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_amp_lowers_the_contractions(tools, dtype):
     """--auto-mixed-precision recognises every exported contraction

@@ -129,3 +129,16 @@ def test_errors_are_exceptions_with_messages(start, tmp_path):
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(runtime.MPError, match="bad.npz"):
         session.load(tmp_path / "bad.npz")
+
+
+def test_class_index_loss_is_not_a_session_model(tmp_path):
+    """A loss exported against int64 class indices (@loss(x, target:
+    tensor<Bxi64>, ...)) is refused by the runtime with its signature
+    message: Session and mp-run feed one-hot f32 labels [B, C]
+    (export_training writes that form)."""
+    torch.manual_seed(0)
+    path = tmp_path / "index_loss.mlir"
+    path.write_text(mp.export(models.IndexLoss(models.mlp(32)),
+                              (torch.rand(8, 64), torch.arange(8))))
+    with pytest.raises(runtime.MPError, match=r"labels: tensor<BxC>"):
+        runtime.Session(path)

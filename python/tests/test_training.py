@@ -76,6 +76,42 @@ def test_autodiff_matches_autograd(tools, name):
         assert err <= 1e-5, "%s: gradient rel err %.3g" % (spec.mp_name, err)
 
 
+@pytest.mark.parametrize("name", ["mlp", "cnn"])
+def test_autodiff_class_index_targets(tools, name):
+    """A loss against int64 class indices (F.cross_entropy(logits, target)):
+    --mp-autodiff leaves the tensor<Bxi64> target and its in-IR one-hot
+    inactive and differentiates the parameters; loss within 1e-6 and every
+    gradient within 1e-5 of PyTorch's autograd (a target equal to
+    ignore_index included). --mp-train-pipeline builds a @train_step from
+    it too."""
+    torch.manual_seed(16)
+    net, x = {
+        "mlp": (models.mlp(32), torch.rand(8, 64)),
+        "cnn": (models._randomize_batch_norm(models.TrainCNN()), torch.randn(4, 1, 8, 8)),
+    }[name]
+    module = models.IndexLoss(net, ignore_index=3).eval()
+    target = torch.tensor([0, 3, 1, 4, 9, 2, 2, 7][:x.shape[0]])
+    program = mp.export_program(module, (x, target))
+    grad_ir = tools.mp_opt(program.mlir, "--mp-autodiff")
+    got = tools.run(grad_ir, "loss_grad",
+                    [x.numpy(), target.numpy()] + list(program.param_arrays().values()))
+    module.zero_grad()
+    loss = module(x, target)
+    loss.backward()
+    assert abs(got[0][0] - loss.item()) <= 1e-6 * abs(loss.item())
+    named = dict(module.named_parameters())
+    assert len(got) - 1 == len(named) == len(program.params)
+    errors = []
+    for spec, g in zip(program.params, got[1:]):
+        w = named[spec.torch_name].grad.numpy()
+        errors.append(rel_err(g, w))
+        assert errors[-1] <= 1e-5, "%s: gradient rel err %.3g" % (spec.mp_name, errors[-1])
+    print("class-index %s: loss rel %.2e, gradients max rel %.2e" % (
+        name, abs(got[0][0] - loss.item()) / abs(loss.item()), max(errors)))
+    out = tools.mp_opt(program.mlir, "--mp-train-pipeline=dtype=bf16")
+    assert "func.func @train_step" in out and "xbf16>" in out
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_train_pipeline_accepts_exports(tools, dtype):
     """--mp-train-pipeline (autodiff, loss scaling, optimizer, AMP) builds a
