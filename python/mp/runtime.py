@@ -56,7 +56,13 @@ def library():
                           os.path.join(run_mlir.build_dir(), "lib", "libmp_session.so"))
     if not os.path.exists(path):
         raise MPError("%s is missing: build mp (scripts/setup.sh) or set MP_SESSION_LIB" % path)
-    lib = ctypes.CDLL(path)
+    # RTLD_GLOBAL, so that the JIT's process-symbol lookup sees what the
+    # library links, as it does in mp-run: InferSession's compiled code calls
+    # memrefCopy (libmlir_c_runner_utils; a padded convolution's copy) and,
+    # unlike Session, does not register it with the ExecutionEngine, so with
+    # ctypes' default RTLD_LOCAL a CNN's prediction fails with "Symbols not
+    # found: [ memrefCopy ]".
+    lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     P, S = ctypes.c_void_p, ctypes.c_size_t
     f32p = ctypes.POINTER(ctypes.c_float)
     signatures = {
