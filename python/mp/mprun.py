@@ -1,9 +1,13 @@
-"""Train an exported model with `mp-run train` from Python.
+"""Train an exported model with the `mp-run train` command from Python.
 
-A stand-in for the runtime bindings: `initial_checkpoint` writes a
-checkpoint that makes mp-run start from given parameter values (for
-example PyTorch's initialization) instead of its own seeded He-uniform
-initialization, and `train` runs mp-run on it and parses its epoch lines.
+`initial_checkpoint` writes a checkpoint that makes mp-run start from
+given parameter values (for example PyTorch's initialization) instead of
+its own seeded He-uniform initialization, and `train` runs mp-run on it
+as a subprocess and parses its epoch lines. It exercises the command-line
+tool (its data loading, batch order, checkpoints and output); to train
+step by step in-process from numpy use `mp.runtime.Session` (ctypes over
+libmp_session.so), which can also take initial weights directly
+(`set_parameter`).
 The checkpoint is the one mp-run writes itself (docs/runtime-io.md): the
 parameters under their mp.param names, the optimizer state
 (`<name>.momentum` for SGD, `<name>.m`/`<name>.v` for Adam and AdamW) and

@@ -1,10 +1,18 @@
-"""Run an exported function on numpy arrays with mp's tools.
+"""Run any function of exported MLIR on numpy arrays with mp's tools.
 
-A stand-in for the runtime bindings: it appends a driver `@main` to the
-module (every argument a dense constant, every result printed bit-exactly
-as i32 with printMemrefI32), optionally applies `--auto-mixed-precision`,
-lowers with mp's CPU pipeline (`mp-opt --mp-lower-cpu`, the one mp-run
-uses, without the runtime GEMM) and executes with MLIR's `mlir-runner`.
+It appends a driver `@main` to the module (every argument a dense
+constant, every result printed bit-exactly as i32 with printMemrefI32),
+optionally applies `--auto-mixed-precision`, lowers with mp's CPU pipeline
+(`mp-opt --mp-lower-cpu`, the one mp-run uses, without the runtime GEMM)
+and executes with MLIR's `mlir-runner`, one process per call.
+
+This is the test and inspection path, not the runtime: it runs any
+function with any signature (several results, @loss_grad after
+--mp-autodiff, i64 class-index arguments) and compiles on every call.
+`mp.runtime` (ctypes over libmp_session.so) is the runtime: it compiles a
+model file once and runs its mp.loss training step and mp.predict on
+numpy batches, but only in the signatures the C API takes (x [B, ...],
+one-hot labels [B, C], logits [B, C]).
 
 Tools: MP_BUILD_DIR (default: <repo>/build) holds bin/mp-opt and bin/mp-run;
 MLIR_RUNNER and MLIR_LIB_DIR default to Debian's LLVM 22.
