@@ -230,12 +230,25 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
           auto mul = [&](Value x, Value y) -> Value {
             return arith::MulFOp::create(nb, l, x, y);
           };
+          // On inf/nan gradients the step is skipped: each element keeps
+          // its old value. Selecting per element, inside the update, lets
+          // the new values be computed in the caller's buffers (a select
+          // of whole tensors after the update would need copies).
+          auto yield = [&](SmallVector<Value> values) {
+            if (foundInf)
+              for (size_t o = 0; o < values.size(); ++o) {
+                Value old = args[o == 0 ? 0 : 1 + o]; // ins: w, g, state...
+                values[o] =
+                    arith::SelectOp::create(nb, l, foundInf, old, values[o]);
+              }
+            linalg::YieldOp::create(nb, l, values);
+          };
           Value w = args[0], gr = args[1];
           if (algorithm == "sgd") {
             Value decayed = add(gr, mul(wd, w));
             Value v = add(mul(c(momentum), args[2]), decayed);
             Value newW = arith::SubFOp::create(nb, l, w, mul(lr, v));
-            linalg::YieldOp::create(nb, l, ValueRange{newW, v});
+            yield({newW, v});
             return;
           }
           if (algorithm == "adam")
@@ -249,18 +262,12 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
           if (algorithm == "adamw")
             delta = add(delta, mul(wd, w));
           Value newW = arith::SubFOp::create(nb, l, w, mul(lr, delta));
-          linalg::YieldOp::create(nb, l, ValueRange{newW, m, v});
+          yield({newW, m, v});
         });
     // Master weights and state are updated in FP32, whatever AMP decides.
     update->setAttr(kPrecisionAttrName, attrs.getStringAttr("f32"));
-    SmallVector<Value> olds{param};
-    olds.append(states);
-    for (auto [o, result] : llvm::enumerate(update->getResults())) {
-      Value value = result;
-      if (foundInf) // skip the step on inf/nan: keep the old values
-        value = arith::SelectOp::create(b, loc, foundInf, olds[o], value);
-      (o == 0 ? newParams : newStates).push_back(value);
-    }
+    for (auto [o, result] : llvm::enumerate(update->getResults()))
+      (o == 0 ? newParams : newStates).push_back(result);
   }
 
   Value newStep = nextStep, newScale = scale, newTracker = tracker;

@@ -57,11 +57,9 @@ def library():
     if not os.path.exists(path):
         raise MPError("%s is missing: build mp (scripts/setup.sh) or set MP_SESSION_LIB" % path)
     # RTLD_GLOBAL, so that the JIT's process-symbol lookup sees what the
-    # library links, as it does in mp-run: InferSession's compiled code calls
-    # memrefCopy (libmlir_c_runner_utils; a padded convolution's copy) and,
-    # unlike Session, does not register it with the ExecutionEngine, so with
-    # ctypes' default RTLD_LOCAL a CNN's prediction fails with "Symbols not
-    # found: [ memrefCopy ]".
+    # library links, as it does in mp-run (both sessions also bind the
+    # runtime functions their compiled code calls, memrefCopy included,
+    # explicitly).
     lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     P, S = ctypes.c_void_p, ctypes.c_size_t
     f32p = ctypes.POINTER(ctypes.c_float)
@@ -87,6 +85,10 @@ def library():
         "mp_session_step": (ctypes.c_int32, [P]),
         "mp_session_loss_scale": (ctypes.c_float, [P]),
         "mp_session_growth_tracker": (ctypes.c_int32, [P]),
+        "mp_session_skipped_steps": (ctypes.c_int64, [P]),
+        "mp_session_init_parameter": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_int,
+                                                     ctypes.c_uint64]),
+        "mp_session_init_parameters": (ctypes.c_int, [P, ctypes.c_int, ctypes.c_uint64]),
         "mp_session_save": (ctypes.c_int, [P, ctypes.c_char_p]),
         "mp_session_load": (ctypes.c_int, [P, ctypes.c_char_p]),
         "mp_infer_options_init": (None, [ctypes.POINTER(_InferOptions)]),
@@ -124,6 +126,19 @@ def _floats(array, shape, what):
 
 def _pointer(array):
     return array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
+
+# mp_init_scheme of include/mp/CAPI/Session.h.
+INIT_SCHEMES = {"zeros": 0, "he-uniform": 1, "he-normal": 2, "xavier-uniform": 3,
+                "xavier-normal": 4}
+
+
+def _init_scheme(name):
+    try:
+        return INIT_SCHEMES[name]
+    except KeyError:
+        raise ValueError("unknown init scheme '%s': expected %s" % (
+            name, ", ".join(INIT_SCHEMES))) from None
 
 
 class Session:
@@ -222,6 +237,24 @@ class Session:
     @property
     def loss_scale(self):
         return library().mp_session_loss_scale(self._handle)
+
+    @property
+    def skipped_steps(self):
+        """Steps skipped for inf/nan gradients since training began."""
+        return library().mp_session_skipped_steps(self._handle)
+
+    def init_parameter(self, name, scheme="he-uniform", seed=0):
+        """Re-initialises parameter `name` by `scheme` (INIT_SCHEMES) from
+        its own `seed`. He and Xavier need a weight of rank 2 or more."""
+        self._lookup(name, PARAMETERS)
+        _check(library().mp_session_init_parameter(self._handle, name.encode(),
+                                                   _init_scheme(scheme), seed))
+
+    def init_parameters(self, scheme="he-uniform", seed=0):
+        """Re-initialises every parameter from one `seed`: weights by
+        `scheme`, biases (rank 0 and 1) to zero."""
+        _check(library().mp_session_init_parameters(self._handle, _init_scheme(scheme),
+                                                    seed))
 
     def save(self, path):
         _check(library().mp_session_save(self._handle, os.fspath(path).encode()))

@@ -142,3 +142,57 @@ def test_class_index_loss_is_not_a_session_model(tmp_path):
                               (torch.rand(8, 64), torch.arange(8))))
     with pytest.raises(runtime.MPError, match=r"labels: tensor<BxC>"):
         runtime.Session(path)
+
+
+EXAMPLE = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "digits_mlp.mlir"
+
+
+def test_init_schemes_by_name_and_for_all(tmp_path):
+    """Weights initialised by name with He/Xavier, uniform/normal: the
+    bounds and spreads their fans give (w2 is 512 x 512, w1 64 x 512)."""
+    session = runtime.Session(EXAMPLE, seed=0)
+    session.init_parameter("w2", "xavier-normal", seed=5)
+    w2 = session.get("w2")
+    assert abs(w2.std() / np.sqrt(2.0 / (512 + 512)) - 1) < 0.02
+    assert abs(w2.mean()) < 0.002
+    session.init_parameter("w2", "he-uniform", seed=5)
+    w2 = session.get("w2")
+    bound = np.sqrt(6.0 / 512)
+    assert w2.max() <= bound and w2.min() >= -bound
+    assert abs(w2.std() / (bound / np.sqrt(3)) - 1) < 0.02
+    again = runtime.Session(EXAMPLE, seed=0)
+    again.init_parameter("w2", "he-uniform", seed=5)
+    assert np.array_equal(again.get("w2"), w2)  # the seed decides
+    session.init_parameter("w2", "zeros")
+    assert not session.get("w2").any()
+
+    session.init_parameters("xavier-uniform", seed=1)
+    w1 = session.get("w1")
+    bound = np.sqrt(6.0 / (64 + 512))
+    assert w1.max() <= bound and w1.min() >= -bound and w1.std() > 0.5 * bound / np.sqrt(3)
+    assert not session.get("b1").any()
+
+    with pytest.raises(runtime.MPError, match="'b1'.*not a weight of rank 2"):
+        session.init_parameter("b1", "he-normal")
+    with pytest.raises(KeyError, match="no parameter named 'w9'"):
+        session.init_parameter("w9")
+    with pytest.raises(ValueError, match="unknown init scheme 'glorot'"):
+        session.init_parameter("w1", "glorot")
+
+
+def test_skipped_steps_are_counted_and_checkpointed(tmp_path):
+    """An f16 step with an inf input is skipped: the session counts it,
+    halves the scale, and a checkpoint carries the count."""
+    data = _digits()
+    session = runtime.Session(EXAMPLE, precision="f16")
+    x, y = data["x_train"][:BATCH].copy(), data["y_train"][:BATCH]
+    assert session.train_step(x, y)[1]
+    x[0, 0] = np.inf
+    assert not session.train_step(x, y)[1]
+    assert session.skipped_steps == 1 and session.loss_scale == 32768.0
+    path = tmp_path / "skipped.npz"
+    session.save(path)
+    restored = runtime.Session(EXAMPLE, precision="f16")
+    assert restored.skipped_steps == 0
+    restored.load(path)
+    assert restored.skipped_steps == 1 and restored.step == 1

@@ -2,10 +2,13 @@
 //
 // Compiled training steps hand their contractions here: oneDNN's sgemm is
 // blocked and vectorized for the running CPU, where the compiler's own loops
-// are scalar. bf16 and f16 inputs go to oneDNN's matmul primitive (AMX or
-// AVX-512 BF16/FP16 where the CPU has them), primitives cached per shape;
-// where oneDNN has no kernel for a type, the inputs are widened to f32 for
-// sgemm. Accumulation is f32 in every case.
+// are scalar. bf16 inputs go to oneDNN's matmul primitive (AMX or AVX-512
+// BF16 where the CPU has them), primitives cached per shape. f16 inputs take
+// the path the CPU's features pick (mprt_gemm_f16_mode): oneDNN's f16
+// primitive with AVX512-FP16, else rounded to bf16 for the bf16 primitive
+// with AVX512-BF16 or AMX-BF16, else widened to f32 for sgemm. Where oneDNN
+// has no kernel, the inputs are widened to f32. Accumulation is f32 in
+// every case.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,8 @@
 
 #include <immintrin.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -169,6 +174,69 @@ CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
   return entry;
 }
 
+/// f32 -> bf16, rounding to nearest even (nan stays a quiet nan).
+uint16_t floatToBfloat(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+/// f16 -> bf16 for one row, 16 lanes at a time (AVX-512 F16 to F32, then
+/// the AVX512-BF16 round to nearest even).
+__attribute__((target("avx512f,avx512bf16,f16c,avx"))) void
+halfRowToBfloatAvx512(const uint16_t *src, uint16_t *dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + i));
+    __m512 wide = _mm512_cvtph_ps(half);
+    __m256bh narrow = _mm512_cvtneps_pbh(wide);
+    std::memcpy(dst + i, &narrow, sizeof(narrow));
+  }
+  for (; i < n; ++i)
+    dst[i] = floatToBfloat(halfToFloat(src[i]));
+}
+
+/// A rows x cols f16 matrix (leading dimension ld) as a dense bf16 one.
+void halfToBfloat(const uint16_t *src, int64_t rows, int64_t cols, int64_t ld,
+                  std::vector<uint16_t> &dst, bool vectorized) {
+  dst.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t *row = src + r * ld;
+    uint16_t *out = dst.data() + r * cols;
+    if (vectorized) {
+      halfRowToBfloatAvx512(row, out, cols);
+      continue;
+    }
+    for (int64_t c = 0; c < cols; ++c)
+      out[c] = floatToBfloat(halfToFloat(row[c]));
+  }
+}
+
+/// The mode set by mprt_gemm_set_f16_mode or MPRT_F16_GEMM (AUTO until
+/// resolved).
+std::atomic<int> requestedF16Mode{-1};
+
+int f16ModeFromEnvironment() {
+  const char *text = std::getenv("MPRT_F16_GEMM");
+  if (!text)
+    return MPRT_F16_GEMM_AUTO;
+  if (!std::strcmp(text, "native"))
+    return MPRT_F16_GEMM_NATIVE;
+  if (!std::strcmp(text, "bf16"))
+    return MPRT_F16_GEMM_BF16;
+  if (!std::strcmp(text, "f32"))
+    return MPRT_F16_GEMM_F32;
+  if (std::strcmp(text, "auto") && std::strcmp(text, ""))
+    std::fprintf(stderr,
+                 "mprt: warning: MPRT_F16_GEMM='%s' is not auto, native, "
+                 "bf16 or f32; using auto\n",
+                 text);
+  return MPRT_F16_GEMM_AUTO;
+}
+
 /// Runs a cached 16-bit matmul; false when oneDNN cannot (then widen).
 bool matmul16(int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c,
               int64_t ldc, int64_t m, int64_t n, int64_t k, bool transA,
@@ -200,6 +268,28 @@ bool matmul16(int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c,
 
 } // namespace
 
+extern "C" void mprt_gemm_set_f16_mode(int32_t mode) {
+  if (mode < MPRT_F16_GEMM_AUTO || mode > MPRT_F16_GEMM_F32)
+    mode = MPRT_F16_GEMM_AUTO;
+  requestedF16Mode.store(mode);
+}
+
+extern "C" int32_t mprt_gemm_f16_mode(void) {
+  int mode = requestedF16Mode.load();
+  if (mode < 0) {
+    mode = f16ModeFromEnvironment();
+    requestedF16Mode.store(mode);
+  }
+  if (mode != MPRT_F16_GEMM_AUTO)
+    return mode;
+  uint32_t features = mprt_cpu_features();
+  if (features & MPRT_CPU_AVX512_FP16)
+    return MPRT_F16_GEMM_NATIVE;
+  if (features & (MPRT_CPU_AVX512_BF16 | MPRT_CPU_AMX_BF16))
+    return MPRT_F16_GEMM_BF16;
+  return MPRT_F16_GEMM_F32;
+}
+
 extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                                  int64_t c, int64_t ldc, int64_t m, int64_t n,
                                  int64_t k, int32_t flags, int32_t type) {
@@ -220,9 +310,33 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
   const float *pb = reinterpret_cast<const float *>(b);
   // Reused per thread: a training step calls this many times.
   thread_local std::vector<float> wideA, wideB;
-  if (type != MPRT_GEMM_F32 &&
-      matmul16(a, lda, b, ldb, c, ldc, m, n, k, transA, transB, type))
+  thread_local std::vector<uint16_t> bfloatA, bfloatB;
+  int32_t f16Mode = type == MPRT_GEMM_F16 ? mprt_gemm_f16_mode() : -1;
+  if (f16Mode == MPRT_F16_GEMM_BF16) {
+    // f16 has no fast CPU kernel in oneDNN 2.6: round the operands to bf16
+    // (same exponent range as f32, so only the last 3 significand bits go)
+    // and run the bf16 primitive.
+    bool vectorized = mprt_cpu_features() & MPRT_CPU_AVX512_BF16;
+    int64_t rowsA = transA ? k : m, colsA = transA ? m : k;
+    int64_t rowsB = transB ? n : k, colsB = transB ? k : n;
+    halfToBfloat(reinterpret_cast<const uint16_t *>(a), rowsA, colsA, lda,
+                 bfloatA, vectorized);
+    halfToBfloat(reinterpret_cast<const uint16_t *>(b), rowsB, colsB, ldb,
+                 bfloatB, vectorized);
+    if (matmul16(reinterpret_cast<int64_t>(bfloatA.data()), colsA,
+                 reinterpret_cast<int64_t>(bfloatB.data()), colsB, c, ldc, m,
+                 n, k, transA, transB, MPRT_GEMM_BF16))
+      return MPRT_OK;
+    // No bf16 kernel after all: widen the rounded operands to f32.
+    a = reinterpret_cast<int64_t>(bfloatA.data());
+    b = reinterpret_cast<int64_t>(bfloatB.data());
+    lda = colsA;
+    ldb = colsB;
+    type = MPRT_GEMM_BF16;
+  } else if (type != MPRT_GEMM_F32 && f16Mode != MPRT_F16_GEMM_F32 &&
+             matmul16(a, lda, b, ldb, c, ldc, m, n, k, transA, transB, type)) {
     return MPRT_OK;
+  }
   if (type != MPRT_GEMM_F32) {
     widen(reinterpret_cast<const uint16_t *>(a), transA ? k : m, transA ? m : k,
           lda, type, wideA);

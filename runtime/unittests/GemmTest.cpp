@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -122,6 +123,85 @@ TEST(Gemm, EmptyProductLeavesCUnchanged) {
                       MPRT_GEMM_F32),
             MPRT_OK);
   EXPECT_EQ(c[0], 5);
+}
+
+/// bf16 nearest-even rounding of an f32 value (the test's own oracle).
+float roundToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  bits &= 0xffff0000u;
+  float out;
+  std::memcpy(&out, &bits, sizeof(out));
+  return out;
+}
+
+// f16 products in each mode against a double-precision product of the
+// operands as that mode sees them: exact f16 values (F32 mode) or those
+// values rounded to bf16 (BF16 mode). The values n/1024 need up to 11
+// significant bits: exact in f16, not in bf16, so the rounding is tested.
+TEST(Gemm, F16ModesRoundAsDocumented) {
+  const int m = 13, n = 37, k = 70; // k > 16 and odd sizes: vector tails
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> value(-2047, 2047);
+  std::vector<float> a(m * k), b(k * n);
+  for (float &v : a)
+    v = value(rng) / 1024.0f;
+  for (float &v : b)
+    v = value(rng) / 1024.0f;
+  std::vector<uint16_t> a16(a.size()), b16(b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    a16[i] = toF16(a[i]);
+  for (size_t i = 0; i < b.size(); ++i)
+    b16[i] = toF16(b[i]);
+  auto expect = [&](bool roundBf16) {
+    std::vector<double> out(m * n, 0.0);
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j)
+        for (int r = 0; r < k; ++r) {
+          float x = a[i * k + r], y = b[r * n + j];
+          if (roundBf16) {
+            x = roundToBf16(x);
+            y = roundToBf16(y);
+          }
+          out[i * n + j] += static_cast<double>(x) * y;
+        }
+    return out;
+  };
+  std::vector<double> exact = expect(false), rounded = expect(true);
+  double largestGap = 0;
+  for (int i = 0; i < m * n; ++i)
+    largestGap = std::max(largestGap, std::fabs(exact[i] - rounded[i]));
+  ASSERT_GT(largestGap, 1e-3) << "the data must tell the modes apart";
+
+  for (int mode : {MPRT_F16_GEMM_F32, MPRT_F16_GEMM_BF16}) {
+    mprt_gemm_set_f16_mode(mode);
+    ASSERT_EQ(mprt_gemm_f16_mode(), mode);
+    std::vector<float> c(m * n, 0.0f);
+    ASSERT_EQ(mprt_gemm(address(a16.data()), k, address(b16.data()), n,
+                        address(c.data()), n, m, n, k, 0, MPRT_GEMM_F16),
+              MPRT_OK)
+        << mprt_last_error();
+    const std::vector<double> &want =
+        mode == MPRT_F16_GEMM_BF16 ? rounded : exact;
+    for (int i = 0; i < m * n; ++i) // f32 accumulation of k terms
+      EXPECT_NEAR(c[i], want[i], 1e-5 * k) << "mode " << mode << " element "
+                                           << i;
+  }
+  mprt_gemm_set_f16_mode(MPRT_F16_GEMM_AUTO);
+}
+
+TEST(Gemm, F16AutoModeFollowsCpuFeatures) {
+  mprt_gemm_set_f16_mode(MPRT_F16_GEMM_AUTO);
+  uint32_t features = mprt_cpu_features();
+  int expected = (features & MPRT_CPU_AVX512_FP16) ? MPRT_F16_GEMM_NATIVE
+                 : (features & (MPRT_CPU_AVX512_BF16 | MPRT_CPU_AMX_BF16))
+                     ? MPRT_F16_GEMM_BF16
+                     : MPRT_F16_GEMM_F32;
+  EXPECT_EQ(mprt_gemm_f16_mode(), expected)
+      << "features: " << mprt_cpu_features_string();
+  mprt_gemm_set_f16_mode(42); // unknown: back to AUTO
+  EXPECT_EQ(mprt_gemm_f16_mode(), expected);
 }
 
 } // namespace

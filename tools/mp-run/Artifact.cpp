@@ -73,21 +73,11 @@ uint64_t getU64(const char *p) {
 }
 
 /// The runtime functions the object code calls through `mp_import_<name>`:
-/// what the JIT session binds with registerSymbols.
-struct Import {
-  const char *name;
-  void *address;
-};
-const Import kImports[] = {
-    {"mprt_gemm", reinterpret_cast<void *>(&mprt_gemm)},
-    {"mprt_observe", reinterpret_cast<void *>(&mprt_observe)},
-    {"malloc", reinterpret_cast<void *>(&mprt_counted_malloc)},
-    {"free", reinterpret_cast<void *>(&mprt_counted_free)},
-    {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
-};
+/// what the JIT session binds (runtimeSymbols).
+using Import = RuntimeSymbol;
 
 const Import *findImport(llvm::StringRef name) {
-  for (const Import &import : kImports)
+  for (const Import &import : runtimeSymbols())
     if (name == import.name)
       return &import;
   return nullptr;

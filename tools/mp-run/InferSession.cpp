@@ -243,23 +243,7 @@ bool InferSession::compile(const std::string &modelPath,
     return false;
   }
   engine = std::move(*created);
-  engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    symbols[interner("mprt_gemm")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&mprt_gemm),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("mprt_observe")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&mprt_observe),
-        llvm::JITSymbolFlags::Exported};
-    // Buffers come from the counted heap: mp-run reports a call's peak.
-    symbols[interner("malloc")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_malloc),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("free")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_free),
-        llvm::JITSymbolFlags::Exported};
-    return symbols;
-  });
+  registerRuntimeSymbols(*engine);
   return true;
 }
 

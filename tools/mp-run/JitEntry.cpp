@@ -5,11 +5,38 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/IR/Builders.h"
+#include "mprt/mprt.h"
 
 using namespace mlir;
 
 namespace mp {
+
+llvm::ArrayRef<RuntimeSymbol> runtimeSymbols() {
+  // malloc/free go to the counted heap, so mp-run can say how many bytes a
+  // call held; memrefCopy (libmlir_c_runner_utils) copies into strided
+  // buffers such as tensor.pad's interior.
+  static const RuntimeSymbol symbols[] = {
+      {"mprt_gemm", reinterpret_cast<void *>(&mprt_gemm)},
+      {"mprt_observe", reinterpret_cast<void *>(&mprt_observe)},
+      {"malloc", reinterpret_cast<void *>(&mprt_counted_malloc)},
+      {"free", reinterpret_cast<void *>(&mprt_counted_free)},
+      {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
+  };
+  return symbols;
+}
+
+void registerRuntimeSymbols(ExecutionEngine &engine) {
+  engine.registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    for (const RuntimeSymbol &symbol : runtimeSymbols())
+      map[interner(symbol.name)] = {
+          llvm::orc::ExecutorAddr::fromPtr(symbol.address),
+          llvm::JITSymbolFlags::Exported};
+    return map;
+  });
+}
 
 static MemRefType memrefFor(Type type) {
   if (auto tensor = dyn_cast<RankedTensorType>(type))

@@ -10,6 +10,7 @@
 #define MP_TOOLS_MP_RUN_JITENTRY_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/ArrayRef.h"
 
@@ -56,6 +57,18 @@ private:
   std::vector<std::unique_ptr<Descriptor>> descriptors;
   std::vector<void *> pointers;
 };
+
+/// A runtime function compiled code calls (mprt_gemm, the counted heap's
+/// malloc/free, mprt_observe, memrefCopy), by the symbol the code uses.
+struct RuntimeSymbol {
+  const char *name;
+  void *address;
+};
+/// Every runtime function compiled code may call: what a JIT session binds
+/// and what an artifact's imports resolve to.
+llvm::ArrayRef<RuntimeSymbol> runtimeSymbols();
+/// Binds runtimeSymbols() in a JIT session.
+void registerRuntimeSymbols(mlir::ExecutionEngine &engine);
 
 /// Adds `@<name>(memref args..., memref results...)` that calls `callee`
 /// (tensors become memrefs, scalars 0-d memrefs, i1 an i32): host code then

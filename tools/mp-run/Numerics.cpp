@@ -241,6 +241,8 @@ size_t printComparison(const ProbeRecorder &reference,
       return std::isnan(a.relative);
     return a.relative > b.relative;
   });
+  if (top == 0) // every op
+    top = rows.size();
   std::fprintf(out, "  rank  rel error  max abs err  max |f32|  dtype  op\n");
   for (size_t i = 0; i < rows.size() && i < top; ++i)
     std::fprintf(out, "  %4zu  %9.3e  %11.3e  %9.3g  %-5s  %s\n", i + 1,

@@ -26,6 +26,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <random>
 
@@ -241,6 +242,19 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     }
   scalars.scale = mode == "none" ? 1.0f : static_cast<float>(initScale);
 
+  // MP_DUMP_STEP_IR=FILE: the module on tensors that is about to be lowered
+  // (train and predict entries, after every mp pass), for debugging.
+  if (const char *dumpPath = std::getenv("MP_DUMP_STEP_IR")) {
+    std::error_code ec;
+    llvm::raw_fd_ostream dump(dumpPath, ec);
+    if (ec) {
+      error = std::string("MP_DUMP_STEP_IR: cannot write '") + dumpPath +
+              "': " + ec.message();
+      return false;
+    }
+    module->print(dump);
+  }
+
   // Vectorized first; should the vectorizer still reject a loop nest (it
   // skips those it cannot vectorize correctly), then scalar loops.
   OwningOpRef<ModuleOp> scalarCopy = module->clone();
@@ -279,31 +293,7 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     return false;
   }
   engine = std::move(*created);
-  // Compiled contractions call libmprt, which is linked into this binary;
-  // copies into strided buffers (tensor.pad's interior) call MLIR's
-  // memrefCopy from libmlir_c_runner_utils.
-  engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap symbols;
-    symbols[interner("mprt_gemm")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&mprt_gemm),
-        llvm::JITSymbolFlags::Exported};
-    // The compiled code's buffers come from the counted heap, so mp-run
-    // can say how many bytes a step holds (mprt_memory_stats).
-    symbols[interner("malloc")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_malloc),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("free")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&mprt_counted_free),
-        llvm::JITSymbolFlags::Exported};
-    symbols[interner("memrefCopy")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
-        llvm::JITSymbolFlags::Exported};
-    // Compiled mp.observe probes (--mp-probes-to-runtime).
-    symbols[interner("mprt_observe")] = {
-        llvm::orc::ExecutorAddr::fromPtr(&mprt_observe),
-        llvm::JITSymbolFlags::Exported};
-    return symbols;
-  });
+  registerRuntimeSymbols(*engine);
   auto train = engine->lookupPacked("mp_train_entry");
   if (!train) {
     error = "JIT compilation failed: " + llvm::toString(train.takeError());
@@ -323,20 +313,65 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
   return true;
 }
 
-void Session::initialiseParameters(uint64_t seed) {
-  // He-uniform weights (fan-in: all but the output dimension), zero biases.
-  std::mt19937_64 rng(seed);
-  for (HostTensor &p : params) {
-    if (p.shape.size() < 2)
-      continue;
-    int64_t fanIn = p.numElements() / p.shape.back();
-    if (p.shape.size() == 4) // conv kernels are F x C x kh x kw
-      fanIn = p.numElements() / p.shape.front();
-    double bound = std::sqrt(6.0 / static_cast<double>(fanIn));
-    std::uniform_real_distribution<double> uniform(-bound, bound);
-    for (float &v : p.data)
-      v = static_cast<float>(uniform(rng));
+bool parseInitScheme(const std::string &text, InitScheme &scheme) {
+  static const std::pair<const char *, InitScheme> names[] = {
+      {"zeros", InitScheme::Zeros},
+      {"he-uniform", InitScheme::HeUniform},
+      {"he-normal", InitScheme::HeNormal},
+      {"xavier-uniform", InitScheme::XavierUniform},
+      {"xavier-normal", InitScheme::XavierNormal}};
+  for (auto [name, value] : names)
+    if (text == name) {
+      scheme = value;
+      return true;
+    }
+  return false;
+}
+
+bool initialiseTensor(HostTensor &tensor, InitScheme scheme,
+                      std::mt19937_64 &rng, std::string &error) {
+  if (scheme == InitScheme::Zeros) {
+    std::fill(tensor.data.begin(), tensor.data.end(), 0.0f);
+    return true;
   }
+  if (tensor.shape.size() < 2 || tensor.numElements() == 0) {
+    error = "cannot initialise '" + tensor.name +
+            "' by fan-in/fan-out: it is not a weight of rank 2 or more "
+            "(use zeros)";
+    return false;
+  }
+  double elements = static_cast<double>(tensor.numElements());
+  double fanIn = elements / static_cast<double>(tensor.shape.back());
+  double fanOut = static_cast<double>(tensor.shape.back());
+  if (tensor.shape.size() == 4) { // conv kernels are F x C x kh x kw
+    fanIn = elements / static_cast<double>(tensor.shape[0]);
+    fanOut = elements / static_cast<double>(tensor.shape[1]);
+  }
+  bool he = scheme == InitScheme::HeUniform || scheme == InitScheme::HeNormal;
+  bool uniform =
+      scheme == InitScheme::HeUniform || scheme == InitScheme::XavierUniform;
+  // Variance 2/fan_in (He, for ReLU) or 2/(fan_in + fan_out) (Xavier).
+  double variance = he ? 2.0 / fanIn : 2.0 / (fanIn + fanOut);
+  if (uniform) {
+    double bound = std::sqrt(3.0 * variance);
+    std::uniform_real_distribution<double> dist(-bound, bound);
+    for (float &v : tensor.data)
+      v = static_cast<float>(dist(rng));
+  } else {
+    std::normal_distribution<double> dist(0.0, std::sqrt(variance));
+    for (float &v : tensor.data)
+      v = static_cast<float>(dist(rng));
+  }
+  return true;
+}
+
+void Session::initialiseParameters(uint64_t seed, InitScheme scheme) {
+  // One generator for all weights, in parameter order; biases zero.
+  std::mt19937_64 rng(seed);
+  std::string error;
+  for (HostTensor &p : params)
+    if (p.shape.size() < 2 || !initialiseTensor(p, scheme, rng, error))
+      std::fill(p.data.begin(), p.data.end(), 0.0f);
 }
 
 bool Session::trainStep(const float *x, const float *labels, StepResult &result,
@@ -365,6 +400,7 @@ bool Session::trainStep(const float *x, const float *labels, StepResult &result,
   trainEntry(args.get().data());
   std::swap(params, nextParams);
   std::swap(state, nextState);
+  next.skipped = scalars.skipped + (stepped ? 0 : 1);
   scalars = next;
   result.stepped = stepped != 0;
   return true;
@@ -409,6 +445,7 @@ bool Session::saveCheckpoint(const std::string &path,
   metadata["step"] = scalars.step;
   metadata["scale"] = static_cast<double>(scalars.scale);
   metadata["growth_tracker"] = scalars.growthTracker;
+  metadata["skipped"] = scalars.skipped;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(metadata));
@@ -483,6 +520,8 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
       scalars.step = static_cast<int32_t>(*step);
       scalars.scale = static_cast<float>(*scale);
       scalars.growthTracker = static_cast<int32_t>(*tracker);
+      // Absent in checkpoints written before the session counted skips.
+      scalars.skipped = metadata.getInteger("skipped").value_or(0);
     }
   }
   mprt_checkpoint_free(checkpoint);

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,21 @@ struct HostTensor {
   std::vector<float> data;
   int64_t numElements() const;
 };
+
+/// How a parameter's values start. Fans come from the shape: a conv kernel
+/// (rank 4, F x C x kh x kw) has fan-in C*kh*kw and fan-out F*kh*kw; any
+/// other weight (rank >= 2, output dimension last) fan-in = elements /
+/// last dimension and fan-out = last dimension.
+enum class InitScheme { Zeros, HeUniform, HeNormal, XavierUniform, XavierNormal };
+
+/// Parses "zeros", "he-uniform", "he-normal", "xavier-uniform",
+/// "xavier-normal"; false for anything else.
+bool parseInitScheme(const std::string &text, InitScheme &scheme);
+
+/// Fills `tensor` by `scheme` from `rng`. He and Xavier need a weight of
+/// rank 2 or more: false with `error` otherwise.
+bool initialiseTensor(HostTensor &tensor, InitScheme scheme,
+                      std::mt19937_64 &rng, std::string &error);
 
 struct TrainOptions {
   std::string precision = "f32"; // f32 | f16 | bf16
@@ -52,6 +68,9 @@ struct StepState {
   int32_t step = 0;
   float scale = 65536.0f;
   int32_t growthTracker = 0;
+  /// Steps skipped for inf/nan gradients since the run began (kept in
+  /// checkpoints; not an input of the compiled step).
+  int64_t skipped = 0;
 };
 
 struct StepResult {
@@ -107,6 +126,12 @@ public:
   /// False when the loops had to stay scalar (see Session::compile).
   bool isVectorized() const { return vectorized; }
 
+  /// Initialises every parameter from `seed`: weights (rank >= 2) by
+  /// `scheme`, biases and other rank-0/1 parameters zero. Optimizer state
+  /// is left alone.
+  void initialiseParameters(uint64_t seed,
+                            InitScheme scheme = InitScheme::HeUniform);
+
   /// Parameters (initialised from the seed) and optimizer state.
   std::vector<HostTensor> &parameters() { return params; }
   std::vector<HostTensor> &optimizerState() { return state; }
@@ -140,7 +165,6 @@ private:
   /// the session's shapes, names and scalars.
   bool lower(const std::string &modelPath, const TrainOptions &options,
              mlir::OwningOpRef<mlir::ModuleOp> &module, std::string &error);
-  void initialiseParameters(uint64_t seed);
   /// The metadata record of an artifact (Artifact.cpp).
   llvm::json::Object artifactMetadata() const;
   bool readArtifactMetadata(const llvm::json::Object &metadata,

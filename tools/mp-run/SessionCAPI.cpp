@@ -210,6 +210,69 @@ int mp_session_predict(mp_session *s, const float *x, float *logits) {
   return succeed();
 }
 
+int64_t mp_session_find(const mp_session *s, int kind, const char *name) {
+  std::vector<mp::HostTensor> *tensors = tensorsOf(s, kind);
+  if (!tensors || !name)
+    return -1;
+  for (size_t i = 0; i < tensors->size(); ++i)
+    if ((*tensors)[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+/// The C enum as the session's scheme; false for a value outside it.
+static bool toInitScheme(int scheme, mp::InitScheme &out) {
+  switch (scheme) {
+  case MP_INIT_ZEROS:
+    out = mp::InitScheme::Zeros;
+    return true;
+  case MP_INIT_HE_UNIFORM:
+    out = mp::InitScheme::HeUniform;
+    return true;
+  case MP_INIT_HE_NORMAL:
+    out = mp::InitScheme::HeNormal;
+    return true;
+  case MP_INIT_XAVIER_UNIFORM:
+    out = mp::InitScheme::XavierUniform;
+    return true;
+  case MP_INIT_XAVIER_NORMAL:
+    out = mp::InitScheme::XavierNormal;
+    return true;
+  }
+  return false;
+}
+
+int mp_session_init_parameter(mp_session *s, const char *name, int scheme,
+                              uint64_t seed) {
+  if (!s || !name)
+    return fail("mp_session_init_parameter: NULL session or name");
+  mp::InitScheme init;
+  if (!toInitScheme(scheme, init))
+    return fail("mp_session_init_parameter: unknown scheme " +
+                std::to_string(scheme));
+  int64_t index = mp_session_find(s, 0, name);
+  if (index < 0)
+    return fail(std::string("mp_session_init_parameter: the model has no "
+                            "parameter named '") +
+                name + "'");
+  std::mt19937_64 rng(seed);
+  std::string error;
+  if (!mp::initialiseTensor(s->session->parameters()[index], init, rng, error))
+    return fail("mp_session_init_parameter: " + error);
+  return succeed();
+}
+
+int mp_session_init_parameters(mp_session *s, int scheme, uint64_t seed) {
+  if (!s)
+    return fail("mp_session_init_parameters: NULL session");
+  mp::InitScheme init;
+  if (!toInitScheme(scheme, init))
+    return fail("mp_session_init_parameters: unknown scheme " +
+                std::to_string(scheme));
+  s->session->initialiseParameters(seed, init);
+  return succeed();
+}
+
 int32_t mp_session_step(const mp_session *s) {
   return s ? s->session->stepState().step : 0;
 }
@@ -219,12 +282,15 @@ float mp_session_loss_scale(const mp_session *s) {
 int32_t mp_session_growth_tracker(const mp_session *s) {
   return s ? s->session->stepState().growthTracker : 0;
 }
+int64_t mp_session_skipped_steps(const mp_session *s) {
+  return s ? s->session->stepState().skipped : 0;
+}
 
 int mp_session_save(const mp_session *s, const char *path) {
   if (!s || !path)
     return fail("mp_session_save: NULL session or path");
   // mp-run's metadata, so `mp-run train --resume` continues from it.
-  llvm::json::Object metadata{{"epoch", 0}, {"batch", 0}, {"skipped", 0}};
+  llvm::json::Object metadata{{"epoch", 0}, {"batch", 0}};
   std::string error;
   if (!s->session->saveCheckpoint(path, std::move(metadata), "", error))
     return fail(error);

@@ -28,6 +28,7 @@
 #include "mlir/InitAllPasses.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -71,14 +72,22 @@ static cl::opt<int>
     batchSize("batch-size",
               cl::desc("Batch size (must match the model's static batch)"),
               cl::init(0));
+static cl::opt<std::string>
+    initScheme("init",
+               cl::desc("Weight initialisation: he-uniform (default), "
+                        "he-normal, xavier-uniform, xavier-normal or zeros; "
+                        "biases start at zero"),
+               cl::init("he-uniform"));
 static cl::opt<uint64_t> seed("seed",
                               cl::desc("Seed for initialisation and "
                                        "shuffling"),
                               cl::init(0));
 static cl::opt<std::string>
     checkpointPath("checkpoint",
-                   cl::desc("Checkpoint file (.npz): train saves it after "
-                            "every epoch (atomically), infer reads it"),
+                   cl::desc("Checkpoint file (.npz), or a directory (an "
+                            "existing one, or a path ending in '/') for "
+                            "DIR/checkpoint.npz: train saves it after every "
+                            "epoch (atomically), infer reads it"),
                    cl::init(""));
 static cl::opt<unsigned> checkpointEvery(
     "checkpoint-every",
@@ -93,7 +102,7 @@ static cl::opt<bool> checkNumerics(
              "FP16's range, with a summary at the end"),
     cl::init(false));
 static cl::opt<unsigned>
-    compareTop("top", cl::desc("compare: how many ops to list"), cl::init(20));
+    compareTop("top", cl::desc("compare: how many ops to list (0: all)"), cl::init(20));
 static cl::opt<bool> resume("resume",
                             cl::desc("Continue training from --checkpoint"),
                             cl::init(false));
@@ -195,13 +204,24 @@ bool loadData(const std::string &path, int64_t features, int64_t classes,
     error = mprt_last_error();
     return false;
   }
-  int64_t rows = 0;
-  bool ok = readMatrix(npz, "x_train", features, train.x, train.rows, error) &&
-            readMatrix(npz, "y_train", classes, train.y, rows, error) &&
-            readMatrix(npz, "x_test", features, test.x, test.rows, error) &&
-            readMatrix(npz, "y_test", classes, test.y, rows, error);
+  int64_t trainLabels = 0, testLabels = 0;
+  bool ok =
+      readMatrix(npz, "x_train", features, train.x, train.rows, error) &&
+      readMatrix(npz, "y_train", classes, train.y, trainLabels, error) &&
+      readMatrix(npz, "x_test", features, test.x, test.rows, error) &&
+      readMatrix(npz, "y_test", classes, test.y, testLabels, error);
   mprt_npz_close(npz);
-  return ok;
+  // Every sample needs its label row (the loops index both by sample).
+  auto sameRows = [&](const char *x, int64_t xRows, const char *y,
+                      int64_t yRows) {
+    if (xRows == yRows)
+      return true;
+    error = "data '" + path + "': " + x + " has " + std::to_string(xRows) +
+            " rows but " + y + " has " + std::to_string(yRows);
+    return false;
+  };
+  return ok && sameRows("x_train", train.rows, "y_train", trainLabels) &&
+         sameRows("x_test", test.rows, "y_test", testLabels);
 }
 
 /// The digits data exported by scripts/setup.sh next to the tools.
@@ -282,7 +302,6 @@ double accuracy(mp::Session &session, const Split &test, std::string &error,
 struct RunPosition {
   unsigned epoch = 0;
   int64_t batch = 0;
-  int64_t skipped = 0; // skipped steps so far, for the progress lines
 };
 
 std::string previousCheckpointPath(const std::string &path) {
@@ -293,9 +312,9 @@ std::string previousCheckpointPath(const std::string &path) {
 /// position; the checkpoint it replaces stays readable as FILE.prev.
 bool saveCheckpoint(const std::string &path, mp::Session &session,
                     const RunPosition &position, std::string &error) {
+  // The session adds its scalars (step, scale, skipped steps).
   llvm::json::Object metadata{{"epoch", position.epoch},
                               {"batch", position.batch},
-                              {"skipped", position.skipped},
                               {"precision", precision.getValue()}};
   return session.saveCheckpoint(path, std::move(metadata),
                                 previousCheckpointPath(path), error);
@@ -324,7 +343,27 @@ bool loadCheckpoint(const std::string &path, mp::Session &session,
   position.epoch = static_cast<unsigned>(*epoch);
   // Absent in checkpoints written before saves inside an epoch existed.
   position.batch = metadata.getInteger("batch").value_or(0);
-  position.skipped = metadata.getInteger("skipped").value_or(0);
+  return true;
+}
+
+/// --checkpoint DIR (an existing directory, or a path ending in '/') stands
+/// for DIR/checkpoint.npz; training creates DIR.
+bool resolveCheckpointPath(std::string &path, bool create,
+                           std::string &error) {
+  bool isDirectory = llvm::sys::fs::is_directory(path) ||
+                     llvm::StringRef(path).ends_with("/");
+  if (path.empty() || !isDirectory)
+    return true;
+  if (create) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(path)) {
+      error = "cannot create checkpoint directory '" + path +
+              "': " + ec.message();
+      return false;
+    }
+  }
+  llvm::SmallString<256> file(path);
+  llvm::sys::path::append(file, "checkpoint.npz");
+  path = std::string(file);
   return true;
 }
 
@@ -684,6 +723,17 @@ int main(int argc, char **argv) {
     return fail("--resume needs --checkpoint");
   if (command == "infer" && checkpointPath.empty())
     return fail("infer needs --checkpoint (the trained parameters)");
+  mp::InitScheme scheme;
+  if (!mp::parseInitScheme(initScheme, scheme))
+    return fail("bad --init '" + initScheme +
+                "': expected he-uniform, he-normal, xavier-uniform, "
+                "xavier-normal or zeros");
+  {
+    std::string path = checkpointPath, error;
+    if (!resolveCheckpointPath(path, command == "train", error))
+      return fail(error);
+    checkpointPath = path;
+  }
 
   mp::TrainOptions options;
   // int8 runs on f32 parameters; the quantized model is compiled apart.
@@ -715,6 +765,8 @@ int main(int argc, char **argv) {
                    : mp::Session::create(modelPath, options, error);
   if (!session)
     return fail(error);
+  if (scheme != mp::InitScheme::HeUniform)
+    session->initialiseParameters(seed, scheme);
   if (fromArtifact) {
     if (int status = checkArtifactOptions(*session))
       return status;
@@ -792,7 +844,6 @@ int main(int argc, char **argv) {
 
   std::vector<int64_t> order(train.rows);
   std::vector<float> x(b * f), y(b * c);
-  int64_t skipped = position.skipped;
   double trainSeconds = 0;
   int64_t trained = 0;
   int64_t numericsReported = 0;
@@ -833,15 +884,13 @@ int main(int argc, char **argv) {
           std::printf("numerics: step %lld was skipped; loss scale now %g\n",
                       (long long)globalStep, session->stepState().scale);
       }
-      if (!result.stepped)
-        ++skipped;
       lossSum += result.loss;
       ++steps;
       // Saves inside the epoch; its last batch is saved at the epoch's end.
       if (!checkpointPath.empty() && checkpointEvery &&
           globalStep % checkpointEvery == 0 && batch + 1 < batchesPerEpoch &&
           !saveCheckpoint(checkpointPath, *session,
-                          {epoch - 1, batch + 1, skipped}, error))
+                          {epoch - 1, batch + 1}, error))
         return fail(error);
     }
     double seconds = std::chrono::duration<double>(
@@ -859,11 +908,12 @@ int main(int argc, char **argv) {
     std::printf("epoch %u/%u  loss %.4f  test accuracy %.2f%%  %.0f "
                 "samples/s  skipped %lld  scale %g\n",
                 epoch, (unsigned)epochs, lossSum / std::max<int64_t>(steps, 1),
-                acc, steps * b / std::max(seconds, 1e-9), (long long)skipped,
+                acc, steps * b / std::max(seconds, 1e-9),
+                (long long)session->stepState().skipped,
                 session->stepState().scale);
     std::fflush(stdout);
     if (!checkpointPath.empty() &&
-        !saveCheckpoint(checkpointPath, *session, {epoch, 0, skipped}, error))
+        !saveCheckpoint(checkpointPath, *session, {epoch, 0}, error))
       return fail(error);
   }
   if (checker)
@@ -872,7 +922,7 @@ int main(int argc, char **argv) {
   std::printf("held-out accuracy %.2f%% (%s), %.0f samples/s, %lld skipped "
               "steps\n",
               acc, precision.c_str(), trained / std::max(trainSeconds, 1e-9),
-              (long long)skipped);
+              (long long)session->stepState().skipped);
   std::printf("memory: parameters %.3f MB and optimizer state %.3f MB (f32 "
               "host buffers); compiled code held at most %.3f MB in a "
               "training step and %.3f MB in a prediction\n",

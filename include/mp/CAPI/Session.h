@@ -10,6 +10,10 @@
  * failure, with the message in mp_last_error() (per thread). Tensors are
  * dense, row-major float32; the caller owns every buffer it passes.
  *
+ * This is the one header an embedder includes: it also brings in libmprt's
+ * C API (mprt/mprt.h: tensors, .npy/.npz files, atomic checkpoints, the
+ * CPU gemm and feature detection, memory statistics).
+ *
  *===----------------------------------------------------------------------===*/
 
 #ifndef MP_CAPI_SESSION_H
@@ -17,6 +21,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "mprt/mprt.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,6 +76,32 @@ int mp_session_get(const mp_session *session, int kind, size_t index,
                    float *out, size_t count);
 int mp_session_set(mp_session *session, int kind, size_t index,
                    const float *values, size_t count);
+/* The index of the tensor of `kind` named `name` (the model's mp.param
+ * name; optimizer state names are mp-run's checkpoint names), or -1. */
+int64_t mp_session_find(const mp_session *session, int kind, const char *name);
+
+/* Initialisation schemes. Fans come from the shape: a rank-4 conv kernel
+ * F x C x kh x kw has fan-in C*kh*kw and fan-out F*kh*kw; other weights
+ * (output dimension last) fan-in = elements / last dimension, fan-out =
+ * last dimension. He: variance 2/fan_in; Xavier (Glorot): 2/(fan_in +
+ * fan_out). */
+typedef enum mp_init_scheme {
+  MP_INIT_ZEROS = 0,
+  MP_INIT_HE_UNIFORM = 1, /* the default of a new session, for weights */
+  MP_INIT_HE_NORMAL = 2,
+  MP_INIT_XAVIER_UNIFORM = 3,
+  MP_INIT_XAVIER_NORMAL = 4,
+} mp_init_scheme;
+
+/* Initialises the parameter named `name` by `scheme` from its own `seed`.
+ * He and Xavier need a weight of rank 2 or more; an unknown name or scheme
+ * is an error. */
+int mp_session_init_parameter(mp_session *session, const char *name,
+                              int scheme, uint64_t seed);
+/* Initialises every parameter from one `seed`: weights (rank >= 2) by
+ * `scheme`, the rest (biases) to zero. Optimizer state is unchanged. */
+int mp_session_init_parameters(mp_session *session, int scheme,
+                               uint64_t seed);
 
 /* One training step on a batch: x holds batch x features, labels batch x
  * classes (one-hot). `loss` and `stepped` (0 when the step was skipped for
@@ -84,6 +116,9 @@ int mp_session_predict(mp_session *session, const float *x, float *logits);
 int32_t mp_session_step(const mp_session *session);
 float mp_session_loss_scale(const mp_session *session);
 int32_t mp_session_growth_tracker(const mp_session *session);
+/* Steps skipped for inf/nan gradients since training began (restored by
+ * mp_session_load). */
+int64_t mp_session_skipped_steps(const mp_session *session);
 
 /* Saves parameters, optimizer state and the scalars above atomically (an
  * .npz mp-run reads); loads them back (shapes must match). */

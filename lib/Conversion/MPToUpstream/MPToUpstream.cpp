@@ -62,8 +62,11 @@ Value mapElements(OpBuilder &b, Location loc, Value input,
   return generic.getResult(0);
 }
 
-/// True (i1) when any element of the float tensor `input` is inf or nan.
-Value anyNonFinite(OpBuilder &b, Location loc, Value input) {
+/// True (i1) when `transform` (of element type `resultElementType`) of any
+/// element of the float tensor `input` is inf or nan.
+Value anyNonFinite(
+    OpBuilder &b, Location loc, Value input, Type resultElementType,
+    function_ref<Value(OpBuilder &, Location, Value)> transform) {
   auto type = cast<RankedTensorType>(input.getType());
   unsigned rank = type.getRank();
   Value falseValue = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
@@ -76,14 +79,15 @@ Value anyNonFinite(OpBuilder &b, Location loc, Value input) {
                                  AffineMap::get(rank, 0, b.getContext())};
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::reduction);
-  auto eltType = cast<FloatType>(type.getElementType());
+  auto eltType = cast<FloatType>(resultElementType);
   Value inf = arith::ConstantOp::create(
       b, loc,
       b.getFloatAttr(eltType, APFloat::getInf(eltType.getFloatSemantics())));
   auto reduce = linalg::GenericOp::create(
       b, loc, init.getType(), ValueRange{input}, ValueRange{init}, maps,
       iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value magnitude = math::AbsFOp::create(nb, nloc, args[0]);
+        Value magnitude =
+            math::AbsFOp::create(nb, nloc, transform(nb, nloc, args[0]));
         // "uge" is true when unordered (nan) or |x| >= inf (inf).
         Value nonFinite = arith::CmpFOp::create(
             nb, nloc, arith::CmpFPredicate::UGE, magnitude, inf);
@@ -136,16 +140,17 @@ struct UnscaleLowering : OpConversionPattern<UnscaleOp> {
                              ? resultElt
                              : Type(rewriter.getF32Type());
       Value inverse = convertFloat(rewriter, loc, inverseScale, computeType);
-      Value unscaled =
-          mapElements(rewriter, loc, grad, resultElt,
-                      [&](OpBuilder &b, Location l, Value x) {
-                        Value wide = convertFloat(b, l, x, computeType);
-                        Value product =
-                            arith::MulFOp::create(b, l, wide, inverse);
-                        return convertFloat(b, l, product, resultElt);
-                      });
-      // Check the result: an unscaled value can still overflow its type.
-      Value nonFinite = anyNonFinite(rewriter, loc, unscaled);
+      auto unscale = [&](OpBuilder &b, Location l, Value x) {
+        Value wide = convertFloat(b, l, x, computeType);
+        Value product = arith::MulFOp::create(b, l, wide, inverse);
+        return convertFloat(b, l, product, resultElt);
+      };
+      Value unscaled = mapElements(rewriter, loc, grad, resultElt, unscale);
+      // Check the result (an unscaled value can still overflow its type),
+      // recomputed from the gradient: the unscaled tensor then has one
+      // reader, the optimizer's update, and is fused into it instead of
+      // being held as a copy of every gradient.
+      Value nonFinite = anyNonFinite(rewriter, loc, grad, resultElt, unscale);
       foundInf = foundInf
                      ? arith::OrIOp::create(rewriter, loc, foundInf, nonFinite)
                            .getResult()

@@ -275,12 +275,36 @@ typedef enum mprt_gemm_type MPRT_ENUM_BASE {
  * MPRT_GEMM_S8), as
  * linalg.matmul does; row-major with leading dimensions lda, ldb, ldc;
  * op(X) is X or its transpose (flags). Pointers arrive as integers: this is
- * what --mp-contractions-to-runtime emits. f16 and bf16 inputs are widened
- * to f32 before the product. Runs on oneDNN's sgemm. Returns MPRT_OK, or
- * MPRT_ERROR_ARGUMENT (with mprt_last_error) for bad sizes or types. */
+ * what --mp-contractions-to-runtime emits. f32 runs on oneDNN's sgemm;
+ * bf16 on oneDNN's matmul primitive (AMX-BF16 or AVX512-BF16 kernels where
+ * the CPU has them, else the inputs are widened to f32); f16 as
+ * mprt_gemm_f16_mode says. Returns MPRT_OK, or MPRT_ERROR_ARGUMENT (with
+ * mprt_last_error) for bad sizes or types. */
 mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                       int64_t c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                       int32_t flags, int32_t type);
+
+/* How mprt_gemm runs f16 products. oneDNN 2.6 has an f16 matmul only for
+ * CPUs with AVX512-FP16, so by default (AUTO) the CPU's features decide:
+ *   NATIVE  oneDNN's f16 primitive, where the CPU has AVX512-FP16;
+ *   BF16    the operands rounded to bf16 (round to nearest even: f16's
+ *           11-bit significand becomes 8 bits, the range only widens) and
+ *           the bf16 primitive, where the CPU has AVX512-BF16 or AMX-BF16;
+ *   F32     the operands widened to f32 (exact; F16C where present) and
+ *           sgemm, everywhere else.
+ * Accumulation is f32 in every mode. The environment variable
+ * MPRT_F16_GEMM=auto|native|bf16|f32 sets the mode at the first product;
+ * mprt_gemm_set_f16_mode sets it later (AUTO for an unknown value). */
+typedef enum mprt_f16_gemm_mode MPRT_ENUM_BASE {
+  MPRT_F16_GEMM_AUTO = 0,
+  MPRT_F16_GEMM_NATIVE = 1,
+  MPRT_F16_GEMM_BF16 = 2,
+  MPRT_F16_GEMM_F32 = 3
+} mprt_f16_gemm_mode;
+
+void mprt_gemm_set_f16_mode(int32_t mode);
+/* The mode f16 products run in now: NATIVE, BF16 or F32 (never AUTO). */
+int32_t mprt_gemm_f16_mode(void);
 
 /*===----------------------------------------------------------------------===*
  * Probes and calibration statistics

@@ -14,13 +14,18 @@
 // The FP32 master update is pinned to f32.
 // SGD: %[[UPD:.*]]:2 = linalg.generic {{.*}} ins(%[[W]], %{{.*}}, %[[M]] : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>)
 // SGD-SAME: mp.precision = "f32"
-// A step with inf/nan keeps the old values.
-// SGD: %[[NW:.*]] = arith.select %[[INF]], %[[W]], %[[UPD]]#0 : tensor<1xf32>
-// SGD: %[[NM:.*]] = arith.select %[[INF]], %[[M]], %[[UPD]]#1 : tensor<1xf32>
+// A step with inf/nan keeps the old values, element by element inside the
+// update (so the new values can be written in place).
+// SGD-NEXT: ^bb0(%[[OW:.*]]: f32, %{{.*}}: f32, %[[OM:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
+// SGD: %[[NEWW:.*]] = arith.subf %[[OW]], %{{.*}} : f32
+// SGD-NEXT: %[[KW:.*]] = arith.select %[[INF]], %[[OW]], %[[NEWW]] : f32
+// SGD-NEXT: %[[KM:.*]] = arith.select %[[INF]], %[[OM]], %{{.*}} : f32
+// SGD-NEXT: linalg.yield %[[KW]], %[[KM]] : f32, f32
+// SGD-NOT: arith.select {{.*}} : tensor
 // SGD: %[[NSTEP:.*]] = arith.select %[[INF]], %[[STEP]], %{{.*}} : i32
 // SGD: %[[STEPPED:.*]] = arith.xori %[[INF]], %{{.*}} : i1
 // SGD: %[[NS:.*]], %[[NT:.*]] = mp.update_scale %[[SCALE]], %[[TRACKER]], %[[INF]] : i32
-// SGD: return %[[NW]], %[[NM]], %[[NSTEP]], %[[NS]], %[[NT]], %{{.*}}, %[[STEPPED]]
+// SGD: return %[[UPD]]#0, %[[UPD]]#1, %[[NSTEP]], %[[NS]], %[[NT]], %{{.*}}, %[[STEPPED]]
 
 // ADAM-LABEL: func.func @train_step
 // ADAM-SAME: {mp.state = "w.m"}, %{{.*}}: tensor<1xf32> {mp.state = "w.v"}

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -17,7 +18,21 @@ using namespace mlir::mp;
 #define GET_ATTRDEF_CLASSES
 #include "mp/Dialect/MP/IR/MPAttrs.cpp.inc"
 
+namespace {
+/// Every mp op may be inlined: a function that scales, unscales or observes
+/// (a training step with loss scaling) is inlined into its caller like any
+/// other (mp-run inlines the step so that its results are computed in the
+/// caller's buffers).
+struct MPInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void MPDialect::initialize() {
+  addInterfaces<MPInlinerInterface>();
   addOperations<
 #define GET_OP_LIST
 #include "mp/Dialect/MP/IR/MPOps.cpp.inc"
