@@ -7,12 +7,15 @@ Runs, one after the other on the same machine:
   - Debian's PyTorch 1.13 on the same MLP (64-512-512-10, SGD momentum 0.9,
     lr 0.05, batch 64, same data): FP32, and autocast to bf16 on the CPU.
 Prints a table of held-out accuracy, steady-state samples/s (median over
-epochs 2..N; epoch 1 pays JIT and kernel set-up) and the ratio to mp's f32.
+epochs 2..N; epoch 1 pays JIT and kernel set-up) and the ratios to mp's f32
+and to PyTorch's autocast bf16. With --require, checks the issue's targets
+(mp bf16 >= 1.4x mp f32 on a CPU with AVX512-BF16 or AMX-BF16; mp bf16
+faster than PyTorch autocast bf16) and exits 1 when one is missed.
 
 Needs: scripts/setup.sh done; for the PyTorch rows Debian's python3-torch
 (and libopenblas0-pthread, or PyTorch's FP32 uses the reference BLAS):
   apt-get install python3-torch libopenblas0-pthread
-Usage: bench/train_bench.py [--epochs 5] [--threads 2]
+Usage: bench/train_bench.py [--epochs 5] [--threads 2] [--require]
 """
 import argparse
 import os
@@ -77,10 +80,45 @@ print(acc, sorted(speeds[1:] or speeds)[len(speeds[1:] or speeds) // 2])
     return float(acc), float(speed)
 
 
+def cpu_has_bf16():
+    """AVX512-BF16 or AMX-BF16 in /proc/cpuinfo (what the target is for)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read().split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def check_targets(speeds):
+    """The issue's speed targets; returns the number missed."""
+    missed = 0
+
+    def check(ok, text):
+        nonlocal missed
+        print(("ok: " if ok else "FAIL: ") + text)
+        missed += not ok
+
+    bf16, f32 = speeds["mp bf16"], speeds["mp f32"]
+    if cpu_has_bf16():
+        check(bf16 >= 1.4 * f32, f"mp bf16 {bf16 / f32:.2f}x mp f32 (target >= 1.40x)")
+    else:
+        print("skipped: mp bf16 >= 1.4x mp f32 (the CPU has no AVX512-BF16 / AMX-BF16)")
+    torch_bf16 = speeds.get("pytorch bf16 autocast")
+    if torch_bf16 is None:
+        check(False, "mp bf16 faster than PyTorch autocast bf16 (PyTorch did not run)")
+    else:
+        check(bf16 > torch_bf16,
+              f"mp bf16 {bf16 / torch_bf16:.2f}x PyTorch autocast bf16 (target > 1.00x)")
+    return missed
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--require", action="store_true",
+                        help="exit 1 unless the speed targets are met")
     args = parser.parse_args()
     rows = []
     for precision in ("f32", "bf16", "f16"):
@@ -94,13 +132,19 @@ def main():
             print(f"  (pytorch {mode} skipped: install python3-torch)", file=sys.stderr)
             continue
         rows.append((f"pytorch {mode}" + (" autocast" if mode == "bf16" else ""), *result))
-    base = rows[0][2]
+    speeds = {name: speed for name, _, speed in rows}
+    base = speeds["mp f32"]
+    torch_bf16 = speeds.get("pytorch bf16 autocast")
     print(f"## Digits MLP 64-512-512-10, batch 64, {args.epochs} epochs, {args.threads} threads")
     print()
-    print("| run | held-out accuracy | samples/s (steady) | vs mp f32 |")
-    print("|---|---:|---:|---:|")
+    print("| run | held-out accuracy | samples/s (steady) | vs mp f32 | vs PyTorch bf16 |")
+    print("|---|---:|---:|---:|---:|")
     for name, acc, speed in rows:
-        print(f"| {name} | {acc:.2f}% | {speed:.0f} | {speed / base:.2f}x |")
+        vs_torch = f"{speed / torch_bf16:.2f}x" if torch_bf16 else "-"
+        print(f"| {name} | {acc:.2f}% | {speed:.0f} | {speed / base:.2f}x | {vs_torch} |")
+    if args.require:
+        print()
+        sys.exit(1 if check_targets(speeds) else 0)
 
 
 if __name__ == "__main__":
