@@ -193,6 +193,102 @@ TEST_F(CudaRuntime, GemmRejectsBadArguments) {
   EXPECT_STREQ(mprt_last_error(), "mprt_cuda_gemm: null pointer");
 }
 
+TEST_F(CudaRuntime, BatchedGemmRejectsBadArguments) {
+  EXPECT_EQ(mprt_cuda_gemm_batched(1, 4, 1, 4, 1, 4, 4, 4, 4, 0, MPRT_GEMM_F32,
+                                   -1, 16, 16, 16, nullptr),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_STREQ(mprt_last_error(),
+               "mprt_cuda_gemm_batched: batch -1 is not in [0, 2^31)");
+  EXPECT_EQ(mprt_cuda_gemm_batched(1, 4, 1, 4, 1, 4, 4, 4, 4, 0, MPRT_GEMM_F32,
+                                   int64_t(1) << 31, 16, 16, 16, nullptr),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_EQ(mprt_cuda_gemm_batched(1, 4, 1, 4, 1, 4, 4, 4, 4, 0, MPRT_GEMM_F32,
+                                   2, -16, 16, 16, nullptr),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_STREQ(mprt_last_error(),
+               "mprt_cuda_gemm_batched: negative batch stride -16, 16, 16");
+  // Results of a batch may not overlap; shared inputs (stride 0) may.
+  EXPECT_EQ(mprt_cuda_gemm_batched(1, 4, 1, 4, 1, 4, 4, 4, 4, 0, MPRT_GEMM_F32,
+                                   2, 0, 0, 15, nullptr),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_STREQ(mprt_last_error(),
+               "mprt_cuda_gemm_batched: the batch stride of C, 15, is less "
+               "than one 4 x 4 matrix with ldc=4: results would overlap");
+  EXPECT_EQ(mprt_cuda_gemm_batched(0, 4, 0, 4, 0, 4, 4, 4, 4, 0, MPRT_GEMM_F32,
+                                   0, 0, 0, 0, nullptr),
+            MPRT_OK)
+      << "an empty batch is a no-op";
+  // With one matrix the strides are not used.
+  EXPECT_EQ(mprt_cuda_gemm_batched(1, 4, 1, 4, 1, 4, 4, 4, 0, 0, MPRT_GEMM_F32,
+                                   1, -1, -1, -1, nullptr),
+            MPRT_OK);
+}
+
+TEST_F(CudaRuntime, GemmSyncRecordsArgumentErrors) {
+  // Checked before the device is looked at, so this runs everywhere: the
+  // error goes where mgpu errors go, and the status says it too.
+  EXPECT_EQ(mprt_cuda_gemm_sync(1, 4, 1, 4, 1, 4, 4, 4, 4, 0, 7, 1, 0, 0, 0),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_STREQ(mprt_last_error(), "mprt_cuda_gemm_sync: bad type 7");
+  ASSERT_EQ(mprt_cuda_check(), MPRT_ERROR_DEVICE);
+  EXPECT_STREQ(mprt_last_error(), "mprt_cuda_gemm_sync: bad type 7");
+  // An empty product is no error.
+  EXPECT_EQ(mprt_cuda_gemm_sync(0, 4, 0, 4, 0, 4, 0, 4, 4, 0, MPRT_GEMM_F16, 1,
+                                0, 0, 0),
+            MPRT_OK);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmSyncWithoutGpuIsRecorded) {
+  std::string why = unavailableReason();
+  if (why.empty())
+    GTEST_SKIP() << "a GPU is usable: this test checks the no-GPU path";
+  // What --mp-lower-gpu's host code calls for a 4 x 4 x 4 f16 product.
+  EXPECT_EQ(mprt_cuda_gemm_sync(64, 4, 64, 4, 64, 4, 4, 4, 4, 0, MPRT_GEMM_F16,
+                                1, 0, 0, 0),
+            MPRT_ERROR_DEVICE);
+  EXPECT_EQ(std::string(mprt_last_error()),
+            "mprt_cuda_gemm_sync: no usable GPU: " + why);
+  // While that error is pending, the next product is skipped (no device
+  // call is tried) and counted.
+  EXPECT_EQ(mprt_cuda_gemm_sync(64, 4, 64, 4, 64, 4, 4, 4, 4, 0, MPRT_GEMM_S8,
+                                2, 16, 16, 16),
+            MPRT_ERROR_DEVICE);
+  EXPECT_STREQ(mprt_last_error(), "mprt_cuda_gemm_sync: product skipped after "
+                                  "an earlier error");
+  ASSERT_EQ(mprt_cuda_check(), MPRT_ERROR_DEVICE);
+  EXPECT_EQ(std::string(mprt_last_error()),
+            "mprt_cuda_gemm_sync: no usable GPU: " + why +
+                " (and 1 later error)");
+  expectNoError();
+}
+
+TEST_F(CudaRuntimeDeathTest, GemmSyncExitsWithTheMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // A bad argument exits in every environment.
+  EXPECT_EXIT(
+      {
+        mprt_cuda_set_error_mode(MPRT_CUDA_ERRORS_EXIT);
+        mprt_cuda_gemm_sync(64, 4, 64, 4, 64, 4, 4, 4, 4, 4, MPRT_GEMM_F32, 1,
+                            0, 0, 0);
+      },
+      ::testing::ExitedWithCode(1),
+      "mprt-cuda: error: mprt_cuda_gemm_sync: bad flags 4\n"
+      "mprt-cuda: exiting");
+  std::string why = unavailableReason();
+  if (why.empty())
+    GTEST_SKIP() << "a GPU is usable: the no-GPU exit is not checked";
+  EXPECT_EXIT(
+      {
+        mprt_cuda_set_error_mode(MPRT_CUDA_ERRORS_EXIT);
+        mprt_cuda_gemm_sync(64, 4, 64, 4, 64, 4, 4, 4, 4, 0, MPRT_GEMM_BF16, 1,
+                            0, 0, 0);
+      },
+      ::testing::ExitedWithCode(1),
+      "mprt-cuda: error: mprt_cuda_gemm_sync: no usable GPU: .*\n"
+      "mprt-cuda: exiting");
+}
+
 TEST(CudaPool, SizeClasses) {
   using mprt::cuda::sizeClass;
   EXPECT_EQ(sizeClass(0), 512u);
@@ -432,6 +528,104 @@ TEST_F(CudaRuntime, GemmS8) {
   // multiples of 4.
   for (int32_t flags = 0; flags < 4; ++flags)
     checkGemm<int8_t, int32_t>(MPRT_GEMM_S8, 64, 32, 128, flags, 0);
+}
+
+/// Runs the strided batch C[p] += op(A[p]) op(B[p]) with
+/// mprt_cuda_gemm_sync (as lowered code does) and compares with a
+/// double-precision host reference. Matrices of a batch are `pad` elements
+/// apart beyond their size; with `shareB` every product uses the same B
+/// (stride 0).
+template <typename In, typename Out>
+void checkGemmSync(int32_t type, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, int32_t flags, double tolerance,
+                   bool shareB = false, int64_t pad = 16) {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> dist(-8, 8);
+  bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+  int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+  int64_t sa = m * k + pad, sb = shareB ? 0 : k * n + pad, sc = m * n + pad;
+  std::vector<In> a(batch * sa), b(shareB ? k * n : batch * sb);
+  std::vector<Out> c(batch * sc);
+  for (auto &v : a)
+    v = In(dist(rng) / (sizeof(In) == 1 ? 1.0f : 4.0f));
+  for (auto &v : b)
+    v = In(dist(rng) / (sizeof(In) == 1 ? 1.0f : 4.0f));
+  for (auto &v : c)
+    v = Out(dist(rng));
+  std::vector<double> want(c.size());
+  for (size_t i = 0; i < c.size(); ++i)
+    want[i] = toFloat(c[i]); // padding stays as it was
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const In *ap = &a[p * sa], *bp = &b[p * sb];
+        double sum = toFloat(c[p * sc + i * ldc + j]);
+        for (int64_t q = 0; q < k; ++q)
+          sum += double(toFloat(ta ? ap[q * lda + i] : ap[i * lda + q])) *
+                 toFloat(tb ? bp[j * ldb + q] : bp[q * ldb + j]);
+        want[p * sc + i * ldc + j] = sum;
+      }
+  DeviceBuffer da(a.size() * sizeof(In)), db(b.size() * sizeof(In)),
+      dc(c.size() * sizeof(Out));
+  da.upload(a);
+  db.upload(b);
+  dc.upload(c);
+  ASSERT_EQ(mprt_cuda_gemm_sync(da.address(), lda, db.address(), ldb,
+                                dc.address(), ldc, m, n, k, flags, type, batch,
+                                sa, sb, sc),
+            MPRT_OK)
+      << mprt_last_error();
+  // No wait here: the call has finished the product. Read C back on a
+  // fresh non-blocking stream, as the next kernel of lowered code would.
+  void *stream = mgpuStreamCreate();
+  mgpuMemcpy(c.data(), dc.ptr, c.size() * sizeof(Out), stream);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+  for (size_t i = 0; i < c.size(); ++i)
+    ASSERT_NEAR(toFloat(c[i]), want[i], tolerance * (1 + std::fabs(want[i])))
+        << "type " << type << " flags " << flags << " batch " << batch
+        << " element " << i;
+}
+
+TEST_F(CudaRuntime, GemmSyncBatchedF32) {
+  SKIP_WITHOUT_GPU();
+  for (int32_t flags = 0; flags < 4; ++flags)
+    checkGemmSync<float, float>(MPRT_GEMM_F32, 3, 48, 40, 24, flags, 1e-5);
+  checkGemmSync<float, float>(MPRT_GEMM_F32, 1, 48, 40, 24, 0, 1e-5);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmSyncBatchedF16) {
+  SKIP_WITHOUT_GPU();
+  for (int32_t flags = 0; flags < 4; ++flags)
+    checkGemmSync<__half, float>(MPRT_GEMM_F16, 4, 64, 32, 128, flags, 1e-6);
+  checkGemmSync<__half, float>(MPRT_GEMM_F16, 4, 64, 32, 128, 0, 1e-6,
+                               /*shareB=*/true);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmSyncBatchedBF16) {
+  SKIP_WITHOUT_GPU();
+  for (int32_t flags = 0; flags < 4; ++flags)
+    checkGemmSync<__nv_bfloat16, float>(MPRT_GEMM_BF16, 2, 32, 64, 96, flags,
+                                        1e-6);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmSyncBatchedS8) {
+  SKIP_WITHOUT_GPU();
+  // Sizes, leading dimensions and batch strides multiples of 16 (int8
+  // kernels' alignment).
+  for (int32_t flags = 0; flags < 4; ++flags)
+    checkGemmSync<int8_t, int32_t>(MPRT_GEMM_S8, 3, 64, 32, 128, flags, 0);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmSyncIsDoneOnReturn) {
+  SKIP_WITHOUT_GPU();
+  // Large enough that an unfinished product would be read half done.
+  checkGemmSync<float, float>(MPRT_GEMM_F32, 2, 1024, 1024, 2048, 0, 1e-5);
+  expectNoError();
 }
 
 } // namespace

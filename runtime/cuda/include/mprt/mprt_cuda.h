@@ -83,6 +83,35 @@ mprt_status mprt_cuda_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                            int64_t k, int32_t flags, int32_t type,
                            void *stream);
 
+/* A strided batch of mprt_cuda_gemm products in one cuBLASLt call:
+ * C[p] += op(A[p]) op(B[p]) for p < batch, where X[p] starts stride_x
+ * elements after X[p - 1]. A stride of A or B may be 0 (one matrix shared
+ * by the batch); C's must keep the results apart (at least
+ * (m - 1) * ldc + n). With batch 1 the strides are ignored; batch 0 does
+ * nothing. Asynchronous on `stream`; errors as for mprt_cuda_gemm. */
+mprt_status mprt_cuda_gemm_batched(int64_t a, int64_t lda, int64_t b,
+                                   int64_t ldb, int64_t c, int64_t ldc,
+                                   int64_t m, int64_t n, int64_t k,
+                                   int32_t flags, int32_t type, int64_t batch,
+                                   int64_t stride_a, int64_t stride_b,
+                                   int64_t stride_c, void *stream);
+
+/* What `mp-opt --mp-lower-gpu` (--mp-contractions-to-runtime{runtime=cuda})
+ * calls for matrix products: mprt_cuda_gemm_batched on a non-blocking
+ * stream of the runtime's own, returning only when the product is done, so
+ * that it is ordered with the kernels before and after it (the generated
+ * host code waits for each launch on streams of its own). Compiled code
+ * does not check the status: a failure is reported like a failing `mgpu*`
+ * function (printed, then the process exits with status 1, or it is
+ * recorded for mprt_cuda_check; see mprt_cuda_error_mode), and while an
+ * error is pending the product is skipped. The status and mprt_last_error()
+ * are set too, for C callers. */
+mprt_status mprt_cuda_gemm_sync(int64_t a, int64_t lda, int64_t b, int64_t ldb,
+                                int64_t c, int64_t ldc, int64_t m, int64_t n,
+                                int64_t k, int32_t flags, int32_t type,
+                                int64_t batch, int64_t stride_a,
+                                int64_t stride_b, int64_t stride_c);
+
 #ifdef __cplusplus
 }
 #endif
