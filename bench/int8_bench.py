@@ -107,6 +107,10 @@ def main():
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batches", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--require", action="store_true",
+                        help="exit 1 unless the targets hold: int8 >= 1.5x mp "
+                             "f32, faster than PyTorch's int8, weights >= 3.9x "
+                             "smaller than f32")
     args = parser.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     with tempfile.TemporaryDirectory() as tmp:
@@ -149,6 +153,23 @@ def main():
     int8_bytes = rows[3][3]
     print(f"mp int8 weights are {f32_bytes / int8_bytes:.2f}x smaller than "
           f"f32 ({int8_bytes} vs {f32_bytes} bytes).")
+    if args.require:
+        int8_speed = rows[3][2]
+        # The i8 matrices are exactly 4x smaller; f32 biases and per-channel
+        # scales stay, hence 3.9x for the whole.
+        checks = [
+            (int8_speed >= 1.5 * base, f"mp int8 {int8_speed / base:.2f}x mp f32 "
+             "(target >= 1.50x)"),
+            (bool(torch_int8) and int8_speed > torch_int8,
+             f"mp int8 {int8_speed / torch_int8:.2f}x PyTorch int8 (target > 1.00x)"
+             if torch_int8 else "mp int8 faster than PyTorch int8 (PyTorch did not run)"),
+            (f32_bytes >= 3.9 * int8_bytes, f"weights {f32_bytes / int8_bytes:.2f}x "
+             "smaller (target >= 3.90x: 4x for the i8 matrices)"),
+        ]
+        print()
+        for ok, text in checks:
+            print(("ok: " if ok else "FAIL: ") + text)
+        sys.exit(0 if all(ok for ok, _ in checks) else 1)
 
 
 if __name__ == "__main__":

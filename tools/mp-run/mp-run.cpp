@@ -158,8 +158,9 @@ static cl::opt<unsigned> quantMeasure(
     "quant-measure",
     cl::desc("int8: run N calibration batches through the int8 and the f32 "
              "model, measure each quantized op's output error against f32, "
-             "and let ops above --quant-max-error fall back (0: off)"),
-    cl::init(0));
+             "and let ops above --quant-max-error fall back (default 4; 0: "
+             "the compile-time estimates only)"),
+    cl::init(4));
 static cl::opt<unsigned>
     timeBatches("time-batches",
                 cl::desc("infer: also time N predictions of one batch in "
