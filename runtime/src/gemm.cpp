@@ -268,6 +268,35 @@ bool matmul16(int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c,
 
 } // namespace
 
+extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
+                                         int64_t ldb, int64_t c, int64_t ldc,
+                                         int64_t m, int64_t n, int64_t k,
+                                         int32_t flags, int32_t type,
+                                         int64_t batch, int64_t strideA,
+                                         int64_t strideB, int64_t strideC) {
+  mprt::clearError();
+  if (batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 ||
+      (batch > 1 && strideC < (m - 1) * ldc + n))
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "mprt_gemm_batched: bad batch %lld or strides (a=%lld "
+                      "b=%lld c=%lld) for m=%lld n=%lld ldc=%lld",
+                      (long long)batch, (long long)strideA,
+                      (long long)strideB, (long long)strideC, (long long)m,
+                      (long long)n, (long long)ldc);
+  // Bytes per element of A and B; C is f32 or s32.
+  int64_t inBytes = type == MPRT_GEMM_F32   ? 4
+                    : type == MPRT_GEMM_S8 ? 1
+                                           : 2;
+  for (int64_t p = 0; p < batch; ++p) {
+    mprt_status status =
+        mprt_gemm(a + p * strideA * inBytes, lda, b + p * strideB * inBytes,
+                  ldb, c + p * strideC * 4, ldc, m, n, k, flags, type);
+    if (status != MPRT_OK)
+      return status;
+  }
+  return MPRT_OK;
+}
+
 extern "C" void mprt_gemm_set_f16_mode(int32_t mode) {
   if (mode < MPRT_F16_GEMM_AUTO || mode > MPRT_F16_GEMM_F32)
     mode = MPRT_F16_GEMM_AUTO;

@@ -284,6 +284,19 @@ mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                       int64_t c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                       int32_t flags, int32_t type);
 
+/* A batch of mprt_gemm products: C[p] += op(A[p]) op(B[p]) for p < batch,
+ * where X[p] starts stride_x elements after X[p - 1]. A stride of A or B may
+ * be 0 (one matrix shared by the batch: the filter of an im2col
+ * convolution); C's must keep the results apart (at least (m - 1) * ldc +
+ * n) when batch > 1. What --mp-contractions-to-runtime emits for
+ * batch_matmul and other products with a leading batch loop; the same
+ * convention as libmprt_cuda's mprt_cuda_gemm_batched. */
+mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
+                              int64_t c, int64_t ldc, int64_t m, int64_t n,
+                              int64_t k, int32_t flags, int32_t type,
+                              int64_t batch, int64_t stride_a,
+                              int64_t stride_b, int64_t stride_c);
+
 /* How mprt_gemm runs f16 products. oneDNN 2.6 has an f16 matmul only for
  * CPUs with AVX512-FP16, so by default (AUTO) the CPU's features decide:
  *   NATIVE  oneDNN's f16 primitive, where the CPU has AVX512-FP16;
