@@ -51,8 +51,8 @@ def ConvertMPToUpstream : Pass<"convert-mp-to-upstream"> {
 
 def ConvertContractionsToRuntime
     : Pass<"mp-contractions-to-runtime", "::mlir::ModuleOp"> {
-  let summary = "Replace matrix products on buffers with calls to libmprt's "
-                "mprt_gemm (oneDNN)";
+  let summary = "Replace matrix products on buffers with calls to the "
+                "runtime's GEMM (mprt_gemm on the CPU, cuBLASLt on CUDA)";
   let description = [{
     Runs after bufferization. Every linalg op on memrefs that is a matrix
     product — `linalg.matmul` (with transposed operands too) or a
@@ -60,24 +60,48 @@ def ConvertContractionsToRuntime
     `--mp-autodiff` emits for gradients — whose inputs are both f32, f16 or
     bf16 with an f32 accumulator, or both i8 (sign-extended in the body, as
     `--mp-quantize` emits) with an i32 accumulator, and whose rows are
-    contiguous, becomes a call
+    contiguous, becomes a call. With `runtime=cpu` (the default,
+    `--mp-lower-cpu{runtime-contractions}`):
 
     ```mlir
     func.call @mprt_gemm(%a, %lda, %b, %ldb, %c, %ldc, %m, %n, %k, %flags,
                          %type) : (i64, ..., i32, i32) -> i32
     ```
 
-    passing aligned base pointers plus offsets as integers. Other
-    contractions stay loops. The call accumulates into C, as the linalg op
-    does. The program must be linked (or JIT-resolved) with libmprt.
+    With `runtime=cuda` (`--mp-lower-gpu`), batched products are taken too:
+    `linalg.batch_matmul` and generics with one more parallel loop that
+    leads every operand (`C[b, i, j] += A[b, .] * B[b, .]`). Each becomes
+    one strided-batched call of libmprt_cuda (cuBLASLt), which returns only
+    when the product is done (so it is ordered with the kernels around it)
+    and reports failures like the `mgpu*` functions:
+
+    ```mlir
+    func.call @mprt_cuda_gemm_sync(%a, %lda, %b, %ldb, %c, %ldc, %m, %n, %k,
+        %flags, %type, %batch, %strideA, %strideB, %strideC)
+        : (i64, ..., i32, i32, i64, i64, i64, i64) -> i32
+    ```
+
+    Unbatched products pass a batch of 1 and strides of 0. Pointers are
+    aligned base pointers plus offsets, as integers; leading dimensions and
+    batch strides are in elements. Flags: 1 A transposed, 2 B transposed;
+    types: 0 f32, 1 f16, 2 bf16, 3 s8. Other contractions stay loops. The
+    call accumulates into C, as the linalg op does. The program must be
+    linked (or JIT-resolved) with libmprt or libmprt_cuda. A `runtime`
+    other than `cpu` or `cuda` is an error.
   }];
+  let options = [
+    Option<"runtime", "runtime", "std::string", /*default=*/"\"cpu\"",
+           "Which runtime computes the products: cpu (mprt_gemm, oneDNN) "
+           "or cuda (mprt_cuda_gemm_sync, cuBLASLt; batched products too)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect"
   ];
   let statistics = [
-    Statistic<"numCalls", "gemm-calls", "Contractions replaced by mprt_gemm">
+    Statistic<"numCalls", "gemm-calls", "Contractions replaced by runtime "
+                                        "GEMM calls">
   ];
 }
 

@@ -1,8 +1,9 @@
-//===- ContractionsToRuntime.cpp - matrix products to mprt_gemm
-//------------===//
+//===- ContractionsToRuntime.cpp - matrix products to runtime GEMMs -------===//
 //
-// The CPU lowering turns linalg ops into scalar loops; matrix products are
-// handed to libmprt (oneDNN) instead, which is blocked and vectorized.
+// The CPU lowering turns linalg ops into scalar loops and the GPU lowering
+// into one-thread-per-output kernels; matrix products are handed to the
+// runtime instead: libmprt's mprt_gemm (oneDNN) or libmprt_cuda's
+// mprt_cuda_gemm_sync (cuBLASLt, strided-batched).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@ using namespace mlir;
 namespace {
 
 constexpr llvm::StringLiteral kGemmName = "mprt_gemm";
+constexpr llvm::StringLiteral kCudaGemmName = "mprt_cuda_gemm_sync";
 // Must match mprt_gemm_type and the flag bits in runtime/include/mprt/mprt.h.
 enum GemmType { F32 = 0, F16 = 1, BF16 = 2, S8 = 3 };
 enum GemmFlags { TransA = 1, TransB = 2 };
@@ -36,17 +38,21 @@ Value throughExtension(Value value) {
   return value;
 }
 
-/// A matrix product C[i, j] += A[.] * B[.] over one reduction loop r.
+/// A matrix product C[i, j] += A[.] * B[.] over one reduction loop r, or a
+/// batch of them, C[p, i, j] += A[p, .] * B[p, .], when one more parallel
+/// loop p leads every operand.
 struct Product {
   // Null until matched: when both inputs index the same way, one of them is
   // never set (and was read uninitialized before).
   OpOperand *a = nullptr, *b = nullptr;
   bool transA = false, transB = false;
+  bool batched = false;
 };
 
 std::optional<Product> matchProduct(linalg::LinalgOp op) {
+  unsigned numLoops = op.getNumLoops();
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op.getNumLoops() != 3 ||
+      op.getNumDpsInits() != 1 || (numLoops != 3 && numLoops != 4) ||
       op.getNumReductionLoops() != 1)
     return std::nullopt;
   // Body: yield(acc + x * y), operands of either order, inputs maybe widened.
@@ -70,20 +76,30 @@ std::optional<Product> matchProduct(linalg::LinalgOp op) {
         (x == inputs[1] && y == inputs[0])))
     return std::nullopt;
 
-  // Loops: the output indexes (i, j) directly; r is the reduction.
+  // Loops: the output indexes ([p,] i, j) directly; r is the reduction.
+  Product result;
+  result.batched = numLoops == 4;
+  unsigned first = result.batched ? 1 : 0;
   AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (out.getNumResults() != 2 || !out.isProjectedPermutation())
+  if (out.getNumResults() != numLoops - 1 || !out.isProjectedPermutation())
     return std::nullopt;
-  unsigned i = out.getDimPosition(0), j = out.getDimPosition(1);
-  unsigned r = 3 - i - j;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  unsigned r = llvm::find(iterators, utils::IteratorType::reduction) -
+               iterators.begin();
+  if (llvm::is_contained(out.getResults(), getAffineDimExpr(r, op.getContext())))
+    return std::nullopt;
+  unsigned i = out.getDimPosition(first), j = out.getDimPosition(first + 1);
+  // A batched operand is [p, rows, cols]: the batch loop leads it.
   auto dimsOf =
       [&](OpOperand *operand) -> std::optional<std::pair<unsigned, unsigned>> {
     AffineMap map = op.getMatchingIndexingMap(operand);
-    if (map.getNumResults() != 2 || !map.isProjectedPermutation())
+    if (map.getNumResults() != numLoops - 1 || !map.isProjectedPermutation())
       return std::nullopt;
-    return std::make_pair(map.getDimPosition(0), map.getDimPosition(1));
+    if (result.batched && map.getDimPosition(0) != out.getDimPosition(0))
+      return std::nullopt;
+    return std::make_pair(map.getDimPosition(first),
+                          map.getDimPosition(first + 1));
   };
-  Product result;
   for (OpOperand *operand : op.getDpsInputOperands()) {
     auto dims = dimsOf(operand);
     if (!dims)
@@ -120,31 +136,44 @@ std::optional<GemmType> gemmType(Type a, Type b, Type c) {
   return std::nullopt;
 }
 
-/// Rows are contiguous: the innermost stride is statically 1.
-bool hasUnitInnerStride(MemRefType type) {
+/// A matrix (or a batch of them, \p rank 3) whose rows are contiguous: the
+/// innermost stride is statically 1.
+bool hasUnitInnerStride(MemRefType type, int64_t rank) {
   SmallVector<int64_t> strides;
   int64_t offset;
   if (failed(type.getStridesAndOffset(strides, offset)))
     return false;
-  return strides.size() == 2 && strides[1] == 1;
+  return static_cast<int64_t>(strides.size()) == rank && strides.back() == 1;
 }
 
 struct ContractionsToRuntimePass
     : mp::impl::ConvertContractionsToRuntimeBase<ContractionsToRuntimePass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (runtime != "cpu" && runtime != "cuda") {
+      // At the module's location, without printing the module.
+      mlir::emitError(module.getLoc(), "mp-contractions-to-runtime: runtime "
+                                       "must be cpu or cuda, got '")
+          << runtime << "'";
+      return signalPassFailure();
+    }
+    bool cuda = runtime == "cuda";
     SmallVector<std::pair<linalg::LinalgOp, Product>> products;
     module.walk([&](linalg::LinalgOp op) {
       std::optional<Product> product = matchProduct(op);
-      if (!product)
+      // mprt_gemm has no batch: batched products stay loops on the CPU.
+      if (!product || (product->batched && !cuda))
         return;
+      int64_t rank = product->batched ? 3 : 2;
       auto typeOf = [](Value v) { return cast<MemRefType>(v.getType()); };
       MemRefType a = typeOf(product->a->get()), b = typeOf(product->b->get()),
                  c = typeOf(op.getDpsInitOperand(0)->get());
       if (!gemmType(a.getElementType(), b.getElementType(),
                     c.getElementType()) ||
-          !hasUnitInnerStride(a) || !hasUnitInnerStride(b) ||
-          !hasUnitInnerStride(c))
+          !hasUnitInnerStride(a, rank) || !hasUnitInnerStride(b, rank) ||
+          !hasUnitInnerStride(c, rank))
         return;
       products.push_back({op, *product});
     });
@@ -153,12 +182,17 @@ struct ContractionsToRuntimePass
 
     OpBuilder b(module.getBodyRegion());
     Type i64 = b.getI64Type(), i32 = b.getI32Type();
-    auto callee = module.lookupSymbol<func::FuncOp>(kGemmName);
+    StringRef name = cuda ? kCudaGemmName : kGemmName;
+    auto callee = module.lookupSymbol<func::FuncOp>(name);
     if (!callee) {
       b.setInsertionPointToStart(module.getBody());
+      // mprt_gemm(a, lda, b, ldb, c, ldc, m, n, k, flags, type); the CUDA
+      // entry appends batch, strideA, strideB, strideC.
       SmallVector<Type> args(9, i64);
       args.append({i32, i32});
-      callee = func::FuncOp::create(b, module.getLoc(), kGemmName,
+      if (cuda)
+        args.append(4, i64);
+      callee = func::FuncOp::create(b, module.getLoc(), name,
                                     b.getFunctionType(args, {i32}));
       callee.setPrivate();
     }
@@ -168,8 +202,16 @@ struct ContractionsToRuntimePass
       auto index = [&](int64_t v) -> Value {
         return arith::ConstantIndexOp::create(b, loc, v);
       };
-      // Base pointer + offset (in bytes) and leading dimension, as i64.
-      auto matrix = [&](Value memref) -> std::pair<Value, Value> {
+      auto toI64 = [&](Value v) -> Value {
+        return arith::IndexCastOp::create(b, loc, i64, v);
+      };
+      unsigned first = product.batched ? 1 : 0;
+      // Base pointer + offset (in bytes), leading dimension and batch stride
+      // (in elements; 0 when not batched), as i64.
+      struct Matrix {
+        Value pointer, ld, batchStride;
+      };
+      auto matrix = [&](Value memref) -> Matrix {
         auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
         Value base = memref::ExtractAlignedPointerAsIndexOp::create(
             b, loc, meta.getBaseBuffer());
@@ -178,20 +220,17 @@ struct ContractionsToRuntimePass
         Value offset =
             arith::MulIOp::create(b, loc, meta.getOffset(), index(bytes));
         Value address = arith::AddIOp::create(b, loc, base, offset);
-        return {arith::IndexCastOp::create(b, loc, i64, address),
-                arith::IndexCastOp::create(b, loc, i64, meta.getStrides()[0])};
+        return {toI64(address), toI64(meta.getStrides()[first]),
+                product.batched ? toI64(meta.getStrides()[0]) : Value()};
       };
       Value aMem = product.a->get(), bMem = product.b->get(),
             cMem = op.getDpsInitOperand(0)->get();
-      auto [aPtr, lda] = matrix(aMem);
-      auto [bPtr, ldb] = matrix(bMem);
-      auto [cPtr, ldc] = matrix(cMem);
+      Matrix aMat = matrix(aMem), bMat = matrix(bMem), cMat = matrix(cMem);
       auto dim = [&](Value memref, int64_t d) -> Value {
-        return arith::IndexCastOp::create(
-            b, loc, i64, memref::DimOp::create(b, loc, memref, d));
+        return toI64(memref::DimOp::create(b, loc, memref, d));
       };
-      Value m = dim(cMem, 0), n = dim(cMem, 1);
-      Value k = dim(aMem, product.transA ? 0 : 1);
+      Value m = dim(cMem, first), n = dim(cMem, first + 1);
+      Value k = dim(aMem, first + (product.transA ? 0 : 1));
       int32_t flags =
           (product.transA ? TransA : 0) | (product.transB ? TransB : 0);
       auto type = *gemmType(cast<MemRefType>(aMem.getType()).getElementType(),
@@ -199,9 +238,20 @@ struct ContractionsToRuntimePass
                             cast<MemRefType>(cMem.getType()).getElementType());
       Value flagsValue = arith::ConstantIntOp::create(b, loc, i32, flags);
       Value typeValue = arith::ConstantIntOp::create(b, loc, i32, type);
-      func::CallOp::create(b, loc, callee,
-                           ValueRange{aPtr, lda, bPtr, ldb, cPtr, ldc, m, n, k,
-                                      flagsValue, typeValue});
+      SmallVector<Value> args{aMat.pointer, aMat.ld, bMat.pointer, bMat.ld,
+                              cMat.pointer, cMat.ld, m,           n,
+                              k,            flagsValue, typeValue};
+      if (cuda) {
+        if (product.batched) {
+          args.append({dim(cMem, 0), aMat.batchStride, bMat.batchStride,
+                       cMat.batchStride});
+        } else {
+          Value zero = arith::ConstantIntOp::create(b, loc, i64, 0);
+          Value one = arith::ConstantIntOp::create(b, loc, i64, 1);
+          args.append({one, zero, zero, zero});
+        }
+      }
+      func::CallOp::create(b, loc, callee, args);
       op->erase();
       ++numCalls;
     }
