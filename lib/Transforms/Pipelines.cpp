@@ -128,9 +128,14 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
           "convert-mp-to-upstream,func.func(mp-fuse-elementwise),"
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},"
-          "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
-          "convert-linalg-to-parallel-loops,"
-          "mp-gpu-map-parallel-loops{block-size=" +
+          "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
+              // Matrix products call cuBLASLt from host code (pointers
+              // only, no element access) instead of becoming loop kernels.
+              std::string(options.runtimeContractions
+                              ? "mp-contractions-to-runtime{runtime=cuda},"
+                              : "") +
+              "convert-linalg-to-parallel-loops,"
+              "mp-gpu-map-parallel-loops{block-size=" +
               std::to_string(options.blockSize) +
               "},"
               "convert-parallel-loops-to-gpu,canonicalize,"

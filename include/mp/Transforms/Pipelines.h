@@ -99,10 +99,18 @@ struct LowerGpuOptions : public PassPipelineOptions<LowerGpuOptions> {
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level for kernels"),
                        llvm::cl::init(2)};
+  Option<bool> runtimeContractions{
+      *this, "runtime-contractions",
+      llvm::cl::desc("Matrix products (matmul, batch_matmul, autodiff's "
+                     "multiply-add generics; f32/f16/bf16 into f32, i8 into "
+                     "i32) call libmprt_cuda's mprt_cuda_gemm_sync (cuBLASLt) "
+                     "from host code instead of becoming loop kernels"),
+      llvm::cl::init(true)};
 };
 
-/// --mp-lower-gpu: mp ops to upstream, elementwise fusion, bufferize, one
-/// kernel per loop nest (--mp-gpu-map-parallel-loops), NVVM, and kernels
+/// --mp-lower-gpu: mp ops to upstream, elementwise fusion, bufferize, matrix
+/// products to cuBLASLt calls (--mp-contractions-to-runtime{runtime=cuda}),
+/// one kernel per loop nest (--mp-gpu-map-parallel-loops), NVVM, and kernels
 /// serialized into gpu.binary; host code calls the mgpu* runtime functions.
 /// Fails (through \p errorHandler) on an unknown chip or format.
 LogicalResult

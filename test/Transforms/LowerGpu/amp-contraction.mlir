@@ -1,8 +1,45 @@
 // After --auto-mixed-precision a layer's matmul reads f16 and accumulates in
-// f32. Contractions are not yet handed to cuBLASLt: each becomes a loop
-// kernel (one thread per output element, a serial f32 sum over k).
+// f32. By default --mp-lower-gpu hands it to cuBLASLt: a host call of
+// mprt_cuda_gemm_sync between the kernels, and no kernel computes it. With
+// runtime-contractions=false it becomes a loop kernel (one thread per output
+// element, a serial f32 sum over k).
 // RUN: mp-opt %s --auto-mixed-precision --mp-lower-gpu \
+// RUN:   | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=CALL \
+// RUN:     --implicit-check-not=ld.global.b16 --implicit-check-not=mul.rn.f32 \
+// RUN:     --implicit-check-not=fma.rn.f32
+// RUN: mp-opt %s --auto-mixed-precision \
+// RUN:   --mp-lower-gpu=runtime-contractions=false \
 // RUN:   | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s
+
+// Casts of x and W to f16 and the fill run before the product; the bias +
+// relu after it. The call: C (8x32, f32) += x (8x16, f16) W (16x32, f16),
+// no transposes (0), type f16 (1), one matrix.
+// CALL-DAG: %[[C8:.*]] = llvm.mlir.constant(8 : i64) : i64
+// CALL-DAG: %[[C16:.*]] = llvm.mlir.constant(16 : i64) : i64
+// CALL-DAG: %[[C32:.*]] = llvm.mlir.constant(32 : i64) : i64
+// CALL-DAG: %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CALL-DAG: %[[F16:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CALL-DAG: %[[ONE:.*]] = llvm.mlir.constant(1 : i64) : i64
+// CALL-DAG: %[[ZERO:.*]] = llvm.mlir.constant(0 : i64) : i64
+// CALL-COUNT-3: gpu.launch_func
+// CALL-NOT: gpu.launch_func
+// CALL: llvm.call @mprt_cuda_gemm_sync(%{{[0-9]+}}, %[[C16]], %{{[0-9]+}}, %[[C32]], %{{[0-9]+}}, %[[C32]], %[[C8]], %[[C32]], %[[C16]], %[[FLAGS]], %[[F16]], %[[ONE]], %[[ZERO]], %[[ZERO]], %[[ZERO]])
+// CALL: gpu.launch_func
+// CALL-NOT: gpu.launch_func
+// CALL-NOT: mprt_cuda_gemm_sync
+// Four kernels: two casts, the fill, the bias + relu. None reads f16 (the
+// matmul kernel would) or multiplies (the implicit-check-nots).
+// CALL: gpu.binary
+// CALL: .entry
+// CALL: cvt.rn.f16.f32
+// CALL: .entry
+// CALL: cvt.rn.f16.f32
+// CALL: .entry
+// CALL: st.global.b32 [{{%rd[0-9]+}}], 0;
+// CALL: .entry
+// CALL: add.rn.f32
+// CALL: max.NaN.f32
+// CALL-NOT: .entry
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
