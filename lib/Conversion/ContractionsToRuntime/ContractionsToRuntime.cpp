@@ -84,9 +84,10 @@ std::optional<Product> matchProduct(linalg::LinalgOp op) {
   if (out.getNumResults() != numLoops - 1 || !out.isProjectedPermutation())
     return std::nullopt;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  unsigned r = llvm::find(iterators, utils::IteratorType::reduction) -
-               iterators.begin();
-  if (llvm::is_contained(out.getResults(), getAffineDimExpr(r, op.getContext())))
+  unsigned r =
+      llvm::find(iterators, utils::IteratorType::reduction) - iterators.begin();
+  if (llvm::is_contained(out.getResults(),
+                         getAffineDimExpr(r, op.getContext())))
     return std::nullopt;
   unsigned i = out.getDimPosition(first), j = out.getDimPosition(first + 1);
   // A batched operand is [p, rows, cols]: the batch loop leads it.
@@ -238,9 +239,17 @@ struct ContractionsToRuntimePass
                             cast<MemRefType>(cMem.getType()).getElementType());
       Value flagsValue = arith::ConstantIntOp::create(b, loc, i32, flags);
       Value typeValue = arith::ConstantIntOp::create(b, loc, i32, type);
-      SmallVector<Value> args{aMat.pointer, aMat.ld, bMat.pointer, bMat.ld,
-                              cMat.pointer, cMat.ld, m,           n,
-                              k,            flagsValue, typeValue};
+      SmallVector<Value> args{aMat.pointer,
+                              aMat.ld,
+                              bMat.pointer,
+                              bMat.ld,
+                              cMat.pointer,
+                              cMat.ld,
+                              m,
+                              n,
+                              k,
+                              flagsValue,
+                              typeValue};
       if (cuda) {
         if (product.batched) {
           args.append({dim(cMem, 0), aMat.batchStride, bMat.batchStride,

@@ -56,8 +56,9 @@ constexpr uint64_t kWorkspaceBytes = 32ull << 20;
 
 // One plan per shape, layout, type and batch: m, n, k, lda, ldb, ldc, flags,
 // type, batch, strideA, strideB, strideC (strides 0 when batch is 1).
-using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int32_t, int32_t, int64_t, int64_t, int64_t, int64_t>;
+using PlanKey =
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int32_t,
+               int32_t, int64_t, int64_t, int64_t, int64_t>;
 // A transposed copy of an s8 operand (see makePlan): cuBLASLt's int8
 // kernels may support only the "TN" form of operands.
 struct Transpose {
@@ -255,10 +256,9 @@ cublasStatus_t describeTranspose(const Lt &lt, uint64_t rows, uint64_t cols,
 }
 
 // Builds the plan for a column-major D' = op(A') op(B') (see the banner).
-mprt_status makePlan(const char *fn, State &s, const PlanKey &key,
-                     Plan &plan) {
-  auto [m, n, k, lda, ldb, ldc, flags, type, count, strideA, strideB,
-        strideC] = key;
+mprt_status makePlan(const char *fn, State &s, const PlanKey &key, Plan &plan) {
+  auto [m, n, k, lda, ldb, ldc, flags, type, count, strideA, strideB, strideC] =
+      key;
   const Lt &lt = s.lt;
   cudaDataType_t inType = CUDA_R_32F, outType = CUDA_R_32F,
                  scaleType = CUDA_R_32F;
@@ -334,11 +334,11 @@ mprt_status makePlan(const char *fn, State &s, const PlanKey &key,
 /// C[p] += op(A[p]) op(B[p]) for p < batch (see mprt_cuda_gemm_batched);
 /// messages start with \p fn. With \p synchronous, \p stream is ignored:
 /// the product runs on State::syncStream, which is waited for.
-mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b,
-                 int64_t ldb, int64_t c, int64_t ldc, int64_t m, int64_t n,
-                 int64_t k, int32_t flags, int32_t type, int64_t batch,
-                 int64_t strideA, int64_t strideB, int64_t strideC,
-                 void *stream, bool synchronous) {
+mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b, int64_t ldb,
+                 int64_t c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                 int32_t flags, int32_t type, int64_t batch, int64_t strideA,
+                 int64_t strideB, int64_t strideC, void *stream,
+                 bool synchronous) {
   mprt::clearError();
   if (type < MPRT_GEMM_F32 || type > MPRT_GEMM_S8)
     return mprt::fail(MPRT_ERROR_ARGUMENT, "%s: bad type %d", fn, type);
@@ -360,16 +360,14 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b,
                       fn, (long long)lda, (long long)ldb, (long long)ldc,
                       (long long)m, (long long)n, (long long)k);
   if (batch < 0 || batch > INT32_MAX)
-    return mprt::fail(MPRT_ERROR_ARGUMENT,
-                      "%s: batch %lld is not in [0, 2^31)", fn,
-                      (long long)batch);
+    return mprt::fail(MPRT_ERROR_ARGUMENT, "%s: batch %lld is not in [0, 2^31)",
+                      fn, (long long)batch);
   if (batch <= 1) {
     strideA = strideB = strideC = 0; // unused; one plan for all
   } else if (strideA < 0 || strideB < 0 || strideC < 0) {
-    return mprt::fail(MPRT_ERROR_ARGUMENT,
-                      "%s: negative batch stride %lld, %lld, %lld", fn,
-                      (long long)strideA, (long long)strideB,
-                      (long long)strideC);
+    return mprt::fail(
+        MPRT_ERROR_ARGUMENT, "%s: negative batch stride %lld, %lld, %lld", fn,
+        (long long)strideA, (long long)strideB, (long long)strideC);
   } else if (m > 0 && n > 0 && strideC < (m - 1) * ldc + n) {
     // A and B may be shared by the whole batch (stride 0), C may not.
     return mprt::fail(MPRT_ERROR_ARGUMENT,
@@ -415,8 +413,8 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b,
     stream = s.syncStream;
   }
 
-  PlanKey key{m,     n,    k,       lda,     ldb,    ldc,
-              flags, type, batch,   strideA, strideB, strideC};
+  PlanKey key{m,     n,    k,     lda,     ldb,     ldc,
+              flags, type, batch, strideA, strideB, strideC};
   auto it = s.plans.find(key);
   if (it == s.plans.end()) {
     Plan plan;
@@ -506,26 +504,25 @@ extern "C" mprt_status mprt_cuda_gemm(int64_t a, int64_t lda, int64_t b,
                                       int64_t m, int64_t n, int64_t k,
                                       int32_t flags, int32_t type,
                                       void *stream) {
-  return gemm("mprt_cuda_gemm", a, lda, b, ldb, c, ldc, m, n, k, flags, type,
-              1, 0, 0, 0, stream, /*synchronous=*/false);
+  return gemm("mprt_cuda_gemm", a, lda, b, ldb, c, ldc, m, n, k, flags, type, 1,
+              0, 0, 0, stream, /*synchronous=*/false);
 }
 
-extern "C" mprt_status
-mprt_cuda_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
-                       int64_t c, int64_t ldc, int64_t m, int64_t n, int64_t k,
-                       int32_t flags, int32_t type, int64_t batch,
-                       int64_t strideA, int64_t strideB, int64_t strideC,
-                       void *stream) {
+extern "C" mprt_status mprt_cuda_gemm_batched(
+    int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+    int64_t m, int64_t n, int64_t k, int32_t flags, int32_t type, int64_t batch,
+    int64_t strideA, int64_t strideB, int64_t strideC, void *stream) {
   return gemm("mprt_cuda_gemm_batched", a, lda, b, ldb, c, ldc, m, n, k, flags,
               type, batch, strideA, strideB, strideC, stream,
               /*synchronous=*/false);
 }
 
-extern "C" mprt_status
-mprt_cuda_gemm_sync(int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c,
-                    int64_t ldc, int64_t m, int64_t n, int64_t k, int32_t flags,
-                    int32_t type, int64_t batch, int64_t strideA,
-                    int64_t strideB, int64_t strideC) {
+extern "C" mprt_status mprt_cuda_gemm_sync(int64_t a, int64_t lda, int64_t b,
+                                           int64_t ldb, int64_t c, int64_t ldc,
+                                           int64_t m, int64_t n, int64_t k,
+                                           int32_t flags, int32_t type,
+                                           int64_t batch, int64_t strideA,
+                                           int64_t strideB, int64_t strideC) {
   constexpr const char *fn = "mprt_cuda_gemm_sync";
   if (errorPending()) {
     // As for launches: an earlier failure (an allocation, a module load)

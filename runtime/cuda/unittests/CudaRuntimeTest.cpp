@@ -536,9 +536,9 @@ TEST_F(CudaRuntime, GemmS8) {
 /// apart beyond their size; with `shareB` every product uses the same B
 /// (stride 0).
 template <typename In, typename Out>
-void checkGemmSync(int32_t type, int64_t batch, int64_t m, int64_t n,
-                   int64_t k, int32_t flags, double tolerance,
-                   bool shareB = false, int64_t pad = 16) {
+void checkGemmSync(int32_t type, int64_t batch, int64_t m, int64_t n, int64_t k,
+                   int32_t flags, double tolerance, bool shareB = false,
+                   int64_t pad = 16) {
   std::mt19937 rng(13);
   std::uniform_int_distribution<int> dist(-8, 8);
   bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
@@ -633,9 +633,9 @@ TEST_F(CudaRuntime, GemmSyncIsDoneOnReturn) {
   da.upload(a);
   db.upload(b);
   dc.upload(c);
-  ASSERT_EQ(mprt_cuda_gemm_sync(da.address(), k, db.address(), n,
-                                dc.address(), n, m, n, k, 0, MPRT_GEMM_F32,
-                                batch, m * k, k * n, m * n),
+  ASSERT_EQ(mprt_cuda_gemm_sync(da.address(), k, db.address(), n, dc.address(),
+                                n, m, n, k, 0, MPRT_GEMM_F32, batch, m * k,
+                                k * n, m * n),
             MPRT_OK)
       << mprt_last_error();
   // Read at once on a fresh non-blocking stream (as the next kernel of
