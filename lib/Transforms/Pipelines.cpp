@@ -42,7 +42,11 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // integration tests use. bf16 conversions are expanded to integer code.
   return parsePassPipeline(
       std::string(options.probes ? "mp-probes-to-runtime," : "") +
-          "convert-mp-to-upstream,"
+          "convert-mp-to-upstream," +
+          // Convolutions become im2col + a product the runtime's GEMM runs.
+          std::string(options.runtimeContractions
+                          ? "func.func(mp-convolutions-to-gemm),"
+                          : "") +
           // Elementwise chains (bias, activation, casts, scaling) become one
           // loop nest each: fewer passes over memory, fewer buffers.
           "func.func(mp-fuse-elementwise),"
@@ -125,8 +129,12 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
                         Twine(options.blockSize));
   // Probes are dropped: their runtime observer reads host memory.
   if (failed(parsePassPipeline(
-          "convert-mp-to-upstream,func.func(mp-fuse-elementwise),"
-          "one-shot-bufferize{bufferize-function-boundaries "
+          "convert-mp-to-upstream," +
+              std::string(options.runtimeContractions
+                              ? "func.func(mp-convolutions-to-gemm),"
+                              : "") +
+              "func.func(mp-fuse-elementwise),"
+              "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},"
           "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
               // Matrix products call cuBLASLt from host code (pointers

@@ -19,6 +19,7 @@ llvm::ArrayRef<RuntimeSymbol> runtimeSymbols() {
   // buffers such as tensor.pad's interior.
   static const RuntimeSymbol symbols[] = {
       {"mprt_gemm", reinterpret_cast<void *>(&mprt_gemm)},
+      {"mprt_gemm_batched", reinterpret_cast<void *>(&mprt_gemm_batched)},
       {"mprt_observe", reinterpret_cast<void *>(&mprt_observe)},
       {"malloc", reinterpret_cast<void *>(&mprt_counted_malloc)},
       {"free", reinterpret_cast<void *>(&mprt_counted_free)},

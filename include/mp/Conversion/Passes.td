@@ -68,12 +68,17 @@ def ConvertContractionsToRuntime
                          %type) : (i64, ..., i32, i32) -> i32
     ```
 
-    With `runtime=cuda` (`--mp-lower-gpu`), batched products are taken too:
-    `linalg.batch_matmul` and generics with one more parallel loop that
-    leads every operand (`C[b, i, j] += A[b, .] * B[b, .]`). Each becomes
-    one strided-batched call of libmprt_cuda (cuBLASLt), which returns only
-    when the product is done (so it is ordered with the kernels around it)
-    and reports failures like the `mgpu*` functions:
+    Batched products are taken too: `linalg.batch_matmul` and generics with
+    one more parallel loop that leads the result and the inputs
+    (`C[b, i, j] += A[b, .] * B[b, .]`); an input without the batch loop is
+    one matrix shared by the batch (stride 0: the filter of an im2col
+    convolution, `C[b, f, p] += W[f, k] * col[b, k, p]`). On the CPU they
+    call `mprt_gemm_batched` (the arguments of `mprt_gemm` followed by
+    `%batch, %strideA, %strideB, %strideC`). With `runtime=cuda`
+    (`--mp-lower-gpu`) every product becomes one strided-batched call of
+    libmprt_cuda (cuBLASLt), which returns only when the product is done (so
+    it is ordered with the kernels around it) and reports failures like the
+    `mgpu*` functions:
 
     ```mlir
     func.call @mprt_cuda_gemm_sync(%a, %lda, %b, %ldb, %c, %ldc, %m, %n, %k,
@@ -92,7 +97,7 @@ def ConvertContractionsToRuntime
   let options = [
     Option<"runtime", "runtime", "std::string", /*default=*/"\"cpu\"",
            "Which runtime computes the products: cpu (mprt_gemm, oneDNN) "
-           "or cuda (mprt_cuda_gemm_sync, cuBLASLt; batched products too)">
+           "or cuda (mprt_cuda_gemm_sync, cuBLASLt)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -284,6 +289,48 @@ def MPVectorizeLoops : Pass<"mp-vectorize-loops", "::mlir::func::FuncOp"> {
            "Lanes per vector (16 f32 lanes fill an AVX-512 register)">
   ];
   let dependentDialects = ["::mlir::vector::VectorDialect"];
+}
+
+def MPConvolutionsToGemm
+    : Pass<"mp-convolutions-to-gemm", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite 2-D convolutions on tensors as an im2col copy and "
+                "a matrix product";
+  let description = [{
+    Runs on tensors, before bufferization. Every `linalg.conv_2d_nchw_fchw`,
+    `linalg.conv_2d_nhwc_hwcf` and `linalg.conv_2d_nhwc_fhwc` with static
+    shapes (f32, f16/bf16 with an f32 accumulator from
+    `--auto-mixed-precision`, or i8 x i8 -> i32 from `--mp-quantize`)
+    becomes upstream's im2col form: a `linalg.generic` that copies the input
+    windows into a `[N, C*KH*KW, OH*OW]` (NCHW) or `[N, OH*OW, KH*KW*C]`
+    (NHWC) tensor, and a product of it with the collapsed filter, which
+    `--mp-contractions-to-runtime` hands to the runtime's GEMM as a batch
+    of products sharing the filter. `--mp-lower-cpu` (with
+    runtime-contractions) and `--mp-lower-gpu` run it. Convolutions the
+    rewrite does not take (dynamic shapes) stay and become loops.
+
+    Input:
+
+    ```mlir
+    %y = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>,
+                                   strides = dense<1> : tensor<2xi64>}
+        ins(%x, %w : tensor<64x1x8x8xf32>, tensor<8x1x3x3xf32>)
+        outs(%init : tensor<64x8x6x6xf32>) -> tensor<64x8x6x6xf32>
+    ```
+
+    Output: `%col = linalg.generic ... -> tensor<64x9x36xf32>` (the windows),
+    `%p = linalg.generic ... ins(%w9, %col : tensor<8x9xf32>,
+    tensor<64x9x36xf32>) outs(... : tensor<64x8x36xf32>)` (a multiply-add
+    over the reduction loop) and a `tensor.expand_shape` back to
+    `64x8x6x6`.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let statistics = [
+    Statistic<"numConvolutionsRewritten", "convolutions-rewritten",
+              "Convolutions rewritten as im2col + product">
+  ];
 }
 
 def MPFuseElementwise : Pass<"mp-fuse-elementwise", "::mlir::func::FuncOp"> {

@@ -50,9 +50,10 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &options);
 struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
   Option<bool> runtimeContractions{
       *this, "runtime-contractions",
-      llvm::cl::desc("Call libmprt's mprt_gemm (oneDNN) for matrix "
-                     "products; the program must then be linked or "
-                     "JIT-resolved with libmprt"),
+      llvm::cl::desc("Call libmprt's mprt_gemm / mprt_gemm_batched "
+                     "(oneDNN) for matrix products, convolutions included "
+                     "(im2col, --mp-convolutions-to-gemm); the program must "
+                     "then be linked or JIT-resolved with libmprt"),
       llvm::cl::init(false)};
   Option<bool> vectorize{
       *this, "vectorize",
@@ -103,8 +104,9 @@ struct LowerGpuOptions : public PassPipelineOptions<LowerGpuOptions> {
       *this, "runtime-contractions",
       llvm::cl::desc("Matrix products (matmul, batch_matmul, autodiff's "
                      "multiply-add generics; f32/f16/bf16 into f32, i8 into "
-                     "i32) call libmprt_cuda's mprt_cuda_gemm_sync (cuBLASLt) "
-                     "from host code instead of becoming loop kernels"),
+                     "i32; convolutions as im2col products) call "
+                     "libmprt_cuda's mprt_cuda_gemm_sync (cuBLASLt) from host "
+                     "code instead of becoming loop kernels"),
       llvm::cl::init(true)};
 };
 

@@ -23,6 +23,7 @@ using namespace mlir;
 namespace {
 
 constexpr llvm::StringLiteral kGemmName = "mprt_gemm";
+constexpr llvm::StringLiteral kBatchedGemmName = "mprt_gemm_batched";
 constexpr llvm::StringLiteral kCudaGemmName = "mprt_cuda_gemm_sync";
 // Must match mprt_gemm_type and the flag bits in runtime/include/mprt/mprt.h.
 enum GemmType { F32 = 0, F16 = 1, BF16 = 2, S8 = 3 };
@@ -40,13 +41,15 @@ Value throughExtension(Value value) {
 
 /// A matrix product C[i, j] += A[.] * B[.] over one reduction loop r, or a
 /// batch of them, C[p, i, j] += A[p, .] * B[p, .], when one more parallel
-/// loop p leads every operand.
+/// loop p leads the result and the inputs; an input without p is one matrix
+/// shared by the batch (the filter of an im2col convolution).
 struct Product {
   // Null until matched: when both inputs index the same way, one of them is
   // never set (and was read uninitialized before).
   OpOperand *a = nullptr, *b = nullptr;
   bool transA = false, transB = false;
   bool batched = false;
+  bool sharedA = false, sharedB = false; // batched product, no batch loop
 };
 
 std::optional<Product> matchProduct(linalg::LinalgOp op) {
@@ -90,32 +93,48 @@ std::optional<Product> matchProduct(linalg::LinalgOp op) {
                          getAffineDimExpr(r, op.getContext())))
     return std::nullopt;
   unsigned i = out.getDimPosition(first), j = out.getDimPosition(first + 1);
-  // A batched operand is [p, rows, cols]: the batch loop leads it.
-  auto dimsOf =
-      [&](OpOperand *operand) -> std::optional<std::pair<unsigned, unsigned>> {
+  // A batched operand is [p, rows, cols]: the batch loop leads it; a shared
+  // one (in a batched product) is [rows, cols].
+  struct Dims {
+    unsigned rows, cols;
+    bool shared;
+  };
+  auto dimsOf = [&](OpOperand *operand) -> std::optional<Dims> {
     AffineMap map = op.getMatchingIndexingMap(operand);
-    if (map.getNumResults() != numLoops - 1 || !map.isProjectedPermutation())
+    if (!map.isProjectedPermutation())
+      return std::nullopt;
+    if (result.batched && map.getNumResults() == 2 &&
+        map.getDimPosition(0) != out.getDimPosition(0) &&
+        map.getDimPosition(1) != out.getDimPosition(0))
+      return Dims{map.getDimPosition(0), map.getDimPosition(1), true};
+    if (map.getNumResults() != numLoops - 1)
       return std::nullopt;
     if (result.batched && map.getDimPosition(0) != out.getDimPosition(0))
       return std::nullopt;
-    return std::make_pair(map.getDimPosition(first),
-                          map.getDimPosition(first + 1));
+    return Dims{map.getDimPosition(first), map.getDimPosition(first + 1),
+                false};
   };
   for (OpOperand *operand : op.getDpsInputOperands()) {
-    auto dims = dimsOf(operand);
+    std::optional<Dims> dims = dimsOf(operand);
     if (!dims)
       return std::nullopt;
-    if (*dims == std::make_pair(i, r) || *dims == std::make_pair(r, i)) {
+    auto is = [&](unsigned x, unsigned y) {
+      return dims->rows == x && dims->cols == y;
+    };
+    if (is(i, r) || is(r, i)) {
       result.a = operand;
-      result.transA = dims->first == r;
-    } else if (*dims == std::make_pair(r, j) || *dims == std::make_pair(j, r)) {
+      result.transA = dims->rows == r;
+      result.sharedA = dims->shared;
+    } else if (is(r, j) || is(j, r)) {
       result.b = operand;
-      result.transB = dims->first == j;
+      result.transB = dims->rows == j;
+      result.sharedB = dims->shared;
     } else {
       return std::nullopt;
     }
   }
-  if (!result.a || !result.b || result.a == result.b)
+  if (!result.a || !result.b || result.a == result.b ||
+      (result.sharedA && result.sharedB))
     return std::nullopt;
   return result;
 }
@@ -164,8 +183,7 @@ struct ContractionsToRuntimePass
     SmallVector<std::pair<linalg::LinalgOp, Product>> products;
     module.walk([&](linalg::LinalgOp op) {
       std::optional<Product> product = matchProduct(op);
-      // mprt_gemm has no batch: batched products stay loops on the CPU.
-      if (!product || (product->batched && !cuda))
+      if (!product)
         return;
       int64_t rank = product->batched ? 3 : 2;
       auto typeOf = [](Value v) { return cast<MemRefType>(v.getType()); };
@@ -173,7 +191,8 @@ struct ContractionsToRuntimePass
                  c = typeOf(op.getDpsInitOperand(0)->get());
       if (!gemmType(a.getElementType(), b.getElementType(),
                     c.getElementType()) ||
-          !hasUnitInnerStride(a, rank) || !hasUnitInnerStride(b, rank) ||
+          !hasUnitInnerStride(a, product->sharedA ? 2 : rank) ||
+          !hasUnitInnerStride(b, product->sharedB ? 2 : rank) ||
           !hasUnitInnerStride(c, rank))
         return;
       products.push_back({op, *product});
@@ -183,20 +202,23 @@ struct ContractionsToRuntimePass
 
     OpBuilder b(module.getBodyRegion());
     Type i64 = b.getI64Type(), i32 = b.getI32Type();
-    StringRef name = cuda ? kCudaGemmName : kGemmName;
-    auto callee = module.lookupSymbol<func::FuncOp>(name);
-    if (!callee) {
+    // mprt_gemm(a, lda, b, ldb, c, ldc, m, n, k, flags, type); the batched
+    // entries (mprt_gemm_batched on the CPU, mprt_cuda_gemm_sync for every
+    // product on CUDA) append batch, strideA, strideB, strideC.
+    auto declare = [&](StringRef name, bool batchArgs) {
+      if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+        return existing;
+      OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(module.getBody());
-      // mprt_gemm(a, lda, b, ldb, c, ldc, m, n, k, flags, type); the CUDA
-      // entry appends batch, strideA, strideB, strideC.
       SmallVector<Type> args(9, i64);
       args.append({i32, i32});
-      if (cuda)
+      if (batchArgs)
         args.append(4, i64);
-      callee = func::FuncOp::create(b, module.getLoc(), name,
-                                    b.getFunctionType(args, {i32}));
+      auto callee = func::FuncOp::create(b, module.getLoc(), name,
+                                         b.getFunctionType(args, {i32}));
       callee.setPrivate();
-    }
+      return callee;
+    };
     for (auto [op, product] : products) {
       b.setInsertionPoint(op);
       Location loc = op.getLoc();
@@ -221,8 +243,15 @@ struct ContractionsToRuntimePass
         Value offset =
             arith::MulIOp::create(b, loc, meta.getOffset(), index(bytes));
         Value address = arith::AddIOp::create(b, loc, base, offset);
-        return {toI64(address), toI64(meta.getStrides()[first]),
-                product.batched ? toI64(meta.getStrides()[0]) : Value()};
+        // A matrix shared by the batch has stride 0.
+        bool shared = cast<MemRefType>(memref.getType()).getRank() == 2;
+        Matrix result{toI64(address),
+                      toI64(meta.getStrides()[shared ? 0 : first]), Value()};
+        if (product.batched)
+          result.batchStride =
+              shared ? arith::ConstantIntOp::create(b, loc, i64, 0)
+                     : toI64(meta.getStrides()[0]);
+        return result;
       };
       Value aMem = product.a->get(), bMem = product.b->get(),
             cMem = op.getDpsInitOperand(0)->get();
@@ -231,7 +260,8 @@ struct ContractionsToRuntimePass
         return toI64(memref::DimOp::create(b, loc, memref, d));
       };
       Value m = dim(cMem, first), n = dim(cMem, first + 1);
-      Value k = dim(aMem, first + (product.transA ? 0 : 1));
+      Value k = dim(aMem, (product.sharedA ? 0 : first) +
+                              (product.transA ? 0 : 1));
       int32_t flags =
           (product.transA ? TransA : 0) | (product.transB ? TransB : 0);
       auto type = *gemmType(cast<MemRefType>(aMem.getType()).getElementType(),
@@ -250,7 +280,7 @@ struct ContractionsToRuntimePass
                               k,
                               flagsValue,
                               typeValue};
-      if (cuda) {
+      if (cuda || product.batched) {
         if (product.batched) {
           args.append({dim(cMem, 0), aMat.batchStride, bMat.batchStride,
                        cMat.batchStride});
@@ -260,6 +290,10 @@ struct ContractionsToRuntimePass
           args.append({one, zero, zero, zero});
         }
       }
+      func::FuncOp callee =
+          cuda ? declare(kCudaGemmName, true)
+               : declare(product.batched ? kBatchedGemmName : kGemmName,
+                         product.batched);
       func::CallOp::create(b, loc, callee, args);
       op->erase();
       ++numCalls;

@@ -1,6 +1,6 @@
 // RUN: mp-opt %s --split-input-file \
 // RUN:   --mp-contractions-to-runtime="runtime=cuda" | FileCheck %s
-// The CPU runtime has no batched GEMM: batched products stay loops there.
+// On the CPU, batched products call mprt_gemm_batched.
 // RUN: mp-opt %s --split-input-file --mp-contractions-to-runtime \
 // RUN:   | FileCheck %s --check-prefix=CPU
 // RUN: not mp-opt %s --split-input-file \
@@ -42,9 +42,10 @@ func.func @matmul(%a: memref<4x6xf16>, %b: memref<6x3xf16>, %c: memref<4x3xf32>)
 // CHECK: %[[BATCH:.*]] = memref.dim %[[C]], %c0
 // CHECK: %[[BATCH64:.*]] = arith.index_cast %[[BATCH]] : index to i64
 // CHECK: call @mprt_cuda_gemm_sync(%{{.*}}, %[[LDA]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BATCH64]], %[[SA]], %{{.*}}, %{{.*}})
+// On the CPU, the same arguments go to mprt_gemm_batched.
 // CPU-LABEL: func.func @batch_matmul
-// CPU-NOT: call
-// CPU: linalg.batch_matmul
+// CPU-NOT: linalg.batch_matmul
+// CPU: call @mprt_gemm_batched(
 func.func @batch_matmul(%a: memref<2x4x6xbf16, strided<[64, 8, 1]>>, %b: memref<2x6x3xbf16>, %c: memref<2x4x3xf32>) {
   linalg.batch_matmul ins(%a, %b : memref<2x4x6xbf16, strided<[64, 8, 1]>>, memref<2x6x3xbf16>) outs(%c : memref<2x4x3xf32>)
   return
@@ -76,12 +77,18 @@ func.func @batched_transposed(%q: memref<3x8x16xf32>, %k: memref<3x8x16xf32>, %s
 // -----
 
 // Not a batched product: the batch loop does not lead B (it indexes B's
-// rows), and a B shared by the batch (no batch dimension). Both stay.
-// CHECK-LABEL: func.func @not_batched
+// rows): it stays. A B shared by the batch (no batch dimension, the filter
+// of an im2col convolution) is a batched product with B's stride 0.
+// CHECK-LABEL: func.func @batch_layouts
 // CHECK-NOT: call
 // CHECK: linalg.generic
-// CHECK: linalg.generic
-func.func @not_batched(%a: memref<3x8x16xf32>, %b: memref<16x3x8xf32>, %w: memref<16x8xf32>, %c: memref<3x8x8xf32>) {
+// CHECK-NOT: linalg.generic
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i64
+// CHECK: call @mprt_cuda_gemm_sync({{.*}}, %[[ZERO]], %{{.*}})
+// CPU-LABEL: func.func @batch_layouts
+// CPU: linalg.generic
+// CPU: call @mprt_gemm_batched(
+func.func @batch_layouts(%a: memref<3x8x16xf32>, %b: memref<16x3x8xf32>, %w: memref<16x8xf32>, %c: memref<3x8x8xf32>) {
   linalg.generic {indexing_maps = [affine_map<(p, i, j, r) -> (p, i, r)>,
                                    affine_map<(p, i, j, r) -> (r, p, j)>,
                                    affine_map<(p, i, j, r) -> (p, i, j)>],
