@@ -35,7 +35,7 @@ class _Options(ctypes.Structure):
     _fields_ = [("precision", ctypes.c_char_p), ("loss_scale", ctypes.c_char_p),
                 ("optimizer", ctypes.c_char_p), ("lr", ctypes.c_double),
                 ("momentum", ctypes.c_double), ("weight_decay", ctypes.c_double),
-                ("seed", ctypes.c_uint64)]
+                ("seed", ctypes.c_uint64), ("device", ctypes.c_char_p)]
 
 
 class _InferOptions(ctypes.Structure):
@@ -146,7 +146,7 @@ class Session:
     optimizer, mixed precision) and prediction, JIT-compiled for this CPU."""
 
     def __init__(self, model_path, precision="f32", loss_scale="", optimizer="sgd",
-                 lr=0.05, momentum=0.9, weight_decay=0.0, seed=0):
+                 lr=0.05, momentum=0.9, weight_decay=0.0, seed=0, device="cpu"):
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
@@ -155,6 +155,7 @@ class Session:
         options.optimizer = optimizer.encode()
         options.lr, options.momentum = lr, momentum
         options.weight_decay, options.seed = weight_decay, seed
+        options.device = device.encode()
         handle = ctypes.c_void_p()
         _check(lib.mp_session_create(os.fspath(model_path).encode(),
                                      ctypes.byref(options), ctypes.byref(handle)))

@@ -1,6 +1,7 @@
 //===- Session.cpp - compile, JIT and call a training step ----------------===//
 
 #include "Session.h"
+#include "CudaDevice.h"
 #include "JitEntry.h"
 
 #include "mp/InitAll.h"
@@ -19,6 +20,8 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
@@ -86,6 +89,16 @@ std::unique_ptr<Session> Session::create(const std::string &modelPath,
 }
 
 Session::~Session() {
+  if (cuda) {
+    DeviceBuffers &d = deviceBuffers;
+    for (auto *list : {&d.params, &d.state, &d.nextParams, &d.nextState})
+      for (void *buffer : *list)
+        cuda->release(buffer);
+    for (void *buffer : {d.x, d.labels, d.logits, d.step, d.scale, d.tracker,
+                         d.nextStep, d.nextScale, d.nextTracker, d.loss,
+                         d.stepped})
+      cuda->release(buffer);
+  }
   // The JIT's code goes with the engine; an artifact's with its library.
   if (library)
     dlclose(library);
@@ -112,6 +125,10 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   mlir::mp::registerAllDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  // --device cuda: gpu.binary (the kernels) and NVVM ops to LLVM IR.
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   context = std::make_unique<MLIRContext>(registry);
   context->loadAllAvailableDialects();
 
@@ -202,6 +219,15 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     error = "compiling the training step failed\n" + diagnostics;
     return false;
   }
+  if (options.device != "cpu" && options.device != "cuda") {
+    error = "bad --device '" + options.device + "': expected cpu or cuda";
+    return false;
+  }
+  bool gpu = options.device == "cuda";
+  if (gpu && options.probes != TrainOptions::Probes::None) {
+    error = "--check-numerics and compare run on the CPU; drop --device cuda";
+    return false;
+  }
   if (options.probes != TrainOptions::Probes::None) {
     mlir::mp::MPCheckNumericsOptions probeOptions;
     probeOptions.skipConversions =
@@ -255,6 +281,28 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     module->print(dump);
   }
 
+  if (gpu) {
+    // Kernels for the elementwise work, cuBLASLt for the products, every
+    // tensor in device memory (docs/gpu.md).
+    mlir::mp::LowerGpuOptions gpuOptions;
+    if (failed(gpuOptions.parseFromString("device-memory=true"))) {
+      error = "the GPU lowering has no device-memory option";
+      return false;
+    }
+    PassManager lowerGpu(context.get());
+    if (failed(mlir::mp::buildLowerGpuPipeline(
+            lowerGpu, gpuOptions,
+            [&](const Twine &message) {
+              diagnostics += message.str() + "\n";
+              return failure();
+            })) ||
+        failed(lowerGpu.run(*module))) {
+      error = "lowering the training step for the GPU failed\n" + diagnostics;
+      return false;
+    }
+    return true;
+  }
+
   // Vectorized first; should the vectorizer still reject a loop nest (it
   // skips those it cannot vectorize correctly), then scalar loops.
   OwningOpRef<ModuleOp> scalarCopy = module->clone();
@@ -281,6 +329,10 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
                       std::string &error) {
   OwningOpRef<ModuleOp> module;
   if (!lower(modelPath, options, module, error))
+    return false;
+  // The GPU is opened after lowering, so that a machine without one still
+  // compiles the step (and says so) before it reports the missing device.
+  if (options.device == "cuda" && !(cuda = CudaDevice::open(error)))
     return false;
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -310,7 +362,124 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
   }
   nextParams = params;
   nextState = state;
+  return !cuda || allocateDeviceBuffers(error);
+}
+
+bool Session::allocateDeviceBuffers(std::string &error) {
+  auto bytes = [](const HostTensor &t) {
+    return static_cast<size_t>(t.numElements()) * sizeof(float);
+  };
+  DeviceBuffers &d = deviceBuffers;
+  for (const HostTensor &p : params) {
+    d.params.push_back(cuda->allocate(bytes(p)));
+    d.nextParams.push_back(cuda->allocate(bytes(p)));
+  }
+  for (const HostTensor &s : state) {
+    d.state.push_back(cuda->allocate(bytes(s)));
+    d.nextState.push_back(cuda->allocate(bytes(s)));
+  }
+  size_t sample = static_cast<size_t>(batch) * sizeof(float);
+  d.x = cuda->allocate(sample * features);
+  d.labels = cuda->allocate(sample * classes);
+  d.logits = cuda->allocate(sample * classes);
+  for (void **scalar : {&d.step, &d.scale, &d.tracker, &d.nextStep,
+                        &d.nextScale, &d.nextTracker, &d.loss, &d.stepped})
+    *scalar = cuda->allocate(sizeof(int32_t));
+  deviceStale = true; // parameters are initialised on the host
+  return cuda->check(error);
+}
+
+uint64_t Session::devicePeakBytes() const {
+  return cuda ? cuda->poolPeakBytes() : 0;
+}
+
+void Session::syncToHost() const {
+  if (!cuda || !hostStale)
+    return;
+  for (size_t i = 0; i < params.size(); ++i)
+    cuda->download(params[i].data.data(), deviceBuffers.params[i],
+                   params[i].data.size() * sizeof(float));
+  for (size_t i = 0; i < state.size(); ++i)
+    cuda->download(state[i].data.data(), deviceBuffers.state[i],
+                   state[i].data.size() * sizeof(float));
+  hostStale = false;
+  // The caller holds references to the host copies and may change them.
+  deviceStale = true;
+}
+
+void Session::syncToDevice() {
+  if (!cuda || !deviceStale)
+    return;
+  for (size_t i = 0; i < params.size(); ++i)
+    cuda->upload(deviceBuffers.params[i], params[i].data.data(),
+                 params[i].data.size() * sizeof(float));
+  for (size_t i = 0; i < state.size(); ++i)
+    cuda->upload(deviceBuffers.state[i], state[i].data.data(),
+                 state[i].data.size() * sizeof(float));
+  deviceStale = false;
+}
+
+bool Session::trainStepOnDevice(const float *x, const float *labels,
+                                StepResult &result, std::string &error) {
+  syncToDevice();
+  DeviceBuffers &d = deviceBuffers;
+  cuda->upload(d.x, x, static_cast<size_t>(batch * features) * sizeof(float));
+  cuda->upload(d.labels, labels,
+               static_cast<size_t>(batch * classes) * sizeof(float));
+  cuda->upload(d.step, &scalars.step, sizeof(int32_t));
+  cuda->upload(d.scale, &scalars.scale, sizeof(float));
+  cuda->upload(d.tracker, &scalars.growthTracker, sizeof(int32_t));
+  PackedArgs args;
+  args.addMemRef(d.x, inputShape);
+  args.addMemRef(d.labels, {batch, classes});
+  for (size_t i = 0; i < params.size(); ++i)
+    args.addMemRef(d.params[i], params[i].shape);
+  for (size_t i = 0; i < state.size(); ++i)
+    args.addMemRef(d.state[i], state[i].shape);
+  args.addMemRef(d.step, {});
+  args.addMemRef(d.scale, {});
+  args.addMemRef(d.tracker, {});
+  for (size_t i = 0; i < params.size(); ++i)
+    args.addMemRef(d.nextParams[i], params[i].shape);
+  for (size_t i = 0; i < state.size(); ++i)
+    args.addMemRef(d.nextState[i], state[i].shape);
+  for (void *scalar : {d.nextStep, d.nextScale, d.nextTracker, d.loss,
+                       d.stepped})
+    args.addMemRef(scalar, {});
+  trainEntry(args.get().data());
+  StepState next;
+  int32_t stepped = 0;
+  cuda->download(&next.step, d.nextStep, sizeof(int32_t));
+  cuda->download(&next.scale, d.nextScale, sizeof(float));
+  cuda->download(&next.growthTracker, d.nextTracker, sizeof(int32_t));
+  cuda->download(&result.loss, d.loss, sizeof(float));
+  cuda->download(&stepped, d.stepped, sizeof(int32_t));
+  if (!cuda->check(error))
+    return false;
+  // The new parameters and state stay on the device: swap the buffers.
+  std::swap(d.params, d.nextParams);
+  std::swap(d.state, d.nextState);
+  hostStale = true;
+  next.skipped = scalars.skipped + (stepped ? 0 : 1);
+  scalars = next;
+  result.stepped = stepped != 0;
   return true;
+}
+
+bool Session::predictOnDevice(const float *x, float *logits,
+                              std::string &error) {
+  syncToDevice();
+  DeviceBuffers &d = deviceBuffers;
+  cuda->upload(d.x, x, static_cast<size_t>(batch * features) * sizeof(float));
+  PackedArgs args;
+  args.addMemRef(d.x, inputShape);
+  for (size_t i = 0; i < params.size(); ++i)
+    args.addMemRef(d.params[i], params[i].shape);
+  args.addMemRef(d.logits, {batch, classes});
+  predictEntry(args.get().data());
+  cuda->download(logits, d.logits,
+                 static_cast<size_t>(batch * classes) * sizeof(float));
+  return cuda->check(error);
 }
 
 bool parseInitScheme(const std::string &text, InitScheme &scheme) {
@@ -369,13 +538,15 @@ void Session::initialiseParameters(uint64_t seed, InitScheme scheme) {
   // One generator for all weights, in parameter order; biases zero.
   std::mt19937_64 rng(seed);
   std::string error;
-  for (HostTensor &p : params)
+  for (HostTensor &p : parameters()) // marks a GPU session's copies stale
     if (p.shape.size() < 2 || !initialiseTensor(p, scheme, rng, error))
       std::fill(p.data.begin(), p.data.end(), 0.0f);
 }
 
 bool Session::trainStep(const float *x, const float *labels, StepResult &result,
                         std::string &error) {
+  if (cuda)
+    return trainStepOnDevice(x, labels, result, error);
   PackedArgs args;
   args.addMemRef(const_cast<float *>(x), inputShape);
   args.addMemRef(const_cast<float *>(labels), {batch, classes});
@@ -411,6 +582,8 @@ bool Session::predict(const float *x, float *logits, std::string &error) {
     error = "the model has no function marked mp.predict";
     return false;
   }
+  if (cuda)
+    return predictOnDevice(x, logits, error);
   PackedArgs args;
   args.addMemRef(const_cast<float *>(x), inputShape);
   for (HostTensor &p : params)
@@ -424,6 +597,7 @@ bool Session::saveCheckpoint(const std::string &path,
                              llvm::json::Object metadata,
                              const std::string &previousPath,
                              std::string &error) const {
+  syncToHost();
   std::vector<mprt_tensor *> tensors;
   std::vector<const char *> names;
   auto add = [&](const HostTensor &t) {
@@ -463,6 +637,7 @@ bool Session::saveCheckpoint(const std::string &path,
 
 bool Session::loadCheckpoint(const std::string &path, bool withState,
                              llvm::json::Object &metadata, std::string &error) {
+  syncToHost(); // what is not loaded keeps its device values
   mprt_checkpoint *checkpoint = nullptr;
   if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
     error = mprt_last_error();
@@ -516,6 +691,7 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
   if (ok) {
     for (auto [tensor, data] : updates)
       std::copy(data, data + tensor->numElements(), tensor->data.begin());
+    deviceStale = true; // a GPU session uploads them before its next call
     if (withState) {
       scalars.step = static_cast<int32_t>(*step);
       scalars.scale = static_cast<float>(*scale);

@@ -11,6 +11,8 @@
 #ifndef MP_TOOLS_MP_RUN_SESSION_H
 #define MP_TOOLS_MP_RUN_SESSION_H
 
+#include "CudaDevice.h"
+
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -57,6 +59,10 @@ struct TrainOptions {
   double momentum = 0.9;
   double weightDecay = 0.0;
   uint64_t seed = 0;
+  /// cpu, or cuda: the step is lowered with --mp-lower-gpu (device memory)
+  /// and runs on the GPU; parameters, optimizer state and loss-scale state
+  /// stay in device memory between steps.
+  std::string device = "cpu";
   /// Probes after each op (--mp-check-numerics) for a numerics checker
   /// (EveryOp) or an op-by-op comparison with FP32 (ComputeOps: without
   /// conversions, so FP32 and mixed runs name their ops alike).
@@ -132,9 +138,22 @@ public:
   void initialiseParameters(uint64_t seed,
                             InitScheme scheme = InitScheme::HeUniform);
 
-  /// Parameters (initialised from the seed) and optimizer state.
-  std::vector<HostTensor> &parameters() { return params; }
-  std::vector<HostTensor> &optimizerState() { return state; }
+  /// Parameters (initialised from the seed) and optimizer state. On a GPU
+  /// session these host copies are brought up to date first, and whatever
+  /// the caller writes into them goes back to the device before the next
+  /// step.
+  std::vector<HostTensor> &parameters() {
+    syncToHost();
+    return params;
+  }
+  std::vector<HostTensor> &optimizerState() {
+    syncToHost();
+    return state;
+  }
+  /// True when the step runs on a GPU (--device cuda).
+  bool onDevice() const { return cuda != nullptr; }
+  /// A GPU session's device pool peak bytes (0 on the CPU).
+  uint64_t devicePeakBytes() const;
   StepState &stepState() { return scalars; }
 
   /// One training step on a batch (x: batch x features, labels one-hot:
@@ -158,6 +177,16 @@ public:
 
 private:
   Session() = default;
+  /// GPU sessions: device buffers for every entry argument, allocated once
+  /// after compilation; the host copies of parameters and state are
+  /// refreshed only when asked for (syncToHost) and sent back before the
+  /// next call after that (syncToDevice).
+  bool allocateDeviceBuffers(std::string &error);
+  void syncToHost() const;
+  void syncToDevice();
+  bool trainStepOnDevice(const float *x, const float *labels,
+                         StepResult &result, std::string &error);
+  bool predictOnDevice(const float *x, float *logits, std::string &error);
   bool compile(const std::string &modelPath, const TrainOptions &options,
                std::string &error);
   /// Runs the session's pipelines on `modelPath` (training step, mixed
@@ -185,9 +214,23 @@ private:
   std::vector<int64_t> inputShape; // of x, batch first
   bool hasPredict = false;
   bool vectorized = true;
-  std::vector<HostTensor> params, state;
+  // Mutable: on a GPU session they are host mirrors of device buffers,
+  // refreshed by syncToHost (also from const members such as saving).
+  mutable std::vector<HostTensor> params, state;
   std::vector<HostTensor> nextParams, nextState;
   StepState scalars;
+
+  std::unique_ptr<CudaDevice> cuda;
+  struct DeviceBuffers {
+    std::vector<void *> params, state, nextParams, nextState;
+    void *x = nullptr, *labels = nullptr, *logits = nullptr;
+    // 0-d buffers: the step's scalar inputs and results.
+    void *step = nullptr, *scale = nullptr, *tracker = nullptr;
+    void *nextStep = nullptr, *nextScale = nullptr, *nextTracker = nullptr;
+    void *loss = nullptr, *stepped = nullptr;
+  } deviceBuffers;
+  mutable bool hostStale = false;   // the device has newer parameters/state
+  mutable bool deviceStale = false; // the host copies may have been changed
 };
 
 } // namespace mp

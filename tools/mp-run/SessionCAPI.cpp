@@ -79,6 +79,7 @@ void mp_session_options_init(mp_session_options *options) {
   options->momentum = 0.9;
   options->weight_decay = 0.0;
   options->seed = 0;
+  options->device = "cpu";
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -101,6 +102,7 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   train.momentum = o.momentum;
   train.weightDecay = o.weight_decay;
   train.seed = o.seed;
+  train.device = o.device ? o.device : "cpu";
   registerPassesOnce();
   std::string error;
   std::unique_ptr<mp::Session> session =

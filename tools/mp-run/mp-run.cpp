@@ -73,6 +73,12 @@ static cl::opt<int>
               cl::desc("Batch size (must match the model's static batch)"),
               cl::init(0));
 static cl::opt<std::string>
+    device("device",
+           cl::desc("cpu (default) or cuda: train and infer on the GPU "
+                    "(--mp-lower-gpu with device memory, libmprt_cuda.so; "
+                    "parameters and optimizer state stay on the device)"),
+           cl::init("cpu"));
+static cl::opt<std::string>
     initScheme("init",
                cl::desc("Weight initialisation: he-uniform (default), "
                         "he-normal, xavier-uniform, xavier-normal or zeros; "
@@ -745,6 +751,22 @@ int main(int argc, char **argv) {
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.seed = seed;
+  options.device = device;
+  if (device == "cuda") {
+    if (llvm::StringRef(modelPath).ends_with(".mpa") ||
+        mp::Session::isArtifact(modelPath))
+      return fail("--device cuda compiles the model (.mlir); artifacts are "
+                  "CPU code");
+    if (command == "infer" &&
+        (calibrateBatches > 0 || precision == "int8" || timeBatches > 0))
+      return fail("--device cuda: calibration, int8 and --time-batches run "
+                  "on the CPU (drop --device cuda)");
+    if (checkNumerics || command == "compare")
+      return fail("--device cuda: --check-numerics and compare run on the "
+                  "CPU (drop --device cuda)");
+  } else if (device != "cpu") {
+    return fail("bad --device '" + device + "': expected cpu or cuda");
+  }
   if (command == "compare") {
     if (llvm::StringRef(modelPath).ends_with(".mpa") ||
         mp::Session::isArtifact(modelPath))
@@ -924,6 +946,15 @@ int main(int argc, char **argv) {
               "steps\n",
               acc, precision.c_str(), trained / std::max(trainSeconds, 1e-9),
               (long long)session->stepState().skipped);
+  if (session->onDevice()) {
+    std::printf("memory: parameters %.3f MB and optimizer state %.3f MB "
+                "stay in GPU memory; the device pool held at most %llu "
+                "bytes\n",
+                megabytes(hostBytes(session->parameters())),
+                megabytes(hostBytes(session->optimizerState())),
+                (unsigned long long)session->devicePeakBytes());
+    return 0;
+  }
   std::printf("memory: parameters %.3f MB and optimizer state %.3f MB (f32 "
               "host buffers); compiled code held at most %.3f MB in a "
               "training step and %.3f MB in a prediction\n",

@@ -39,6 +39,9 @@ typedef struct mp_session_options {
   double momentum;        /* 0.9 (sgd) */
   double weight_decay;    /* 0 */
   uint64_t seed;          /* parameter initialisation, 0 */
+  const char *device;     /* "cpu" (default) or "cuda": the step runs on
+                             the GPU (libmprt_cuda.so), parameters and
+                             state stay in device memory (docs/gpu.md) */
 } mp_session_options;
 
 /* Fills `options` with the defaults above. */

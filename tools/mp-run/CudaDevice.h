@@ -1,0 +1,56 @@
+//===- CudaDevice.h - libmprt_cuda for mp-run's --device cuda ---*- C++ -*-===//
+//
+// mp-run links no CUDA code: `--device cuda` opens libmprt_cuda.so (next to
+// mp-run, in ../lib, or $MPRT_CUDA_LIBRARY) with dlopen, RTLD_GLOBAL, so the
+// JIT-compiled step finds its mgpu* and mprt_cuda_gemm_sync functions, and
+// gives the session device buffers and copies through the same library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_TOOLS_MP_RUN_CUDADEVICE_H
+#define MP_TOOLS_MP_RUN_CUDADEVICE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mp {
+
+class CudaDevice {
+public:
+  /// Loads libmprt_cuda.so and checks that device 0 can be used; on failure
+  /// returns null with `error` saying why (no library, no driver, no GPU).
+  static std::unique_ptr<CudaDevice> open(std::string &error);
+
+  /// Device memory from the runtime's pool (mgpuMemAlloc); null on failure.
+  void *allocate(size_t bytes);
+  void release(void *device);
+  /// Synchronous copies between host and device.
+  void upload(void *device, const void *host, size_t bytes);
+  void download(void *host, const void *device, size_t bytes);
+  /// False with `error` when a CUDA call failed since the last check (the
+  /// runtime records failures instead of exiting: mprt_cuda_check).
+  bool check(std::string &error);
+  /// The device pool's peak bytes (in use plus cached) so far.
+  uint64_t poolPeakBytes();
+
+private:
+  CudaDevice() = default;
+  void *library = nullptr;
+  int (*available)(char *, size_t) = nullptr;
+  void (*setErrorMode)(int) = nullptr;
+  int (*checkErrors)() = nullptr;
+  const char *(*lastError)() = nullptr;
+  void *(*memAlloc)(uint64_t, void *, bool) = nullptr;
+  void (*memFree)(void *, void *) = nullptr;
+  void (*memcpy)(void *, void *, size_t, void *) = nullptr;
+  void *(*streamCreate)() = nullptr;
+  void (*streamSynchronize)(void *) = nullptr;
+  void (*poolStats)(void *) = nullptr;
+  void *stream = nullptr;
+};
+
+} // namespace mp
+
+#endif // MP_TOOLS_MP_RUN_CUDADEVICE_H
