@@ -181,11 +181,15 @@ def MPGpuMapParallelLoops
       by `block-size` (or its trip count, when smaller and known) with a
       bounds check; the outer loop is mapped to blocks along x, the inner one
       to threads along x, so consecutive threads touch consecutive elements;
-    * `scf.parallel` loops nested in a thread's work run sequentially.
+    * `scf.parallel` loops nested in a thread's work become `scf.for` nests
+      (it runs them sequentially; upstream `convert-parallel-loops-to-gpu`
+      would leave a nest with one under an `scf.for` on the host).
 
     Host code that reads an element or carries a value out of a loop
     (`memref.load`, `scf.for` with results outside any loop) is an error
-    naming the op.
+    naming the op. Loads and stores of host buffers (a `memref.alloca`
+    outside loops, such as the staging buffers of `--mp-gpu-device-memory`,
+    or a `memref.get_global`) stay host code.
 
     Before:
 

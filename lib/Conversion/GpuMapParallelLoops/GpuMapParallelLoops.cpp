@@ -5,7 +5,8 @@
 // block size (blocks x threads, both along x, so that neighbouring threads
 // touch neighbouring elements), and serial work (full reductions, scalar
 // stores) becomes a one-thread kernel, so that no tensor element is touched
-// by the host.
+// by the host. Host buffers (allocas outside loops, such as the staging
+// buffers of --mp-gpu-device-memory, and globals) stay host code.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,10 +33,24 @@ using namespace mlir;
 
 namespace {
 
+/// Whether \p memref is host memory that host code may touch: a stack
+/// buffer of the host function (the staging buffers of
+/// --mp-gpu-device-memory) or a global.
+bool isHostBuffer(Value memref) {
+  return memref.getDefiningOp<memref::AllocaOp>() ||
+         memref.getDefiningOp<memref::GetGlobalOp>();
+}
+
 /// Loops and element accesses of \p func that no scf.parallel or scf.for
-/// encloses, in program order.
+/// encloses, in program order. Accesses to host buffers stay host code.
 void collectTopLevel(func::FuncOp func, SmallVectorImpl<Operation *> &ops) {
   func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op);
+        load && isHostBuffer(load.getMemref()))
+      return WalkResult::skip();
+    if (auto store = dyn_cast<memref::StoreOp>(op);
+        store && isHostBuffer(store.getMemref()))
+      return WalkResult::skip();
     if (isa<scf::ParallelOp, scf::ForOp, memref::StoreOp, memref::LoadOp,
             memref::CopyOp>(op)) {
       ops.push_back(op);
@@ -87,6 +102,21 @@ void copyToLoops(IRRewriter &rewriter, memref::CopyOp copy) {
         memref::StoreOp::create(b, loc, v, copy.getTarget(), indices);
       });
   rewriter.eraseOp(copy);
+}
+
+/// Replaces \p loop (no results) by an scf.for nest with the same body.
+void parallelToFors(IRRewriter &rewriter, scf::ParallelOp loop) {
+  rewriter.setInsertionPoint(loop);
+  scf::LoopNest nest = scf::buildLoopNest(
+      rewriter, loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(),
+      loop.getStep(), [](OpBuilder &, Location, ValueRange) {});
+  Block *body = nest.loops.back().getBody();
+  SmallVector<Value> ivs = llvm::map_to_vector(
+      nest.loops, [](scf::ForOp f) { return f.getInductionVar(); });
+  Operation *reduce = loop.getBody()->getTerminator();
+  rewriter.inlineBlockBefore(loop.getBody(), body->getTerminator(), ivs);
+  rewriter.eraseOp(reduce);
+  rewriter.eraseOp(loop);
 }
 
 struct MPGpuMapParallelLoops
@@ -173,14 +203,22 @@ struct MPGpuMapParallelLoops
       if (failed(mapAll(outer, gpu::Processor::BlockX)) ||
           failed(mapAll(inner, gpu::Processor::ThreadX)))
         return outer.emitError("mp-gpu-map-parallel-loops: cannot map loop");
-      // Parallel loops inside a thread's work run sequentially.
-      WalkResult nested = inner.getBody()->walk([&](scf::ParallelOp loop) {
-        return failed(mapAll(loop, gpu::Processor::Sequential))
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      });
-      if (nested.wasInterrupted())
-        return failure();
+      // Parallel loops inside a thread's work run sequentially: as scf.for
+      // nests (upstream convert-parallel-loops-to-gpu takes a sequential
+      // scf.parallel only directly in the thread's body; under an scf.for,
+      // as in a one-thread kernel of a column sum, it left the whole nest
+      // on the host).
+      SmallVector<scf::ParallelOp> nested;
+      inner.getBody()->walk(
+          [&](scf::ParallelOp loop) { nested.push_back(loop); });
+      for (scf::ParallelOp loop : nested) {
+        if (loop.getNumResults() == 0) {
+          parallelToFors(rewriter, loop);
+          continue;
+        }
+        if (failed(mapAll(loop, gpu::Processor::Sequential)))
+          return loop.emitError("mp-gpu-map-parallel-loops: cannot map loop");
+      }
     }
     return success();
   }
