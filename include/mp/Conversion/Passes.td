@@ -228,6 +228,92 @@ def MPGpuMapParallelLoops
   ];
 }
 
+def MPGpuDeviceMemory : Pass<"mp-gpu-device-memory", "::mlir::ModuleOp"> {
+  let summary = "Keep every buffer of host functions in GPU device memory";
+  let description = [{
+    Runs on buffers after `convert-linalg-to-parallel-loops` and before
+    `--mp-gpu-map-parallel-loops`; `--mp-lower-gpu{device-memory=true}` runs
+    it. The contract of the lowered functions: every memref argument and
+    result is device memory (the caller allocates it with `mgpuMemAlloc`,
+    and frees returned buffers with `mgpuMemFree`); scalar arguments and
+    results (`i32`, `f32`, `i1`) stay host values. In each function:
+
+    * `memref.alloc` / `memref.dealloc` outside loop nests (what
+      bufferization and the deallocation pipeline leave) become `gpu.alloc`
+      / `gpu.dealloc` (device memory from the runtime's pool); inside a loop
+      nest, which will be a kernel, they are an error;
+    * a `memref.alloca` of element data in the entry block becomes a
+      `gpu.alloc` freed at every return (elsewhere outside loops: an error;
+      inside loops it is a kernel thread's private array and stays);
+    * a `memref.get_global` whose value reaches a kernel, a runtime call or
+      a copy is replaced by a device copy of the constant (`gpu.alloc` and a
+      host-to-device `gpu.memcpy` at the function's entry, one per global,
+      `gpu.dealloc` at every return); host-level loads keep reading the host
+      global; a non-constant global, or returning the copy, is an error;
+    * a `memref.load` by host code (outside every loop nest) of a
+      single-element device buffer (the loss, `found_inf`: rank-0 reduction
+      results; a 0-d memref argument) is staged: a one-element host
+      `memref.alloca` at the entry, a device-to-host `gpu.memcpy` before the
+      load, which then reads the host copy. A host load of any other buffer
+      is an error naming the op.
+
+    Host-level `memref.store`s and `memref.copy`s are left to
+    `--mp-gpu-map-parallel-loops`, which turns them into kernels (a store of
+    a host scalar becomes a one-thread kernel that takes the scalar as an
+    argument). The memory ops are created synchronous; `--mp-lower-gpu` runs
+    upstream `gpu-async-region` after kernel outlining, which puts them and
+    the launches on streams and waits before any host op with side effects
+    (the staged load, a runtime call, the return), so that `gpu-to-llvm`
+    lowers them to `mgpuMemAlloc`, `mgpuMemcpy`, `mgpuMemFree`.
+
+    Before:
+
+    ```mlir
+    func.func @f(%x: memref<64xf32>) -> f32 {
+      %w = memref.get_global @weights : memref<64xf32>
+      %acc = memref.alloc() : memref<f32>
+      ... (loop nests that read %x and %w, accumulate into %acc)
+      %loss = memref.load %acc[] : memref<f32>
+      memref.dealloc %acc : memref<f32>
+      return %loss : f32
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @f(%x: memref<64xf32>) -> f32 {
+      %staged = memref.alloca() : memref<f32>
+      %host = memref.get_global @weights : memref<64xf32>
+      %w = gpu.alloc () : memref<64xf32>
+      gpu.memcpy %w, %host : memref<64xf32>, memref<64xf32>
+      %acc = gpu.alloc () : memref<f32>
+      ...
+      gpu.memcpy %staged, %acc : memref<f32>, memref<f32>
+      %loss = memref.load %staged[] : memref<f32>
+      gpu.dealloc %acc : memref<f32>
+      gpu.dealloc %w : memref<64xf32>
+      return %loss : f32
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+  let statistics = [
+    Statistic<"numAllocs", "allocs", "memref.alloc turned into gpu.alloc">,
+    Statistic<"numDeallocs", "deallocs",
+              "memref.dealloc turned into gpu.dealloc">,
+    Statistic<"numAllocas", "allocas",
+              "memref.alloca of element data turned into gpu.alloc">,
+    Statistic<"numGlobals", "globals-copied",
+              "Constant globals copied into device buffers">,
+    Statistic<"numStagedLoads", "staged-loads",
+              "Host loads staged through a device-to-host gpu.memcpy">
+  ];
+}
+
 def MPGpuRequireLibdevice
     : Pass<"mp-gpu-require-libdevice", "::mlir::ModuleOp"> {
   let summary = "Reject kernels that call libdevice when no CUDA toolkit "
