@@ -142,7 +142,10 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
               std::string(options.runtimeContractions
                               ? "mp-contractions-to-runtime{runtime=cuda},"
                               : "") +
-              "convert-linalg-to-parallel-loops,"
+              "convert-linalg-to-parallel-loops," +
+              // Buffers in device memory; host reads of single-element
+              // results staged (before element stores become kernels).
+              std::string(options.deviceMemory ? "mp-gpu-device-memory," : "") +
               "mp-gpu-map-parallel-loops{block-size=" +
               std::to_string(options.blockSize) +
               "},"
@@ -158,7 +161,12 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
     return errorHandler("mp-lower-gpu: toolkit '" + options.toolkit +
                         "' has no nvvm/libdevice/libdevice.10.bc");
   std::string nvvm =
-      "convert-nvgpu-to-nvvm,gpu-kernel-outlining,convert-vector-to-scf,"
+      "convert-nvgpu-to-nvvm,gpu-kernel-outlining," +
+      // gpu-to-llvm lowers gpu.alloc/memcpy/dealloc only with an async
+      // token: chain them (and the launches) on streams, with a wait before
+      // each host op that has side effects.
+      std::string(options.deviceMemory ? "func.func(gpu-async-region)," : "") +
+      "convert-vector-to-scf,"
       "convert-scf-to-cf,convert-nvvm-to-llvm,convert-func-to-llvm,"
       "expand-strided-metadata,"
       "nvvm-attach-target{chip=" +

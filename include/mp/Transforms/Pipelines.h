@@ -108,12 +108,23 @@ struct LowerGpuOptions : public PassPipelineOptions<LowerGpuOptions> {
                      "libmprt_cuda's mprt_cuda_gemm_sync (cuBLASLt) from host "
                      "code instead of becoming loop kernels"),
       llvm::cl::init(true)};
+  Option<bool> deviceMemory{
+      *this, "device-memory",
+      llvm::cl::desc("Every buffer in device memory: memref arguments and "
+                     "results are device pointers (mgpuMemAlloc), allocations "
+                     "gpu.alloc, constants copied to the device, host reads "
+                     "of single-element results staged with gpu.memcpy "
+                     "(--mp-gpu-device-memory); off: host malloc memory that "
+                     "kernels read through HMM/ATS"),
+      llvm::cl::init(false)};
 };
 
 /// --mp-lower-gpu: mp ops to upstream, elementwise fusion, bufferize, matrix
 /// products to cuBLASLt calls (--mp-contractions-to-runtime{runtime=cuda}),
 /// one kernel per loop nest (--mp-gpu-map-parallel-loops), NVVM, and kernels
 /// serialized into gpu.binary; host code calls the mgpu* runtime functions.
+/// With deviceMemory, every buffer is device memory (--mp-gpu-device-memory,
+/// then gpu-async-region after outlining).
 /// Fails (through \p errorHandler) on an unknown chip or format.
 LogicalResult
 buildLowerGpuPipeline(OpPassManager &pm, const LowerGpuOptions &options,
