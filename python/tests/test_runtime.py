@@ -196,3 +196,25 @@ def test_skipped_steps_are_counted_and_checkpointed(tmp_path):
     assert restored.skipped_steps == 0
     restored.load(path)
     assert restored.skipped_steps == 1 and restored.step == 1
+
+
+def _has_gpu():
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 \
+        and count.value > 0
+
+
+def test_cuda_session_without_gpu_is_a_clear_error():
+    """device="cuda" lowers the step for the GPU, then reports the missing
+    device (where there is a GPU, test/mp-run/cuda-train.test trains)."""
+    if _has_gpu():
+        pytest.skip("a GPU is present: the no-device error cannot be tested")
+    with pytest.raises(runtime.MPError, match="(no usable GPU|libmprt_cuda)"):
+        runtime.Session(EXAMPLE, precision="bf16", device="cuda")
+    with pytest.raises(runtime.MPError, match="bad --device 'tpu'"):
+        runtime.Session(EXAMPLE, device="tpu")
