@@ -135,8 +135,8 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
                               : "") +
               "func.func(mp-fuse-elementwise),"
               "one-shot-bufferize{bufferize-function-boundaries "
-          "function-boundary-type-conversion=identity-layout-map},"
-          "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
+              "function-boundary-type-conversion=identity-layout-map},"
+              "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
               // Matrix products call cuBLASLt from host code (pointers
               // only, no element access) instead of becoming loop kernels.
               std::string(options.runtimeContractions

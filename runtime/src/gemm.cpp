@@ -190,7 +190,8 @@ __attribute__((target("avx512f,avx512bf16,f16c,avx"))) void
 halfRowToBfloatAvx512(const uint16_t *src, uint16_t *dst, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + i));
+    __m256i half =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + i));
     __m512 wide = _mm512_cvtph_ps(half);
     __m256bh narrow = _mm512_cvtneps_pbh(wide);
     std::memcpy(dst + i, &narrow, sizeof(narrow));
@@ -280,13 +281,11 @@ extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
     return mprt::fail(MPRT_ERROR_ARGUMENT,
                       "mprt_gemm_batched: bad batch %lld or strides (a=%lld "
                       "b=%lld c=%lld) for m=%lld n=%lld ldc=%lld",
-                      (long long)batch, (long long)strideA,
-                      (long long)strideB, (long long)strideC, (long long)m,
-                      (long long)n, (long long)ldc);
+                      (long long)batch, (long long)strideA, (long long)strideB,
+                      (long long)strideC, (long long)m, (long long)n,
+                      (long long)ldc);
   // Bytes per element of A and B; C is f32 or s32.
-  int64_t inBytes = type == MPRT_GEMM_F32   ? 4
-                    : type == MPRT_GEMM_S8 ? 1
-                                           : 2;
+  int64_t inBytes = type == MPRT_GEMM_F32 ? 4 : type == MPRT_GEMM_S8 ? 1 : 2;
   for (int64_t p = 0; p < batch; ++p) {
     mprt_status status =
         mprt_gemm(a + p * strideA * inBytes, lda, b + p * strideB * inBytes,
@@ -353,8 +352,8 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
     halfToBfloat(reinterpret_cast<const uint16_t *>(b), rowsB, colsB, ldb,
                  bfloatB, vectorized);
     if (matmul16(reinterpret_cast<int64_t>(bfloatA.data()), colsA,
-                 reinterpret_cast<int64_t>(bfloatB.data()), colsB, c, ldc, m,
-                 n, k, transA, transB, MPRT_GEMM_BF16))
+                 reinterpret_cast<int64_t>(bfloatB.data()), colsB, c, ldc, m, n,
+                 k, transA, transB, MPRT_GEMM_BF16))
       return MPRT_OK;
     // No bf16 kernel after all: widen the rounded operands to f32.
     a = reinterpret_cast<int64_t>(bfloatA.data());

@@ -185,8 +185,8 @@ TEST(Gemm, F16ModesRoundAsDocumented) {
     const std::vector<double> &want =
         mode == MPRT_F16_GEMM_BF16 ? rounded : exact;
     for (int i = 0; i < m * n; ++i) // f32 accumulation of k terms
-      EXPECT_NEAR(c[i], want[i], 1e-5 * k) << "mode " << mode << " element "
-                                           << i;
+      EXPECT_NEAR(c[i], want[i], 1e-5 * k)
+          << "mode " << mode << " element " << i;
   }
   mprt_gemm_set_f16_mode(MPRT_F16_GEMM_AUTO);
 }
@@ -221,10 +221,12 @@ TEST(Gemm, BatchedMatchesOneCallPerElement) {
       a8[i] = static_cast<int8_t>(af[i] = small(rng));
     for (size_t i = 0; i < bf.size(); ++i)
       b8[i] = static_cast<int8_t>(bf[i] = small(rng));
-    const void *pa = type == MPRT_GEMM_F32 ? static_cast<const void *>(af.data())
-                                           : a8.data();
-    const void *pb = type == MPRT_GEMM_F32 ? static_cast<const void *>(bf.data())
-                                           : b8.data();
+    const void *pa = type == MPRT_GEMM_F32
+                         ? static_cast<const void *>(af.data())
+                         : a8.data();
+    const void *pb = type == MPRT_GEMM_F32
+                         ? static_cast<const void *>(bf.data())
+                         : b8.data();
     int64_t elt = type == MPRT_GEMM_F32 ? 4 : 1;
     std::vector<int32_t> c(batch * m * n, 1), expected(batch * m * n, 1);
     ASSERT_EQ(mprt_gemm_batched(address(pa), k, address(pb), n,
@@ -244,13 +246,13 @@ TEST(Gemm, BatchedMatchesOneCallPerElement) {
 
 TEST(Gemm, BatchedRejectsOverlappingResults) {
   float x[16] = {};
-  EXPECT_EQ(mprt_gemm_batched(address(x), 2, address(x), 2, address(x), 2, 2,
-                              2, 2, 0, MPRT_GEMM_F32, 2, 0, 0, 1),
+  EXPECT_EQ(mprt_gemm_batched(address(x), 2, address(x), 2, address(x), 2, 2, 2,
+                              2, 0, MPRT_GEMM_F32, 2, 0, 0, 1),
             MPRT_ERROR_ARGUMENT);
   EXPECT_NE(std::string(mprt_last_error()).find("bad batch 2"),
             std::string::npos);
-  EXPECT_EQ(mprt_gemm_batched(address(x), 2, address(x), 2, address(x), 2, 2,
-                              2, 2, 0, MPRT_GEMM_F32, 0, 0, 0, 0),
+  EXPECT_EQ(mprt_gemm_batched(address(x), 2, address(x), 2, address(x), 2, 2, 2,
+                              2, 0, MPRT_GEMM_F32, 0, 0, 0, 0),
             MPRT_OK);
 }
 

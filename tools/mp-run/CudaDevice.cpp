@@ -20,8 +20,7 @@ std::string libraryPath() {
   if (const char *path = std::getenv("MPRT_CUDA_LIBRARY"))
     return path;
   Dl_info info;
-  if (!dladdr(reinterpret_cast<void *>(&libraryPath), &info) ||
-      !info.dli_fname)
+  if (!dladdr(reinterpret_cast<void *>(&libraryPath), &info) || !info.dli_fname)
     return "libmprt_cuda.so";
   llvm::SmallString<256> dir(llvm::sys::path::parent_path(info.dli_fname));
   for (const char *candidate : {"libmprt_cuda.so", "../lib/libmprt_cuda.so"}) {

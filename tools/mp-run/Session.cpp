@@ -21,8 +21,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -94,9 +94,9 @@ Session::~Session() {
     for (auto *list : {&d.params, &d.state, &d.nextParams, &d.nextState})
       for (void *buffer : *list)
         cuda->release(buffer);
-    for (void *buffer : {d.x, d.labels, d.logits, d.step, d.scale, d.tracker,
-                         d.nextStep, d.nextScale, d.nextTracker, d.loss,
-                         d.stepped})
+    for (void *buffer :
+         {d.x, d.labels, d.logits, d.step, d.scale, d.tracker, d.nextStep,
+          d.nextScale, d.nextTracker, d.loss, d.stepped})
       cuda->release(buffer);
   }
   // The JIT's code goes with the engine; an artifact's with its library.
@@ -290,12 +290,12 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
       return false;
     }
     PassManager lowerGpu(context.get());
-    if (failed(mlir::mp::buildLowerGpuPipeline(
-            lowerGpu, gpuOptions,
-            [&](const Twine &message) {
-              diagnostics += message.str() + "\n";
-              return failure();
-            })) ||
+    if (failed(mlir::mp::buildLowerGpuPipeline(lowerGpu, gpuOptions,
+                                               [&](const Twine &message) {
+                                                 diagnostics +=
+                                                     message.str() + "\n";
+                                                 return failure();
+                                               })) ||
         failed(lowerGpu.run(*module))) {
       error = "lowering the training step for the GPU failed\n" + diagnostics;
       return false;
@@ -443,8 +443,8 @@ bool Session::trainStepOnDevice(const float *x, const float *labels,
     args.addMemRef(d.nextParams[i], params[i].shape);
   for (size_t i = 0; i < state.size(); ++i)
     args.addMemRef(d.nextState[i], state[i].shape);
-  for (void *scalar : {d.nextStep, d.nextScale, d.nextTracker, d.loss,
-                       d.stepped})
+  for (void *scalar :
+       {d.nextStep, d.nextScale, d.nextTracker, d.loss, d.stepped})
     args.addMemRef(scalar, {});
   trainEntry(args.get().data());
   StepState next;

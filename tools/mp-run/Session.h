@@ -40,7 +40,13 @@ struct HostTensor {
 /// (rank 4, F x C x kh x kw) has fan-in C*kh*kw and fan-out F*kh*kw; any
 /// other weight (rank >= 2, output dimension last) fan-in = elements /
 /// last dimension and fan-out = last dimension.
-enum class InitScheme { Zeros, HeUniform, HeNormal, XavierUniform, XavierNormal };
+enum class InitScheme {
+  Zeros,
+  HeUniform,
+  HeNormal,
+  XavierUniform,
+  XavierNormal
+};
 
 /// Parses "zeros", "he-uniform", "he-normal", "xavier-uniform",
 /// "xavier-normal"; false for anything else.

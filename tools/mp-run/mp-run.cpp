@@ -108,7 +108,8 @@ static cl::opt<bool> checkNumerics(
              "FP16's range, with a summary at the end"),
     cl::init(false));
 static cl::opt<unsigned>
-    compareTop("top", cl::desc("compare: how many ops to list (0: all)"), cl::init(20));
+    compareTop("top", cl::desc("compare: how many ops to list (0: all)"),
+               cl::init(20));
 static cl::opt<bool> resume("resume",
                             cl::desc("Continue training from --checkpoint"),
                             cl::init(false));
@@ -212,11 +213,10 @@ bool loadData(const std::string &path, int64_t features, int64_t classes,
     return false;
   }
   int64_t trainLabels = 0, testLabels = 0;
-  bool ok =
-      readMatrix(npz, "x_train", features, train.x, train.rows, error) &&
-      readMatrix(npz, "y_train", classes, train.y, trainLabels, error) &&
-      readMatrix(npz, "x_test", features, test.x, test.rows, error) &&
-      readMatrix(npz, "y_test", classes, test.y, testLabels, error);
+  bool ok = readMatrix(npz, "x_train", features, train.x, train.rows, error) &&
+            readMatrix(npz, "y_train", classes, train.y, trainLabels, error) &&
+            readMatrix(npz, "x_test", features, test.x, test.rows, error) &&
+            readMatrix(npz, "y_test", classes, test.y, testLabels, error);
   mprt_npz_close(npz);
   // Every sample needs its label row (the loops index both by sample).
   auto sameRows = [&](const char *x, int64_t xRows, const char *y,
@@ -355,16 +355,15 @@ bool loadCheckpoint(const std::string &path, mp::Session &session,
 
 /// --checkpoint DIR (an existing directory, or a path ending in '/') stands
 /// for DIR/checkpoint.npz; training creates DIR.
-bool resolveCheckpointPath(std::string &path, bool create,
-                           std::string &error) {
-  bool isDirectory = llvm::sys::fs::is_directory(path) ||
-                     llvm::StringRef(path).ends_with("/");
+bool resolveCheckpointPath(std::string &path, bool create, std::string &error) {
+  bool isDirectory =
+      llvm::sys::fs::is_directory(path) || llvm::StringRef(path).ends_with("/");
   if (path.empty() || !isDirectory)
     return true;
   if (create) {
     if (std::error_code ec = llvm::sys::fs::create_directories(path)) {
-      error = "cannot create checkpoint directory '" + path +
-              "': " + ec.message();
+      error =
+          "cannot create checkpoint directory '" + path + "': " + ec.message();
       return false;
     }
   }
@@ -912,8 +911,8 @@ int main(int argc, char **argv) {
       // Saves inside the epoch; its last batch is saved at the epoch's end.
       if (!checkpointPath.empty() && checkpointEvery &&
           globalStep % checkpointEvery == 0 && batch + 1 < batchesPerEpoch &&
-          !saveCheckpoint(checkpointPath, *session,
-                          {epoch - 1, batch + 1}, error))
+          !saveCheckpoint(checkpointPath, *session, {epoch - 1, batch + 1},
+                          error))
         return fail(error);
     }
     double seconds = std::chrono::duration<double>(

@@ -260,8 +260,8 @@ struct ContractionsToRuntimePass
         return toI64(memref::DimOp::create(b, loc, memref, d));
       };
       Value m = dim(cMem, first), n = dim(cMem, first + 1);
-      Value k = dim(aMem, (product.sharedA ? 0 : first) +
-                              (product.transA ? 0 : 1));
+      Value k =
+          dim(aMem, (product.sharedA ? 0 : first) + (product.transA ? 0 : 1));
       int32_t flags =
           (product.transA ? TransA : 0) | (product.transB ? TransB : 0);
       auto type = *gemmType(cast<MemRefType>(aMem.getType()).getElementType(),

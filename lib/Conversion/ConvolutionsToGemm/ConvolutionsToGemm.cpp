@@ -46,8 +46,8 @@ struct ConvolutionsToGemmPass
     for (linalg::LinalgOp op : convolutions) {
       rewriter.setInsertionPoint(op);
       FailureOr<std::pair<Operation *, Operation *>> rewritten =
-          TypeSwitch<Operation *, FailureOr<std::pair<Operation *, Operation *>>>(
-              op)
+          TypeSwitch<Operation *,
+                     FailureOr<std::pair<Operation *, Operation *>>>(op)
               .Case([&](linalg::Conv2DNchwFchwOp conv) {
                 return linalg::rewriteInIm2Col(rewriter, conv);
               })
