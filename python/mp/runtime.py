@@ -41,7 +41,8 @@ class _Options(ctypes.Structure):
 class _InferOptions(ctypes.Structure):
     _fields_ = [("precision", ctypes.c_char_p), ("calibration_path", ctypes.c_char_p),
                 ("method", ctypes.c_char_p), ("percentile", ctypes.c_double),
-                ("per_channel", ctypes.c_int), ("max_error", ctypes.c_double)]
+                ("per_channel", ctypes.c_int), ("max_error", ctypes.c_double),
+                ("device", ctypes.c_char_p)]
 
 
 _lib = None
@@ -288,7 +289,8 @@ class InferSession:
     when the InferSession is made)."""
 
     def __init__(self, model_path, session, precision="f32", calibration="",
-                 method="minmax", percentile=99.99, per_channel=True, max_error=0.05):
+                 method="minmax", percentile=99.99, per_channel=True, max_error=0.05,
+                 device="cpu"):
         if not isinstance(session, Session) or not getattr(session, "_handle", None):
             raise TypeError("InferSession takes its parameters from an open mp.runtime.Session")
         lib = library()
@@ -299,6 +301,7 @@ class InferSession:
         options.method = method.encode()
         options.percentile, options.per_channel = percentile, int(bool(per_channel))
         options.max_error = max_error
+        options.device = device.encode()
         handle = ctypes.c_void_p()
         _check(lib.mp_infer_create(os.fspath(model_path).encode(), ctypes.byref(options),
                                    session._handle, ctypes.byref(handle)))

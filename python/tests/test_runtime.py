@@ -218,3 +218,6 @@ def test_cuda_session_without_gpu_is_a_clear_error():
         runtime.Session(EXAMPLE, precision="bf16", device="cuda")
     with pytest.raises(runtime.MPError, match="bad --device 'tpu'"):
         runtime.Session(EXAMPLE, device="tpu")
+    cpu = runtime.Session(EXAMPLE)
+    with pytest.raises(runtime.MPError, match="(no usable GPU|libmprt_cuda)"):
+        runtime.InferSession(EXAMPLE, cpu, precision="f16", device="cuda")

@@ -18,12 +18,16 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -61,6 +65,9 @@ bool InferSession::compile(const std::string &modelPath,
   mlir::mp::registerAllDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   context = std::make_unique<MLIRContext>(registry);
   context->loadAllAvailableDialects();
 
@@ -213,23 +220,73 @@ bool InferSession::compile(const std::string &modelPath,
     hasWeightsFunction = true;
     addEntry(*module, weightsFn, "mp_infer_weights");
   }
-
-  // Vectorized loops first, scalar loops where the vectorizer fails.
-  OwningOpRef<ModuleOp> scalarCopy = module->clone();
-  mlir::mp::LowerCpuOptions lowerOptions;
-  lowerOptions.runtimeContractions = true;
-  PassManager lower(context.get());
-  if (failed(mlir::mp::buildLowerCpuPipeline(lower, lowerOptions)) ||
-      failed(lower.run(*module))) {
-    diagnostics.clear();
-    lowerOptions.vectorize = false;
-    PassManager scalar(context.get());
-    if (failed(mlir::mp::buildLowerCpuPipeline(scalar, lowerOptions)) ||
-        failed(scalar.run(*scalarCopy))) {
-      error = "lowering @predict failed\n" + diagnostics;
+  {
+    // The entries inline what they call: results are then computed in the
+    // caller's buffers, and bufferization needs no run-time ownership
+    // checks of returned buffers (host code the GPU lowering cannot keep).
+    PassManager inliner(context.get());
+    inliner.addPass(createInlinerPass());
+    if (failed(inliner.run(*module))) {
+      error = "inlining @predict into its entry failed\n" + diagnostics;
       return false;
     }
-    module = std::move(scalarCopy);
+  }
+
+  // MP_DUMP_PREDICT_IR=FILE: the module about to be lowered (debugging).
+  if (const char *dumpPath = std::getenv("MP_DUMP_PREDICT_IR")) {
+    std::error_code ec;
+    llvm::raw_fd_ostream dump(dumpPath, ec);
+    if (!ec)
+      module->print(dump);
+  }
+  if (options.device != "cpu" && options.device != "cuda") {
+    error = "bad --device '" + options.device + "': expected cpu or cuda";
+    return false;
+  }
+  if (options.device == "cuda") {
+    if (options.mode == InferOptions::Mode::Calibrate || options.probeOutputs) {
+      error = "calibration probes run on the CPU; drop --device cuda";
+      return false;
+    }
+    mlir::mp::LowerGpuOptions gpuOptions;
+    if (failed(gpuOptions.parseFromString("device-memory=true"))) {
+      error = "the GPU lowering has no device-memory option";
+      return false;
+    }
+    PassManager lowerGpu(context.get());
+    if (failed(mlir::mp::buildLowerGpuPipeline(lowerGpu, gpuOptions,
+                                               [&](const Twine &message) {
+                                                 diagnostics +=
+                                                     message.str() + "\n";
+                                                 return failure();
+                                               })) ||
+        failed(lowerGpu.run(*module))) {
+      error = "lowering @predict for the GPU failed\n" + diagnostics;
+      return false;
+    }
+    // Opened after lowering: without a GPU the model still compiles first.
+    if (!(cuda = CudaDevice::open(error)))
+      return false;
+  }
+
+  // CPU: vectorized loops first, scalar loops where the vectorizer fails.
+  if (!cuda) {
+    OwningOpRef<ModuleOp> scalarCopy = module->clone();
+    mlir::mp::LowerCpuOptions lowerOptions;
+    lowerOptions.runtimeContractions = true;
+    PassManager lower(context.get());
+    if (failed(mlir::mp::buildLowerCpuPipeline(lower, lowerOptions)) ||
+        failed(lower.run(*module))) {
+      diagnostics.clear();
+      lowerOptions.vectorize = false;
+      PassManager scalar(context.get());
+      if (failed(mlir::mp::buildLowerCpuPipeline(scalar, lowerOptions)) ||
+          failed(scalar.run(*scalarCopy))) {
+        error = "lowering @predict failed\n" + diagnostics;
+        return false;
+      }
+      module = std::move(scalarCopy);
+    }
   }
 
   llvm::InitializeNativeTarget();
@@ -267,13 +324,14 @@ bool InferSession::bind(const std::vector<HostTensor> &hostParams,
   };
   if (!hasWeightsFunction)
     return true;
-  // The one-time weight quantization.
+  // The one-time weight quantization (on a GPU session, on the device:
+  // the results never leave it).
   PackedArgs args;
   for (const Binding &b : weightsArgs) {
     Buffer *buffer = param(b);
     if (!buffer)
       return false;
-    args.addMemRef(buffer->bytes.data(), buffer->shape);
+    args.addMemRef(argumentData(*buffer), buffer->shape);
   }
   for (const Binding &b : weightsResults) {
     auto &table = b.kind == ArgKind::QWeight ? qweights : qscales;
@@ -282,21 +340,50 @@ bool InferSession::bind(const std::vector<HostTensor> &hostParams,
     buffer.shape = b.shape;
     buffer.elementBytes = b.elementBytes;
     buffer.bytes.assign(numElements(b.shape) * b.elementBytes, 0);
-    args.addMemRef(buffer.bytes.data(), buffer.shape);
+    args.addMemRef(argumentData(buffer), buffer.shape);
   }
   if (llvm::Error e = engine->invokePacked("mp_infer_weights", args.get())) {
     error = "making the weights once (int8 or f16/bf16) failed: " +
             llvm::toString(std::move(e));
     return false;
   }
+  if (cuda && !cuda->check(error))
+    return false;
   // Only what @predict reads stays: not the f32 weights it was made from.
   std::set<std::string> read;
   for (const Binding &b : predictArgs)
     if (b.kind == ArgKind::Param)
       read.insert(b.name);
-  for (auto it = params.begin(); it != params.end();)
-    it = read.count(it->first) ? std::next(it) : params.erase(it);
+  for (auto it = params.begin(); it != params.end();) {
+    if (read.count(it->first)) {
+      ++it;
+      continue;
+    }
+    if (cuda)
+      cuda->release(it->second.device);
+    it = params.erase(it);
+  }
   return true;
+}
+
+void *InferSession::argumentData(Buffer &buffer) {
+  if (!cuda)
+    return buffer.bytes.data();
+  if (!buffer.device) {
+    buffer.device = cuda->allocate(buffer.bytes.size());
+    cuda->upload(buffer.device, buffer.bytes.data(), buffer.bytes.size());
+  }
+  return buffer.device;
+}
+
+InferSession::~InferSession() {
+  if (!cuda)
+    return;
+  for (auto *table : {&params, &qweights, &qscales})
+    for (auto &[name, buffer] : *table)
+      cuda->release(buffer.device);
+  cuda->release(deviceInput);
+  cuda->release(deviceLogits);
 }
 
 int64_t InferSession::weightBytes() const {
@@ -308,10 +395,18 @@ int64_t InferSession::weightBytes() const {
 }
 
 bool InferSession::predict(const float *x, float *logits, std::string &error) {
+  size_t inputBytes = static_cast<size_t>(batch * features) * sizeof(float);
+  size_t logitBytes = static_cast<size_t>(batch * classes) * sizeof(float);
+  if (cuda && !deviceInput) {
+    deviceInput = cuda->allocate(inputBytes);
+    deviceLogits = cuda->allocate(logitBytes);
+  }
   PackedArgs args;
   for (const Binding &b : predictArgs) {
     if (b.kind == ArgKind::Input) {
-      args.addMemRef(const_cast<float *>(x), inputShape);
+      if (cuda)
+        cuda->upload(deviceInput, x, inputBytes);
+      args.addMemRef(cuda ? deviceInput : const_cast<float *>(x), inputShape);
       continue;
     }
     auto &table = b.kind == ArgKind::Param     ? params
@@ -322,12 +417,16 @@ bool InferSession::predict(const float *x, float *logits, std::string &error) {
       error = "no buffer for argument '" + b.name + "' of @predict";
       return false;
     }
-    args.addMemRef(it->second.bytes.data(), it->second.shape);
+    args.addMemRef(argumentData(it->second), it->second.shape);
   }
-  args.addMemRef(logits, {batch, classes});
+  args.addMemRef(cuda ? deviceLogits : logits, {batch, classes});
   if (llvm::Error e = engine->invokePacked("mp_infer_predict", args.get())) {
     error = "prediction failed: " + llvm::toString(std::move(e));
     return false;
+  }
+  if (cuda) {
+    cuda->download(logits, deviceLogits, logitBytes);
+    return cuda->check(error);
   }
   return true;
 }

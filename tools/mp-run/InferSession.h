@@ -37,10 +37,15 @@ struct InferOptions {
   /// op's f32 result (to measure errors against the f32 model).
   std::vector<std::string> fallbackOps;
   bool probeOutputs = false;
+  /// cpu, or cuda: @predict (and the one-time weight conversion) lowered
+  /// with --mp-lower-gpu{device-memory=true}; weights stay in device
+  /// memory. Calibration probes run on the CPU only.
+  std::string device = "cpu";
 };
 
 class InferSession {
 public:
+  ~InferSession();
   /// Compiles @predict of `modelPath` for `options` and binds `params` (by
   /// mp.param name); INT8 weights are quantized here, once.
   static std::unique_ptr<InferSession>
@@ -58,12 +63,14 @@ public:
   bool predict(const float *x, float *logits, std::string &error);
 
 private:
-  /// A host buffer of any element type bound to a compiled argument.
+  /// A buffer of any element type bound to a compiled argument: host
+  /// bytes, and on a GPU session the device copy calls read instead.
   struct Buffer {
     std::string name;
     std::vector<int64_t> shape;
     int64_t elementBytes = 4;
     std::vector<uint8_t> bytes;
+    void *device = nullptr;
   };
   enum class ArgKind { Input, Param, QWeight, QScale };
   struct Binding {
@@ -74,6 +81,9 @@ private:
   };
 
   InferSession() = default;
+  /// The pointer a call passes for `buffer`: its device copy on a GPU
+  /// session (made on first use), else its host bytes.
+  void *argumentData(Buffer &buffer);
   bool compile(const std::string &modelPath, const InferOptions &options,
                std::string &error);
   bool bind(const std::vector<HostTensor> &params, std::string &error);
@@ -86,6 +96,8 @@ private:
   bool hasWeightsFunction = false;
   /// Parameters and quantized weights by binding name.
   std::map<std::string, Buffer> params, qweights, qscales;
+  std::unique_ptr<CudaDevice> cuda;
+  void *deviceInput = nullptr, *deviceLogits = nullptr;
 };
 
 } // namespace mp

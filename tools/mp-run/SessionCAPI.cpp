@@ -318,6 +318,7 @@ void mp_infer_options_init(mp_infer_options *options) {
   options->percentile = 99.99;
   options->per_channel = 1;
   options->max_error = 0.05;
+  options->device = "cpu";
 }
 
 int mp_infer_create(const char *model_path, const mp_infer_options *options,
@@ -334,6 +335,7 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
   const mp_infer_options &o = options ? *options : defaults;
   std::string precision = o.precision ? o.precision : "f32";
   mp::InferOptions infer;
+  infer.device = o.device ? o.device : "cpu";
   if (precision == "int8") {
     infer.mode = mp::InferOptions::Mode::Int8;
     if (!o.calibration_path || !*o.calibration_path)

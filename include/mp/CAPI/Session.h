@@ -144,6 +144,8 @@ typedef struct mp_infer_options {
   int per_channel;              /* int8: per-output-channel weights (1) */
   double max_error;             /* int8: ops whose estimated relative error
                                    is above this fall back to f32 (0.05) */
+  const char *device;           /* "cpu" (default) or "cuda": weights on
+                                   the GPU, predictions there */
 } mp_infer_options;
 
 void mp_infer_options_init(mp_infer_options *options);
