@@ -15,8 +15,8 @@ echo "== test: lit suite (check-mp)"
 cmake --build "$build" --target check-mp 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 
-count() { # lit's summary lines look like "  Passed: 8 (100.00%)"
-  awk -v name="$1" '{ line = $0; sub(/^ +/, "", line) }
+count() { # lit's summary lines: "  Passed: 8 (100.00%)" or "  Passed     : 8 (...)"
+  awk -v name="$1" '{ line = $0; sub(/^ +/, "", line); sub(/ +:/, ":", line) }
     index(line, name ": ") == 1 { split(substr(line, length(name) + 3), f, " "); s += f[1] }
     END { print s + 0 }' "$log"
 }
