@@ -383,7 +383,7 @@ def pass_args(rng, tmpdir):
         "parse", "canonicalize", "import", "analyze", "amp", "amp",
         "autodiff", "loss-scaling", "optimizer", "train", "to-upstream",
         "lower-cpu", "contractions", "chain", "calibrate", "quantize",
-        "check-numerics", "probes"])
+        "check-numerics", "probes", "convolutions", "device-memory"])
 
     def opts(flag, options):
         return flag + ("{" + " ".join(options) + "}" if options else "")
@@ -512,11 +512,28 @@ def pass_args(rng, tmpdir):
     if kind == "contractions":
         # Contractions on buffers: bufferize first, as --mp-lower-cpu does
         # (on tensors the pass must leave everything alone).
+        runtime = rng.choice(["", "{runtime=cuda}", "{runtime=cpu}",
+                              "{runtime=rocm}"])
         if rng.random() < 0.25:
-            return kind, ["--mp-contractions-to-runtime"]
+            return kind, ["--mp-contractions-to-runtime" + runtime]
+        prefix = ["--pass-pipeline=builtin.module(func.func("
+                  "mp-convolutions-to-gemm))"] if rng.random() < 0.3 else []
+        return kind, prefix + [
+            "--convert-mp-to-upstream",
+            "--one-shot-bufferize=bufferize-function-boundaries",
+            "--mp-contractions-to-runtime" + runtime]
+    if kind == "convolutions":
+        return kind, ["--pass-pipeline=builtin.module(func.func("
+                      "mp-convolutions-to-gemm))"]
+    if kind == "device-memory":
+        # The GPU pipeline up to the device-memory rewrite: bufferized host
+        # functions (PTX generation is left to the lit tests: it is slow).
         return kind, ["--convert-mp-to-upstream",
-                      "--one-shot-bufferize=bufferize-function-boundaries",
-                      "--mp-contractions-to-runtime"]
+                      "--one-shot-bufferize=bufferize-function-boundaries "
+                      "function-boundary-type-conversion=identity-layout-map",
+                      "--buffer-deallocation-pipeline",
+                      "--convert-bufferization-to-memref",
+                      "--mp-gpu-device-memory"]
     # A whole user pipeline.
     dtype = rng.choice(["f16", "bf16"])
     return kind, ["--mp-import", "--mp-analyze-precision",
