@@ -142,6 +142,8 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
               std::string(options.runtimeContractions
                               ? "mp-contractions-to-runtime{runtime=cuda},"
                               : "") +
+              // Column sums: parallel loops first, one thread per column.
+              "func.func(mp-gpu-parallel-loops-first),"
               "convert-linalg-to-parallel-loops," +
               // Buffers in device memory; host reads of single-element
               // results staged (before element stores become kernels).

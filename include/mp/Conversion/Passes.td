@@ -423,6 +423,42 @@ def MPConvolutionsToGemm
   ];
 }
 
+def MPGpuParallelLoopsFirst
+    : Pass<"mp-gpu-parallel-loops-first", "::mlir::func::FuncOp"> {
+  let summary = "Move the parallel loops of linalg.generic ops outermost so "
+                "that GPU threads run them";
+  let description = [{
+    `convert-linalg-to-parallel-loops` makes an `scf.parallel` only of the
+    parallel loops before the first reduction loop. A generic whose
+    reduction loop comes first — a column sum such as a bias gradient
+    summed over the batch, `iterator_types = ["reduction", "parallel"]` —
+    becomes a serial loop around a parallel one, which
+    `--mp-gpu-map-parallel-loops` can only run on one GPU thread. This pass
+    interchanges such generics (upstream's `interchangeGenericOp`) so the
+    parallel loops lead, keeping the order within each kind: one thread
+    per output element, each summing in the original order (the result is
+    bit for bit the same). `--mp-lower-gpu` runs it before
+    `convert-linalg-to-parallel-loops`.
+
+    Input:
+
+    ```mlir
+    linalg.generic {indexing_maps = [affine_map<(b, j) -> (b, j)>,
+                                     affine_map<(b, j) -> (j)>],
+                    iterator_types = ["reduction", "parallel"]}
+        ins(%g : memref<64x512xf32>) outs(%db : memref<512xf32>) {...}
+    ```
+
+    Output: the same generic over `(j, b)`, `iterator_types = ["parallel",
+    "reduction"]`, with the maps permuted to match.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let statistics = [
+    Statistic<"numInterchanged", "generics-interchanged",
+              "Generics whose parallel loops were moved first">
+  ];
+}
+
 def MPFuseElementwise : Pass<"mp-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse elementwise linalg.generic chains where the result "
                 "stays exact and nothing is recomputed";
