@@ -3,9 +3,8 @@
 #include "InferSession.h"
 #include "JitEntry.h"
 
-#include "mp/InitAll.h"
 #include "mp/Transforms/AttrNames.h"
-#include "mp/Transforms/Pipelines.h"
+#include "mp/Transforms/Passes.h"
 #include "mprt/mprt.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -13,14 +12,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
@@ -59,17 +52,7 @@ InferSession::create(const std::string &modelPath, const InferOptions &options,
 
 bool InferSession::compile(const std::string &modelPath,
                            const InferOptions &options, std::string &error) {
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  mlir::mp::registerAllDialects(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  registerGPUDialectTranslation(registry);
-  registerNVVMDialectTranslation(registry);
-  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
-  context = std::make_unique<MLIRContext>(registry);
-  context->loadAllAvailableDialects();
+  context = createSessionContext();
 
   std::string diagnostics;
   llvm::raw_string_ostream os(diagnostics);
@@ -233,61 +216,27 @@ bool InferSession::compile(const std::string &modelPath,
   }
 
   // MP_DUMP_PREDICT_IR=FILE: the module about to be lowered (debugging).
-  if (const char *dumpPath = std::getenv("MP_DUMP_PREDICT_IR")) {
-    std::error_code ec;
-    llvm::raw_fd_ostream dump(dumpPath, ec);
-    if (!ec)
-      module->print(dump);
-  }
+  if (!dumpModuleIfAsked(*module, "MP_DUMP_PREDICT_IR", error))
+    return false;
   if (options.device != "cpu" && options.device != "cuda") {
     error = "bad --device '" + options.device + "': expected cpu or cuda";
     return false;
   }
-  if (options.device == "cuda") {
-    if (options.mode == InferOptions::Mode::Calibrate || options.probeOutputs) {
-      error = "calibration probes run on the CPU; drop --device cuda";
-      return false;
-    }
-    mlir::mp::LowerGpuOptions gpuOptions;
-    if (failed(gpuOptions.parseFromString("device-memory=true"))) {
-      error = "the GPU lowering has no device-memory option";
-      return false;
-    }
-    PassManager lowerGpu(context.get());
-    if (failed(mlir::mp::buildLowerGpuPipeline(lowerGpu, gpuOptions,
-                                               [&](const Twine &message) {
-                                                 diagnostics +=
-                                                     message.str() + "\n";
-                                                 return failure();
-                                               })) ||
-        failed(lowerGpu.run(*module))) {
-      error = "lowering @predict for the GPU failed\n" + diagnostics;
-      return false;
-    }
-    // Opened after lowering: without a GPU the model still compiles first.
-    if (!(cuda = CudaDevice::open(error)))
-      return false;
+  bool gpu = options.device == "cuda";
+  if (gpu &&
+      (options.mode == InferOptions::Mode::Calibrate || options.probeOutputs)) {
+    error = "calibration probes run on the CPU; drop --device cuda";
+    return false;
   }
-
-  // CPU: vectorized loops first, scalar loops where the vectorizer fails.
-  if (!cuda) {
-    OwningOpRef<ModuleOp> scalarCopy = module->clone();
-    mlir::mp::LowerCpuOptions lowerOptions;
-    lowerOptions.runtimeContractions = true;
-    PassManager lower(context.get());
-    if (failed(mlir::mp::buildLowerCpuPipeline(lower, lowerOptions)) ||
-        failed(lower.run(*module))) {
-      diagnostics.clear();
-      lowerOptions.vectorize = false;
-      PassManager scalar(context.get());
-      if (failed(mlir::mp::buildLowerCpuPipeline(scalar, lowerOptions)) ||
-          failed(scalar.run(*scalarCopy))) {
-        error = "lowering @predict failed\n" + diagnostics;
-        return false;
-      }
-      module = std::move(scalarCopy);
-    }
+  bool vectorized = true;
+  if (!lowerModule(module, gpu, diagnostics, vectorized)) {
+    error = std::string("lowering @predict") + (gpu ? " for the GPU" : "") +
+            " failed\n" + diagnostics;
+    return false;
   }
+  // Opened after lowering: without a GPU the model still compiles first.
+  if (gpu && !(cuda = CudaDevice::open(error)))
+    return false;
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();

@@ -7,11 +7,91 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mp/InitAll.h"
+#include "mp/Transforms/Pipelines.h"
 #include "mprt/mprt.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 
 namespace mp {
+
+std::unique_ptr<MLIRContext> createSessionContext() {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  mlir::mp::registerAllDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  // --device cuda: gpu.binary (the kernels) and NVVM ops to LLVM IR.
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
+  auto context = std::make_unique<MLIRContext>(registry);
+  context->loadAllAvailableDialects();
+  return context;
+}
+
+bool dumpModuleIfAsked(ModuleOp module, const char *variable,
+                       std::string &error) {
+  const char *path = std::getenv(variable);
+  if (!path)
+    return true;
+  std::error_code ec;
+  llvm::raw_fd_ostream dump(path, ec);
+  if (ec) {
+    error = std::string(variable) + ": cannot write '" + path +
+            "': " + ec.message();
+    return false;
+  }
+  module.print(dump);
+  return true;
+}
+
+bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
+                 std::string &diagnostics, bool &vectorized) {
+  MLIRContext *context = module->getContext();
+  if (gpu) {
+    // Kernels for the elementwise work, cuBLASLt for the products, every
+    // tensor in device memory (docs/gpu.md).
+    mlir::mp::LowerGpuOptions options;
+    options.deviceMemory = true;
+    PassManager pm(context);
+    return succeeded(mlir::mp::buildLowerGpuPipeline(
+               pm, options,
+               [&](const llvm::Twine &message) {
+                 diagnostics += message.str() + "\n";
+                 return failure();
+               })) &&
+           succeeded(pm.run(*module));
+  }
+  // Vectorized first; should the vectorizer still reject a loop nest (it
+  // skips those it cannot vectorize correctly), then scalar loops.
+  OwningOpRef<ModuleOp> scalarCopy = module->clone();
+  mlir::mp::LowerCpuOptions options;
+  options.runtimeContractions = true;
+  PassManager pm(context);
+  vectorized = succeeded(mlir::mp::buildLowerCpuPipeline(pm, options)) &&
+               succeeded(pm.run(*module));
+  if (vectorized)
+    return true;
+  diagnostics.clear();
+  options.vectorize = false;
+  PassManager scalar(context);
+  if (failed(mlir::mp::buildLowerCpuPipeline(scalar, options)) ||
+      failed(scalar.run(*scalarCopy)))
+    return false;
+  module = std::move(scalarCopy);
+  return true;
+}
 
 llvm::ArrayRef<RuntimeSymbol> runtimeSymbols() {
   // malloc/free go to the counted heap, so mp-run can say how many bytes a

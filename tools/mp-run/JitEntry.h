@@ -1,8 +1,9 @@
 //===- JitEntry.h - call JIT-compiled functions on host buffers -*- C++ -*-===//
 //
-// What Session and InferSession share: a memref entry wrapper added to a
-// module before lowering, and the packed arguments ExecutionEngine's
-// invokePacked takes to call it on host buffers.
+// What Session and InferSession share: their MLIR context, a memref entry
+// wrapper added to a module before lowering, the lowering for the CPU or the
+// GPU, the runtime functions compiled code calls, and the packed arguments
+// ExecutionEngine's invokePacked takes to call an entry.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,10 +13,13 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/ArrayRef.h"
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace mp {
@@ -57,6 +61,24 @@ private:
   std::vector<std::unique_ptr<Descriptor>> descriptors;
   std::vector<void *> pointers;
 };
+
+/// A context with every dialect a session parses and lowers, loaded, and
+/// the translations to LLVM IR of CPU and GPU (gpu.binary, NVVM) code.
+std::unique_ptr<mlir::MLIRContext> createSessionContext();
+
+/// Writes `module` to the file the environment variable `variable` names,
+/// when it is set (MP_DUMP_STEP_IR, MP_DUMP_PREDICT_IR: debugging); false
+/// with `error` when that file cannot be written.
+bool dumpModuleIfAsked(mlir::ModuleOp module, const char *variable,
+                       std::string &error);
+
+/// Lowers a module on tensors to the LLVM dialect: for the CPU with runtime
+/// contractions, vectorized, or with scalar loops where the vectorizer
+/// fails (`vectorized` says which); with `gpu`, by --mp-lower-gpu with
+/// every buffer in device memory. False on failure, with what MLIR
+/// reported in `diagnostics` (the string the context's handler writes to).
+bool lowerModule(mlir::OwningOpRef<mlir::ModuleOp> &module, bool gpu,
+                 std::string &diagnostics, bool &vectorized);
 
 /// A runtime function compiled code calls (mprt_gemm, the counted heap's
 /// malloc/free, mprt_observe, memrefCopy), by the symbol the code uses.

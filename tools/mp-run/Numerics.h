@@ -92,8 +92,8 @@ private:
 };
 
 /// Prints the ops of `mixed` by relative error against `reference`
-/// (norm-wise, ||mixed - ref|| / ||ref||), largest first, at most `top` (0: all).
-/// Returns the number of ops compared.
+/// (norm-wise, ||mixed - ref|| / ||ref||), largest first, at most `top` (0:
+/// all). Returns the number of ops compared.
 size_t printComparison(const ProbeRecorder &reference,
                        const ProbeRecorder &mixed, size_t top, std::FILE *out);
 

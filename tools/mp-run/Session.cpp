@@ -4,9 +4,8 @@
 #include "CudaDevice.h"
 #include "JitEntry.h"
 
-#include "mp/InitAll.h"
 #include "mp/Transforms/AttrNames.h"
-#include "mp/Transforms/Pipelines.h"
+#include "mp/Transforms/Passes.h"
 #include "mprt/mprt.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -15,14 +14,8 @@
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -119,18 +112,7 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   compiledOptions = options;
   scaleMode = mode;
 
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  mlir::mp::registerAllDialects(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  // --device cuda: gpu.binary (the kernels) and NVVM ops to LLVM IR.
-  registerGPUDialectTranslation(registry);
-  registerNVVMDialectTranslation(registry);
-  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
-  context = std::make_unique<MLIRContext>(registry);
-  context->loadAllAvailableDialects();
+  context = createSessionContext();
 
   // Diagnostics become the error message.
   std::string diagnostics;
@@ -270,57 +252,12 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
 
   // MP_DUMP_STEP_IR=FILE: the module on tensors that is about to be lowered
   // (train and predict entries, after every mp pass), for debugging.
-  if (const char *dumpPath = std::getenv("MP_DUMP_STEP_IR")) {
-    std::error_code ec;
-    llvm::raw_fd_ostream dump(dumpPath, ec);
-    if (ec) {
-      error = std::string("MP_DUMP_STEP_IR: cannot write '") + dumpPath +
-              "': " + ec.message();
-      return false;
-    }
-    module->print(dump);
-  }
-
-  if (gpu) {
-    // Kernels for the elementwise work, cuBLASLt for the products, every
-    // tensor in device memory (docs/gpu.md).
-    mlir::mp::LowerGpuOptions gpuOptions;
-    if (failed(gpuOptions.parseFromString("device-memory=true"))) {
-      error = "the GPU lowering has no device-memory option";
-      return false;
-    }
-    PassManager lowerGpu(context.get());
-    if (failed(mlir::mp::buildLowerGpuPipeline(lowerGpu, gpuOptions,
-                                               [&](const Twine &message) {
-                                                 diagnostics +=
-                                                     message.str() + "\n";
-                                                 return failure();
-                                               })) ||
-        failed(lowerGpu.run(*module))) {
-      error = "lowering the training step for the GPU failed\n" + diagnostics;
-      return false;
-    }
-    return true;
-  }
-
-  // Vectorized first; should the vectorizer still reject a loop nest (it
-  // skips those it cannot vectorize correctly), then scalar loops.
-  OwningOpRef<ModuleOp> scalarCopy = module->clone();
-  mlir::mp::LowerCpuOptions lowerOptions;
-  lowerOptions.runtimeContractions = true;
-  PassManager lower(context.get());
-  if (failed(mlir::mp::buildLowerCpuPipeline(lower, lowerOptions)) ||
-      failed(lower.run(*module))) {
-    diagnostics.clear();
-    lowerOptions.vectorize = false;
-    PassManager scalar(context.get());
-    if (failed(mlir::mp::buildLowerCpuPipeline(scalar, lowerOptions)) ||
-        failed(scalar.run(*scalarCopy))) {
-      error = "lowering the training step failed\n" + diagnostics;
-      return false;
-    }
-    module = std::move(scalarCopy);
-    vectorized = false;
+  if (!dumpModuleIfAsked(*module, "MP_DUMP_STEP_IR", error))
+    return false;
+  if (!lowerModule(module, gpu, diagnostics, vectorized)) {
+    error = std::string("lowering the training step") +
+            (gpu ? " for the GPU" : "") + " failed\n" + diagnostics;
+    return false;
   }
   return true;
 }
