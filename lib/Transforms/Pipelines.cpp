@@ -134,6 +134,9 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
                               ? "func.func(mp-convolutions-to-gemm),"
                               : "") +
               "func.func(mp-fuse-elementwise),"
+              // Long reductions (inf checks, losses, column sums) as
+              // partials that many threads compute.
+              "func.func(mp-gpu-split-reductions),"
               "one-shot-bufferize{bufferize-function-boundaries "
               "function-boundary-type-conversion=identity-layout-map},"
               "buffer-deallocation-pipeline,convert-bufferization-to-memref," +

@@ -459,6 +459,48 @@ def MPGpuParallelLoopsFirst
   ];
 }
 
+def MPGpuSplitReductions
+    : Pass<"mp-gpu-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Split long reductions into partial reductions that GPU "
+                "threads run in parallel";
+  let description = [{
+    A GPU thread runs the reduction loops of its output element serially,
+    and a serial loop is bound by memory latency: a full reduction (the
+    inf/nan check of a 4096x4096 gradient, a loss summed over every
+    element) would run on one thread for milliseconds, a column sum over
+    32768 tokens per column thread likewise. This pass splits each
+    reduction loop `d` of size `N = R * P` into a serial loop `r < R` and a
+    parallel loop `p < P` with `d = r * P + p` (the inputs are reshaped with
+    `tensor.expand_shape`, so neighbouring threads read neighbouring
+    elements), choosing the `R`s, outermost loop first, so that each thread
+    runs at most `per-thread` iterations. The first generic writes one
+    partial result per thread, starting from the combiner's neutral
+    element; a second generic combines the partials into the original
+    init and is split again while it is still long, so a full reduction of
+    `n` elements takes about `log(n) / log(per-thread)` kernels.
+
+    Applies to `linalg.generic` ops on static tensors with one output whose
+    body yields `combiner(out, x)` for an associative and commutative
+    `arith` combiner with a neutral element (add, mul, and, or, xor,
+    max/min) or `out - x` (the partials are then summed), whose maps are
+    projected permutations, that use no `linalg.index` and are not
+    contractions (those call cuBLASLt). Sums change their order of
+    addition, so floating-point sums may differ in the last bits; max, min
+    and the boolean checks are exact. `--mp-lower-gpu` runs it before
+    bufferization.
+  }];
+  let options = [
+    Option<"perThread", "per-thread", "int64_t", /*default=*/"32",
+           "Most serial reduction iterations a thread runs">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numSplit", "reductions-split",
+              "Reductions split into partial reductions">
+  ];
+}
+
 def MPFuseElementwise : Pass<"mp-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse elementwise linalg.generic chains where the result "
                 "stays exact and nothing is recomputed";
