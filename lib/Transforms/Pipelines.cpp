@@ -137,6 +137,9 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
               // Long reductions (inf checks, losses, column sums) as
               // partials that many threads compute.
               "func.func(mp-gpu-split-reductions),"
+              // Results materialized into a destination (the session's
+              // parameter and state buffers) are computed in it.
+              "eliminate-empty-tensors,"
               "one-shot-bufferize{bufferize-function-boundaries "
               "function-boundary-type-conversion=identity-layout-map},"
               "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
@@ -145,6 +148,9 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
               std::string(options.runtimeContractions
                               ? "mp-contractions-to-runtime{runtime=cuda},"
                               : "") +
+              // Buffers freed after their last use, not at the end of the
+              // step (the pool orders a reuse after the freeing stream).
+              "func.func(mp-early-dealloc),"
               // Column sums: parallel loops first, one thread per column.
               "func.func(mp-gpu-parallel-loops-first),"
               "convert-linalg-to-parallel-loops," +
