@@ -374,11 +374,15 @@ void Rewriter::foldCastsIntoGenerics(func::FuncOp func) {
 
     // Consumers read the unconverted value and convert in their bodies;
     // only when that removes the cast and reads fewer bytes (<= 2 users).
+    // A contraction keeps its matrix operands low: the runtime's GEMMs
+    // take both operands in one type (a scalar factor may still fold).
     SmallVector<OpOperand *> uses;
     bool absorbable = !output.use_empty();
     for (OpOperand &use : output.getUses()) {
       auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
-      if (!consumer || isCastGeneric(consumer) || !consumer.isDpsInput(&use)) {
+      if (!consumer || isCastGeneric(consumer) || !consumer.isDpsInput(&use) ||
+          (linalg::isaContractionOpInterface(consumer) &&
+           cast<ShapedType>(output.getType()).getRank() >= 2)) {
         absorbable = false;
         break;
       }

@@ -51,6 +51,94 @@ Value filledLike(OpBuilder &b, Location loc, Value like, double value) {
       .getResult(0);
 }
 
+/// The value a single-result generic's body yields, if its block is just
+/// the ops computing it.
+Value yielded(linalg::GenericOp op) {
+  return op.getNumDpsInits() == 1
+             ? op.getBlock()->getTerminator()->getOperand(0)
+             : Value();
+}
+
+/// Whether \p value is `Op(lhs, rhs)` with exactly these operands.
+template <typename Op>
+bool isBinary(Value value, Value lhs, Value rhs) {
+  auto op = value.getDefiningOp<Op>();
+  return op && op.getLhs() == lhs && op.getRhs() == rhs;
+}
+
+/// Whether \p op is `out = combine(in, out)` or `combine(out, in)` over one
+/// input read through the identity map.
+template <typename... Combine>
+bool isReductionOf(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() == 0 ||
+      !op.getIndexingMapsArray()[0].isIdentity())
+    return false;
+  Value in = op.getBlock()->getArgument(0), out = op.getBlock()->getArgument(1);
+  Operation *combine = yielded(op).getDefiningOp();
+  return combine && isa<Combine...>(combine) &&
+         ((combine->getOperand(0) == in && combine->getOperand(1) == out) ||
+          (combine->getOperand(0) == out && combine->getOperand(1) == in));
+}
+
+/// Whether \p op is elementwise over \p numLoops loops with inputs
+/// \p first (identity map) and \p second (through \p secondMap).
+bool isElementwiseOf(linalg::GenericOp op, Value first, Value second,
+                     AffineMap secondMap, unsigned numLoops) {
+  return op && op.getNumDpsInputs() == 2 && op.getNumDpsInits() == 1 &&
+         op.getNumReductionLoops() == 0 && op.getNumLoops() == numLoops &&
+         op.getDpsInputs()[0] == first && op.getDpsInputs()[1] == second &&
+         op.getIndexingMapsArray()[0].isIdentity() &&
+         op.getIndexingMapsArray()[1] == secondMap;
+}
+
+/// Whether \p op is the maximum a numerically stable softmax subtracts:
+/// m = max(x) over some loops, e = exp(x - m), p = e / sum(e) with the sum
+/// starting from zero, and m, e and the sum used nowhere else. p does not
+/// change when m does, so m gets no gradient; differentiating it anyway
+/// would count ties and keep x alive for the comparison, only to add
+/// gradients that cancel.
+bool isSoftmaxShift(Operation *op) {
+  auto max = dyn_cast<linalg::GenericOp>(op);
+  if (!max || !isReductionOf<arith::MaximumFOp, arith::MaxNumFOp>(max) ||
+      !max->getResult(0).hasOneUse())
+    return false;
+  Value x = max.getDpsInputs()[0], m = max->getResult(0);
+  AffineMap rowMap = max.getIndexingMapsArray()[1];
+  unsigned numLoops = max.getNumLoops();
+  auto exps = dyn_cast<linalg::GenericOp>(*m.getUsers().begin());
+  if (!isElementwiseOf(exps, x, m, rowMap, numLoops))
+    return false;
+  auto exp = yielded(exps).getDefiningOp<math::ExpOp>();
+  Block *expBody = exps.getBlock();
+  if (!exp || !isBinary<arith::SubFOp>(exp.getOperand(), expBody->getArgument(0),
+                                       expBody->getArgument(1)))
+    return false;
+  Value e = exps->getResult(0);
+  if (!llvm::hasNItems(e.getUses(), 2))
+    return false;
+  linalg::GenericOp sum, divide;
+  for (Operation *user : e.getUsers()) {
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (generic && generic.getNumReductionLoops() > 0)
+      sum = generic;
+    else
+      divide = generic;
+  }
+  if (!sum || !divide || !isReductionOf<arith::AddFOp>(sum) ||
+      sum.getDpsInputs()[0] != e || sum.getNumLoops() != numLoops ||
+      sum.getIndexingMapsArray()[1] != rowMap ||
+      !sum->getResult(0).hasOneUse())
+    return false;
+  auto init = sum.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+  if (!init || !matchPattern(init.getInputs()[0], m_AnyZeroFloat()))
+    return false;
+  Block *divideBody = divide.getBlock();
+  return isElementwiseOf(divide, e, sum->getResult(0), rowMap, numLoops) &&
+         isBinary<arith::DivFOp>(yielded(divide), divideBody->getArgument(0),
+                                 divideBody->getArgument(1));
+}
+
 //===----------------------------------------------------------------------===//
 // Scalar reverse mode (linalg bodies and top-level scalar code)
 //===----------------------------------------------------------------------===//
@@ -653,7 +741,7 @@ ReverseSweep::run(Value loss, ArrayRef<BlockArgument> params) {
     return llvm::any_of(captured, [&](Value v) { return active.contains(v); });
   };
   for (Operation &op : body.without_terminator())
-    if (usesActive(op))
+    if (usesActive(op) && !isSoftmaxShift(&op))
       for (Value result : op.getResults())
         if (isFloatLike(result.getType()))
           active.insert(result);
