@@ -62,19 +62,24 @@ Value mapElements(OpBuilder &b, Location loc, Value input,
   return generic.getResult(0);
 }
 
-/// True (i1) when `transform` (of element type `resultElementType`) of any
-/// element of the float tensor `input` is inf or nan.
-Value anyNonFinite(
-    OpBuilder &b, Location loc, Value input, Type resultElementType,
-    function_ref<Value(OpBuilder &, Location, Value)> transform) {
+/// `flags` (a rank-0 i1 tensor; a fresh false one when null) or'ed with
+/// whether `transform` (of element type `resultElementType`) of any element
+/// of the float tensor `input` is inf or nan. Chaining the checks of all
+/// gradients through one tensor leaves a single flag for the host to read
+/// (on a GPU, one device-to-host copy and wait instead of one a gradient).
+Value orNonFinite(OpBuilder &b, Location loc, Value flags, Value input,
+                  Type resultElementType,
+                  function_ref<Value(OpBuilder &, Location, Value)> transform) {
   auto type = cast<RankedTensorType>(input.getType());
   unsigned rank = type.getRank();
-  Value falseValue = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
-  Value init =
-      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getI1Type());
-  init =
-      linalg::FillOp::create(b, loc, ValueRange{falseValue}, ValueRange{init})
-          .getResult(0);
+  if (!flags) {
+    Value falseValue = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+    Value empty =
+        tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getI1Type());
+    flags = linalg::FillOp::create(b, loc, ValueRange{falseValue},
+                                   ValueRange{empty})
+                .getResult(0);
+  }
   SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
                                  AffineMap::get(rank, 0, b.getContext())};
   SmallVector<utils::IteratorType> iterators(rank,
@@ -84,7 +89,7 @@ Value anyNonFinite(
       b, loc,
       b.getFloatAttr(eltType, APFloat::getInf(eltType.getFloatSemantics())));
   auto reduce = linalg::GenericOp::create(
-      b, loc, init.getType(), ValueRange{input}, ValueRange{init}, maps,
+      b, loc, flags.getType(), ValueRange{input}, ValueRange{flags}, maps,
       iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value magnitude =
             math::AbsFOp::create(nb, nloc, transform(nb, nloc, args[0]));
@@ -95,7 +100,7 @@ Value anyNonFinite(
             nb, nloc,
             arith::OrIOp::create(nb, nloc, args[1], nonFinite).getResult());
       });
-  return tensor::ExtractOp::create(b, loc, reduce.getResult(0), ValueRange{});
+  return reduce.getResult(0);
 }
 
 struct ScaleLossLowering : OpConversionPattern<ScaleLossOp> {
@@ -131,7 +136,7 @@ struct UnscaleLowering : OpConversionPattern<UnscaleOp> {
     Value inverseScale =
         arith::DivFOp::create(rewriter, loc, one, adaptor.getScale());
     SmallVector<Value> results;
-    Value foundInf;
+    Value flags;
     for (auto [grad, resultType] :
          llvm::zip(adaptor.getGrads(), op.getUnscaled().getTypes())) {
       Type resultElt = cast<RankedTensorType>(resultType).getElementType();
@@ -150,14 +155,15 @@ struct UnscaleLowering : OpConversionPattern<UnscaleOp> {
       // recomputed from the gradient: the unscaled tensor then has one
       // reader, the optimizer's update, and is fused into it instead of
       // being held as a copy of every gradient.
-      Value nonFinite = anyNonFinite(rewriter, loc, grad, resultElt, unscale);
-      foundInf = foundInf
-                     ? arith::OrIOp::create(rewriter, loc, foundInf, nonFinite)
-                           .getResult()
-                     : nonFinite;
+      flags = orNonFinite(rewriter, loc, flags, grad, resultElt, unscale);
       results.push_back(unscaled);
     }
-    results.push_back(foundInf);
+    results.push_back(
+        flags ? tensor::ExtractOp::create(rewriter, loc, flags, ValueRange{})
+                    .getResult()
+              : arith::ConstantOp::create(rewriter, loc,
+                                          rewriter.getBoolAttr(false))
+                    .getResult());
     rewriter.replaceOp(op, results);
     return success();
   }
