@@ -330,7 +330,13 @@ private:
   /// when the body does not make the result depend on it.
   FailureOr<Value> inputGradient(linalg::LinalgOp op, unsigned resultIndex,
                                  OpOperand &input, Value resultGrad,
-                                 OpBuilder &b);
+                                 OpBuilder &b, bool readsResult = false);
+  /// inputGradient, reading the forward result instead of recomputing it
+  /// where that reads fewer elements (exp, tanh: the derivative is the
+  /// result; the inputs need not be kept for the backward pass).
+  FailureOr<Value> leanInputGradient(linalg::LinalgOp op, unsigned resultIndex,
+                                     OpOperand &input, Value resultGrad,
+                                     OpBuilder &b);
   void addGrad(OpBuilder &b, Value value, Value grad);
   Value dropUnusedInputs(linalg::GenericOp op, OpBuilder &b);
   Value tieCountOf(linalg::LinalgOp op, unsigned resultIndex,
@@ -375,7 +381,7 @@ void ReverseSweep::addGrad(OpBuilder &b, Value value, Value grad) {
 FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
                                              unsigned resultIndex,
                                              OpOperand &input, Value resultGrad,
-                                             OpBuilder &b) {
+                                             OpBuilder &b, bool readsResult) {
   Location loc = op.getLoc();
   bool reduces = op.getNumReductionLoops() > 0;
   AffineMap targetMap = op.getMatchingIndexingMap(&input);
@@ -433,6 +439,14 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
     ins.push_back(tieCount);
     countsTies = true;
   }
+  // The forward result, read in place of the body's recomputation of it.
+  readsResult = readsResult && !reduces;
+  if (readsResult) {
+    Value result = op->getResult(resultIndex);
+    maps.insert(maps.end() - 1, op.getIndexingMapMatchingResult(
+                                    cast<OpResult>(result)));
+    ins.push_back(result);
+  }
   bool dependent = false;
   LogicalResult status = success();
   auto backward = linalg::GenericOp::create(
@@ -464,6 +478,12 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
                      << "' in its body";
             break;
           }
+        if (readsResult) {
+          Value recomputed =
+              mapping.lookupOrDefault(yield->getOperand(resultIndex));
+          if (recomputed.getDefiningOp())
+            recomputed.replaceAllUsesWith(args[args.size() - 2]);
+        }
         Value adjoint = adjoints.get(
             args[op.getMatchingBlockArgument(&input).getArgNumber()]);
         dependent = adjoint != nullptr;
@@ -486,6 +506,60 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
     return Value();
   }
   return dropUnusedInputs(backward, b);
+}
+
+/// Elements of the tensors \p op reads (static shapes; else the maximum).
+static int64_t elementsRead(Operation *op) {
+  int64_t total = 0;
+  for (Value operand : op->getOperands()) {
+    auto type = dyn_cast<ShapedType>(operand.getType());
+    if (!type)
+      continue;
+    if (!type.hasStaticShape())
+      return std::numeric_limits<int64_t>::max();
+    total += type.getNumElements();
+  }
+  return total;
+}
+
+/// Erases \p op and the producers only it kept alive.
+static void eraseWithDeadProducers(Operation *op) {
+  SmallVector<Operation *> worklist = {op};
+  while (!worklist.empty()) {
+    Operation *dead = worklist.pop_back_val();
+    SmallVector<Operation *> producers;
+    for (Value operand : dead->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        producers.push_back(def);
+    dead->erase();
+    for (Operation *def : producers)
+      if (isOpTriviallyDead(def) && !llvm::is_contained(worklist, def))
+        worklist.push_back(def);
+  }
+}
+
+FailureOr<Value> ReverseSweep::leanInputGradient(linalg::LinalgOp op,
+                                                 unsigned resultIndex,
+                                                 OpOperand &input,
+                                                 Value resultGrad,
+                                                 OpBuilder &b) {
+  FailureOr<Value> recomputing =
+      inputGradient(op, resultIndex, input, resultGrad, b);
+  if (failed(recomputing) || !*recomputing ||
+      op.getNumReductionLoops() > 0)
+    return recomputing;
+  FailureOr<Value> reading =
+      inputGradient(op, resultIndex, input, resultGrad, b, true);
+  if (failed(reading) || !*reading)
+    return recomputing;
+  Operation *recomputingOp = recomputing->getDefiningOp();
+  Operation *readingOp = reading->getDefiningOp();
+  if (elementsRead(readingOp) < elementsRead(recomputingOp)) {
+    eraseWithDeadProducers(recomputingOp);
+    return reading;
+  }
+  eraseWithDeadProducers(readingOp);
+  return recomputing;
 }
 
 /// For a max/min reduction (the result's body value is a max/min against
@@ -629,7 +703,7 @@ LogicalResult ReverseSweep::differentiateLinalg(linalg::LinalgOp op,
         continue;
       }
       FailureOr<Value> grad =
-          inputGradient(op, resultIndex, operand, resultGrad, b);
+          leanInputGradient(op, resultIndex, operand, resultGrad, b);
       if (failed(grad))
         return failure();
       addGrad(b, operand.get(), *grad);
