@@ -377,13 +377,18 @@ def _analysis_options(rng, tmpdir):
     return options
 
 
-def pass_args(rng, tmpdir):
-    """A (name, argument list) pair: one of mp's passes or pipelines."""
-    kind = rng.choice([
-        "parse", "canonicalize", "import", "analyze", "amp", "amp",
-        "autodiff", "loss-scaling", "optimizer", "train", "to-upstream",
-        "lower-cpu", "contractions", "chain", "calibrate", "quantize",
-        "check-numerics", "probes", "convolutions", "device-memory"])
+KINDS = [
+    "parse", "canonicalize", "import", "analyze", "amp", "amp",
+    "autodiff", "loss-scaling", "optimizer", "train", "to-upstream",
+    "lower-cpu", "contractions", "chain", "calibrate", "quantize",
+    "check-numerics", "probes", "convolutions", "device-memory",
+    "split-reductions", "autodiff-gpu"]
+
+
+def pass_args(rng, tmpdir, kinds=None):
+    """A (name, argument list) pair: one of mp's passes or pipelines (of
+    `kinds` when given)."""
+    kind = rng.choice(kinds or KINDS)
 
     def opts(flag, options):
         return flag + ("{" + " ".join(options) + "}" if options else "")
@@ -525,6 +530,17 @@ def pass_args(rng, tmpdir):
     if kind == "convolutions":
         return kind, ["--pass-pipeline=builtin.module(func.func("
                       "mp-convolutions-to-gemm))"]
+    if kind == "split-reductions":
+        per_thread = rng.choice(["", "=per-thread=2", "=per-thread=1",
+                                 "=per-thread=4096", "=per-thread=-3"])
+        return kind, ["--convert-mp-to-upstream",
+                      "--mp-gpu-split-reductions" + per_thread]
+    if kind == "autodiff-gpu":
+        # The training step (autodiff: softmax shift, results read back;
+        # unscale's chained checks) lowered for the GPU with device memory.
+        dtype = rng.choice(["f16", "bf16", "f32"])
+        return kind, ["--mp-train-pipeline=dtype=" + dtype,
+                      "--mp-lower-gpu=device-memory=true format=isa"]
     if kind == "device-memory":
         # The GPU pipeline up to the device-memory rewrite: bufferized host
         # functions (PTX generation is left to the lit tests: it is slow).
@@ -834,6 +850,9 @@ def main():
                              "an upstream op's printer with no pass and no "
                              "mp code on the stack")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--kind", dest="kinds", action="append",
+                        choices=sorted(set(KINDS)),
+                        help="only these passes or pipelines (repeatable)")
     parser.add_argument("--self-test", action="store_true",
                         help="check the crash classification on made-up "
                         "stacks and exit")
@@ -905,7 +924,7 @@ def main():
                                  else corpus)
         with tempfile.TemporaryDirectory(prefix="mp-fuzz-") as tmpdir:
             mutated, mutations = mutate(rng, text, corpus)
-            kind_name, flags = pass_args(rng, tmpdir)
+            kind_name, flags = pass_args(rng, tmpdir, args.kinds)
             status, kind, stderr = run_mp_opt(args.mp_opt, flags, mutated,
                                               args.timeout, tmpdir)
             with lock:
