@@ -29,7 +29,11 @@ Prints the table of each model: quality (held-out accuracy; first and
 final loss), speed, the ratio to the same framework's FP32, mp against
 PyTorch AMP in the same precision, and peak device memory (mp: its
 runtime's device pool, in use plus cached; PyTorch: max_memory_allocated;
-"n/a" where there is none to read, e.g. the transformer on the CPU). With
+"n/a" where there is none to read, e.g. the transformer on the CPU) and,
+for mp, the device memory its GPU lowering plans to hold at the step's
+peak, the session's buffers included (scripts/device_memory_plan.py on
+the step mp dumped; computed on any machine, so a CPU dry run shows it
+too, and on a GPU it can be set against the measured pool peak). With
 --require, checks the GPU issue's targets (mixed >= 1.4x own FP32; mp
 mixed >= PyTorch AMP; mp mixed memory <= 0.7x mp FP32; mixed quality
 close to FP32's) and exits 1 when one is missed.
@@ -67,7 +71,21 @@ sys.path.insert(0, os.path.join(ROOT, "python"))  # mp, for the transformer
 # One configuration's outcome: quality (accuracy %, or the (first, final)
 # loss), speed (samples/s or tokens/s) and peak device memory in bytes
 # (None: not measured).
-Result = collections.namedtuple("Result", "quality speed peak")
+Result = collections.namedtuple("Result", "quality speed peak plan",
+                                defaults=(None,))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import device_memory_plan  # noqa: E402
+
+
+def planned_bytes(step):
+    """Device bytes the GPU lowering of a dumped step (MP_DUMP_STEP_IR)
+    plans to hold at its peak, the session's buffers included (no GPU
+    needed; scripts/device_memory_plan.py), or None."""
+    if not os.path.exists(step):
+        return None
+    mp_opt = os.path.join(ROOT, "build", "bin", "mp-opt")
+    peak, arguments = device_memory_plan.entry_plan(mp_opt, step)
+    return peak + arguments or None
 
 
 def resized_mlp(hidden, batch):
@@ -106,7 +124,9 @@ def run_mp(model, data, device, precision, epochs):
                "--device", device, "--precision", precision, "--epochs",
                str(epochs), "--lr", "0.05", "--momentum", "0.9", "--seed", "0",
                "--data", data]
-    out = subprocess.run(command, capture_output=True, text=True)
+    step = os.path.join(os.path.dirname(model), f"step_{precision}.mlir")
+    out = subprocess.run(command, capture_output=True, text=True,
+                         env=dict(os.environ, MP_DUMP_STEP_IR=step))
     if out.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{out.stdout}{out.stderr}")
     rows = [m for m in map(EPOCH.match, out.stdout.splitlines()) if m]
@@ -115,7 +135,7 @@ def run_mp(model, data, device, precision, epochs):
     memory = POOL.search(out.stdout) or HEAP.search(out.stdout)
     peak = (int(memory.group(1)) if memory.re is POOL
             else int(memory.group(1)) + int(memory.group(2))) if memory else 0
-    return Result(float(rows[-1].group(2)), speed, peak or None)
+    return Result(float(rows[-1].group(2)), speed, peak or None, planned_bytes(step))
 
 
 TORCH = r'''
@@ -283,6 +303,8 @@ def mp_block_run(cfg, model, params, precision):
     import numpy as np
     from mp.runtime import Session
     x, target = block_data(cfg)
+    step = os.path.join(os.path.dirname(model), f"step_{precision}.mlir")
+    os.environ["MP_DUMP_STEP_IR"] = step  # this process is the run's own
     session = Session(model, precision=precision, lr=LR, momentum=MOMENTUM,
                       device=cfg["device"])
     with np.load(params) as arrays:
@@ -291,7 +313,8 @@ def mp_block_run(cfg, model, params, precision):
     losses, seconds = timed_steps(lambda: session.train_step(x, target)[0],
                                   cfg["steps"], lambda: None)
     peak = mp_pool_peak() if cfg["device"] == "cuda" else None
-    return Result((losses[0], losses[-1]), x.shape[0] / seconds, peak)
+    return Result((losses[0], losses[-1]), x.shape[0] / seconds, peak,
+                  planned_bytes(step))
 
 
 def torch_block_run(cfg, params, mode):
@@ -369,8 +392,8 @@ def print_table(heading, quality_header, quality, unit, mp, torch):
     print(heading)
     print()
     print(f"| run | {quality_header} | {unit} | vs own f32 | mp vs PyTorch (same "
-          "precision) | peak memory MiB |")
-    print("|---|---:|---:|---:|---:|---:|")
+          "precision) | peak memory MiB | planned GPU MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, results in (("mp", mp), ("pytorch", torch)):
         for precision, result in results.items():
             base = results["f32"].speed if "f32" in results else result.speed
@@ -379,8 +402,9 @@ def print_table(heading, quality_header, quality, unit, mp, torch):
             label = f"{name} {precision}" + (" autocast" if name == "pytorch" and
                                              precision != "f32" else "")
             peak = f"{result.peak / 2**20:.1f}" if result.peak else "n/a"
+            plan = f"{result.plan / 2**20:.1f}" if result.plan else "-"
             print(f"| {label} | {quality(result.quality)} | {result.speed:.0f} | "
-                  f"{result.speed / base:.2f}x | {versus} | {peak} |")
+                  f"{result.speed / base:.2f}x | {versus} | {peak} | {plan} |")
     print()
 
 
@@ -405,6 +429,10 @@ def check_targets(model, mp, torch, close, check):
                   "(target <= 0.70x)")
         else:
             print(f"n/a: {model}: mp {precision} memory (no device pool to read)")
+        if f32.plan and result.plan:
+            print(f"plan: {model}: mp {precision} planned GPU memory "
+                  f"{result.plan / f32.plan:.2f}x mp f32 (target <= 0.70x; the "
+                  "plan of the GPU lowering, informational)")
         check(*close(precision, result.quality, f32.quality))
 
 

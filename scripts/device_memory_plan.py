@@ -7,10 +7,12 @@ and reads the IR right after `--mp-gpu-device-memory`, where every buffer
 is a `gpu.alloc` of a static type and every free a `gpu.dealloc`. Walking
 each function in program order gives, per function, the peak of the bytes
 held at once and the bytes allocated in all, and the largest buffers alive
-at the peak. This is the plan the host code follows: the runtime's pool
-rounds sizes up to its classes (at most 2 MiB per buffer above 1 MiB) and
-the session's parameters, optimizer state and batch buffers are function
-arguments, not counted here. Allocations inside loops count once.
+at the peak; the bytes of its memref arguments (buffers the caller owns)
+are listed apart (for mp-run's entries: the session's parameters and
+optimizer state, both copies, the batch and the scalars). This is the plan
+the host code follows: the runtime's pool rounds sizes up to its classes
+(at most 2 MiB per buffer above 1 MiB). Allocations inside loops count
+once.
 
 Usage: scripts/device_memory_plan.py STEP.mlir [STEP.mlir ...]
            [--function NAME] [--top N] [--mp-opt PATH]
@@ -42,8 +44,20 @@ def buffer_bytes(dims, element):
     return count * ELEMENT_BYTES[element]
 
 
+ARGUMENT = re.compile(r"%[\w$.]+: memref<([0-9x]*)([a-z0-9]+)")
+
+
+def argument_bytes(line):
+    """Bytes of the memref arguments in a func.func line (the caller's
+    buffers: a session's parameters, optimizer state, batch and scalars)."""
+    header = line.split(")", 1)[0]
+    return sum(buffer_bytes(dims, element)
+               for dims, element in ARGUMENT.findall(header))
+
+
 def plan(ir_lines):
-    """{function: (peak, allocated, allocations, [(bytes, type)] at peak)}"""
+    """{function: (peak, allocated, allocations, [(bytes, type)] at peak,
+    argument bytes)}"""
     functions = {}
     name = None
     for line in ir_lines:
@@ -51,7 +65,8 @@ def plan(ir_lines):
         if match:
             name = match.group(1)
             state = functions[name] = {"live": {}, "held": 0, "peak": 0,
-                                       "total": 0, "count": 0, "at_peak": []}
+                                       "total": 0, "count": 0, "at_peak": [],
+                                       "arguments": argument_bytes(line)}
             continue
         if name is None:
             continue
@@ -69,8 +84,19 @@ def plan(ir_lines):
         match = DEALLOC.search(line)
         if match and match.group(1) in state["live"]:
             state["held"] -= state["live"].pop(match.group(1))[0]
-    return {f: (s["peak"], s["total"], s["count"], s["at_peak"])
+    return {f: (s["peak"], s["total"], s["count"], s["at_peak"], s["arguments"])
             for f, s in functions.items() if s["count"]}
+
+
+def entry_plan(mp_opt, path):
+    """(peak of the step's own buffers, bytes of its memref arguments) of
+    @mp_train_entry in a dumped step, else of its largest function."""
+    functions = plan(lowered_ir(mp_opt, path))
+    if not functions:
+        return 0, 0
+    name = ("mp_train_entry" if "mp_train_entry" in functions
+            else max(functions, key=lambda f: functions[f][0]))
+    return functions[name][0], functions[name][4]
 
 
 def lowered_ir(mp_opt, path):
@@ -108,11 +134,13 @@ def main():
                          f"@{args.function} that allocates device memory")
             functions = {args.function: functions[args.function]}
         print(f"## {path}")
-        print("| function | peak MiB | allocated MiB | allocations |")
-        print("|---|---:|---:|---:|")
-        for name, (peak, total, count, _) in functions.items():
-            print(f"| @{name} | {mib(peak)} | {mib(total)} | {count} |")
-        for name, (peak, _, _, at_peak) in functions.items():
+        print("| function | peak MiB | allocated MiB | allocations | "
+              "arguments MiB |")
+        print("|---|---:|---:|---:|---:|")
+        for name, (peak, total, count, _, arguments) in functions.items():
+            print(f"| @{name} | {mib(peak)} | {mib(total)} | {count} | "
+                  f"{mib(arguments)} |")
+        for name, (peak, _, _, at_peak, _) in functions.items():
             largest = sorted(at_peak, reverse=True)[:args.top]
             if largest:
                 print(f"@{name} at its peak holds: " +
@@ -121,7 +149,7 @@ def main():
         compared = args.function or ("mp_train_entry" if "mp_train_entry" in functions
                                      else None)
         peaks.append(functions[compared][0] if compared else
-                     max((p for p, _, _, _ in functions.values()), default=0))
+                     max((f[0] for f in functions.values()), default=0))
 
     if args.max_ratio is not None and len(peaks) > 1:
         failed = False
