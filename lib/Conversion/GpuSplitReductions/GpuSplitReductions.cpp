@@ -94,7 +94,10 @@ struct GpuSplitReductionsPass
   /// run more than perThread serial iterations.
   bool isLongSplittableReduction(linalg::GenericOp op) {
     if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
-        op.hasIndexSemantics() || linalg::isaContractionOpInterface(op))
+        op.hasIndexSemantics() || linalg::isaContractionOpInterface(op) ||
+        !llvm::all_of(op.getDpsInputs(), [](Value input) {
+          return isa<RankedTensorType>(input.getType());
+        }))
       return false;
     if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
           return map.isProjectedPermutation(/*allowZeroInResults=*/false);

@@ -137,6 +137,21 @@ func.func @short_and_prime(%x: tensor<32xf32>, %y: tensor<4099xf32>, %init: tens
   return %r, %p : tensor<f32>, tensor<f32>
 }
 
+// A scalar operand: left alone.
+// IR-LABEL: func.func @scalar_operand
+// IR-NOT: expand_shape
+// IR: return
+func.func @scalar_operand(%x: tensor<4096xf32>, %s: f32, %init: tensor<f32>) -> tensor<f32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%x, %s : tensor<4096xf32>, f32) outs(%init : tensor<f32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = arith.addf %d, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
+
 func.func @main() {
   %zero = arith.constant 0.0 : f32
   %ten = arith.constant 10.0 : f32
