@@ -135,7 +135,8 @@ struct GpuSplitReductionsPass
 
     // Serial and parallel parts of each loop, outermost reduction first.
     // New loops: a parallel loop stays; a reduction loop becomes r (if
-    // R > 1) then p (if P > 1), or itself when R or P is 1.
+    // R > 1) then p (if P > 1), or itself when R or P is 1 (a loop of one
+    // iteration stays a reduction loop of one).
     SmallVector<int64_t> serialPart = serialParts(op, perThread);
     SmallVector<utils::IteratorType> newIterators;
     SmallVector<int64_t> newRanges;
@@ -150,7 +151,7 @@ struct GpuSplitReductionsPass
         add(kind, ranges[i]);
         continue;
       }
-      if (serialPart[i] > 1)
+      if (serialPart[i] > 1 || ranges[i] == 1) // a unit loop stays as it is
         add(utils::IteratorType::reduction, serialPart[i]);
       if (serialPart[i] < ranges[i])
         add(utils::IteratorType::parallel, ranges[i] / serialPart[i]);

@@ -137,6 +137,21 @@ func.func @short_and_prime(%x: tensor<32xf32>, %y: tensor<4099xf32>, %init: tens
   return %r, %p : tensor<f32>, tensor<f32>
 }
 
+// A reduction loop of one iteration (a 4x1x3x3 filter's gradient checked
+// whole) stays a loop of one beside the split ones.
+// IR-LABEL: func.func @unit_dim
+// IR: tensor.expand_shape %arg0 {{\[\[}}0, 1], [2], [3], [4]] output_shape [32, 2, 1, 3, 3]
+// IR: iterator_types = ["reduction", "parallel", "reduction", "parallel", "parallel"]
+func.func @unit_dim(%x: tensor<64x1x3x3xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> ()>], iterator_types = ["reduction", "reduction", "reduction", "reduction"]}
+      ins(%x : tensor<64x1x3x3xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
+
 // A scalar operand: left alone.
 // IR-LABEL: func.func @scalar_operand
 // IR-NOT: expand_shape
@@ -185,6 +200,16 @@ func.func @main() {
   %max = func.call @maximum(%y, %initm) : (tensor<4096x64xf32>, tensor<f32>) -> tensor<f32>
   %maxv = tensor.extract %max[] : tensor<f32>
   func.call @printF32(%maxv) : (f32) -> ()
+  func.call @printNewline() : () -> ()
+
+  // 64 * 1 * 3 * 3 ones
+  // CHECK-NEXT: 576
+  %eu = tensor.empty() : tensor<64x1x3x3xf32>
+  %ou = linalg.fill ins(%one : f32) outs(%eu : tensor<64x1x3x3xf32>) -> tensor<64x1x3x3xf32>
+  %zu = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %u = func.call @unit_dim(%ou, %zu) : (tensor<64x1x3x3xf32>, tensor<f32>) -> tensor<f32>
+  %uv = tensor.extract %u[] : tensor<f32>
+  func.call @printF32(%uv) : (f32) -> ()
   func.call @printNewline() : () -> ()
 
   // CHECK-NEXT: 0
