@@ -30,6 +30,8 @@
 
 // Clipping by global norm after unscaling.
 // CLIP: %[[U:.*]], %{{.*}} = mp.unscale
-// CLIP: %[[NORM:.*]] = math.sqrt
+// CLIP: %[[SS:.*]] = linalg.generic {{.*}} ins(%[[U]] : tensor<1xf32>) outs(%{{.*}} : tensor<f32>)
+// CLIP: %[[TOTAL:.*]] = tensor.extract %[[SS]][] : tensor<f32>
+// CLIP: %[[NORM:.*]] = math.sqrt %[[TOTAL]]
 // CLIP: %[[LIMIT:.*]] = arith.constant 5.000000e-01 : f32
 // CLIP: arith.minimumf
