@@ -609,6 +609,11 @@ def mp_opt_env():
     return env
 
 
+# A verifier's message ("'tensor.expand_shape' op expected ..."); mp's passes
+# report their own errors without the op-name prefix.
+VERIFIER_ERROR_RE = re.compile(r"error: '[\w.]+' op [^\n]*")
+
+
 def run_mp_opt(mp_opt, args, text, timeout, tmpdir):
     """Runs mp-opt; returns (status, kind, stderr) with status ok|crash|hang."""
     path = os.path.join(tmpdir, "input.mlir")
@@ -629,6 +634,16 @@ def run_mp_opt(mp_opt, args, text, timeout, tmpdir):
     for marker in CRASH_MARKERS:
         if marker in stderr:
             return crash_status(stderr), marker, stderr
+    invalid = VERIFIER_ERROR_RE.search(stderr) if proc.returncode and args else None
+    if invalid and subprocess.run([mp_opt, path, "-o", os.devnull],
+                                  stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=timeout,
+                                  cwd=tmpdir).returncode == 0:
+        # The input verifies, the output of the passes does not: a pass made
+        # invalid IR (a verifier's "'op' op ..." message, not a pass's own).
+        message = re.sub(r"\d+", "N", invalid.group(0))[:160]
+        return "invalid", "invalid IR after a pass: " + message, stderr
     return "ok", "exit %d" % proc.returncode, stderr
 
 
@@ -913,7 +928,7 @@ def main():
 
     lock = threading.Lock()
     stats = {"runs": 0, "ok": 0, "crash": 0, "hang": 0, "parser": 0,
-             "exit0": 0}
+             "invalid": 0, "exit0": 0}
     per_pass = {}
     unique = {}  # signature -> (finding name, count)
     start = time.time()
@@ -933,7 +948,8 @@ def main():
                 if not args.quiet and stats["runs"] % 500 == 0:
                     print("... %d runs, %d failed, %.0f s" % (
                         stats["runs"],
-                        stats["crash"] + stats["hang"] + stats["parser"],
+                        stats["crash"] + stats["hang"] + stats["parser"] +
+                        stats["invalid"],
                         time.time() - start), file=sys.stderr, flush=True)
                 if kind == "exit 0":
                     stats["exit0"] += 1
@@ -1000,7 +1016,8 @@ def main():
     elapsed = time.time() - start
     crashes = sum(1 for k in unique if unique[k][0].startswith("crash"))
     hangs = sum(1 for k in unique if unique[k][0].startswith("hang"))
-    parser_unique = len(unique) - crashes - hangs
+    invalids = sum(1 for k in unique if unique[k][0].startswith("invalid"))
+    parser_unique = len(unique) - crashes - hangs - invalids
     print("fuzz_mp_opt: seed %d, corpus %d entries (%d parse, %d derived; "
           "prepared in %.0f s), %d runs in %.0f s (%.1f runs/s, %d jobs)" % (
               args.seed, len(corpus), len(valid), len(derived),
@@ -1010,15 +1027,17 @@ def main():
     for name in sorted(per_pass):
         print("%-14s %6d %6d" % (name, per_pass[name][0], per_pass[name][1]))
     print("%-14s %6d" % ("exit 0", stats["exit0"]))
-    print("runs: %d  crashes: %d  hangs: %d  unique: %d (crash %d, hang %d)"
+    print("runs: %d  crashes: %d  hangs: %d  invalid IR after a pass: %d  "
+          "unique: %d (crash %d, hang %d, invalid %d)"
           "  upstream parser/printer crashes: %d (unique %d)" %
-          (stats["runs"], stats["crash"], stats["hang"], crashes + hangs,
-           crashes, hangs, stats["parser"], parser_unique))
+          (stats["runs"], stats["crash"], stats["hang"], stats["invalid"],
+           crashes + hangs + invalids, crashes, hangs, invalids,
+           stats["parser"], parser_unique))
     for key, (name, count) in sorted(unique.items(), key=lambda kv: kv[1][0]):
         print("  %s x%d  %s" % (name, count, key))
     if unique:
         print("findings in %s" % findings_dir)
-    return 1 if crashes + hangs or (args.strict and parser_unique) else 0
+    return 1 if crashes + hangs + invalids or (args.strict and parser_unique) else 0
 
 
 if __name__ == "__main__":
