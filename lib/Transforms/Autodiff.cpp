@@ -508,17 +508,20 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
   return dropUnusedInputs(backward, b);
 }
 
-/// Elements of the tensors \p op reads (static shapes; else the maximum).
+/// Elements of a tensor value (0 for a scalar; the maximum when dynamic).
+static int64_t elementsOf(Value value) {
+  auto type = dyn_cast<ShapedType>(value.getType());
+  if (!type)
+    return 0;
+  return type.hasStaticShape() ? type.getNumElements()
+                               : std::numeric_limits<int32_t>::max();
+}
+
+/// Elements of the tensors \p op reads.
 static int64_t elementsRead(Operation *op) {
   int64_t total = 0;
-  for (Value operand : op->getOperands()) {
-    auto type = dyn_cast<ShapedType>(operand.getType());
-    if (!type)
-      continue;
-    if (!type.hasStaticShape())
-      return std::numeric_limits<int64_t>::max();
-    total += type.getNumElements();
-  }
+  for (Value operand : op->getOperands())
+    total += elementsOf(operand);
   return total;
 }
 
@@ -548,11 +551,17 @@ FailureOr<Value> ReverseSweep::leanInputGradient(linalg::LinalgOp op,
   if (failed(recomputing) || !*recomputing ||
       op.getNumReductionLoops() > 0)
     return recomputing;
+  // The reading variant reads at least the result, its gradient and an
+  // init shaped like the input: build it only where it can read less.
+  Operation *recomputingOp = recomputing->getDefiningOp();
+  if (elementsRead(recomputingOp) <=
+      elementsOf(op->getResult(resultIndex)) + elementsOf(resultGrad) +
+          elementsOf(input.get()))
+    return recomputing;
   FailureOr<Value> reading =
       inputGradient(op, resultIndex, input, resultGrad, b, true);
   if (failed(reading) || !*reading)
     return recomputing;
-  Operation *recomputingOp = recomputing->getDefiningOp();
   Operation *readingOp = reading->getDefiningOp();
   if (elementsRead(readingOp) < elementsRead(recomputingOp)) {
     eraseWithDeadProducers(recomputingOp);
