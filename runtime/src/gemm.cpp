@@ -216,6 +216,63 @@ void halfToBfloat(const uint16_t *src, int64_t rows, int64_t cols, int64_t ld,
   }
 }
 
+/// f32 -> f16, rounding to nearest even (as arith.truncf): overflow to
+/// inf, subnormals kept, nan stays a quiet nan.
+uint16_t floatToHalf(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  uint32_t sign = (bits >> 16) & 0x8000u, magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u)
+    return static_cast<uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
+  if (magnitude >= 0x477ff000u) // 65520 and up round to inf
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (magnitude >= 0x38800000u) { // normal: rebias the exponent, round
+    uint32_t rebiased = magnitude - 0x38000000u;
+    return static_cast<uint16_t>(
+        sign | ((rebiased + 0xfffu + ((rebiased >> 13) & 1u)) >> 13));
+  }
+  // Subnormal: the significand in units of 2^-24, rounded to nearest even.
+  int shift = 126 - static_cast<int>(magnitude >> 23);
+  if (shift > 24)
+    return static_cast<uint16_t>(sign);
+  uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
+  uint32_t result = significand >> shift;
+  uint32_t rest = significand & ((1u << shift) - 1), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (result & 1u)))
+    ++result;
+  return static_cast<uint16_t>(sign | result);
+}
+
+/// f32 -> f16 for one row with F16C, 8 lanes at a time.
+__attribute__((target("f16c,avx"))) void
+narrowRowToHalfF16C(const float *src, uint16_t *dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
+                                     _MM_FROUND_TO_NEAREST_INT |
+                                         _MM_FROUND_NO_EXC));
+  for (; i < n; ++i)
+    dst[i] = floatToHalf(src[i]);
+}
+
+/// Stores a dense m x n f32 product into 16-bit C (leading dimension ldc),
+/// each element rounded once to nearest even.
+void storeRounded(const float *product, int64_t m, int64_t n, uint16_t *c,
+                  int64_t ldc, int32_t type) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float *row = product + i * n;
+    uint16_t *out = c + i * ldc;
+    if (type == MPRT_GEMM_F16 && hasF16C()) {
+      narrowRowToHalfF16C(row, out, n);
+      continue;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = type == MPRT_GEMM_F16 ? floatToHalf(row[j])
+                                     : floatToBfloat(row[j]);
+  }
+}
+
 /// The mode set by mprt_gemm_set_f16_mode or MPRT_F16_GEMM (AUTO until
 /// resolved).
 std::atomic<int> requestedF16Mode{-1};
@@ -284,12 +341,14 @@ extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
                       (long long)batch, (long long)strideA, (long long)strideB,
                       (long long)strideC, (long long)m, (long long)n,
                       (long long)ldc);
-  // Bytes per element of A and B; C is f32 or s32.
+  // Bytes per element of A and B; C is f32 or s32, or A's type when
+  // rounded.
   int64_t inBytes = type == MPRT_GEMM_F32 ? 4 : type == MPRT_GEMM_S8 ? 1 : 2;
+  int64_t outBytes = (flags & MPRT_GEMM_ROUNDED_C) ? inBytes : 4;
   for (int64_t p = 0; p < batch; ++p) {
     mprt_status status =
         mprt_gemm(a + p * strideA * inBytes, lda, b + p * strideB * inBytes,
-                  ldb, c + p * strideC * 4, ldc, m, n, k, flags, type);
+                  ldb, c + p * strideC * outBytes, ldc, m, n, k, flags, type);
     if (status != MPRT_OK)
       return status;
   }
@@ -322,6 +381,15 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                                  int64_t c, int64_t ldc, int64_t m, int64_t n,
                                  int64_t k, int32_t flags, int32_t type) {
   mprt::clearError();
+  constexpr int32_t kKnownFlags =
+      MPRT_GEMM_TRANS_A | MPRT_GEMM_TRANS_B | MPRT_GEMM_ROUNDED_C;
+  bool rounded = flags & MPRT_GEMM_ROUNDED_C;
+  if ((flags & ~kKnownFlags) ||
+      (rounded && type != MPRT_GEMM_F16 && type != MPRT_GEMM_BF16))
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "mprt_gemm: bad flags %d for type %d (a rounded C needs "
+                      "f16 or bf16 operands)",
+                      flags, type);
   if (type == MPRT_GEMM_S8)
     return mprt::gemmS8(a, lda, b, ldb, c, ldc, m, n, k, flags);
   if (m < 0 || n < 0 || k < 0 || !a || !b || !c ||
@@ -333,6 +401,28 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                       (long long)m, (long long)n, (long long)k, type);
   if (m == 0 || n == 0)
     return MPRT_OK;
+  if (k == 0) {
+    // An empty sum (oneDNN's 16-bit primitives must not see k = 0): C is
+    // unchanged, or +0 when rounded.
+    if (rounded)
+      for (int64_t i = 0; i < m; ++i)
+        std::memset(reinterpret_cast<uint16_t *>(c) + i * ldc, 0,
+                    static_cast<size_t>(n) * sizeof(uint16_t));
+    return MPRT_OK;
+  }
+  if (rounded) {
+    // The f32 product in a scratch buffer that lives for this call only,
+    // then rounded into C.
+    std::vector<float> product(static_cast<size_t>(m * n), 0.0f);
+    mprt_status status =
+        mprt_gemm(a, lda, b, ldb, reinterpret_cast<int64_t>(product.data()), n,
+                  m, n, k, flags & ~MPRT_GEMM_ROUNDED_C, type);
+    if (status != MPRT_OK)
+      return status;
+    storeRounded(product.data(), m, n, reinterpret_cast<uint16_t *>(c), ldc,
+                 type);
+    return MPRT_OK;
+  }
   bool transA = flags & MPRT_GEMM_TRANS_A, transB = flags & MPRT_GEMM_TRANS_B;
   const float *pa = reinterpret_cast<const float *>(a);
   const float *pb = reinterpret_cast<const float *>(b);

@@ -119,10 +119,13 @@ TEST(Gemm, RejectsBadArguments) {
 TEST(Gemm, EmptyProductLeavesCUnchanged) {
   float c[1] = {5};
   float x[1] = {1};
-  ASSERT_EQ(mprt_gemm(address(x), 1, address(x), 1, address(c), 1, 1, 1, 0, 0,
-                      MPRT_GEMM_F32),
-            MPRT_OK);
-  EXPECT_EQ(c[0], 5);
+  // Every type (a 16-bit primitive with k = 0 used to stop the process).
+  for (int type : {MPRT_GEMM_F32, MPRT_GEMM_F16, MPRT_GEMM_BF16}) {
+    ASSERT_EQ(mprt_gemm(address(x), 1, address(x), 1, address(c), 1, 1, 1, 0,
+                        0, type),
+              MPRT_OK);
+    EXPECT_EQ(c[0], 5);
+  }
 }
 
 /// bf16 nearest-even rounding of an f32 value (the test's own oracle).
@@ -189,6 +192,155 @@ TEST(Gemm, F16ModesRoundAsDocumented) {
           << "mode " << mode << " element " << i;
   }
   mprt_gemm_set_f16_mode(MPRT_F16_GEMM_AUTO);
+}
+
+/// The test's own f32 -> 16-bit oracles: the compiler's _Float16
+/// conversion (round to nearest even) and roundToBf16.
+uint16_t halfBits(float f) {
+  _Float16 h = static_cast<_Float16>(f);
+  uint16_t bits;
+  std::memcpy(&bits, &h, sizeof(bits));
+  return bits;
+}
+uint16_t bfloatBits(float f) {
+  float r = roundToBf16(f);
+  uint32_t bits;
+  std::memcpy(&bits, &r, sizeof(bits));
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// MPRT_GEMM_ROUNDED_C: C (the operands' type, leading dimension beyond n)
+// is the f32 product of the same call without the flag, rounded once to
+// nearest even; the padding is left alone. Every f16 mode, bf16, every
+// transpose, a batch.
+TEST(Gemm, RoundedCIsTheF32ProductRoundedOnce) {
+  const int m = 5, n = 19, k = 300, ldc = 24, batch = 2;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> value(-2047, 2047);
+  std::vector<float> a(batch * m * k), b(batch * k * n);
+  for (float &v : a)
+    v = value(rng) / 256.0f;
+  for (float &v : b)
+    v = value(rng) / 256.0f;
+  struct Case {
+    int type, f16Mode;
+  };
+  for (Case test : {Case{MPRT_GEMM_F16, MPRT_F16_GEMM_F32},
+                    Case{MPRT_GEMM_F16, MPRT_F16_GEMM_BF16},
+                    Case{MPRT_GEMM_F16, MPRT_F16_GEMM_AUTO},
+                    Case{MPRT_GEMM_BF16, MPRT_F16_GEMM_AUTO}}) {
+    mprt_gemm_set_f16_mode(test.f16Mode);
+    bool half = test.type == MPRT_GEMM_F16;
+    std::vector<uint16_t> a16(a.size()), b16(b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      a16[i] = half ? halfBits(a[i]) : bfloatBits(a[i]);
+    for (size_t i = 0; i < b.size(); ++i)
+      b16[i] = half ? halfBits(b[i]) : bfloatBits(b[i]);
+    for (int flags = 0; flags < 4; ++flags) {
+      bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+      int lda = ta ? m : k, ldb = tb ? k : n;
+      std::vector<uint16_t> c(batch * m * ldc, 0x1234);
+      ASSERT_EQ(mprt_gemm_batched(address(a16.data()), lda,
+                                  address(b16.data()), ldb, address(c.data()),
+                                  ldc, m, n, k, flags | MPRT_GEMM_ROUNDED_C,
+                                  test.type, batch, m * k, k * n, m * ldc),
+                MPRT_OK)
+          << mprt_last_error();
+      for (int p = 0; p < batch; ++p) {
+        std::vector<float> product(m * n, 0.0f);
+        ASSERT_EQ(mprt_gemm(address(a16.data() + p * m * k), lda,
+                            address(b16.data() + p * k * n), ldb,
+                            address(product.data()), n, m, n, k, flags,
+                            test.type),
+                  MPRT_OK);
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < ldc; ++j) {
+            uint16_t want =
+                j < n ? (half ? halfBits(product[i * n + j])
+                              : bfloatBits(product[i * n + j]))
+                      : 0x1234;
+            ASSERT_EQ(c[p * m * ldc + i * ldc + j], want)
+                << "type " << test.type << " mode " << test.f16Mode
+                << " flags " << flags << " at " << p << "," << i << "," << j;
+          }
+      }
+    }
+  }
+  mprt_gemm_set_f16_mode(MPRT_F16_GEMM_AUTO);
+}
+
+// The rounding of a rounded C at the edges of f16: the largest finite
+// value, ties to inf, to zero and to even subnormals. diag(256, 2^-14)
+// times two rows of 24 values: row 0 holds 256 y, row 1 2^-14 y, each
+// product exact in f32 (k = 2, the other term 0). Checked as rows of 24
+// (the F16C path) and one column at a time (the scalar rounding).
+TEST(Gemm, RoundedCF16Edges) {
+  mprt_gemm_set_f16_mode(MPRT_F16_GEMM_F32); // operands exact
+  const float scale[2] = {256, 1.0f / 16384};
+  std::vector<float> big = {255.875f,   // 65504, the largest f16
+                            255.9375f,  // 65520: ties to even, inf
+                            -255.9375f, // -inf
+                            255.90625f, // 65512: 65504
+                            0.333251953125f};
+  std::vector<float> small = {1.0f / 2048,     // 2^-25: ties to 0
+                              3.0f / 4096,     // 0.75 2^-24: 2^-24
+                              5.0f / 4096,     // 1.25 2^-24: 2^-24
+                              3.0f / 2048,     // 1.5 2^-24: ties to 2 2^-24
+                              -3.0f / 4096,    // -2^-24
+                              1023.0f / 1024,  // subnormal, exact
+                              2047.0f / 2048}; // ties up to 2^-14, normal
+  const int n = 24, k = 2;
+  std::vector<float> b(k * n, 0.0f);
+  for (int j = 0; j < n; ++j) {
+    b[j] = j < static_cast<int>(big.size()) ? big[j] : (j + 1) / 3.0f;
+    b[n + j] = j < static_cast<int>(small.size()) ? small[j] : (j + 1) / 7.0f;
+  }
+  std::vector<uint16_t> a16 = {halfBits(scale[0]), 0, 0, halfBits(scale[1])};
+  std::vector<uint16_t> b16(b.size()), want(2 * n);
+  for (size_t i = 0; i < b.size(); ++i)
+    b16[i] = halfBits(b[i]);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < n; ++j) // the f16 value of b times the scale: exact
+      want[i * n + j] = halfBits(scale[i] * static_cast<float>(
+                                                static_cast<_Float16>(b[i * n + j])));
+  std::vector<uint16_t> rows(2 * n, 0x1234);
+  ASSERT_EQ(mprt_gemm(address(a16.data()), k, address(b16.data()), n,
+                      address(rows.data()), n, 2, n, k, MPRT_GEMM_ROUNDED_C,
+                      MPRT_GEMM_F16),
+            MPRT_OK)
+      << mprt_last_error();
+  std::vector<uint16_t> columns(2 * n, 0x1234);
+  for (int j = 0; j < n; ++j)
+    ASSERT_EQ(mprt_gemm(address(a16.data()), k, address(b16.data() + j), n,
+                        address(columns.data() + j), n, 2, 1, k,
+                        MPRT_GEMM_ROUNDED_C, MPRT_GEMM_F16),
+              MPRT_OK);
+  for (int i = 0; i < 2 * n; ++i) {
+    EXPECT_EQ(rows[i], want[i]) << "row path, element " << i;
+    EXPECT_EQ(columns[i], want[i]) << "scalar path, element " << i;
+  }
+  EXPECT_EQ(want[1], 0x7c00) << "the oracle rounds 65520 to inf";
+  EXPECT_EQ(want[n], 0) << "the oracle rounds 2^-25 to zero";
+  mprt_gemm_set_f16_mode(MPRT_F16_GEMM_AUTO);
+}
+
+TEST(Gemm, RoundedCArgumentsAndEmptySums) {
+  uint16_t x[4] = {}, c[4] = {1, 1, 1, 1};
+  float f[4] = {};
+  EXPECT_EQ(mprt_gemm(address(f), 2, address(f), 2, address(f), 2, 2, 2, 2,
+                      MPRT_GEMM_ROUNDED_C, MPRT_GEMM_F32),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(mprt_last_error()).find("rounded C needs f16 or bf16"),
+            std::string::npos);
+  EXPECT_EQ(mprt_gemm(address(x), 2, address(x), 2, address(c), 2, 2, 2, 2, 8,
+                      MPRT_GEMM_F16),
+            MPRT_ERROR_ARGUMENT);
+  // k = 0: C = round(empty sum) = +0, not "unchanged" as for C +=.
+  ASSERT_EQ(mprt_gemm(address(x), 1, address(x), 2, address(c), 2, 2, 2, 0,
+                      MPRT_GEMM_ROUNDED_C, MPRT_GEMM_BF16),
+            MPRT_OK);
+  for (uint16_t v : c)
+    EXPECT_EQ(v, 0);
 }
 
 TEST(Gemm, F16AutoModeFollowsCpuFeatures) {

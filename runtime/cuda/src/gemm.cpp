@@ -278,6 +278,9 @@ mprt_status makePlan(const char *fn, State &s, const PlanKey &key, Plan &plan) {
     compute = CUBLAS_COMPUTE_32I;
     break;
   }
+  // A rounded C has the operands' 16-bit type; the compute stays f32.
+  if (flags & MPRT_GEMM_ROUNDED_C)
+    outType = inType;
   bool transA = flags & MPRT_GEMM_TRANS_A, transB = flags & MPRT_GEMM_TRANS_B;
   // A' is B's memory: op(B)^T is n x k. B' is A's memory: op(A)^T is k x m.
   cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -342,8 +345,13 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b, int64_t ldb,
   mprt::clearError();
   if (type < MPRT_GEMM_F32 || type > MPRT_GEMM_S8)
     return mprt::fail(MPRT_ERROR_ARGUMENT, "%s: bad type %d", fn, type);
-  if (flags & ~(MPRT_GEMM_TRANS_A | MPRT_GEMM_TRANS_B))
+  if (flags & ~(MPRT_GEMM_TRANS_A | MPRT_GEMM_TRANS_B | MPRT_GEMM_ROUNDED_C))
     return mprt::fail(MPRT_ERROR_ARGUMENT, "%s: bad flags %d", fn, flags);
+  bool rounded = flags & MPRT_GEMM_ROUNDED_C;
+  if (rounded && type != MPRT_GEMM_F16 && type != MPRT_GEMM_BF16)
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "%s: a rounded C needs f16 or bf16 operands, not %s", fn,
+                      typeName(type));
   if (m < 0 || n < 0 || k < 0)
     return mprt::fail(MPRT_ERROR_ARGUMENT,
                       "%s: negative size m=%lld n=%lld k=%lld", fn,
@@ -377,7 +385,7 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b, int64_t ldb,
                       fn, (long long)strideC, (long long)m, (long long)n,
                       (long long)ldc);
   }
-  if (m == 0 || n == 0 || k == 0 || batch == 0)
+  if (m == 0 || n == 0 || batch == 0 || (k == 0 && !rounded))
     return MPRT_OK; // C += nothing
   if (!a || !b || !c)
     return mprt::fail(MPRT_ERROR_ARGUMENT, "%s: null pointer", fn);
@@ -413,6 +421,27 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b, int64_t ldb,
     stream = s.syncStream;
   }
 
+  if (k == 0) {
+    // A rounded C of an empty sum: zeros (cuBLASLt wants k > 0), row by row.
+    for (int64_t p = 0; p < batch; ++p)
+      for (int64_t i = 0; i < m; ++i) {
+        CUdeviceptr row = static_cast<CUdeviceptr>(c) +
+                          static_cast<CUdeviceptr>((p * strideC + i * ldc) * 2);
+        CUresult r = d->cuMemsetD16Async(row, 0, static_cast<size_t>(n),
+                                         static_cast<CUstream>(stream));
+        if (r != CUDA_SUCCESS)
+          return mprt::fail(MPRT_ERROR_DEVICE, "%s: cuMemsetD16Async: %s", fn,
+                            resultText(r).c_str());
+      }
+    if (synchronous) {
+      CUresult r = d->cuStreamSynchronize(static_cast<CUstream>(stream));
+      if (r != CUDA_SUCCESS)
+        return mprt::fail(MPRT_ERROR_DEVICE,
+                          "%s: cuStreamSynchronize failed: %s", fn,
+                          resultText(r).c_str());
+    }
+    return MPRT_OK;
+  }
   PlanKey key{m,     n,    k,     lda,     ldb,     ldc,
               flags, type, batch, strideA, strideB, strideC};
   auto it = s.plans.find(key);
@@ -474,7 +503,8 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b, int64_t ldb,
     *operands[i] = reinterpret_cast<void *>(temps[i]);
   }
 
-  float alphaF = 1, betaF = 1;
+  // C += ..., or C = round(...) without reading C.
+  float alphaF = 1, betaF = rounded ? 0 : 1;
   int32_t alphaI = 1, betaI = 1;
   const void *alpha = type == MPRT_GEMM_S8 ? (const void *)&alphaI : &alphaF;
   const void *beta = type == MPRT_GEMM_S8 ? (const void *)&betaI : &betaF;

@@ -191,6 +191,15 @@ TEST_F(CudaRuntime, GemmRejectsBadArguments) {
       mprt_cuda_gemm(0, 4, 8, 4, 8, 4, 4, 4, 4, 0, MPRT_GEMM_F32, nullptr),
       MPRT_ERROR_ARGUMENT);
   EXPECT_STREQ(mprt_last_error(), "mprt_cuda_gemm: null pointer");
+  // A rounded C has the operands' 16-bit type: not for f32 or s8.
+  EXPECT_EQ(mprt_cuda_gemm(1, 4, 1, 4, 1, 4, 4, 4, 4, MPRT_GEMM_ROUNDED_C,
+                           MPRT_GEMM_F32, nullptr),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_STREQ(mprt_last_error(), "mprt_cuda_gemm: a rounded C needs f16 or "
+                                  "bf16 operands, not f32");
+  EXPECT_EQ(mprt_cuda_gemm(1, 4, 1, 4, 1, 4, 4, 4, 4, MPRT_GEMM_ROUNDED_C,
+                           MPRT_GEMM_S8, nullptr),
+            MPRT_ERROR_ARGUMENT);
 }
 
 TEST_F(CudaRuntime, BatchedGemmRejectsBadArguments) {
@@ -269,11 +278,11 @@ TEST_F(CudaRuntimeDeathTest, GemmSyncExitsWithTheMessage) {
   EXPECT_EXIT(
       {
         mprt_cuda_set_error_mode(MPRT_CUDA_ERRORS_EXIT);
-        mprt_cuda_gemm_sync(64, 4, 64, 4, 64, 4, 4, 4, 4, 4, MPRT_GEMM_F32, 1,
+        mprt_cuda_gemm_sync(64, 4, 64, 4, 64, 4, 4, 4, 4, 8, MPRT_GEMM_F32, 1,
                             0, 0, 0);
       },
       ::testing::ExitedWithCode(1),
-      "mprt-cuda: error: mprt_cuda_gemm_sync: bad flags 4\n"
+      "mprt-cuda: error: mprt_cuda_gemm_sync: bad flags 8\n"
       "mprt-cuda: exiting");
   std::string why = unavailableReason();
   if (why.empty())
@@ -618,6 +627,72 @@ TEST_F(CudaRuntime, GemmSyncBatchedS8) {
   // kernels' alignment).
   for (int32_t flags = 0; flags < 4; ++flags)
     checkGemmSync<int8_t, int32_t>(MPRT_GEMM_S8, 3, 64, 32, 128, flags, 0);
+  expectNoError();
+}
+
+/// Runs the strided batch C[p] = round(op(A[p]) op(B[p])) with
+/// MPRT_GEMM_ROUNDED_C (C of the operands' type; what a product whose f32
+/// result is only rounded lowers to). The inputs are multiples of 1/4 and
+/// the sums exact in f32, so each element must equal the host's
+/// nearest-even rounding of the exact sum; the padding between matrices
+/// must stay as it was (k == 0: zeros).
+template <typename In>
+void checkRoundedGemmSync(int32_t type, int64_t batch, int64_t m, int64_t n,
+                          int64_t k, int32_t flags) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> dist(-40, 40);
+  bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+  int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n, pad = 16;
+  int64_t sa = m * k + pad, sb = k * n + pad, sc = m * n + pad;
+  std::vector<In> a(std::max<int64_t>(1, batch * sa)),
+      b(std::max<int64_t>(1, batch * sb)), c(batch * sc);
+  for (auto &v : a)
+    v = In(dist(rng) / 4.0f);
+  for (auto &v : b)
+    v = In(dist(rng) / 4.0f);
+  for (auto &v : c)
+    v = In(7.0f); // neither read nor kept, except in the padding
+  std::vector<float> want(c.size(), 7.0f);
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const In *ap = &a[p * sa], *bp = &b[p * sb];
+        double sum = 0;
+        for (int64_t q = 0; q < k; ++q)
+          sum += double(toFloat(ta ? ap[q * lda + i] : ap[i * lda + q])) *
+                 toFloat(tb ? bp[j * ldb + q] : bp[q * ldb + j]);
+        want[p * sc + i * ldc + j] = toFloat(In(static_cast<float>(sum)));
+      }
+  DeviceBuffer da(a.size() * sizeof(In)), db(b.size() * sizeof(In)),
+      dc(c.size() * sizeof(In));
+  da.upload(a);
+  db.upload(b);
+  dc.upload(c);
+  ASSERT_EQ(mprt_cuda_gemm_sync(da.address(), lda, db.address(), ldb,
+                                dc.address(), ldc, m, n, k,
+                                flags | MPRT_GEMM_ROUNDED_C, type, batch, sa,
+                                sb, sc),
+            MPRT_OK)
+      << mprt_last_error();
+  void *stream = mgpuStreamCreate();
+  mgpuMemcpy(c.data(), dc.ptr, c.size() * sizeof(In), stream);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+  for (size_t i = 0; i < c.size(); ++i)
+    ASSERT_EQ(toFloat(c[i]), want[i])
+        << "type " << type << " flags " << flags << " k " << k << " element "
+        << i;
+}
+
+TEST_F(CudaRuntime, GemmSyncRoundedC) {
+  SKIP_WITHOUT_GPU();
+  // Sums of 200 products of up to 10 x 10 need more than f16's and bf16's
+  // significands: the results are rounded.
+  for (int32_t flags = 0; flags < 4; ++flags) {
+    checkRoundedGemmSync<__half>(MPRT_GEMM_F16, 3, 64, 32, 200, flags);
+    checkRoundedGemmSync<__nv_bfloat16>(MPRT_GEMM_BF16, 2, 32, 64, 200, flags);
+  }
+  checkRoundedGemmSync<__half>(MPRT_GEMM_F16, 2, 16, 8, 0, 0);
   expectNoError();
 }
 

@@ -270,9 +270,15 @@ typedef enum mprt_gemm_type MPRT_ENUM_BASE {
 /* Bits of mprt_gemm's `flags`. */
 #define MPRT_GEMM_TRANS_A 1
 #define MPRT_GEMM_TRANS_B 2
+/* With f16 or bf16 A and B: C has their type and is overwritten with
+ * op(A) op(B), accumulated in f32 and rounded once to nearest even (C's old
+ * contents are not read; k == 0 stores zeros). What a product whose f32
+ * result is only rounded compiles to (--mp-contractions-to-runtime): the
+ * f32 result is never stored. */
+#define MPRT_GEMM_ROUNDED_C 4
 
 /* C[m x n] += op(A)[m x k] * op(B)[k x n] with f32 accumulation (int32 for
- * MPRT_GEMM_S8), as
+ * MPRT_GEMM_S8; C = round(...) with MPRT_GEMM_ROUNDED_C), as
  * linalg.matmul does; row-major with leading dimensions lda, ldb, ldc;
  * op(X) is X or its transpose (flags). Pointers arrive as integers: this is
  * what --mp-contractions-to-runtime emits. f32 runs on oneDNN's sgemm;

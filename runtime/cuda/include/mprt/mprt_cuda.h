@@ -72,7 +72,9 @@ mprt_status mprt_cuda_pool_trim(void);
 /* C[m x n] += op(A)[m x k] * op(B)[k x n] on the device with cuBLASLt,
  * with the conventions of mprt_gemm (row-major, leading dimensions, flags
  * MPRT_GEMM_TRANS_A/B, type an mprt_gemm_type): f32, f16 or bf16 A and B
- * with f32 C and f32 compute; s8 A and B with s32 C. Pointers are device
+ * with f32 C and f32 compute; s8 A and B with s32 C. With
+ * MPRT_GEMM_ROUNDED_C, f16 or bf16 C = round(op(A) op(B)) (f32 compute,
+ * beta 0: C is written, not read). Pointers are device
  * addresses as integers; `stream` is a CUstream (0: the legacy default
  * stream). The call is asynchronous on `stream`. Handles, layouts, the
  * chosen algorithm and a 32 MiB workspace are cached per shape.
