@@ -90,7 +90,15 @@ def ConvertContractionsToRuntime
     aligned base pointers plus offsets, as integers; leading dimensions and
     batch strides are in elements. Flags: 1 A transposed, 2 B transposed;
     types: 0 f32, 1 f16, 2 bf16, 3 s8. Other contractions stay loops. The
-    call accumulates into C, as the linalg op does. The program must be
+    call accumulates into C, as the linalg op does.
+
+    A 16-bit product whose f32 result only feeds a rounding generic —
+    `C = alloc; fill(0, C); C += A B; D = truncf(C); dealloc C`, the form
+    AMP gives a backward product whose consumer is reshaped — calls the GEMM
+    with flag 4 (`MPRT_GEMM_ROUNDED_C`): it writes `D` (f16 or bf16,
+    accumulated in f32 and rounded once) and `C`, its fill and the rounding
+    pass disappear. `D` must be a fresh buffer that nothing reads or views
+    before the rounding (its allocation moves before the call). The program must be
     linked (or JIT-resolved) with libmprt or libmprt_cuda. A `runtime`
     other than `cpu` or `cuda` is an error.
   }];
@@ -106,7 +114,10 @@ def ConvertContractionsToRuntime
   ];
   let statistics = [
     Statistic<"numCalls", "gemm-calls", "Contractions replaced by runtime "
-                                        "GEMM calls">
+                                        "GEMM calls">,
+    Statistic<"numRounded", "rounded-results",
+              "Of those, products whose f32 result was only rounded: the "
+              "call writes the rounded result (MPRT_GEMM_ROUNDED_C)">
   ];
 }
 

@@ -27,7 +27,7 @@ constexpr llvm::StringLiteral kBatchedGemmName = "mprt_gemm_batched";
 constexpr llvm::StringLiteral kCudaGemmName = "mprt_cuda_gemm_sync";
 // Must match mprt_gemm_type and the flag bits in runtime/include/mprt/mprt.h.
 enum GemmType { F32 = 0, F16 = 1, BF16 = 2, S8 = 3 };
-enum GemmFlags { TransA = 1, TransB = 2 };
+enum GemmFlags { TransA = 1, TransB = 2, RoundedC = 4 };
 
 /// Strips the widening of a contraction body's input (extf, or extsi for
 /// the i8 -> i32 products of --mp-quantize).
@@ -166,6 +166,96 @@ bool hasUnitInnerStride(MemRefType type, int64_t rank) {
   return static_cast<int64_t>(strides.size()) == rank && strides.back() == 1;
 }
 
+/// Whether \p op is a linalg.generic that only rounds \p from into its
+/// init: identity maps, all loops parallel, body `yield(truncf(in))`.
+bool isRoundingCopy(Operation *op, Value from) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 ||
+      generic.getDpsInputOperand(0)->get() != from ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Block &body = *generic.getBlock();
+  if (body.getOperations().size() != 2)
+    return false;
+  auto truncf = dyn_cast<arith::TruncFOp>(&body.front());
+  return truncf && truncf.getIn() == body.getArgument(0) &&
+         body.getTerminator()->getOperand(0) == truncf.getResult();
+}
+
+/// Whether \p fill stores +0.
+bool fillsZero(linalg::FillOp fill) {
+  auto constant = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  auto value =
+      constant ? dyn_cast<FloatAttr>(constant.getValue()) : FloatAttr();
+  return value && value.getValue().isPosZero();
+}
+
+/// A product whose f32 result is only rounded to its operands' 16-bit
+/// type:
+///
+///   %c = memref.alloc()                  (f32, nothing else uses it)
+///   linalg.fill ins(0) outs(%c)
+///   <product> outs(%c)
+///   linalg.generic ins(%c) outs(%d) { truncf }
+///   memref.dealloc %c
+///
+/// The GEMM can write %d itself (MPRT_GEMM_ROUNDED_C): the f32 result, its
+/// fill and the rounding pass are never stored. Returns the rounding
+/// generic, with %d's alloc moved before the product, or null.
+Operation *roundedResultOf(linalg::LinalgOp product) {
+  Value c = product.getDpsInitOperand(0)->get();
+  auto alloc = c.getDefiningOp<memref::AllocOp>();
+  Block *block = product->getBlock();
+  if (!alloc || alloc->getBlock() != block)
+    return nullptr;
+  linalg::FillOp fill;
+  Operation *rounding = nullptr;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == product.getOperation() || isa<memref::DeallocOp>(user))
+      continue;
+    if (auto f = dyn_cast<linalg::FillOp>(user);
+        f && !fill && f.getOutputs()[0] == c && fillsZero(f)) {
+      fill = f;
+      continue;
+    }
+    if (!rounding && isRoundingCopy(user, c)) {
+      rounding = user;
+      continue;
+    }
+    return nullptr;
+  }
+  if (!fill || !rounding || fill->getBlock() != block ||
+      rounding->getBlock() != block || !fill->isBeforeInBlock(product) ||
+      !product->isBeforeInBlock(rounding))
+    return nullptr;
+  // The result %d: a fresh buffer of the operands' type, used by nothing
+  // (no view of it either) before the rounding, so the product may write it
+  // early.
+  Value d = cast<linalg::GenericOp>(rounding).getDpsInitOperand(0)->get();
+  auto dAlloc = d.getDefiningOp<memref::AllocOp>();
+  auto aType = cast<MemRefType>(product.getDpsInputOperand(0)->get().getType());
+  if (!dAlloc || dAlloc->getBlock() != block ||
+      cast<MemRefType>(d.getType()).getElementType() != aType.getElementType())
+    return nullptr;
+  SmallVector<Value> aliases = {d};
+  for (unsigned i = 0; i < aliases.size(); ++i)
+    for (Operation *user : aliases[i].getUsers()) {
+      if (user == rounding)
+        continue;
+      Operation *inBlock = block->findAncestorOpInBlock(*user);
+      if (!inBlock || !rounding->isBeforeInBlock(inBlock))
+        return nullptr;
+    }
+  if (dAlloc->getNumOperands() != 0 && product->isBeforeInBlock(dAlloc))
+    return nullptr; // dynamic sizes computed after the product: left alone
+  if (product->isBeforeInBlock(dAlloc))
+    dAlloc->moveBefore(product);
+  return rounding;
+}
+
 struct ContractionsToRuntimePass
     : mp::impl::ConvertContractionsToRuntimeBase<ContractionsToRuntimePass> {
   using Base::Base;
@@ -253,8 +343,13 @@ struct ContractionsToRuntimePass
                      : toI64(meta.getStrides()[0]);
         return result;
       };
+      // A result that is only rounded: the call writes the rounded buffer.
+      Operation *rounding = roundedResultOf(op);
       Value aMem = product.a->get(), bMem = product.b->get(),
-            cMem = op.getDpsInitOperand(0)->get();
+            cMem = rounding ? cast<linalg::GenericOp>(rounding)
+                                  .getDpsInitOperand(0)
+                                  ->get()
+                            : op.getDpsInitOperand(0)->get();
       Matrix aMat = matrix(aMem), bMat = matrix(bMem), cMat = matrix(cMem);
       auto dim = [&](Value memref, int64_t d) -> Value {
         return toI64(memref::DimOp::create(b, loc, memref, d));
@@ -262,11 +357,14 @@ struct ContractionsToRuntimePass
       Value m = dim(cMem, first), n = dim(cMem, first + 1);
       Value k =
           dim(aMem, (product.sharedA ? 0 : first) + (product.transA ? 0 : 1));
-      int32_t flags =
-          (product.transA ? TransA : 0) | (product.transB ? TransB : 0);
-      auto type = *gemmType(cast<MemRefType>(aMem.getType()).getElementType(),
-                            cast<MemRefType>(bMem.getType()).getElementType(),
-                            cast<MemRefType>(cMem.getType()).getElementType());
+      int32_t flags = (product.transA ? TransA : 0) |
+                      (product.transB ? TransB : 0) |
+                      (rounding ? RoundedC : 0);
+      auto type = *gemmType(
+          cast<MemRefType>(aMem.getType()).getElementType(),
+          cast<MemRefType>(bMem.getType()).getElementType(),
+          cast<MemRefType>(op.getDpsInitOperand(0)->get().getType())
+              .getElementType());
       Value flagsValue = arith::ConstantIntOp::create(b, loc, i32, flags);
       Value typeValue = arith::ConstantIntOp::create(b, loc, i32, type);
       SmallVector<Value> args{aMat.pointer,
@@ -295,7 +393,18 @@ struct ContractionsToRuntimePass
                : declare(product.batched ? kBatchedGemmName : kGemmName,
                          product.batched);
       func::CallOp::create(b, loc, callee, args);
-      op->erase();
+      if (rounding) {
+        // The f32 result's buffer, its fill and deallocation go too.
+        Value c = op.getDpsInitOperand(0)->get();
+        rounding->erase();
+        op->erase();
+        for (Operation *user : llvm::make_early_inc_range(c.getUsers()))
+          user->erase();
+        c.getDefiningOp()->erase();
+        ++numRounded;
+      } else {
+        op->erase();
+      }
       ++numCalls;
     }
   }
