@@ -9,7 +9,8 @@ each function in program order gives, per function, the peak of the bytes
 held at once and the bytes allocated in all, and the largest buffers alive
 at the peak; the bytes of its memref arguments (buffers the caller owns)
 are listed apart (for mp-run's entries: the session's parameters and
-optimizer state, both copies, the batch and the scalars). This is the plan
+optimizer state, both copies unless the step updates them in place, the
+batch and the scalars). This is the plan
 the host code follows: the runtime's pool rounds sizes up to its classes
 (at most 2 MiB per buffer above 1 MiB). Allocations inside loops count
 once.
@@ -44,15 +45,20 @@ def buffer_bytes(dims, element):
     return count * ELEMENT_BYTES[element]
 
 
-ARGUMENT = re.compile(r"%[\w$.]+: memref<([0-9x]*)([a-z0-9]+)")
+ARGUMENT = re.compile(r"%[\w$.]+: memref<([0-9x]*)([a-z0-9]+)>(\s*\{[^}]*\})?")
 
 
 def argument_bytes(line):
     """Bytes of the memref arguments in a func.func line (the caller's
-    buffers: a session's parameters, optimizer state, batch and scalars)."""
+    buffers: a session's parameters, optimizer state, batch and scalars).
+    In a function marked mp.in_place_updates, an argument that receives
+    another's new value (mp.update_of) is that argument's buffer: not
+    counted twice."""
     header = line.split(")", 1)[0]
+    in_place = "mp.in_place_updates" in line
     return sum(buffer_bytes(dims, element)
-               for dims, element in ARGUMENT.findall(header))
+               for dims, element, attrs in ARGUMENT.findall(header)
+               if not (in_place and "mp.update_of" in attrs))
 
 
 def plan(ir_lines):

@@ -54,7 +54,9 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
           "eliminate-empty-tensors,"
           "one-shot-bufferize{bufferize-function-boundaries "
           "function-boundary-type-conversion=identity-layout-map},"
-          "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
+          "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+          // May the session's new parameters overwrite the old ones?
+          "func.func(mp-in-place-updates)," +
           std::string(options.runtimeContractions
                           ? "mp-contractions-to-runtime,"
                           : "") +
@@ -142,7 +144,8 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
               "eliminate-empty-tensors,"
               "one-shot-bufferize{bufferize-function-boundaries "
               "function-boundary-type-conversion=identity-layout-map},"
-              "buffer-deallocation-pipeline,convert-bufferization-to-memref," +
+              "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+              "func.func(mp-in-place-updates)," +
               // Matrix products call cuBLASLt from host code (pointers
               // only, no element access) instead of becoming loop kernels.
               std::string(options.runtimeContractions

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -85,8 +86,9 @@ Session::~Session() {
   if (cuda) {
     DeviceBuffers &d = deviceBuffers;
     for (auto *list : {&d.params, &d.state, &d.nextParams, &d.nextState})
-      for (void *buffer : *list)
-        cuda->release(buffer);
+      if (!inPlaceUpdates || list == &d.params || list == &d.state)
+        for (void *buffer : *list)
+          cuda->release(buffer);
     for (void *buffer :
          {d.x, d.labels, d.logits, d.step, d.scale, d.tracker, d.nextStep,
           d.nextScale, d.nextTracker, d.loss, d.stepped})
@@ -223,6 +225,21 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   }
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
   addEntry(*module, step, "mp_train_entry");
+  {
+    // The step's first results are the new parameters and state, in the
+    // order of its arguments after x and labels: say so, for
+    // mp-in-place-updates.
+    auto entry = module->lookupSymbol<func::FuncOp>("mp_train_entry");
+    unsigned updated = 0;
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      if (step.getArgAttr(i, mlir::mp::kParamAttrName) ||
+          step.getArgAttr(i, mlir::mp::kStateAttrName))
+        ++updated;
+    OpBuilder b(context.get());
+    for (unsigned i = 0; i < updated; ++i)
+      entry.setArgAttr(step.getNumArguments() + i, "mp.update_of",
+                       b.getI64IntegerAttr(2 + i));
+  }
   if (predictFn)
     addEntry(*module, predictFn, "mp_predict_entry");
   {
@@ -259,6 +276,11 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
             (gpu ? " for the GPU" : "") + " failed\n" + diagnostics;
     return false;
   }
+  // MP_IN_PLACE_UPDATES=0 keeps two sets of buffers anyway (to compare).
+  const char *inPlace = std::getenv("MP_IN_PLACE_UPDATES");
+  auto entry = module->lookupSymbol<LLVM::LLVMFuncOp>("mp_train_entry");
+  inPlaceUpdates = entry && entry->hasAttr("mp.in_place_updates") &&
+                   !(inPlace && std::string(inPlace) == "0");
   return true;
 }
 
@@ -297,8 +319,10 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     }
     predictEntry = *predict;
   }
-  nextParams = params;
-  nextState = state;
+  if (!inPlaceUpdates) {
+    nextParams = params;
+    nextState = state;
+  }
   return !cuda || allocateDeviceBuffers(error);
 }
 
@@ -307,13 +331,18 @@ bool Session::allocateDeviceBuffers(std::string &error) {
     return static_cast<size_t>(t.numElements()) * sizeof(float);
   };
   DeviceBuffers &d = deviceBuffers;
-  for (const HostTensor &p : params) {
+  for (const HostTensor &p : params)
     d.params.push_back(cuda->allocate(bytes(p)));
-    d.nextParams.push_back(cuda->allocate(bytes(p)));
-  }
-  for (const HostTensor &s : state) {
+  for (const HostTensor &s : state)
     d.state.push_back(cuda->allocate(bytes(s)));
-    d.nextState.push_back(cuda->allocate(bytes(s)));
+  if (inPlaceUpdates) {
+    d.nextParams = d.params;
+    d.nextState = d.state;
+  } else {
+    for (const HostTensor &p : params)
+      d.nextParams.push_back(cuda->allocate(bytes(p)));
+    for (const HostTensor &s : state)
+      d.nextState.push_back(cuda->allocate(bytes(s)));
   }
   size_t sample = static_cast<size_t>(batch) * sizeof(float);
   d.x = cuda->allocate(sample * features);
@@ -393,9 +422,12 @@ bool Session::trainStepOnDevice(const float *x, const float *labels,
   cuda->download(&stepped, d.stepped, sizeof(int32_t));
   if (!cuda->check(error))
     return false;
-  // The new parameters and state stay on the device: swap the buffers.
-  std::swap(d.params, d.nextParams);
-  std::swap(d.state, d.nextState);
+  // The new parameters and state stay on the device: swap the buffers
+  // (nothing to swap when the step wrote over the old ones).
+  if (!inPlaceUpdates) {
+    std::swap(d.params, d.nextParams);
+    std::swap(d.state, d.nextState);
+  }
   hostStale = true;
   next.skipped = scalars.skipped + (stepped ? 0 : 1);
   scalars = next;
@@ -494,9 +526,9 @@ bool Session::trainStep(const float *x, const float *labels, StepResult &result,
   args.addMemRef(&scalars.step, {});
   args.addMemRef(&scalars.scale, {});
   args.addMemRef(&scalars.growthTracker, {});
-  for (HostTensor &p : nextParams)
+  for (HostTensor &p : inPlaceUpdates ? params : nextParams)
     args.addMemRef(p.data.data(), p.shape);
-  for (HostTensor &s : nextState)
+  for (HostTensor &s : inPlaceUpdates ? state : nextState)
     args.addMemRef(s.data.data(), s.shape);
   StepState next;
   int32_t stepped = 0;
@@ -506,8 +538,10 @@ bool Session::trainStep(const float *x, const float *labels, StepResult &result,
   args.addMemRef(&result.loss, {});
   args.addMemRef(&stepped, {});
   trainEntry(args.get().data());
-  std::swap(params, nextParams);
-  std::swap(state, nextState);
+  if (!inPlaceUpdates) {
+    std::swap(params, nextParams);
+    std::swap(state, nextState);
+  }
   next.skipped = scalars.skipped + (stepped ? 0 : 1);
   scalars = next;
   result.stepped = stepped != 0;

@@ -158,6 +158,9 @@ public:
   }
   /// True when the step runs on a GPU (--device cuda).
   bool onDevice() const { return cuda != nullptr; }
+  /// Whether the step writes the new parameters and state over the old
+  /// ones (one set of buffers; mp-in-place-updates proved it safe).
+  bool updatesInPlace() const { return inPlaceUpdates; }
   /// A GPU session's device pool peak bytes (0 on the CPU).
   uint64_t devicePeakBytes() const;
   StepState &stepState() { return scalars; }
@@ -223,7 +226,12 @@ private:
   // Mutable: on a GPU session they are host mirrors of device buffers,
   // refreshed by syncToHost (also from const members such as saving).
   mutable std::vector<HostTensor> params, state;
+  // Where the step writes the new values, unless it may overwrite the old
+  // ones (inPlaceUpdates: then empty, and the step gets params and state
+  // twice).
   std::vector<HostTensor> nextParams, nextState;
+  bool inPlaceUpdates = false; // the lowering marked the entry
+                               // mp.in_place_updates (docs/memory.md)
   StepState scalars;
 
   std::unique_ptr<CudaDevice> cuda;

@@ -949,18 +949,22 @@ int main(int argc, char **argv) {
               (long long)session->stepState().skipped);
   if (session->onDevice()) {
     std::printf("memory: parameters %.3f MB and optimizer state %.3f MB "
-                "stay in GPU memory; the device pool held at most %llu "
+                "stay in GPU memory (%s); the device pool held at most %llu "
                 "bytes\n",
                 megabytes(hostBytes(session->parameters())),
                 megabytes(hostBytes(session->optimizerState())),
+                session->updatesInPlace() ? "updated in place"
+                                          : "held twice, old and new",
                 (unsigned long long)session->devicePeakBytes());
     return 0;
   }
   std::printf("memory: parameters %.3f MB and optimizer state %.3f MB (f32 "
-              "host buffers); compiled code held at most %.3f MB in a "
+              "host buffers, %s); compiled code held at most %.3f MB in a "
               "training step and %.3f MB in a prediction\n",
               megabytes(hostBytes(session->parameters())),
               megabytes(hostBytes(session->optimizerState())),
+              session->updatesInPlace() ? "updated in place"
+                                        : "held twice, old and new",
               megabytes(trainMemory.peak), megabytes(predictMemory.peak));
   // The bytes bench/memory_bench.py reads (docs/memory.md).
   std::printf("memory: weights %lld bytes (f32 parameters); compiled code "

@@ -553,6 +553,34 @@ def MPCheckNumerics : Pass<"mp-check-numerics", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mp::MPDialect"];
 }
 
+def MPInPlaceUpdates : Pass<"mp-in-place-updates", "::mlir::func::FuncOp"> {
+  let summary = "Mark a step whose new parameters and optimizer state may "
+                "overwrite the old ones in the same buffers";
+  let description = [{
+    A training session calls its step with the parameters and optimizer
+    state in one set of buffers and receives the new values in another, then
+    swaps them: it holds both. This pass runs on buffers (after
+    bufferization, before the products become runtime calls) on functions
+    whose arguments carry `mp.update_of = i` (this argument receives the new
+    value of argument `i`; mp-run's session entries have them). It marks the
+    function `mp.in_place_updates` when every such pair may be one buffer:
+
+    - the old buffer is never written;
+    - the new one is not read before its first write;
+    - after that write the old value is not read, except by the writer
+      itself: an all-parallel linalg op that reads the old argument at the
+      element it writes (the optimizer's update, `p' = p - lr * m'`) and does
+      not read what it overwrites.
+
+    A use through a view counts as a use of the buffer; any other op that
+    takes either buffer (a call, a pointer) counts as a read and a write.
+    The body must be one block. The session then passes the same buffers
+    for both sets (about 1.5 GiB less for a transformer block with d_model
+    4096 and SGD momentum) and skips the swap. An `mp.update_of` that does
+    not name a buffer argument of the same type is an error.
+  }];
+}
+
 def MPEarlyDealloc : Pass<"mp-early-dealloc", "::mlir::func::FuncOp"> {
   let summary = "Free each buffer right after its last use and allocate it "
                 "right before its first";

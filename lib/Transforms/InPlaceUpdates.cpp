@@ -1,0 +1,169 @@
+//===- InPlaceUpdates.cpp - may new parameters overwrite the old ones? ----===//
+//
+// A session's step reads the parameters and optimizer state from one set of
+// buffers and writes the new values into a second set, so it holds both. On
+// buffers, after bufferization, this pass checks whether the two may be the
+// same memory: no read of an old value after the first write of its new
+// one, except by that writer reading the same element it writes. The
+// entry is then marked, and the session passes one set of buffers for both.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace mlir {
+namespace mp {
+#define GEN_PASS_DEF_MPINPLACEUPDATES
+#include "mp/Transforms/Passes.h.inc"
+} // namespace mp
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+/// \p root and every view of it (subviews, reshapes, casts), transitively.
+llvm::SmallPtrSet<Value, 8> viewsOf(Value root) {
+  llvm::SmallPtrSet<Value, 8> views = {root};
+  SmallVector<Value> worklist = {root};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers())
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+        if (view.getViewSource() == value)
+          for (Value result : user->getResults())
+            if (isa<MemRefType>(result.getType()) && views.insert(result).second)
+              worklist.push_back(result);
+  }
+  return views;
+}
+
+/// How a top-level op of the body touches a buffer (through any of its
+/// views), including ops nested in its regions.
+struct Access {
+  bool reads = false, writes = false;
+};
+
+Access accessOf(Operation *op, const llvm::SmallPtrSet<Value, 8> &views) {
+  Access access;
+  op->walk([&](Operation *inner) {
+    if (isa<ViewLikeOpInterface>(inner))
+      return; // a view alone touches nothing
+    for (OpOperand &operand : inner->getOpOperands()) {
+      if (!views.contains(operand.get()))
+        continue;
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(inner)) {
+        bool init = linalgOp.isDpsInit(&operand);
+        access.writes |= init;
+        access.reads |= !init || linalgOp.payloadUsesValueFromOperand(&operand);
+      } else if (auto copy = dyn_cast<memref::CopyOp>(inner)) {
+        access.reads |= operand.get() == copy.getSource();
+        access.writes |= operand.get() == copy.getTarget();
+      } else if (isa<memref::LoadOp>(inner)) {
+        access.reads = true;
+      } else if (isa<memref::StoreOp>(inner)) {
+        access.writes = true;
+      } else if (!isa<memref::DimOp>(inner)) {
+        // Anything else (a call, a pointer taken) may do either.
+        access.reads = access.writes = true;
+      }
+    }
+  });
+  return access;
+}
+
+/// Whether \p writer, the first op to write \p next, may read \p old in the
+/// same memory: an all-parallel linalg op reading the argument itself at
+/// the element it writes, and not reading what it overwrites.
+bool readsOnlyItsOwnElement(Operation *writer, Value old, Value next) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(writer);
+  if (!linalgOp || linalgOp.getNumParallelLoops() != linalgOp.getNumLoops())
+    return false;
+  OpOperand *nextInit = nullptr;
+  for (OpOperand &init : linalgOp.getDpsInitsMutable())
+    if (init.get() == next)
+      nextInit = &init;
+  if (!nextInit || linalgOp.payloadUsesValueFromOperand(nextInit))
+    return false;
+  AffineMap written = linalgOp.getMatchingIndexingMap(nextInit);
+  for (OpOperand *input : linalgOp.getDpsInputOperands())
+    if (input->get() == old &&
+        linalgOp.getMatchingIndexingMap(input) != written)
+      return false;
+  // Other operands must not be views of either buffer.
+  for (OpOperand &operand : writer->getOpOperands())
+    if (operand.get() != old && operand.get() != next &&
+        isa<MemRefType>(operand.get().getType()) &&
+        (viewsOf(old).contains(operand.get()) ||
+         viewsOf(next).contains(operand.get())))
+      return false;
+  return true;
+}
+
+/// Whether \p old and \p next may be one buffer in \p block: \p old is never
+/// written, \p next never read before its first write, and \p old not read
+/// after it (but by the writer itself, element for element).
+bool mayShareBuffer(Block &block, Value old, Value next) {
+  llvm::SmallPtrSet<Value, 8> oldViews = viewsOf(old), nextViews = viewsOf(next);
+  bool written = false;
+  for (Operation &op : block) {
+    Access oldAccess = accessOf(&op, oldViews);
+    Access nextAccess = accessOf(&op, nextViews);
+    if (oldAccess.writes)
+      return false;
+    if (!written) {
+      if (nextAccess.reads)
+        return false;
+      if (nextAccess.writes) {
+        written = true;
+        if (oldAccess.reads && !readsOnlyItsOwnElement(&op, old, next))
+          return false;
+      }
+      continue;
+    }
+    if (oldAccess.reads)
+      return false;
+  }
+  return true;
+}
+
+struct InPlaceUpdatesPass
+    : mp::impl::MPInPlaceUpdatesBase<InPlaceUpdatesPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    SmallVector<std::pair<Value, Value>> pairs; // (old, next)
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto of = func.getArgAttrOfType<IntegerAttr>(i, "mp.update_of")) {
+        int64_t oldIndex = of.getInt();
+        if (oldIndex < 0 || oldIndex >= func.getNumArguments() ||
+            func.getArgument(oldIndex).getType() !=
+                func.getArgument(i).getType() ||
+            !isa<MemRefType>(func.getArgument(i).getType())) {
+          func.emitError() << "mp.update_of on argument #" << i
+                           << " names argument #" << oldIndex
+                           << ", which is not a buffer of the same type";
+          return signalPassFailure();
+        }
+        pairs.push_back({func.getArgument(oldIndex), func.getArgument(i)});
+      }
+    if (pairs.empty())
+      return;
+    bool shareable = func.getBody().hasOneBlock() &&
+                     llvm::all_of(pairs, [&](auto pair) {
+                       return mayShareBuffer(func.front(), pair.first,
+                                             pair.second);
+                     });
+    if (shareable)
+      func->setAttr("mp.in_place_updates", UnitAttr::get(&getContext()));
+    else
+      func->removeAttr("mp.in_place_updates");
+  }
+};
+
+} // namespace
