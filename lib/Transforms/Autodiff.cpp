@@ -425,24 +425,7 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
     iterators.push_back(indexed.test(d) ? utils::IteratorType::parallel
                                         : utils::IteratorType::reduction);
 
-  // Where every loop stays parallel and the input indexes each one
-  // directly, each element of the gradient is written once: no zeros to
-  // add to (a zero-filled init would be one more buffer and a pass over
-  // it; the sum differs only in the sign of a zero gradient).
-  bool writesEachOnce =
-      llvm::all_of(iterators,
-                   [](utils::IteratorType t) {
-                     return t == utils::IteratorType::parallel;
-                   }) &&
-      targetMap.isPermutation();
-  Value init =
-      writesEachOnce
-          ? tensor::EmptyOp::create(
-                b, loc, tensor::getMixedSizes(b, loc, input.get()),
-                cast<RankedTensorType>(input.get().getType())
-                    .getElementType())
-                .getResult()
-          : filledLike(b, loc, input.get(), 0.0);
+  Value init = filledLike(b, loc, input.get(), 0.0);
   Block &forwardBody = *op.getBlock();
   Value accumulatorArg =
       reduces ? forwardBody.getArgument(op.getNumDpsInputs() + resultIndex)
@@ -505,10 +488,8 @@ FailureOr<Value> ReverseSweep::inputGradient(linalg::LinalgOp op,
             args[op.getMatchingBlockArgument(&input).getArgNumber()]);
         dependent = adjoint != nullptr;
         Value sum =
-            !adjoint         ? acc
-            : writesEachOnce ? adjoint
-                             : arith::AddFOp::create(nb, nloc, acc, adjoint)
-                                   .getResult();
+            adjoint ? arith::AddFOp::create(nb, nloc, acc, adjoint).getResult()
+                    : acc;
         linalg::YieldOp::create(nb, nloc, sum);
         // Drop the recomputed forward ops and adjoints this input does not
         // need: a matmul's gradient then has a multiply-add body that later

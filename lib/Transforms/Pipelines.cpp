@@ -47,6 +47,8 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
           std::string(options.runtimeContractions
                           ? "func.func(mp-convolutions-to-gemm),"
                           : "") +
+          // Gradients written once are not added to zero-filled buffers.
+          "func.func(mp-drop-zero-accumulators),"
           // Elementwise chains (bias, activation, casts, scaling) become one
           // loop nest each: fewer passes over memory, fewer buffers.
           "func.func(mp-fuse-elementwise),"
@@ -135,6 +137,7 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
               std::string(options.runtimeContractions
                               ? "func.func(mp-convolutions-to-gemm),"
                               : "") +
+              "func.func(mp-drop-zero-accumulators),"
               "func.func(mp-fuse-elementwise),"
               // Long reductions (inf checks, losses, column sums) as
               // partials that many threads compute.

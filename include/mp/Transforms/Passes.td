@@ -553,6 +553,32 @@ def MPCheckNumerics : Pass<"mp-check-numerics", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mp::MPDialect"];
 }
 
+def MPDropZeroAccumulators
+    : Pass<"mp-drop-zero-accumulators", "::mlir::func::FuncOp"> {
+  let summary = "Write once-written gradients directly instead of adding "
+                "them to zeros";
+  let description = [{
+    `--mp-autodiff` writes each input gradient as `acc + dx` into a
+    zero-filled tensor. Where every loop of the `linalg.generic` is parallel
+    and its init is indexed by each loop (a permutation), each element is
+    written once, so the sum is `0 + dx`: this pass drops the addition
+    (and the widening of the accumulator, if any), gives the op the empty
+    tensor the fill wrote into, and erases fills left unused. The gradient
+    no longer needs a zero-filled buffer and a pass over it. A filled init
+    that such an op does not read at all (a forward bias-and-activation
+    written into a zero-filled tensor) loses its fill the same way.
+
+    It runs in `--mp-lower-cpu` and `--mp-lower-gpu`, that is after
+    `--auto-mixed-precision`, whose choices were made on the accumulating
+    form and stay as they were: the results are the same bit for bit,
+    except that a gradient of -0 stays -0 (0 + -0 is +0).
+  }];
+  let statistics = [
+    Statistic<"numDropped", "dropped", "Additions of a zero accumulator "
+                                       "dropped">
+  ];
+}
+
 def MPInPlaceUpdates : Pass<"mp-in-place-updates", "::mlir::func::FuncOp"> {
   let summary = "Mark a step whose new parameters and optimizer state may "
                 "overwrite the old ones in the same buffers";

@@ -231,24 +231,22 @@ Operation *roundedResultOf(linalg::LinalgOp product) {
       rounding->getBlock() != block || !fill->isBeforeInBlock(product) ||
       !product->isBeforeInBlock(rounding))
     return nullptr;
-  // The result %d: a fresh buffer of the operands' type, used by nothing
-  // (no view of it either) before the rounding, so the product may write it
-  // early.
+  // The result %d: a fresh buffer of the operands' type that no op uses
+  // before the rounding (a view of it made earlier counts as a use), so
+  // the product may write it early.
   Value d = cast<linalg::GenericOp>(rounding).getDpsInitOperand(0)->get();
   auto dAlloc = d.getDefiningOp<memref::AllocOp>();
   auto aType = cast<MemRefType>(product.getDpsInputOperand(0)->get().getType());
   if (!dAlloc || dAlloc->getBlock() != block ||
       cast<MemRefType>(d.getType()).getElementType() != aType.getElementType())
     return nullptr;
-  SmallVector<Value> aliases = {d};
-  for (unsigned i = 0; i < aliases.size(); ++i)
-    for (Operation *user : aliases[i].getUsers()) {
-      if (user == rounding)
-        continue;
-      Operation *inBlock = block->findAncestorOpInBlock(*user);
-      if (!inBlock || !rounding->isBeforeInBlock(inBlock))
-        return nullptr;
-    }
+  for (Operation *user : d.getUsers()) {
+    if (user == rounding)
+      continue;
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (!inBlock || !rounding->isBeforeInBlock(inBlock))
+      return nullptr;
+  }
   if (dAlloc->getNumOperands() != 0 && product->isBeforeInBlock(dAlloc))
     return nullptr; // dynamic sizes computed after the product: left alone
   if (product->isBeforeInBlock(dAlloc))
