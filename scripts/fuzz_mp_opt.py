@@ -382,7 +382,8 @@ KINDS = [
     "autodiff", "loss-scaling", "optimizer", "train", "to-upstream",
     "lower-cpu", "contractions", "chain", "calibrate", "quantize",
     "check-numerics", "probes", "convolutions", "device-memory",
-    "split-reductions", "autodiff-gpu"]
+    "split-reductions", "autodiff-gpu", "drop-zero-accumulators",
+    "in-place-updates"]
 
 
 def pass_args(rng, tmpdir, kinds=None):
@@ -541,6 +542,22 @@ def pass_args(rng, tmpdir, kinds=None):
         dtype = rng.choice(["f16", "bf16", "f32"])
         return kind, ["--mp-train-pipeline=dtype=" + dtype,
                       "--mp-lower-gpu=device-memory=true format=isa"]
+    if kind == "drop-zero-accumulators":
+        # On a training step (AMP's bodies) or on the input as it is.
+        prefix = [f"--mp-train-pipeline=dtype={rng.choice(['f16', 'bf16', 'f32'])}"] \
+            if rng.random() < 0.5 else ["--convert-mp-to-upstream"]
+        return kind, prefix + ["--pass-pipeline=builtin.module(func.func("
+                               "mp-drop-zero-accumulators))"]
+    if kind == "in-place-updates":
+        # On buffers, as the lowerings run it (the corpus's mp.update_of
+        # arguments come from its lit test).
+        return kind, ["--convert-mp-to-upstream",
+                      "--one-shot-bufferize=bufferize-function-boundaries "
+                      "function-boundary-type-conversion=identity-layout-map",
+                      "--buffer-deallocation-pipeline",
+                      "--convert-bufferization-to-memref",
+                      "--pass-pipeline=builtin.module(func.func("
+                      "mp-in-place-updates))"]
     if kind == "device-memory":
         # The GPU pipeline up to the device-memory rewrite: bufferized host
         # functions (PTX generation is left to the lit tests: it is slow).
