@@ -59,6 +59,18 @@ Value convertScalar(OpBuilder &b, Location loc, Value value, Type type) {
   return arith::TruncFOp::create(b, loc, type, wide);
 }
 
+/// Makes the users \p value has now read \p makeReplacement() instead: a
+/// conversion of \p value, which may take more than one op (f16 <-> bf16
+/// goes through f32), none of which may be redirected to its own result.
+template <typename Fn> void redirectUses(Value value, Fn makeReplacement) {
+  SmallVector<OpOperand *> uses;
+  for (OpOperand &use : value.getUses())
+    uses.push_back(&use);
+  Value replacement = makeReplacement();
+  for (OpOperand *use : uses)
+    use->set(replacement);
+}
+
 /// A stand-alone cast: linalg.generic, one input, one output, identity maps,
 /// body = conversion + yield.
 bool isCastGeneric(Operation *op) {
@@ -228,8 +240,9 @@ Operation *Rewriter::rebuild(Operation *op, ValueRange operands,
       if (arg.use_empty())
         continue;
       b.setInsertionPointToStart(&body);
-      Value restored = convertScalar(b, op->getLoc(), arg, oldType);
-      arg.replaceAllUsesExcept(restored, restored.getDefiningOp());
+      redirectUses(arg, [&] {
+        return convertScalar(b, op->getLoc(), arg, oldType);
+      });
     }
     Operation *yield = body.getTerminator();
     b.setInsertionPoint(yield);
@@ -333,8 +346,7 @@ void Rewriter::retypeSignature(func::FuncOp func) {
     Type oldElement = elementType(arg);
     arg.setType(withElementType(arg.getType(), it->second));
     // Users that still want f32 read one conversion at the entry.
-    Value restored = convert(arg, oldElement);
-    arg.replaceAllUsesExcept(restored, restored.getDefiningOp());
+    redirectUses(arg, [&] { return convert(arg, oldElement); });
   }
 }
 
@@ -397,8 +409,9 @@ void Rewriter::foldCastsIntoGenerics(func::FuncOp func) {
       arg.setType(elementType(input));
       if (!arg.use_empty()) {
         OpBuilder b = OpBuilder::atBlockBegin(arg.getOwner());
-        Value restored = convertScalar(b, consumer.getLoc(), arg, target);
-        arg.replaceAllUsesExcept(restored, restored.getDefiningOp());
+        redirectUses(arg, [&] {
+          return convertScalar(b, consumer.getLoc(), arg, target);
+        });
       }
       ++numFused;
     }

@@ -1,11 +1,9 @@
-// Known hang (fuzz_mp_opt seed 34, run 369, kind autodiff-gpu; found
-// 2026-11-25, not fixed yet): --auto-mixed-precision=dtype=bf16 on this
-// training step, whose ops carry mp.decision attributes naming f16 (given
-// decisions mix f16 into a bf16 run), never returns. The rewrite leaves
-// an arith.extf whose operand is typed bf16 but defined as an f32 value
-// (a value retyped in place), and foldRoundTripsInBodies then loops.
-// Reproduce: timeout 10 mp-opt THIS --auto-mixed-precision=dtype=bf16
-// Not run by lit (Inputs/); turn it into a test once fixed.
+// Found by fuzz_mp_opt (seed 34, run 369, kind autodiff-gpu) on 2026-11-25:
+// a CNN training step whose ops carry mp.decision attributes naming f16
+// (given decisions mix f16 into a bf16 run). --auto-mixed-precision=dtype=bf16
+// never returned on it: converting a consumer's f16 block argument to bf16
+// takes two ops, and redirecting the argument's uses made the first read
+// the second's result. Run by ../mixed-low-types.mlir.
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #map1 = affine_map<(d0, d1, d2, d3) -> (d1)>
 #map2 = affine_map<(d0, d1) -> (d0, d1)>
