@@ -237,8 +237,10 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
         ++updated;
     OpBuilder b(context.get());
     for (unsigned i = 0; i < updated; ++i)
-      entry.setArgAttr(step.getNumArguments() + i, "mp.update_of",
-                       b.getI64IntegerAttr(2 + i));
+      if (entry.getArgument(step.getNumArguments() + i).getType() ==
+          entry.getArgument(2 + i).getType())
+        entry.setArgAttr(step.getNumArguments() + i, "mp.update_of",
+                         b.getI64IntegerAttr(2 + i));
   }
   if (predictFn)
     addEntry(*module, predictFn, "mp_predict_entry");
