@@ -79,7 +79,9 @@ Access accessOf(Operation *op, const llvm::SmallPtrSet<Value, 8> &views) {
 /// Whether \p writer, the first op to write \p next, may read \p old in the
 /// same memory: an all-parallel linalg op reading the argument itself at
 /// the element it writes, and not reading what it overwrites.
-bool readsOnlyItsOwnElement(Operation *writer, Value old, Value next) {
+bool readsOnlyItsOwnElement(Operation *writer, Value old, Value next,
+                            const llvm::SmallPtrSet<Value, 8> &oldViews,
+                            const llvm::SmallPtrSet<Value, 8> &nextViews) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(writer);
   if (!linalgOp || linalgOp.getNumParallelLoops() != linalgOp.getNumLoops())
     return false;
@@ -97,9 +99,8 @@ bool readsOnlyItsOwnElement(Operation *writer, Value old, Value next) {
   // Other operands must not be views of either buffer.
   for (OpOperand &operand : writer->getOpOperands())
     if (operand.get() != old && operand.get() != next &&
-        isa<MemRefType>(operand.get().getType()) &&
-        (viewsOf(old).contains(operand.get()) ||
-         viewsOf(next).contains(operand.get())))
+        (oldViews.contains(operand.get()) ||
+         nextViews.contains(operand.get())))
       return false;
   return true;
 }
@@ -120,7 +121,8 @@ bool mayShareBuffer(Block &block, Value old, Value next) {
         return false;
       if (nextAccess.writes) {
         written = true;
-        if (oldAccess.reads && !readsOnlyItsOwnElement(&op, old, next))
+        if (oldAccess.reads &&
+            !readsOnlyItsOwnElement(&op, old, next, oldViews, nextViews))
           return false;
       }
       continue;

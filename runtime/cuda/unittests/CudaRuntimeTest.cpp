@@ -539,6 +539,32 @@ TEST_F(CudaRuntime, GemmS8) {
     checkGemm<int8_t, int32_t>(MPRT_GEMM_S8, 64, 32, 128, flags, 0);
 }
 
+/// Uploads A, B and C, runs mprt_cuda_gemm_sync on them (as lowered code
+/// does) and reads C back. No wait before the read: the call has finished
+/// the product; C is read on a fresh non-blocking stream, as the next
+/// kernel of lowered code would.
+template <typename In, typename Out>
+void gemmSyncOnDevice(const std::vector<In> &a, const std::vector<In> &b,
+                      std::vector<Out> &c, int64_t lda, int64_t ldb,
+                      int64_t ldc, int64_t m, int64_t n, int64_t k,
+                      int32_t flags, int32_t type, int64_t batch, int64_t sa,
+                      int64_t sb, int64_t sc) {
+  DeviceBuffer da(a.size() * sizeof(In)), db(b.size() * sizeof(In)),
+      dc(c.size() * sizeof(Out));
+  da.upload(a);
+  db.upload(b);
+  dc.upload(c);
+  ASSERT_EQ(mprt_cuda_gemm_sync(da.address(), lda, db.address(), ldb,
+                                dc.address(), ldc, m, n, k, flags, type, batch,
+                                sa, sb, sc),
+            MPRT_OK)
+      << mprt_last_error();
+  void *stream = mgpuStreamCreate();
+  mgpuMemcpy(c.data(), dc.ptr, c.size() * sizeof(Out), stream);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+}
+
 /// Runs the strided batch C[p] += op(A[p]) op(B[p]) with
 /// mprt_cuda_gemm_sync (as lowered code does) and compares with a
 /// double-precision host reference. Matrices of a batch are `pad` elements
@@ -574,22 +600,8 @@ void checkGemmSync(int32_t type, int64_t batch, int64_t m, int64_t n, int64_t k,
                  toFloat(tb ? bp[j * ldb + q] : bp[q * ldb + j]);
         want[p * sc + i * ldc + j] = sum;
       }
-  DeviceBuffer da(a.size() * sizeof(In)), db(b.size() * sizeof(In)),
-      dc(c.size() * sizeof(Out));
-  da.upload(a);
-  db.upload(b);
-  dc.upload(c);
-  ASSERT_EQ(mprt_cuda_gemm_sync(da.address(), lda, db.address(), ldb,
-                                dc.address(), ldc, m, n, k, flags, type, batch,
-                                sa, sb, sc),
-            MPRT_OK)
-      << mprt_last_error();
-  // No wait here: the call has finished the product. Read C back on a
-  // fresh non-blocking stream, as the next kernel of lowered code would.
-  void *stream = mgpuStreamCreate();
-  mgpuMemcpy(c.data(), dc.ptr, c.size() * sizeof(Out), stream);
-  mgpuStreamSynchronize(stream);
-  mgpuStreamDestroy(stream);
+  ASSERT_NO_FATAL_FAILURE(gemmSyncOnDevice(a, b, c, lda, ldb, ldc, m, n, k,
+                                           flags, type, batch, sa, sb, sc));
   for (size_t i = 0; i < c.size(); ++i)
     ASSERT_NEAR(toFloat(c[i]), want[i], tolerance * (1 + std::fabs(want[i])))
         << "type " << type << " flags " << flags << " batch " << batch
@@ -663,21 +675,9 @@ void checkRoundedGemmSync(int32_t type, int64_t batch, int64_t m, int64_t n,
                  toFloat(tb ? bp[j * ldb + q] : bp[q * ldb + j]);
         want[p * sc + i * ldc + j] = toFloat(In(static_cast<float>(sum)));
       }
-  DeviceBuffer da(a.size() * sizeof(In)), db(b.size() * sizeof(In)),
-      dc(c.size() * sizeof(In));
-  da.upload(a);
-  db.upload(b);
-  dc.upload(c);
-  ASSERT_EQ(mprt_cuda_gemm_sync(da.address(), lda, db.address(), ldb,
-                                dc.address(), ldc, m, n, k,
-                                flags | MPRT_GEMM_ROUNDED_C, type, batch, sa,
-                                sb, sc),
-            MPRT_OK)
-      << mprt_last_error();
-  void *stream = mgpuStreamCreate();
-  mgpuMemcpy(c.data(), dc.ptr, c.size() * sizeof(In), stream);
-  mgpuStreamSynchronize(stream);
-  mgpuStreamDestroy(stream);
+  ASSERT_NO_FATAL_FAILURE(gemmSyncOnDevice(a, b, c, lda, ldb, ldc, m, n, k,
+                                           flags | MPRT_GEMM_ROUNDED_C, type,
+                                           batch, sa, sb, sc));
   for (size_t i = 0; i < c.size(); ++i)
     ASSERT_EQ(toFloat(c[i]), want[i])
         << "type " << type << " flags " << flags << " k " << k << " element "
