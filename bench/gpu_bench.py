@@ -75,15 +75,18 @@ Result = collections.namedtuple("Result", "quality speed peak plan",
                                 defaults=(None,))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import device_memory_plan  # noqa: E402
+from mp import run_mlir  # noqa: E402  (build_dir: $MP_BUILD_DIR or build/)
 
 
 def planned_bytes(step):
     """Device bytes the GPU lowering of a dumped step (MP_DUMP_STEP_IR)
     plans to hold at its peak, the session's buffers included (no GPU
     needed; scripts/device_memory_plan.py), or None."""
-    if not os.path.exists(step):
+    mp_opt = os.path.join(run_mlir.build_dir(), "bin", "mp-opt")
+    # The GPU machine's bundle (scripts/gpu_bundle.sh) has no mp-opt: the
+    # column then says n/a.
+    if not os.path.exists(step) or not os.path.exists(mp_opt):
         return None
-    mp_opt = os.path.join(ROOT, "build", "bin", "mp-opt")
     peak, arguments = device_memory_plan.entry_plan(mp_opt, step)
     return peak + arguments or None
 
@@ -120,7 +123,7 @@ def synthetic_data(path, rows, test_rows, seed=0):
 
 
 def run_mp(model, data, device, precision, epochs):
-    command = [os.path.join(ROOT, "build", "bin", "mp-run"), "train", model,
+    command = [os.path.join(run_mlir.build_dir(), "bin", "mp-run"), "train", model,
                "--device", device, "--precision", precision, "--epochs",
                str(epochs), "--lr", "0.05", "--momentum", "0.9", "--seed", "0",
                "--data", data]
@@ -281,7 +284,6 @@ def timed_steps(step, steps, sync):
 def mp_pool_peak():
     """Peak bytes of the device pool of the libmprt_cuda.so the Session
     loaded in this process (mprt_cuda_pool_get_stats), or None."""
-    from mp import run_mlir
 
     class Stats(ctypes.Structure):
         _fields_ = [(name, ctypes.c_uint64) for name in (

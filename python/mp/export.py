@@ -115,11 +115,11 @@ class _ParamSpec:
 
 # -- tracing ------------------------------------------------------------------
 
-def _encoder_layer_forward(m, src, src_mask=None, src_key_padding_mask=None):
+def _encoder_layer_forward(m, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
     """TransformerEncoderLayer's reference (non-fused) path: its own forward
     branches on tensor properties for the fused kernel, which fx cannot
-    trace."""
-    if src_mask is not None or src_key_padding_mask is not None:
+    trace. (is_causal: PyTorch 2.x, a hint about src_mask.)"""
+    if src_mask is not None or src_key_padding_mask is not None or is_causal:
         raise ExportError("TransformerEncoderLayer: attention masks are not supported",
                           op="torch.nn.TransformerEncoderLayer")
     x = src
@@ -132,8 +132,8 @@ def _encoder_layer_forward(m, src, src_mask=None, src_key_padding_mask=None):
     return x
 
 
-def _encoder_forward(m, src, mask=None, src_key_padding_mask=None):
-    if mask is not None or src_key_padding_mask is not None:
+def _encoder_forward(m, src, mask=None, src_key_padding_mask=None, is_causal=None):
+    if mask is not None or src_key_padding_mask is not None or is_causal:
         raise ExportError("TransformerEncoder: attention masks are not supported",
                           op="torch.nn.TransformerEncoder")
     x = src
@@ -902,11 +902,12 @@ def _mean(ctx, x, dim=None, keepdim=False, *, dtype=None):
 
 @_register(nn.MultiheadAttention)
 def _multihead_attention(ctx, m, query, key, value, key_padding_mask=None, need_weights=True,
-                         attn_mask=None, average_attn_weights=True):
+                         attn_mask=None, average_attn_weights=True, is_causal=False):
     """PyTorch's multi_head_attention_forward (no masks, no bias_k/v):
     per-head q/k/v projections, q / sqrt(head_dim), softmax(q k^T) v,
-    output projection."""
-    if key_padding_mask is not None or attn_mask is not None:
+    output projection. (is_causal, PyTorch 2.x: a hint that attn_mask is
+    causal; PyTorch's own layers pass False.)"""
+    if key_padding_mask is not None or attn_mask is not None or is_causal:
         ctx.fail("attention masks are not supported")
     if m.bias_k is not None or m.add_zero_attn:
         ctx.fail("add_bias_kv / add_zero_attn are not supported")

@@ -250,6 +250,14 @@ bool InferSession::compile(const std::string &modelPath,
   }
   engine = std::move(*created);
   registerRuntimeSymbols(*engine);
+  // The module's global constructors load its GPU kernels (one per
+  // gpu.binary, through mgpuModuleLoad): they run here, once, not at the
+  // first invokePacked, which lookupPacked entries never go through.
+  engine->initialize();
+  if (cuda && !cuda->check(error)) {
+    error = "loading the GPU kernels failed: " + error;
+    return false;
+  }
   return true;
 }
 

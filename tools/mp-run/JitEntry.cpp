@@ -5,7 +5,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -95,15 +94,15 @@ bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
 
 llvm::ArrayRef<RuntimeSymbol> runtimeSymbols() {
   // malloc/free go to the counted heap, so mp-run can say how many bytes a
-  // call held; memrefCopy (libmlir_c_runner_utils) copies into strided
-  // buffers such as tensor.pad's interior.
+  // call held; memrefCopy copies into strided buffers such as tensor.pad's
+  // interior (libmprt's, so no MLIR library is needed at run time).
   static const RuntimeSymbol symbols[] = {
       {"mprt_gemm", reinterpret_cast<void *>(&mprt_gemm)},
       {"mprt_gemm_batched", reinterpret_cast<void *>(&mprt_gemm_batched)},
       {"mprt_observe", reinterpret_cast<void *>(&mprt_observe)},
       {"malloc", reinterpret_cast<void *>(&mprt_counted_malloc)},
       {"free", reinterpret_cast<void *>(&mprt_counted_free)},
-      {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
+      {"memrefCopy", reinterpret_cast<void *>(&mprt_memref_copy)},
   };
   return symbols;
 }

@@ -307,6 +307,14 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
   }
   engine = std::move(*created);
   registerRuntimeSymbols(*engine);
+  // The module's global constructors load its GPU kernels (one per
+  // gpu.binary, through mgpuModuleLoad): they run here, once, not at the
+  // first invokePacked, which lookupPacked entries never go through.
+  engine->initialize();
+  if (cuda && !cuda->check(error)) {
+    error = "loading the GPU kernels failed: " + error;
+    return false;
+  }
   auto train = engine->lookupPacked("mp_train_entry");
   if (!train) {
     error = "JIT compilation failed: " + llvm::toString(train.takeError());

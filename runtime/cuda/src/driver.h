@@ -50,6 +50,7 @@ namespace mprt::cuda {
   X(cuMemAllocManaged)                                                         \
   X(cuMemFree)                                                                 \
   X(cuMemcpyAsync)                                                             \
+  X(cuMemcpy2DAsync)                                                           \
   X(cuMemsetD16Async)                                                          \
   X(cuMemsetD32Async)                                                          \
   X(cuMemHostRegister)                                                         \

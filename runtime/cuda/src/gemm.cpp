@@ -10,6 +10,25 @@
 // cached. mprt_cuda_gemm_sync, what --mp-lower-gpu calls, runs on a stream
 // of its own and waits for it, and reports failures like the mgpu functions.
 //
+// Alignment: lowered code passes an aligned base plus an offset, and
+// cuBLASLt assumes 256-byte aligned operands unless told otherwise. Each
+// pointer's alignment goes into the heuristic's preference
+// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES) and into the plan's cache key,
+// so an algorithm chosen for aligned operands is never run on misaligned ones.
+//
+// int8: cuBLASLt's int8 kernels (IMMA) take regular column-major operands
+// only in the "TN" form (A' transposed, B' not), with m, k and the leading
+// dimensions multiples of 4 and 4-byte aligned pointers (cuBLAS
+// documentation, cublasLtMatmul). Products of models often miss these (the
+// digits classifier has n = 10), and the heuristic alone is no guide (it
+// may offer what then fails), so an s8 plan decides from the rules, per
+// operand, whether it is read in place or copied first into a zero-padded
+// TN pool block (zeros along k add nothing to integer sums): transposed by
+// cublasLtMatrixTransform, else by cuMemcpy2DAsync. C is accumulated in
+// place, or copied into a padded int32 block, accumulated there and copied
+// back. Should cuBLASLt still refuse an operand read in place (heuristic or
+// cublasLtMatmul), every operand is staged.
+//
 //===----------------------------------------------------------------------===//
 
 #include "../../src/internal.h"
@@ -53,27 +72,65 @@ struct Lt {
 };
 
 constexpr uint64_t kWorkspaceBytes = 32ull << 20;
+// cuBLASLt's default (and largest) assumed alignment.
+constexpr uint32_t kMaxAlignment = 256;
 
-// One plan per shape, layout, type and batch: m, n, k, lda, ldb, ldc, flags,
-// type, batch, strideA, strideB, strideC (strides 0 when batch is 1).
-using PlanKey =
-    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int32_t,
-               int32_t, int64_t, int64_t, int64_t, int64_t>;
-// A transposed copy of an s8 operand (see makePlan): cuBLASLt's int8
-// kernels may support only the "TN" form of operands.
-struct Transpose {
-  cublasLtMatrixTransformDesc_t desc = nullptr;
+// One plan per shape, layout, type, batch and alignment: m, n, k, lda, ldb,
+// ldc, flags, type, batch, strideA, strideB, strideC (strides 0 when batch
+// is 1), and the alignments of A, B and C in bytes.
+using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                           int32_t, int32_t, int64_t, int64_t, int64_t, int64_t,
+                           uint32_t, uint32_t, uint32_t>;
+
+/// The alignment of every matrix of a batch that starts at \p address, the
+/// matrices \p strideBytes apart: the largest power of two that divides
+/// both, at most 256.
+uint32_t alignmentOf(int64_t address, int64_t strideBytes) {
+  uint64_t bits = static_cast<uint64_t>(address) |
+                  static_cast<uint64_t>(strideBytes) | kMaxAlignment;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/// A column-major matrix as a product reads it: rows x cols with leading
+/// dimension ld, batch stride in elements, and the alignment of its
+/// pointers in bytes.
+struct Matrix {
+  int64_t rows = 0, cols = 0, ld = 0, stride = 0;
+  uint32_t alignment = kMaxAlignment;
+};
+
+/// A staging copy `to` = op(`from`) of a strided batch, where `to` may be
+/// the corner of a larger matrix. A transpose (int8) is one batched
+/// cublasLtMatrixTransform. A plain copy is cuMemcpy2DAsync: bytes are
+/// moved exactly (an int32 C too), and cuBLASLt 13.1's batched transform
+/// copies only the first matrix when both layouts are dense.
+struct Copy {
+  cublasLtMatrixTransformDesc_t desc = nullptr; // null: a plain copy
   cublasLtMatrixLayout_t from = nullptr, to = nullptr;
+  // A plain copy: `count` matrices of `columns` columns of `width` bytes,
+  // pitches and strides in bytes.
+  uint64_t width = 0, columns = 0, count = 0, fromPitch = 0, toPitch = 0,
+           fromStride = 0, toStride = 0;
+};
+
+/// An s8 operand that is multiplied from a pool block: A' or B' copied in
+/// TN form, or C copied in before the product and back after it.
+struct Staging {
+  bool used = false;
   uint64_t bytes = 0;
+  bool zero = false; // the product reads padding: clear the block first
+  Copy in, out;      // `out` for C only
 };
 
 struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo;
-  // s8 operands multiplied from transposed copies (see makePlan).
-  bool transposeA = false, transposeB = false;
-  Transpose copyA, copyB;
+  // s8: A' (B's memory), B' (A's memory) and C staged in pool blocks (see
+  // describeS8).
+  Staging staged[3];
 };
 
 struct State {
@@ -151,19 +208,18 @@ const char *typeName(int32_t type) {
   }
 }
 
-// Creates the matmul descriptor, layouts and algorithm for a column-major
-// D' (n x m, ld ldc) = op(A') op(B'), where A' (stored rowsA x colsA, ld
-// ldA) and B' (rowsB x colsB, ld ldB) are given with their operations.
-// Returns the cuBLAS status of the first failing call, and `found` says
-// whether the heuristic had an algorithm.
-/// Makes \p layout a strided batch of \p count matrices \p stride elements
-/// apart (nothing to do for one).
-cublasStatus_t setBatch(const Lt &lt, cublasLtMatrixLayout_t layout,
-                        int64_t count, int64_t stride) {
-  if (count == 1)
-    return CUBLAS_STATUS_SUCCESS;
+/// Creates the layout of \p x, a strided batch of \p count matrices (no
+/// batch attributes for one).
+cublasStatus_t createLayout(const Lt &lt, cudaDataType_t type, const Matrix &x,
+                            int64_t count, cublasLtMatrixLayout_t &layout) {
+  cublasStatus_t st = lt.cublasLtMatrixLayoutCreate(
+      &layout, type, static_cast<uint64_t>(x.rows),
+      static_cast<uint64_t>(x.cols), x.ld);
+  if (st != CUBLAS_STATUS_SUCCESS || count == 1)
+    return st;
   int32_t count32 = static_cast<int32_t>(count);
-  cublasStatus_t st = lt.cublasLtMatrixLayoutSetAttribute(
+  int64_t stride = x.stride;
+  st = lt.cublasLtMatrixLayoutSetAttribute(
       layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count32, sizeof(count32));
   if (st == CUBLAS_STATUS_SUCCESS)
     st = lt.cublasLtMatrixLayoutSetAttribute(
@@ -172,19 +228,15 @@ cublasStatus_t setBatch(const Lt &lt, cublasLtMatrixLayout_t layout,
   return st;
 }
 
-/// The batch of a product: count and the strides of A', B' and C (in
-/// elements).
-struct Batch {
-  int64_t count = 1, strideA = 0, strideB = 0, strideC = 0;
-};
-
+/// Creates the matmul descriptor and layouts of a column-major D' (= C, in
+/// place) = op(A') op(B') over a batch of \p count, and asks the heuristic
+/// for an algorithm given the operands' alignments; `found` says whether it
+/// had one.
 cublasStatus_t describe(State &s, cudaDataType_t inType, cudaDataType_t outType,
                         cudaDataType_t scaleType, cublasComputeType_t compute,
-                        cublasOperation_t opA, uint64_t rowsA, uint64_t colsA,
-                        int64_t ldA, cublasOperation_t opB, uint64_t rowsB,
-                        uint64_t colsB, int64_t ldB, int64_t n, int64_t m,
-                        int64_t ldc, const Batch &batch, Plan &plan,
-                        bool &found) {
+                        cublasOperation_t opA, const Matrix &a,
+                        cublasOperation_t opB, const Matrix &b, const Matrix &c,
+                        int64_t count, Plan &plan, bool &found) {
   const Lt &lt = s.lt;
   found = false;
   cublasStatus_t st =
@@ -196,17 +248,11 @@ cublasStatus_t describe(State &s, cudaDataType_t inType, cudaDataType_t outType,
     st = lt.cublasLtMatmulDescSetAttribute(
         plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB));
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = lt.cublasLtMatrixLayoutCreate(&plan.a, inType, rowsA, colsA, ldA);
+    st = createLayout(lt, inType, a, count, plan.a);
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = lt.cublasLtMatrixLayoutCreate(&plan.b, inType, rowsB, colsB, ldB);
+    st = createLayout(lt, inType, b, count, plan.b);
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = lt.cublasLtMatrixLayoutCreate(&plan.c, outType, n, m, ldc);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = setBatch(lt, plan.a, batch.count, batch.strideA);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = setBatch(lt, plan.b, batch.count, batch.strideB);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = setBatch(lt, plan.c, batch.count, batch.strideC);
+    st = createLayout(lt, outType, c, count, plan.c);
   cublasLtMatmulPreference_t preference = nullptr;
   if (st == CUBLAS_STATUS_SUCCESS)
     st = lt.cublasLtMatmulPreferenceCreate(&preference);
@@ -215,14 +261,24 @@ cublasStatus_t describe(State &s, cudaDataType_t inType, cudaDataType_t outType,
     st = lt.cublasLtMatmulPreferenceSetAttribute(
         preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
         sizeof(workspace));
+  // C and D are the same memory.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] =
+      {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, a.alignment},
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, b.alignment},
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c.alignment},
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c.alignment}};
+  for (const auto &[attribute, bytes] : alignments)
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = lt.cublasLtMatmulPreferenceSetAttribute(preference, attribute,
+                                                   &bytes, sizeof(bytes));
   cublasLtMatmulHeuristicResult_t result;
   memset(&result, 0, sizeof(result));
-  int count = 0;
+  int returned = 0;
   if (st == CUBLAS_STATUS_SUCCESS)
     st = lt.cublasLtMatmulAlgoGetHeuristic(s.handle, plan.desc, plan.a, plan.b,
                                            plan.c, plan.c, preference, 1,
-                                           &result, &count);
-  if (st == CUBLAS_STATUS_SUCCESS && count > 0) {
+                                           &result, &returned);
+  if (st == CUBLAS_STATUS_SUCCESS && returned > 0) {
     plan.algo = result.algo;
     found = true;
   }
@@ -232,50 +288,172 @@ cublasStatus_t describe(State &s, cudaDataType_t inType, cudaDataType_t outType,
   return st;
 }
 
-// Describes transposing a column-major rows x cols s8 matrix (ld ld; a
-// batch of `count`, `stride` elements apart) into dense cols x rows ones.
-cublasStatus_t describeTranspose(const Lt &lt, uint64_t rows, uint64_t cols,
-                                 int64_t ld, int64_t count, int64_t stride,
-                                 Transpose &t) {
-  cublasOperation_t op = CUBLAS_OP_T;
+/// Describes the copy `to` = op(`from`) of \p count matrices of
+/// \p elementBytes elements (transposes: int8 only).
+cublasStatus_t describeCopy(const Lt &lt, cublasOperation_t op,
+                            int64_t elementBytes, const Matrix &from,
+                            const Matrix &to, int64_t count, Copy &copy) {
+  if (op == CUBLAS_OP_N) {
+    copy.width = static_cast<uint64_t>(to.rows * elementBytes);
+    copy.columns = static_cast<uint64_t>(to.cols);
+    copy.count = static_cast<uint64_t>(count);
+    copy.fromPitch = static_cast<uint64_t>(from.ld * elementBytes);
+    copy.toPitch = static_cast<uint64_t>(to.ld * elementBytes);
+    copy.fromStride = static_cast<uint64_t>(from.stride * elementBytes);
+    copy.toStride = static_cast<uint64_t>(to.stride * elementBytes);
+    // Matrices that follow each other without a gap on both sides are the
+    // columns of one matrix: one call for the batch.
+    if (count > 1 && from.stride == from.ld * from.cols &&
+        to.stride == to.ld * to.cols) {
+      copy.columns *= copy.count;
+      copy.count = 1;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  // Integers pass through f32 scaling exactly: |x| <= 128.
   cudaDataType_t scale = CUDA_R_32F;
-  cublasStatus_t st = lt.cublasLtMatrixTransformDescCreate(&t.desc, scale);
+  cublasStatus_t st = lt.cublasLtMatrixTransformDescCreate(&copy.desc, scale);
   if (st == CUBLAS_STATUS_SUCCESS)
     st = lt.cublasLtMatrixTransformDescSetAttribute(
-        t.desc, CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA, &op, sizeof(op));
+        copy.desc, CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSA, &op, sizeof(op));
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = lt.cublasLtMatrixLayoutCreate(&t.from, CUDA_R_8I, rows, cols, ld);
+    st = createLayout(lt, CUDA_R_8I, from, count, copy.from);
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = lt.cublasLtMatrixLayoutCreate(&t.to, CUDA_R_8I, cols, rows, cols);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = setBatch(lt, t.from, count, stride);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = setBatch(lt, t.to, count, static_cast<int64_t>(rows * cols));
-  t.bytes = rows * cols * static_cast<uint64_t>(count);
+    st = createLayout(lt, CUDA_R_8I, to, count, copy.to);
   return st;
 }
 
-// Builds the plan for a column-major D' = op(A') op(B') (see the banner).
-mprt_status makePlan(const char *fn, State &s, const PlanKey &key, Plan &plan) {
-  auto [m, n, k, lda, ldb, ldc, flags, type, count, strideA, strideB, strideC] =
-      key;
+/// Queues \p copy from \p from to \p to on \p stream; messages start with
+/// \p fn and say \p what was copied.
+mprt_status runCopy(const char *fn, const char *what, State &s, const Driver &d,
+                    const Copy &copy, const void *from, void *to,
+                    CUstream stream) {
+  if (copy.desc) {
+    float one = 1, zero = 0;
+    cublasStatus_t st = s.lt.cublasLtMatrixTransform(
+        s.handle, copy.desc, &one, from, copy.from, &zero, nullptr, nullptr, to,
+        copy.to, static_cast<cudaStream_t>(stream));
+    if (st != CUBLAS_STATUS_SUCCESS)
+      return mprt::fail(MPRT_ERROR_DEVICE,
+                        "%s: cublasLtMatrixTransform (%s): %s", fn, what,
+                        statusText(s.lt, st).c_str());
+    return MPRT_OK;
+  }
+  for (uint64_t p = 0; p < copy.count; ++p) {
+    CUDA_MEMCPY2D m;
+    memset(&m, 0, sizeof(m));
+    // Unified addressing: operands may be host memory the device reads.
+    m.srcMemoryType = m.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    m.srcDevice = reinterpret_cast<CUdeviceptr>(from) + p * copy.fromStride;
+    m.dstDevice = reinterpret_cast<CUdeviceptr>(to) + p * copy.toStride;
+    m.srcPitch = copy.fromPitch;
+    m.dstPitch = copy.toPitch;
+    m.WidthInBytes = copy.width;
+    m.Height = copy.columns;
+    if (CUresult r = d.cuMemcpy2DAsync(&m, stream))
+      return mprt::fail(MPRT_ERROR_DEVICE, "%s: cuMemcpy2DAsync (%s): %s", fn,
+                        what, resultText(r).c_str());
+  }
+  return MPRT_OK;
+}
+
+/// Whether an s8 operand may be read where it is: leading dimension and
+/// batch stride multiples of 4 elements, every pointer 4-byte aligned.
+bool fitsInt8Kernels(const Matrix &x) {
+  return x.ld % 4 == 0 && x.stride % 4 == 0 && x.alignment >= 4;
+}
+
+/// Describes the s8 product D' (mm x nn, = C) += op(A') op(B') over k (see
+/// the banner). An operand is read in place when it meets the int8
+/// kernels' rules (and \p stageAll is false); otherwise it is copied into a
+/// pool block: A' as a k x mm (ld ldk) matrix used transposed, B' as a
+/// k x nn one used as it is, both zero-padded to multiples of 4 along m, n
+/// and k; C into an int32 block of padded size, and back after the product.
+/// A shared operand (stride 0) is copied once.
+cublasStatus_t describeS8(State &s, cublasOperation_t opA, const Matrix &a,
+                          cublasOperation_t opB, const Matrix &b,
+                          const Matrix &c, int64_t count, int64_t mm,
+                          int64_t nn, int64_t k, bool stageAll, Plan &plan,
+                          bool &found) {
   const Lt &lt = s.lt;
-  cudaDataType_t inType = CUDA_R_32F, outType = CUDA_R_32F,
-                 scaleType = CUDA_R_32F;
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  // Each matrix's own sizes must be multiples of 4 (A' is k x mm, B'
+  // k x nn, C mm x nn); the staged ones are padded to match.
+  bool inPlace[3] = {!stageAll && mm % 4 == 0 && k % 4 == 0 &&
+                         opA == CUBLAS_OP_T && fitsInt8Kernels(a),
+                     !stageAll && nn % 4 == 0 && k % 4 == 0 &&
+                         opB == CUBLAS_OP_N && fitsInt8Kernels(b),
+                     !stageAll && mm % 4 == 0 && nn % 4 == 0 &&
+                         fitsInt8Kernels(c)};
+  // ldk: 16-byte aligned columns for the copies.
+  int64_t mp = roundUp(mm, 4), np = roundUp(nn, 4), kp = roundUp(k, 4),
+          ldk = roundUp(k, 16);
+  Matrix used[3] = {a, b, c};
+  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+  for (int i = 0; i < 2 && st == CUBLAS_STATUS_SUCCESS; ++i) {
+    if (inPlace[i])
+      continue;
+    const Matrix &from = i == 0 ? a : b;
+    int64_t cols = i == 0 ? mm : nn, paddedCols = i == 0 ? mp : np;
+    bool shared = from.stride == 0; // or a batch of one
+    int64_t copies = shared ? 1 : count;
+    int64_t stride = shared ? 0 : ldk * paddedCols;
+    // The block is the operand the int8 kernels want: k x cols for A'
+    // (used transposed) and B' (used as it is).
+    Matrix to{k, cols, ldk, stride, kMaxAlignment};
+    Staging &staging = plan.staged[i];
+    staging.used = true;
+    staging.bytes = static_cast<uint64_t>(ldk * paddedCols * copies);
+    staging.zero = k != kp || cols != paddedCols;
+    bool asIs = i == 0 ? opA == CUBLAS_OP_T : opB == CUBLAS_OP_N;
+    st = describeCopy(lt, asIs ? CUBLAS_OP_N : CUBLAS_OP_T, 1, from, to, copies,
+                      staging.in);
+    used[i] =
+        Matrix{kp, paddedCols, ldk, stride, alignmentOf(kMaxAlignment, stride)};
+  }
+  if (st == CUBLAS_STATUS_SUCCESS && !inPlace[2]) {
+    // C through an mp x np int32 block, copied in and back.
+    Staging &staging = plan.staged[2];
+    int64_t stride = mp * np;
+    staging.used = true;
+    staging.bytes = static_cast<uint64_t>(4 * stride * count);
+    staging.zero = mm != mp || nn != np;
+    Matrix block{mm, nn, mp, stride, kMaxAlignment};
+    st = describeCopy(lt, CUBLAS_OP_N, 4, c, block, count, staging.in);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = describeCopy(lt, CUBLAS_OP_N, 4, block, c, count, staging.out);
+    used[2] =
+        Matrix{mp, np, mp, stride, alignmentOf(kMaxAlignment, 4 * stride)};
+  }
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = describe(s, CUDA_R_8I, CUDA_R_32I, CUDA_R_32I, CUBLAS_COMPUTE_32I,
+                  inPlace[0] ? opA : CUBLAS_OP_T, used[0],
+                  inPlace[1] ? opB : CUBLAS_OP_N, used[1], used[2], count, plan,
+                  found);
+  return st;
+}
+
+/// Whether an s8 plan reads some operand in place (and could be retried
+/// with all of them staged).
+bool readsInPlace(const Plan &plan) {
+  return !plan.staged[0].used || !plan.staged[1].used || !plan.staged[2].used;
+}
+
+// Builds the plan for a column-major D' = op(A') op(B') (see the banner);
+// \p stageAll stages every s8 operand.
+mprt_status makePlan(const char *fn, State &s, const PlanKey &key,
+                     bool stageAll, Plan &plan) {
+  auto [m, n, k, lda, ldb, ldc, flags, type, count, strideA, strideB, strideC,
+        alignA, alignB, alignC] = key;
+  const Lt &lt = s.lt;
+  cudaDataType_t inType = CUDA_R_32F, outType = CUDA_R_32F;
   switch (type) {
-  case MPRT_GEMM_F32:
-    break;
   case MPRT_GEMM_F16:
     inType = CUDA_R_16F;
     break;
   case MPRT_GEMM_BF16:
     inType = CUDA_R_16BF;
     break;
-  case MPRT_GEMM_S8:
-    inType = CUDA_R_8I;
-    outType = scaleType = CUDA_R_32I;
-    compute = CUBLAS_COMPUTE_32I;
+  default:
     break;
   }
   // A rounded C has the operands' 16-bit type; the compute stays f32.
@@ -285,33 +463,24 @@ mprt_status makePlan(const char *fn, State &s, const PlanKey &key, Plan &plan) {
   // A' is B's memory: op(B)^T is n x k. B' is A's memory: op(A)^T is k x m.
   cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  // A' is B's memory and B' is A's: their batch strides swap too.
-  Batch batch{count, strideB, strideA, strideC};
+  Matrix a{transB ? k : n, transB ? n : k, ldb, strideB, alignB};
+  Matrix b{transA ? m : k, transA ? k : m, lda, strideA, alignA};
+  Matrix c{n, m, ldc, strideC, alignC};
   bool found = false;
-  cublasStatus_t st =
-      describe(s, inType, outType, scaleType, compute, opA, transB ? k : n,
-               transB ? n : k, ldb, opB, transA ? m : k, transA ? k : m, lda, n,
-               m, ldc, batch, plan, found);
-  if (st == CUBLAS_STATUS_SUCCESS && !found && type == MPRT_GEMM_S8 &&
-      (opA != CUBLAS_OP_T || opB != CUBLAS_OP_N)) {
-    // int8 kernels want op(A') = T, op(B') = N: transpose the operands that
-    // are the other way into dense copies, then multiply those.
-    plan = Plan();
-    plan.transposeA = opA != CUBLAS_OP_T;
-    plan.transposeB = opB != CUBLAS_OP_N;
-    if (plan.transposeA) // A' is n x k (ld ldb); its copy k x n (ld k)
-      st = describeTranspose(lt, n, k, ldb, count, strideB, plan.copyA);
-    if (st == CUBLAS_STATUS_SUCCESS && plan.transposeB) // m x k -> k x m
-      st = describeTranspose(lt, m, k, lda, count, strideA, plan.copyB);
-    Batch copied = batch;
-    if (plan.transposeA)
-      copied.strideA = n * k;
-    if (plan.transposeB)
-      copied.strideB = m * k;
-    if (st == CUBLAS_STATUS_SUCCESS)
-      st = describe(s, inType, outType, scaleType, compute, CUBLAS_OP_T, k, n,
-                    plan.transposeA ? k : ldb, CUBLAS_OP_N, k, m,
-                    plan.transposeB ? k : lda, n, m, ldc, copied, plan, found);
+  cublasStatus_t st;
+  if (type == MPRT_GEMM_S8) {
+    st =
+        describeS8(s, opA, a, opB, b, c, count, n, m, k, stageAll, plan, found);
+    if (st == CUBLAS_STATUS_SUCCESS && !found && readsInPlace(plan)) {
+      // The rules said yes, the heuristic no: stage everything (the
+      // descriptors of the first try leak, as failing shapes do).
+      plan = Plan();
+      st = describeS8(s, opA, a, opB, b, c, count, n, m, k,
+                      /*stageAll=*/true, plan, found);
+    }
+  } else {
+    st = describe(s, inType, outType, CUDA_R_32F, CUBLAS_COMPUTE_32F, opA, a,
+                  opB, b, c, count, plan, found);
   }
   if (st != CUBLAS_STATUS_SUCCESS)
     return mprt::fail(MPRT_ERROR_DEVICE,
@@ -325,13 +494,91 @@ mprt_status makePlan(const char *fn, State &s, const PlanKey &key, Plan &plan) {
                (long long)strideA, (long long)strideB, (long long)strideC);
     return mprt::fail(MPRT_ERROR_DEVICE,
                       "%s: cuBLASLt has no algorithm for %s m=%lld n=%lld "
-                      "k=%lld lda=%lld ldb=%lld ldc=%lld%s%s%s",
+                      "k=%lld lda=%lld ldb=%lld ldc=%lld%s%s%s alignments "
+                      "%u,%u,%u",
                       fn, typeName(type), (long long)m, (long long)n,
                       (long long)k, (long long)lda, (long long)ldb,
                       (long long)ldc, batchText, transA ? " trans-a" : "",
-                      transB ? " trans-b" : "");
+                      transB ? " trans-b" : "", alignA, alignB, alignC);
   }
   return MPRT_OK;
+}
+
+/// Queues \p plan's product C += op(A) op(B) (or C = round(...)) on
+/// \p stream: s8 staging copies, the matmul, the copy of a staged C back.
+/// `matmulFailed` says whether cublasLtMatmul itself refused (C is
+/// untouched then).
+mprt_status runPlan(const char *fn, State &s, const Driver &d, const Plan &plan,
+                    int64_t a, int64_t b, int64_t c, int32_t type, bool rounded,
+                    CUstream stream, CUdeviceptr workspace,
+                    bool &matmulFailed) {
+  matmulFailed = false;
+  const Lt &lt = s.lt;
+  // A', B', C; staged ones are replaced by their pool blocks, which are
+  // freed in stream order after the product.
+  void *operands[3] = {reinterpret_cast<void *>(b), reinterpret_cast<void *>(a),
+                       reinterpret_cast<void *>(c)};
+  void *const original[3] = {operands[0], operands[1], operands[2]};
+  CUdeviceptr blocks[3] = {0, 0, 0};
+  auto release = [&] {
+    for (CUdeviceptr block : blocks) {
+      CUresult ignored;
+      if (block)
+        poolFree(block, stream, ignored);
+    }
+  };
+  const char *what[3] = {"staging B", "staging A", "staging C"};
+  for (int i = 0; i < 3; ++i) {
+    const Staging &staging = plan.staged[i];
+    if (!staging.used)
+      continue;
+    CUresult r;
+    blocks[i] = poolAllocate(staging.bytes, stream, r);
+    if (!blocks[i]) {
+      release();
+      return mprt::fail(MPRT_ERROR_DEVICE,
+                        "%s: cannot allocate %llu bytes for a staged s8 "
+                        "operand: %s",
+                        fn, (unsigned long long)staging.bytes,
+                        resultText(r).c_str());
+    }
+    // Block sizes are multiples of 16 bytes.
+    if (staging.zero && (r = d.cuMemsetD32Async(blocks[i], 0, staging.bytes / 4,
+                                                stream)) != CUDA_SUCCESS) {
+      release();
+      return mprt::fail(MPRT_ERROR_DEVICE, "%s: cuMemsetD32Async: %s", fn,
+                        resultText(r).c_str());
+    }
+    operands[i] = reinterpret_cast<void *>(blocks[i]);
+    if (mprt_status st = runCopy(fn, what[i], s, d, staging.in, original[i],
+                                 operands[i], stream)) {
+      release();
+      return st;
+    }
+  }
+
+  // C += ..., or C = round(...) without reading C.
+  float alphaF = 1, betaF = rounded ? 0 : 1;
+  int32_t alphaI = 1, betaI = 1;
+  const void *alpha = type == MPRT_GEMM_S8 ? (const void *)&alphaI : &alphaF;
+  const void *beta = type == MPRT_GEMM_S8 ? (const void *)&betaI : &betaF;
+  cublasStatus_t st = lt.cublasLtMatmul(
+      s.handle, plan.desc, alpha, operands[0], plan.a, operands[1], plan.b,
+      beta, operands[2], plan.c, operands[2], plan.c, &plan.algo,
+      reinterpret_cast<void *>(workspace), kWorkspaceBytes,
+      static_cast<cudaStream_t>(stream));
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    release();
+    matmulFailed = true;
+    return mprt::fail(MPRT_ERROR_DEVICE, "%s: cublasLtMatmul: %s", fn,
+                      statusText(lt, st).c_str());
+  }
+  mprt_status copied = MPRT_OK;
+  if (plan.staged[2].used)
+    copied = runCopy(fn, "copying C back", s, d, plan.staged[2].out,
+                     operands[2], original[2], stream);
+  release();
+  return copied;
 }
 
 /// C[p] += op(A[p]) op(B[p]) for p < batch (see mprt_cuda_gemm_batched);
@@ -420,6 +667,7 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b, int64_t ldb,
     }
     stream = s.syncStream;
   }
+  CUstream cuStream = static_cast<CUstream>(stream);
 
   if (k == 0) {
     // A rounded C of an empty sum: zeros (cuBLASLt wants k > 0), row by row.
@@ -427,14 +675,14 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b, int64_t ldb,
       for (int64_t i = 0; i < m; ++i) {
         CUdeviceptr row = static_cast<CUdeviceptr>(c) +
                           static_cast<CUdeviceptr>((p * strideC + i * ldc) * 2);
-        CUresult r = d->cuMemsetD16Async(row, 0, static_cast<size_t>(n),
-                                         static_cast<CUstream>(stream));
+        CUresult r =
+            d->cuMemsetD16Async(row, 0, static_cast<size_t>(n), cuStream);
         if (r != CUDA_SUCCESS)
           return mprt::fail(MPRT_ERROR_DEVICE, "%s: cuMemsetD16Async: %s", fn,
                             resultText(r).c_str());
       }
     if (synchronous) {
-      CUresult r = d->cuStreamSynchronize(static_cast<CUstream>(stream));
+      CUresult r = d->cuStreamSynchronize(cuStream);
       if (r != CUDA_SUCCESS)
         return mprt::fail(MPRT_ERROR_DEVICE,
                           "%s: cuStreamSynchronize failed: %s", fn,
@@ -442,20 +690,26 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b, int64_t ldb,
     }
     return MPRT_OK;
   }
-  PlanKey key{m,     n,    k,     lda,     ldb,     ldc,
-              flags, type, batch, strideA, strideB, strideC};
+  // Every matrix of a batch is as aligned as the first only when the
+  // strides keep it so: alignments count them.
+  int64_t inBytes = type == MPRT_GEMM_F32 ? 4 : type == MPRT_GEMM_S8 ? 1 : 2;
+  int64_t outBytes = rounded ? 2 : 4;
+  uint32_t alignA = alignmentOf(a, strideA * inBytes),
+           alignB = alignmentOf(b, strideB * inBytes),
+           alignC = alignmentOf(c, strideC * outBytes);
+  PlanKey key{m,     n,       k,       lda,     ldb,    ldc,    flags, type,
+              batch, strideA, strideB, strideC, alignA, alignB, alignC};
   auto it = s.plans.find(key);
   if (it == s.plans.end()) {
     Plan plan;
-    if (mprt_status st = makePlan(fn, s, key, plan))
+    if (mprt_status st = makePlan(fn, s, key, /*stageAll=*/false, plan))
       return st; // the descriptors leak; a failing shape is not retried often
     it = s.plans.emplace(key, plan).first;
   }
-  const Plan &plan = it->second;
   CUdeviceptr &workspace = s.workspaces[stream];
   if (!workspace) {
     CUresult r;
-    workspace = poolAllocate(kWorkspaceBytes, static_cast<CUstream>(stream), r);
+    workspace = poolAllocate(kWorkspaceBytes, cuStream, r);
     if (!workspace)
       return mprt::fail(MPRT_ERROR_DEVICE,
                         "%s: cannot allocate the %llu-byte "
@@ -463,63 +717,26 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b, int64_t ldb,
                         fn, (unsigned long long)kWorkspaceBytes,
                         resultText(r).c_str());
   }
-  // s8 operands the plan multiplies from transposed copies (pool blocks,
-  // freed in stream order after the product).
-  void *opA = reinterpret_cast<void *>(b), *opB = reinterpret_cast<void *>(a);
-  CUdeviceptr temps[2] = {0, 0};
-  auto releaseTemps = [&] {
-    for (CUdeviceptr t : temps) {
-      CUresult ignored;
-      if (t)
-        poolFree(t, static_cast<CUstream>(stream), ignored);
-    }
-  };
-  const Transpose *copies[2] = {plan.transposeA ? &plan.copyA : nullptr,
-                                plan.transposeB ? &plan.copyB : nullptr};
-  void **operands[2] = {&opA, &opB};
-  for (int i = 0; i < 2; ++i) {
-    if (!copies[i])
-      continue;
-    CUresult r;
-    temps[i] = poolAllocate(copies[i]->bytes, static_cast<CUstream>(stream), r);
-    if (!temps[i]) {
-      releaseTemps();
-      return mprt::fail(MPRT_ERROR_DEVICE,
-                        "%s: cannot allocate %llu bytes for a "
-                        "transposed s8 operand: %s",
-                        fn, (unsigned long long)copies[i]->bytes,
-                        resultText(r).c_str());
-    }
-    float one = 1, zero = 0;
-    cublasStatus_t st = s.lt.cublasLtMatrixTransform(
-        s.handle, copies[i]->desc, &one, *operands[i], copies[i]->from, &zero,
-        nullptr, nullptr, reinterpret_cast<void *>(temps[i]), copies[i]->to,
-        static_cast<cudaStream_t>(stream));
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      releaseTemps();
-      return mprt::fail(MPRT_ERROR_DEVICE, "%s: cublasLtMatrixTransform: %s",
-                        fn, statusText(s.lt, st).c_str());
-    }
-    *operands[i] = reinterpret_cast<void *>(temps[i]);
+  bool matmulFailed = false;
+  mprt_status st = runPlan(fn, s, *d, it->second, a, b, c, type, rounded,
+                           cuStream, workspace, matmulFailed);
+  if (st != MPRT_OK && matmulFailed && type == MPRT_GEMM_S8 &&
+      readsInPlace(it->second)) {
+    // The heuristic's algorithm refused operands read in place: stage them
+    // all from now on (C is untouched when cublasLtMatmul refuses).
+    mprt::clearError();
+    Plan plan;
+    if (mprt_status again = makePlan(fn, s, key, /*stageAll=*/true, plan))
+      return again;
+    it->second = plan;
+    st = runPlan(fn, s, *d, it->second, a, b, c, type, rounded, cuStream,
+                 workspace, matmulFailed);
   }
-
-  // C += ..., or C = round(...) without reading C.
-  float alphaF = 1, betaF = rounded ? 0 : 1;
-  int32_t alphaI = 1, betaI = 1;
-  const void *alpha = type == MPRT_GEMM_S8 ? (const void *)&alphaI : &alphaF;
-  const void *beta = type == MPRT_GEMM_S8 ? (const void *)&betaI : &betaF;
-  cublasStatus_t st = s.lt.cublasLtMatmul(
-      s.handle, plan.desc, alpha, opA, plan.a, opB, plan.b, beta,
-      reinterpret_cast<void *>(c), plan.c, reinterpret_cast<void *>(c), plan.c,
-      &plan.algo, reinterpret_cast<void *>(workspace), kWorkspaceBytes,
-      static_cast<cudaStream_t>(stream));
-  releaseTemps();
-  if (st != CUBLAS_STATUS_SUCCESS)
-    return mprt::fail(MPRT_ERROR_DEVICE, "%s: cublasLtMatmul: %s", fn,
-                      statusText(s.lt, st).c_str());
+  if (st != MPRT_OK)
+    return st;
   if (synchronous) {
     // Faults of the product itself (a bad address) surface here.
-    CUresult r = d->cuStreamSynchronize(static_cast<CUstream>(stream));
+    CUresult r = d->cuStreamSynchronize(cuStream);
     if (r != CUDA_SUCCESS)
       return mprt::fail(MPRT_ERROR_DEVICE, "%s: cuStreamSynchronize failed: %s",
                         fn, resultText(r).c_str());

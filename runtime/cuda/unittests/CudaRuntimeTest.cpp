@@ -15,12 +15,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 // The mgpu ABI as MLIR 22's generated code declares it.
 extern "C" {
@@ -58,6 +61,29 @@ std::string readFile(const std::string &path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+/// A checked-in input: in $MP_CUDA_TEST_INPUTS, else in the source tree the
+/// test was built from, else beside a relocated build (the GPU bundle keeps
+/// them in share/mp/cuda-test-inputs). Empty text where none is found.
+std::string readInput(const std::string &name) {
+  std::vector<std::string> dirs;
+  if (const char *dir = std::getenv("MP_CUDA_TEST_INPUTS"))
+    dirs.push_back(dir);
+  dirs.push_back(MP_CUDA_TEST_INPUTS);
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length > 0) {
+    std::string exe(self, length);
+    dirs.push_back(exe.substr(0, exe.rfind('/')) +
+                   "/../share/mp/cuda-test-inputs");
+  }
+  for (const std::string &dir : dirs) {
+    std::string text = readFile(dir + "/" + name);
+    if (!text.empty())
+      return text;
+  }
+  return "";
 }
 
 std::string unavailableReason() {
@@ -110,7 +136,7 @@ TEST_F(CudaRuntime, NoDriverErrorsAreRecorded) {
   std::string why = unavailableReason();
   if (why.empty())
     GTEST_SKIP() << "a GPU is usable: this test checks the no-GPU path";
-  std::string ptx = readFile(MP_CUDA_TEST_INPUTS "/bias_relu_f16.ptx");
+  std::string ptx = readInput("bias_relu_f16.ptx");
   ASSERT_FALSE(ptx.empty());
   EXPECT_EQ(mgpuModuleLoadJIT(ptx.data(), 2), nullptr);
   ASSERT_EQ(mprt_cuda_check(), MPRT_ERROR_DEVICE);
@@ -336,7 +362,7 @@ struct DeviceBuffer {
 
 TEST_F(CudaRuntime, LaunchesLoweredPtx) {
   SKIP_WITHOUT_GPU();
-  std::string ptx = readFile(MP_CUDA_TEST_INPUTS "/bias_relu_f16.ptx");
+  std::string ptx = readInput("bias_relu_f16.ptx");
   ASSERT_FALSE(ptx.empty());
   void *module = mgpuModuleLoadJIT(ptx.data(), 2);
   ASSERT_NE(module, nullptr) << (mprt_cuda_check(), mprt_last_error());
@@ -533,8 +559,8 @@ TEST_F(CudaRuntime, GemmBF16) {
 
 TEST_F(CudaRuntime, GemmS8) {
   SKIP_WITHOUT_GPU();
-  // Exact integer arithmetic; cuBLASLt's int8 kernels want sizes that are
-  // multiples of 4.
+  // Exact integer arithmetic. With B transposed this shape meets the int8
+  // kernels' rules and is read in place; the other forms stage copies.
   for (int32_t flags = 0; flags < 4; ++flags)
     checkGemm<int8_t, int32_t>(MPRT_GEMM_S8, 64, 32, 128, flags, 0);
 }
@@ -635,8 +661,8 @@ TEST_F(CudaRuntime, GemmSyncBatchedBF16) {
 
 TEST_F(CudaRuntime, GemmSyncBatchedS8) {
   SKIP_WITHOUT_GPU();
-  // Sizes, leading dimensions and batch strides multiples of 16 (int8
-  // kernels' alignment).
+  // Sizes, leading dimensions and batch strides multiples of 16: flags 2
+  // runs in place (see GemmS8AnyShape* for the rest).
   for (int32_t flags = 0; flags < 4; ++flags)
     checkGemmSync<int8_t, int32_t>(MPRT_GEMM_S8, 3, 64, 32, 128, flags, 0);
   expectNoError();
@@ -654,7 +680,9 @@ void checkRoundedGemmSync(int32_t type, int64_t batch, int64_t m, int64_t n,
   std::mt19937 rng(17);
   std::uniform_int_distribution<int> dist(-40, 40);
   bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
-  int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n, pad = 16;
+  // Leading dimensions are at least 1, also for k == 0.
+  int64_t lda = std::max<int64_t>(1, ta ? m : k),
+          ldb = std::max<int64_t>(1, tb ? k : n), ldc = n, pad = 16;
   int64_t sa = m * k + pad, sb = k * n + pad, sc = m * n + pad;
   std::vector<In> a(std::max<int64_t>(1, batch * sa)),
       b(std::max<int64_t>(1, batch * sb)), c(batch * sc);
@@ -723,6 +751,284 @@ TEST_F(CudaRuntime, GemmSyncIsDoneOnReturn) {
   for (float v : c)
     wrong += v != float(k);
   EXPECT_EQ(wrong, 0u) << "of " << c.size() << " elements";
+  expectNoError();
+}
+
+//===----------------------------------------------------------------------===//
+// Any shape, layout and alignment
+//===----------------------------------------------------------------------===//
+
+template <typename T> double toDouble(T v) { return static_cast<double>(v); }
+template <> double toDouble(__half v) { return __half2float(v); }
+template <> double toDouble(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/// Which entry point checkProduct calls.
+enum class GemmApi { Plain, Batched, Sync };
+
+/// A product for checkProduct: C[p] (+)= op(A[p]) op(B[p]) on row-major
+/// operands whose rows are `extraLd` elements longer than needed, whose
+/// matrices in a batch are `pad` elements apart beyond their extent (a
+/// shared operand has stride 0), and which start `offsetX` elements into
+/// their buffers.
+struct GemmCase {
+  int64_t m, n, k;
+  int32_t flags = 0;
+  int64_t extraLd = 0;
+  int64_t batch = 1;
+  bool shareA = false, shareB = false;
+  int64_t pad = 0;
+  int64_t offsetA = 0, offsetB = 0, offsetC = 0;
+  GemmApi api = GemmApi::Plain;
+};
+
+std::ostream &operator<<(std::ostream &os, const GemmCase &g) {
+  const char *api[] = {"mprt_cuda_gemm", "mprt_cuda_gemm_batched",
+                       "mprt_cuda_gemm_sync"};
+  return os << api[static_cast<int>(g.api)] << " m=" << g.m << " n=" << g.n
+            << " k=" << g.k << " flags=" << g.flags << " extraLd=" << g.extraLd
+            << " batch=" << g.batch << (g.shareA ? " shared-A" : "")
+            << (g.shareB ? " shared-B" : "") << " pad=" << g.pad
+            << " offsets=" << g.offsetA << "," << g.offsetB << "," << g.offsetC;
+}
+
+/// Runs \p g on the device and compares every element of C's buffer (the
+/// gaps between rows and matrices must keep their values) with a host
+/// reference: exact for s8, within \p tolerance (relative) otherwise. With
+/// MPRT_GEMM_ROUNDED_C, Out is In and C is the rounded product.
+template <typename In, typename Out>
+void checkProduct(int32_t type, const GemmCase &g, double tolerance) {
+  SCOPED_TRACE(::testing::Message() << g);
+  bool ta = g.flags & MPRT_GEMM_TRANS_A, tb = g.flags & MPRT_GEMM_TRANS_B;
+  bool rounded = g.flags & MPRT_GEMM_ROUNDED_C, s8 = type == MPRT_GEMM_S8;
+  // Stored shapes: A is k x m when transposed, B is n x k.
+  int64_t rowsA = ta ? g.k : g.m, widthA = ta ? g.m : g.k;
+  int64_t rowsB = tb ? g.n : g.k, widthB = tb ? g.k : g.n;
+  int64_t lda = widthA + g.extraLd, ldb = widthB + g.extraLd,
+          ldc = g.n + g.extraLd;
+  int64_t extentA = (rowsA - 1) * lda + widthA,
+          extentB = (rowsB - 1) * ldb + widthB, extentC = (g.m - 1) * ldc + g.n;
+  bool batched = g.batch > 1;
+  int64_t sa = batched && !g.shareA ? extentA + g.pad : 0;
+  int64_t sb = batched && !g.shareB ? extentB + g.pad : 0;
+  int64_t sc = batched ? extentC + g.pad : 0;
+  std::vector<In> a(g.offsetA + (g.batch - 1) * sa + extentA),
+      b(g.offsetB + (g.batch - 1) * sb + extentB);
+  std::vector<Out> c(g.offsetC + (g.batch - 1) * sc + extentC);
+  std::mt19937 rng(19);
+  // s8: the whole int8 range, and C values far beyond f32's exact
+  // integers.
+  std::uniform_int_distribution<int> small(-8, 8), byte(-128, 127);
+  std::uniform_int_distribution<int32_t> wide(-(1 << 30), 1 << 30);
+  for (auto &v : a)
+    v = s8 ? In(byte(rng)) : In(small(rng) / 4.0f);
+  for (auto &v : b)
+    v = s8 ? In(byte(rng)) : In(small(rng) / 4.0f);
+  for (auto &v : c)
+    v = s8 ? Out(wide(rng)) : Out(float(small(rng)));
+  std::vector<double> want(c.size());
+  for (size_t i = 0; i < c.size(); ++i)
+    want[i] = toDouble(c[i]);
+  for (int64_t p = 0; p < g.batch; ++p) {
+    const In *ap = &a[g.offsetA + p * sa], *bp = &b[g.offsetB + p * sb];
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double sum = 0;
+        for (int64_t q = 0; q < g.k; ++q)
+          sum += toDouble(ta ? ap[q * lda + i] : ap[i * lda + q]) *
+                 toDouble(tb ? bp[j * ldb + q] : bp[q * ldb + j]);
+        double &w = want[g.offsetC + p * sc + i * ldc + j];
+        w = rounded ? toDouble(Out(static_cast<float>(sum))) : w + sum;
+      }
+  }
+
+  DeviceBuffer da(a.size() * sizeof(In)), db(b.size() * sizeof(In)),
+      dc(c.size() * sizeof(Out));
+  da.upload(a);
+  db.upload(b);
+  dc.upload(c);
+  int64_t pa = da.address() + g.offsetA * int64_t(sizeof(In)),
+          pb = db.address() + g.offsetB * int64_t(sizeof(In)),
+          pc = dc.address() + g.offsetC * int64_t(sizeof(Out));
+  switch (g.api) {
+  case GemmApi::Plain:
+    ASSERT_EQ(g.batch, 1);
+    ASSERT_EQ(mprt_cuda_gemm(pa, lda, pb, ldb, pc, ldc, g.m, g.n, g.k, g.flags,
+                             type, nullptr),
+              MPRT_OK)
+        << mprt_last_error();
+    dc.download(c);
+    break;
+  case GemmApi::Batched:
+    ASSERT_EQ(mprt_cuda_gemm_batched(pa, lda, pb, ldb, pc, ldc, g.m, g.n, g.k,
+                                     g.flags, type, g.batch, sa, sb, sc,
+                                     nullptr),
+              MPRT_OK)
+        << mprt_last_error();
+    dc.download(c);
+    break;
+  case GemmApi::Sync: {
+    ASSERT_EQ(mprt_cuda_gemm_sync(pa, lda, pb, ldb, pc, ldc, g.m, g.n, g.k,
+                                  g.flags, type, g.batch, sa, sb, sc),
+              MPRT_OK)
+        << mprt_last_error();
+    // Done on return: read at once on another non-blocking stream.
+    void *stream = mgpuStreamCreate();
+    mgpuMemcpy(c.data(), dc.ptr, c.size() * sizeof(Out), stream);
+    mgpuStreamSynchronize(stream);
+    mgpuStreamDestroy(stream);
+    break;
+  }
+  }
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (s8)
+      ASSERT_EQ(toDouble(c[i]), want[i]) << "element " << i;
+    else
+      ASSERT_NEAR(toDouble(c[i]), want[i], tolerance * (1 + std::fabs(want[i])))
+          << "element " << i;
+  }
+}
+
+// Shapes the int8 kernels cannot take as they are (m, n, k not multiples
+// of 4: the digits classifier's n = 10), and some they can.
+const int64_t kS8Shapes[][3] = {{64, 10, 64}, {7, 10, 13}, {1, 1, 1},
+                                {5, 3, 2},    {17, 33, 9}, {64, 32, 128}};
+
+TEST_F(CudaRuntime, GemmS8AnyShape) {
+  SKIP_WITHOUT_GPU();
+  for (const auto &[m, n, k] : kS8Shapes)
+    for (int32_t flags = 0; flags < 4; ++flags)
+      // Tight rows, rows 3 longer (odd leading dimensions), 4 longer.
+      for (int64_t extraLd : {0, 3, 4}) {
+        GemmCase g{m, n, k, flags};
+        g.extraLd = extraLd;
+        ASSERT_NO_FATAL_FAILURE(
+            (checkProduct<int8_t, int32_t>(MPRT_GEMM_S8, g, 0)));
+      }
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmS8AnyShapeBatched) {
+  SKIP_WITHOUT_GPU();
+  for (int32_t flags = 0; flags < 4; ++flags) {
+    // Shared B (a layer's weight), odd sizes and strides.
+    GemmCase g{7, 10, 13, flags};
+    g.batch = 3;
+    g.shareB = true;
+    g.pad = 5;
+    g.api = GemmApi::Sync;
+    ASSERT_NO_FATAL_FAILURE(
+        (checkProduct<int8_t, int32_t>(MPRT_GEMM_S8, g, 0)));
+    g = GemmCase{64, 10, 64, flags};
+    g.batch = 3;
+    g.shareB = true;
+    g.api = GemmApi::Batched;
+    ASSERT_NO_FATAL_FAILURE(
+        (checkProduct<int8_t, int32_t>(MPRT_GEMM_S8, g, 0)));
+    // Shared A; rows one longer.
+    g = GemmCase{16, 12, 20, flags};
+    g.batch = 4;
+    g.shareA = true;
+    g.extraLd = 1;
+    g.pad = 3;
+    g.api = GemmApi::Sync;
+    ASSERT_NO_FATAL_FAILURE(
+        (checkProduct<int8_t, int32_t>(MPRT_GEMM_S8, g, 0)));
+    // Multiples of 4 everywhere, strides too: in place for flags 2.
+    g = GemmCase{64, 32, 128, flags};
+    g.batch = 2;
+    g.pad = 16;
+    g.api = GemmApi::Batched;
+    ASSERT_NO_FATAL_FAILURE(
+        (checkProduct<int8_t, int32_t>(MPRT_GEMM_S8, g, 0)));
+    // Strides that are not: each later matrix is misaligned.
+    g.pad = 1;
+    ASSERT_NO_FATAL_FAILURE(
+        (checkProduct<int8_t, int32_t>(MPRT_GEMM_S8, g, 0)));
+  }
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmS8MisalignedOperands) {
+  SKIP_WITHOUT_GPU();
+  // A shape read in place when aligned (flags 2), then at offsets of 1 to
+  // 3 bytes into the buffers (C at 4 and 8 bytes), then aligned again: a
+  // plan cached for one alignment must not serve another.
+  for (int32_t flags = 0; flags < 4; ++flags)
+    for (int64_t offset : {0, 1, 2, 3, 0}) {
+      GemmCase g{64, 32, 128, flags};
+      g.offsetA = offset;
+      g.offsetB = (offset + 1) % 4;
+      g.offsetC = offset % 3;
+      ASSERT_NO_FATAL_FAILURE(
+          (checkProduct<int8_t, int32_t>(MPRT_GEMM_S8, g, 0)));
+    }
+  // Misaligned dense batches: the staging copies cover whole batches.
+  for (int32_t flags = 0; flags < 4; ++flags) {
+    GemmCase g{64, 32, 64, flags};
+    g.batch = 3;
+    g.offsetA = g.offsetB = 1;
+    g.api = GemmApi::Sync;
+    ASSERT_NO_FATAL_FAILURE(
+        (checkProduct<int8_t, int32_t>(MPRT_GEMM_S8, g, 0)));
+  }
+  expectNoError();
+}
+
+/// Products of \p In at byte offsets 0, 2, 4, 8 and 0 again into their
+/// buffers (rounded up to whole elements), on an aligned and an odd shape,
+/// in every transposed form.
+template <typename In> void checkMisaligned(int32_t type, double tolerance) {
+  const int64_t shapes[][3] = {{64, 32, 128}, {7, 10, 13}};
+  for (const auto &[m, n, k] : shapes)
+    for (int64_t bytes : {0, 2, 4, 8, 0})
+      for (int32_t flags = 0; flags < 4; ++flags) {
+        GemmCase g{m, n, k, flags};
+        g.offsetA = g.offsetB = (bytes + sizeof(In) - 1) / sizeof(In);
+        g.offsetC = (bytes + 3) / 4;
+        ASSERT_NO_FATAL_FAILURE((checkProduct<In, float>(type, g, tolerance)));
+      }
+  // A batch whose strides misalign every other matrix.
+  GemmCase g{33, 17, 40, MPRT_GEMM_TRANS_B};
+  g.batch = 4;
+  g.pad = 1;
+  g.offsetA = g.offsetB = g.offsetC = 1;
+  g.api = GemmApi::Sync;
+  ASSERT_NO_FATAL_FAILURE((checkProduct<In, float>(type, g, tolerance)));
+}
+
+TEST_F(CudaRuntime, GemmMisalignedF32) {
+  SKIP_WITHOUT_GPU();
+  checkMisaligned<float>(MPRT_GEMM_F32, 1e-5);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmMisalignedF16) {
+  SKIP_WITHOUT_GPU();
+  // Exact inputs and sums (see GemmF16).
+  checkMisaligned<__half>(MPRT_GEMM_F16, 1e-6);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmMisalignedBF16) {
+  SKIP_WITHOUT_GPU();
+  checkMisaligned<__nv_bfloat16>(MPRT_GEMM_BF16, 1e-6);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, GemmMisalignedRoundedC) {
+  SKIP_WITHOUT_GPU();
+  // A 16-bit C two bytes into its buffer, aligned first.
+  for (int64_t offset : {0, 1, 2, 0}) {
+    GemmCase g{32, 24, 40, MPRT_GEMM_ROUNDED_C | MPRT_GEMM_TRANS_B};
+    g.batch = 2;
+    g.pad = 2;
+    g.offsetA = g.offsetB = g.offsetC = offset;
+    g.api = GemmApi::Sync;
+    ASSERT_NO_FATAL_FAILURE(
+        (checkProduct<__half, __half>(MPRT_GEMM_F16, g, 0)));
+    ASSERT_NO_FATAL_FAILURE(
+        (checkProduct<__nv_bfloat16, __nv_bfloat16>(MPRT_GEMM_BF16, g, 0)));
+  }
   expectNoError();
 }
 

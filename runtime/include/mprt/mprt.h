@@ -445,6 +445,25 @@ void mprt_memory_reset_peak(void);
 int64_t mprt_memory_trim(void);
 
 /*===----------------------------------------------------------------------===*
+ * Strided copies for compiled code
+ *
+ * What MLIR's memrefCopy (libmlir_c_runner_utils) does, so that drivers of
+ * compiled code need no MLIR library at run time: copies every element of
+ * the strided memref `src` into `dst` (same rank and sizes). Both are
+ * unranked descriptors as lowered code passes them: {int64_t rank; void
+ * *ranked}, the ranked one {allocated, aligned, offset, sizes[rank],
+ * strides[rank]}. mp-run binds compiled code's memrefCopy to this.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct mprt_unranked_memref {
+  int64_t rank;
+  void *descriptor;
+} mprt_unranked_memref;
+
+void mprt_memref_copy(int64_t element_bytes, const mprt_unranked_memref *src,
+                      const mprt_unranked_memref *dst);
+
+/*===----------------------------------------------------------------------===*
  * CPU features (detected once, at run time, with cpuid)
  *===----------------------------------------------------------------------===*/
 

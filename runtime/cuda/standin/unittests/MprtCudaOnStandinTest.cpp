@@ -1,0 +1,208 @@
+//===- MprtCudaOnStandinTest.cpp - libmprt_cuda on the CUDA stand-ins -----===//
+//
+// Runs libmprt_cuda's host side on the driver and cuBLASLt stand-ins (ctest
+// sets LD_LIBRARY_PATH=build/lib/cuda-standin): what lowered code does, a
+// launch of the checked-in lowered PTX and cuBLASLt products, with no
+// violation, and a misuse that the stand-in must catch. Kernels do not run
+// there, so only the products' numbers are checked.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mprt/mprt_cuda.h"
+#include "standin.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern "C" {
+void *mgpuModuleLoadJIT(void *data, int optLevel);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+void *mgpuStreamCreate();
+void mgpuStreamDestroy(void *stream);
+void mgpuStreamSynchronize(void *stream);
+void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared);
+void mgpuMemFree(void *ptr, void *stream);
+void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream);
+}
+
+namespace {
+
+class MprtCudaOnStandin : public ::testing::Test {
+protected:
+  void SetUp() override {
+    mprt_cuda_set_error_mode(MPRT_CUDA_ERRORS_RECORD);
+    char why[512];
+    ASSERT_TRUE(mprt_cuda_available(why, sizeof(why))) << why;
+    // The driver libmprt_cuda opened must be the stand-in.
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NE(driver, nullptr);
+    getStats = reinterpret_cast<decltype(getStats)>(
+        dlsym(driver, "mp_cuda_standin_get_stats"));
+    ASSERT_NE(getStats, nullptr)
+        << "libcuda.so.1 is not the stand-in: is LD_LIBRARY_PATH "
+           "build/lib/cuda-standin?";
+    ASSERT_EQ(mprt_cuda_check(), MPRT_OK) << mprt_last_error();
+    getStats(&before);
+  }
+  void TearDown() override { mprt_cuda_check(); }
+
+  mp_cuda_standin_stats now() {
+    mp_cuda_standin_stats s;
+    getStats(&s);
+    return s;
+  }
+
+  void (*getStats)(mp_cuda_standin_stats *) = nullptr;
+  mp_cuda_standin_stats before;
+};
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+template <typename T> void *upload(const std::vector<T> &v) {
+  void *p = mgpuMemAlloc(v.size() * sizeof(T), nullptr, false);
+  mgpuMemcpy(p, const_cast<T *>(v.data()), v.size() * sizeof(T), nullptr);
+  return p;
+}
+
+template <typename T> std::vector<T> download(void *p, size_t n) {
+  std::vector<T> v(n);
+  mgpuMemcpy(v.data(), p, n * sizeof(T), nullptr);
+  mgpuStreamSynchronize(nullptr);
+  return v;
+}
+
+/// Launches the lowered bias + relu kernel on `x`, `bias` and `y` (64 x 128
+/// f16, 128 f32, 64 x 128 f16).
+void launchBiasRelu(void *function, void *x, void *bias, void *y) {
+  int64_t zero = 0, rows = 64, cols = 128, one = 1;
+  void *params[] = {&x,    &x,    &zero, &rows, &cols, &cols, &one,
+                    &bias, &bias, &zero, &cols, &one,  &y,    &y,
+                    &zero, &rows, &cols, &cols, &one};
+  void *stream = mgpuStreamCreate();
+  mgpuLaunchKernel(function, rows * cols / 256, 1, 1, 256, 1, 1, 0, stream,
+                   params, nullptr, 19);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+}
+
+TEST_F(MprtCudaOnStandin, LoweredKernelLaunchIsClean) {
+  std::string ptx = readFile(MP_CUDA_TEST_INPUTS "/bias_relu_f16.ptx");
+  ASSERT_FALSE(ptx.empty());
+  void *module = mgpuModuleLoadJIT(ptx.data(), 2);
+  void *function = mgpuModuleGetFunction(module, "bias_relu_f16_kernel");
+  ASSERT_NE(function, nullptr) << (mprt_cuda_check(), mprt_last_error());
+  void *x = upload(std::vector<uint16_t>(64 * 128, 0x3c00));
+  void *bias = upload(std::vector<float>(128, 1.0f));
+  void *y = mgpuMemAlloc(64 * 128 * 2, nullptr, false);
+  launchBiasRelu(function, x, bias, y);
+  for (void *p : {x, bias, y})
+    mgpuMemFree(p, nullptr);
+  mgpuModuleUnload(module);
+  EXPECT_EQ(mprt_cuda_check(), MPRT_OK) << mprt_last_error();
+  mp_cuda_standin_stats after = now();
+  EXPECT_EQ(after.violations, before.violations);
+  EXPECT_EQ(after.launches, before.launches + 1);
+  EXPECT_EQ(after.modules_loaded, before.modules_loaded + 1);
+}
+
+TEST_F(MprtCudaOnStandin, HostBufferInAKernelIsCaught) {
+  // Without device-memory=true lowered code passes host buffers; a device
+  // without pageable memory access cannot read them.
+  std::string ptx = readFile(MP_CUDA_TEST_INPUTS "/bias_relu_f16.ptx");
+  void *module = mgpuModuleLoadJIT(ptx.data(), 2);
+  void *function = mgpuModuleGetFunction(module, "bias_relu_f16_kernel");
+  ASSERT_NE(function, nullptr) << (mprt_cuda_check(), mprt_last_error());
+  std::vector<uint16_t> x(64 * 128);
+  void *bias = upload(std::vector<float>(128, 1.0f));
+  void *y = mgpuMemAlloc(64 * 128 * 2, nullptr, false);
+  launchBiasRelu(function, x.data(), bias, y);
+  ASSERT_EQ(mprt_cuda_check(), MPRT_ERROR_DEVICE);
+  EXPECT_NE(std::string(mprt_last_error())
+                .find("mgpuLaunchKernel: cuLaunchKernel failed: "
+                      "CUDA_ERROR_INVALID_VALUE"),
+            std::string::npos)
+      << mprt_last_error();
+  mgpuMemFree(bias, nullptr);
+  mgpuMemFree(y, nullptr);
+  mgpuModuleUnload(module);
+  mp_cuda_standin_stats after = now();
+  EXPECT_EQ(after.violations, before.violations + 1);
+  EXPECT_EQ(after.invalid_pointers, before.invalid_pointers + 1);
+  EXPECT_EQ(after.launches, before.launches);
+}
+
+TEST_F(MprtCudaOnStandin, ProductsMatchAHostReference) {
+  // f32, C += op(A) op(B) for each transpose combination.
+  constexpr int64_t m = 5, n = 3, k = 4;
+  for (int32_t flags = 0; flags < 4; ++flags) {
+    bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+    int64_t lda = ta ? m : k, ldb = tb ? k : n;
+    std::vector<float> a(m * k), b(k * n), c(m * n, 1.0f);
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = float(i % 5) - 2;
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = float(i % 3) + 1;
+    void *da = upload(a), *db = upload(b), *dc = upload(c);
+    ASSERT_EQ(mprt_cuda_gemm_sync((int64_t)da, lda, (int64_t)db, ldb,
+                                  (int64_t)dc, n, m, n, k, flags, MPRT_GEMM_F32,
+                                  1, 0, 0, 0),
+              MPRT_OK)
+        << mprt_last_error();
+    std::vector<float> got = download<float>(dc, c.size());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float want = 1;
+        for (int64_t l = 0; l < k; ++l)
+          want += (ta ? a[l * lda + i] : a[i * lda + l]) *
+                  (tb ? b[j * ldb + l] : b[l * ldb + j]);
+        EXPECT_EQ(got[i * n + j], want) << "flags " << flags;
+      }
+    for (void *p : {da, db, dc})
+      mgpuMemFree(p, nullptr);
+  }
+  // A batch of s8 products (the stand-in offers int8 in the TN form only,
+  // so libmprt_cuda's transposed copies run) sharing B (stride 0).
+  constexpr int64_t batch = 3, q = 8;
+  std::vector<int8_t> a(batch * q * q), b(q * q);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = int8_t(int(i % 11) - 5);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = int8_t(int(i % 7) - 3);
+  std::vector<int32_t> c(batch * q * q, 0);
+  void *da = upload(a), *db = upload(b), *dc = upload(c);
+  ASSERT_EQ(mprt_cuda_gemm_sync((int64_t)da, q, (int64_t)db, q, (int64_t)dc, q,
+                                q, q, q, 0, MPRT_GEMM_S8, batch, q * q, 0,
+                                q * q),
+            MPRT_OK)
+      << mprt_last_error();
+  std::vector<int32_t> got = download<int32_t>(dc, c.size());
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < q; ++i)
+      for (int64_t j = 0; j < q; ++j) {
+        int32_t want = 0;
+        for (int64_t l = 0; l < q; ++l)
+          want += a[p * q * q + i * q + l] * b[l * q + j];
+        EXPECT_EQ(got[p * q * q + i * q + j], want);
+      }
+  for (void *p : {da, db, dc})
+    mgpuMemFree(p, nullptr);
+  EXPECT_EQ(mprt_cuda_check(), MPRT_OK) << mprt_last_error();
+  EXPECT_EQ(now().violations, before.violations);
+}
+
+} // namespace
