@@ -71,6 +71,14 @@ if os.path.exists(mprt_cuda):
     config.available_features.add("mprt-cuda")
     config.substitutions.append(("%mprt_cuda", mprt_cuda))
 
+# The CUDA driver and cuBLASLt stand-ins (runtime/cuda/standin): with
+# LD_LIBRARY_PATH=%cuda_standin, libmprt_cuda finds them instead of a
+# driver. Tests set it per command, so the probe below still sees no GPU.
+cuda_standin = os.path.join(config.mp_obj_root, "lib", "cuda-standin")
+if os.path.exists(os.path.join(cuda_standin, "libcuda.so.1")):
+    config.available_features.add("cuda-standin")
+    config.substitutions.append(("%cuda_standin", cuda_standin))
+
 _cuda_probe = r"""
 import ctypes, sys
 try:

@@ -6,12 +6,16 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <dlfcn.h>
 
 namespace mp {
 
 namespace {
+
+/// Devices open in this process (sessions of the C API may overlap).
+std::atomic<int> openDevices{0};
 
 /// Where libmprt_cuda.so is: $MPRT_CUDA_LIBRARY, else next to the binary
 /// that holds this code (mp-run in build/bin: ../lib; libmp_session.so in
@@ -65,6 +69,8 @@ std::unique_ptr<CudaDevice> CudaDevice::open(std::string &error) {
   bind(device->memcpy, "mgpuMemcpy");
   bind(device->streamCreate, "mgpuStreamCreate");
   bind(device->streamSynchronize, "mgpuStreamSynchronize");
+  bind(device->streamDestroy, "mgpuStreamDestroy");
+  bind(device->releaseCached, "mprt_cuda_release_cached");
   bind(device->poolStats, "mprt_cuda_pool_get_stats");
   if (!ok)
     return nullptr;
@@ -76,9 +82,20 @@ std::unique_ptr<CudaDevice> CudaDevice::open(std::string &error) {
   // The session checks after every step instead of the process exiting.
   device->setErrorMode(0 /* MPRT_CUDA_ERRORS_RECORD */);
   device->stream = device->streamCreate();
+  device->counted = true;
+  ++openDevices;
   if (!device->check(error))
     return nullptr;
   return device;
+}
+
+CudaDevice::~CudaDevice() {
+  if (!counted)
+    return; // open() failed before the device was used
+  if (stream)
+    streamDestroy(stream);
+  if (--openDevices == 0)
+    releaseCached();
 }
 
 void *CudaDevice::allocate(size_t bytes) {

@@ -22,6 +22,10 @@ public:
   /// Loads libmprt_cuda.so and checks that device 0 can be used; on failure
   /// returns null with `error` saying why (no library, no driver, no GPU).
   static std::unique_ptr<CudaDevice> open(std::string &error);
+  /// Destroys the stream; the last device of the process also has the
+  /// runtime give its cached memory back (mprt_cuda_release_cached), so a
+  /// closed session leaves nothing allocated on the device.
+  ~CudaDevice();
 
   /// Device memory from the runtime's pool (mgpuMemAlloc); null on failure.
   void *allocate(size_t bytes);
@@ -46,9 +50,12 @@ private:
   void (*memFree)(void *, void *) = nullptr;
   void (*memcpy)(void *, void *, size_t, void *) = nullptr;
   void *(*streamCreate)() = nullptr;
+  void (*streamDestroy)(void *) = nullptr;
+  int (*releaseCached)() = nullptr;
   void (*streamSynchronize)(void *) = nullptr;
   void (*poolStats)(void *) = nullptr;
   void *stream = nullptr;
+  bool counted = false; // in openDevices
 };
 
 } // namespace mp

@@ -59,6 +59,7 @@ namespace {
   X(cublasLtMatrixLayoutSetAttribute)                                          \
   X(cublasLtMatmulPreferenceCreate)                                            \
   X(cublasLtMatmulPreferenceSetAttribute)                                      \
+  X(cublasLtMatmulPreferenceDestroy)                                           \
   X(cublasLtMatmulAlgoGetHeuristic)                                            \
   X(cublasLtMatmul)                                                            \
   X(cublasLtMatrixTransformDescCreate)                                         \
@@ -278,6 +279,8 @@ cublasStatus_t describe(State &s, cudaDataType_t inType, cudaDataType_t outType,
     st = lt.cublasLtMatmulAlgoGetHeuristic(s.handle, plan.desc, plan.a, plan.b,
                                            plan.c, plan.c, preference, 1,
                                            &result, &returned);
+  if (preference)
+    lt.cublasLtMatmulPreferenceDestroy(preference);
   if (st == CUBLAS_STATUS_SUCCESS && returned > 0) {
     plan.algo = result.algo;
     found = true;
@@ -789,4 +792,35 @@ extern "C" mprt_status mprt_cuda_gemm_sync(int64_t a, int64_t lda, int64_t b,
     mprt::fail(st, "%s", message.c_str());
   }
   return st;
+}
+
+extern "C" mprt_status mprt_cuda_release_cached(void) {
+  mprt::clearError();
+  const Driver *d = driver();
+  if (!d)
+    return MPRT_OK; // nothing can have been allocated
+  State &s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (d->cuCtxPushCurrent(primaryContext()) != CUDA_SUCCESS)
+      return mprt::fail(MPRT_ERROR_DEVICE,
+                        "mprt_cuda_release_cached: no context");
+    // Freed on the null stream after a context-wide wait: the workspaces'
+    // streams may be gone already (the JIT's streams live for one call).
+    CUresult r = d->cuCtxSynchronize();
+    for (auto &entry : s.workspaces) {
+      CUresult ignored;
+      poolFree(entry.second, nullptr, ignored);
+    }
+    s.workspaces.clear();
+    if (s.syncStream && r == CUDA_SUCCESS)
+      r = d->cuStreamDestroy(s.syncStream);
+    s.syncStream = nullptr;
+    CUcontext previous;
+    d->cuCtxPopCurrent(&previous);
+    if (r != CUDA_SUCCESS)
+      return mprt::fail(MPRT_ERROR_DEVICE, "mprt_cuda_release_cached: %s",
+                        resultText(r).c_str());
+  }
+  return mprt_cuda_pool_trim();
 }

@@ -26,7 +26,8 @@
 // (one line each). With MPRT_CUDA_STANDIN_LOG=FILE all of it is appended
 // to FILE, each violation as it happens, so a process that _exit()s keeps
 // them; without it violations go to stderr, and the rest too if there were
-// any. MPRT_CUDA_STANDIN_PAGEABLE=1 gives the device pageable memory access
+// any. MPRT_CUDA_STANDIN_MEMORY_MB=N gives the device N MiB (default 80
+// GiB), so tests can run out of it. MPRT_CUDA_STANDIN_PAGEABLE=1 gives the device pageable memory access
 // (attribute PAGEABLE_MEMORY_ACCESS = 1): host pointers are then accepted
 // where the device reads memory. MPRT_CUDA_STANDIN_PTXAS=PATH assembles
 // each PTX module with that ptxas for sm_90 (a real check of the PTX, at
@@ -69,10 +70,19 @@ constexpr uint64_t kMaxBlock[3] = {1024, 1024, 64};
 constexpr uint64_t kMaxGrid[3] = {2147483647, 65535, 65535};
 constexpr uint64_t kMaxThreadsPerBlock = 1024;
 constexpr int kDefaultSharedBytes = 48 << 10, kMaxSharedOptin = 227 << 10;
-constexpr uint64_t kTotalMemory = 80ull << 30;
 constexpr uintptr_t kPage = 4096;
 /// Violation lines written before further ones are only counted.
 constexpr uint64_t kMaxLoggedViolations = 10000;
+
+/// The device's memory: $MPRT_CUDA_STANDIN_MEMORY_MB (tests of running out
+/// of it), else 80 GiB.
+uint64_t totalMemory() {
+  static const uint64_t bytes = [] {
+    const char *env = getenv("MPRT_CUDA_STANDIN_MEMORY_MB");
+    return env && *env ? strtoull(env, nullptr, 10) << 20 : 80ull << 30;
+  }();
+  return bytes;
+}
 
 bool pageableAccess() {
   const char *env = getenv("MPRT_CUDA_STANDIN_PAGEABLE");
@@ -513,7 +523,7 @@ CUresult allocate(State &s, const char *function, CUdeviceptr *out,
   if (bytes == 0)
     return fail(s, CUDA_ERROR_INVALID_VALUE, function, "a 0-byte allocation");
   uint64_t size = (bytes + kPage - 1) / kPage * kPage;
-  if (s.liveBytes + bytes > kTotalMemory || !reserveDeviceMemory(s) ||
+  if (s.liveBytes + bytes > totalMemory() || !reserveDeviceMemory(s) ||
       s.next + size + kPage > s.base + s.reserved ||
       mprotect(reinterpret_cast<void *>(s.next), size,
                PROT_READ | PROT_WRITE) != 0)
@@ -1016,7 +1026,7 @@ CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
   MP_STANDIN_LOCK;
   MP_STANDIN_TRY(checkDevice(s, dev, "cuDeviceTotalMem"));
   MP_STANDIN_TRY(notNull(s, bytes, "cuDeviceTotalMem", "bytes"));
-  *bytes = kTotalMemory;
+  *bytes = totalMemory();
   return CUDA_SUCCESS;
 }
 
@@ -1374,8 +1384,8 @@ CUresult cuMemGetInfo(size_t *free, size_t *total) {
   MP_STANDIN_TRY(needContext(s, "cuMemGetInfo"));
   MP_STANDIN_TRY(notNull(s, free, "cuMemGetInfo", "free"));
   MP_STANDIN_TRY(notNull(s, total, "cuMemGetInfo", "total"));
-  *total = kTotalMemory;
-  *free = kTotalMemory - s.liveBytes;
+  *total = totalMemory();
+  *free = totalMemory() - s.liveBytes;
   return CUDA_SUCCESS;
 }
 

@@ -69,6 +69,13 @@ void mprt_cuda_pool_get_stats(mprt_cuda_pool_stats *out);
 /* Returns all cached free blocks to the driver. */
 mprt_status mprt_cuda_pool_trim(void);
 
+/* Waits for the device's work, gives back what the library keeps between
+ * calls (the cuBLASLt workspaces and mprt_cuda_gemm_sync's stream; the next
+ * product makes them again), then trims the pool: afterwards the driver
+ * holds only blocks the caller has not freed. For drivers that close their
+ * last session (mp-run, the C API) and leak checks. */
+mprt_status mprt_cuda_release_cached(void);
+
 /* C[m x n] += op(A)[m x k] * op(B)[k x n] on the device with cuBLASLt,
  * with the conventions of mprt_gemm (row-major, leading dimensions, flags
  * MPRT_GEMM_TRANS_A/B, type an mprt_gemm_type): f32, f16 or bf16 A and B
