@@ -36,7 +36,8 @@ the step mp dumped; computed on any machine, so a CPU dry run shows it
 too, and on a GPU it can be set against the measured pool peak). With
 --require, checks the GPU issue's targets (mixed >= 1.4x own FP32; mp
 mixed >= PyTorch AMP; mp mixed memory <= 0.7x mp FP32; mixed quality
-close to FP32's) and exits 1 when one is missed.
+close to FP32's) and exits 1 when one is missed. Exit 3: a run failed (a
+message or a traceback), so a missed target is never mistaken for an error.
 
 --device cpu runs the same comparison on the CPU (PyTorch without f16
 autocast), as a dry run of the script where there is no GPU.
@@ -131,7 +132,8 @@ def run_mp(model, data, device, precision, epochs):
     out = subprocess.run(command, capture_output=True, text=True,
                          env=dict(os.environ, MP_DUMP_STEP_IR=step))
     if out.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed:\n{out.stdout}{out.stderr}")
+        print(f"{' '.join(command)} failed:\n{out.stdout}{out.stderr}", file=sys.stderr)
+        sys.exit(3)
     rows = [m for m in map(EPOCH.match, out.stdout.splitlines()) if m]
     speeds = [float(m.group(3)) for m in rows if int(m.group(1)) > 1]
     speed = statistics.median(speeds or [float(rows[-1].group(3))])
@@ -499,4 +501,9 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception:  # a failed run, not a missed target: exit 3
+        import traceback
+        traceback.print_exc()
+        sys.exit(3)
