@@ -16,8 +16,9 @@
 // batches.
 //
 // The heuristic returns one algorithm, except that s8 products are only
-// offered in the "TN" form (op(A) = T, op(B) = N), as int8 tensor-core
-// kernels require: libmprt_cuda's transposed-copy path then runs too.
+// offered in the "TN" form (op(A) = T, op(B) = N) with m, k and leading
+// dimensions multiples of 4 and 4-byte aligned operands, as int8
+// tensor-core kernels require: libmprt_cuda's padded copies then run too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -758,10 +759,18 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   *returnAlgoCount = 0;
   if (!supported(*d, *a, *b, *c, *dl))
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  // int8 tensor-core kernels take the "TN" form only.
-  if (a->type == CUDA_R_8I &&
-      (d->transA != CUBLAS_OP_T || d->transB != CUBLAS_OP_N))
-    return CUBLAS_STATUS_NOT_SUPPORTED;
+  // int8 tensor-core kernels take the "TN" form only, with m, k and the
+  // leading dimensions multiples of 4 and 4-byte aligned operands (the
+  // cublasLtMatmul documentation on IMMA kernels with regular ordering).
+  if (a->type == CUDA_R_8I) {
+    uint64_t m = c->rows, k = a->rows; // A is stored k x m (transposed)
+    bool lds = a->ld % 4 == 0 && b->ld % 4 == 0 && c->ld % 4 == 0;
+    bool aligned = p->alignment[0] >= 4 && p->alignment[1] >= 4 &&
+                   p->alignment[2] >= 4;
+    if (d->transA != CUBLAS_OP_T || d->transB != CUBLAS_OP_N || m % 4 ||
+        k % 4 || !lds || !aligned)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
   cublasLtMatmulHeuristicResult_t &result = heuristicResultsArray[0];
   memset(&result, 0, sizeof(result));
   result.algo.data[0] = kAlgoTag;
