@@ -6,7 +6,7 @@ Reads the comparison table from stdin (or a file) and exits 1 unless
   - it has at least --min-rows rows (default 3), ranked 1, 2, 3, ...,
   - the relative-error column never increases from one row to the next,
     except that NaN rows come first (printComparison in
-    tools/mp-run/Numerics.cpp sorts NaN first: the worst error there is),
+    lib/Session/Numerics.cpp sorts NaN first: the worst error there is),
   - and, without --allow-truncated, every op is listed (no "... N more ops"
     line: run compare with a --top at least the number of ops).
 

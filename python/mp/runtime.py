@@ -1,4 +1,4 @@
-"""Bindings (ctypes) to libmp_session.so, the C API of include/mp/CAPI/Session.h:
+"""Bindings (ctypes) to libmp_session.so, the C API of include/mp-c/Session.h:
 compile a model, train it step by step, predict and checkpoint, from numpy.
 
     from mp.runtime import Session
@@ -129,7 +129,7 @@ def _pointer(array):
     return array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
 
 
-# mp_init_scheme of include/mp/CAPI/Session.h.
+# mp_init_scheme of include/mp-c/Session.h.
 INIT_SCHEMES = {"zeros": 0, "he-uniform": 1, "he-normal": 2, "xavier-uniform": 3,
                 "xavier-normal": 4}
 

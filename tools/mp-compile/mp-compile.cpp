@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Session.h"
+#include "mp/Session/Session.h"
 
 #include "mp/InitAll.h"
 

@@ -17,9 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "InferSession.h"
-#include "Numerics.h"
-#include "Session.h"
+#include "mp/Session/InferSession.h"
+#include "mp/Session/Numerics.h"
+#include "mp/Session/Session.h"
 
 #include "mprt/mprt.h"
 

@@ -5,7 +5,7 @@ damage.py IN OUT sizes 0      makes the trailer's sizes disagree with the file
 damage.py IN OUT metadata K   rewrites metadata field K (batch: 0; features:
                               adds a CPU feature no host has) with a valid
                               checksum, so only the metadata checks see it
-The trailer (tools/mp-run/Artifact.cpp): u64 object size, u64 metadata
+The trailer (lib/Session/Artifact.cpp): u64 object size, u64 metadata
 size, u64 CRC-32 (zlib's) of the object and metadata, u32 version, u32 0, 8-byte magic."""
 
 import json

@@ -1,8 +1,8 @@
 //===- Session.cpp - compile, JIT and call a training step ----------------===//
 
-#include "Session.h"
-#include "CudaDevice.h"
-#include "JitEntry.h"
+#include "mp/Session/Session.h"
+#include "mp/Session/CudaDevice.h"
+#include "mp/Session/JitEntry.h"
 
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
@@ -13,13 +13,11 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -295,26 +293,8 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
   // compiles the step (and says so) before it reports the missing device.
   if (options.device == "cuda" && !(cuda = CudaDevice::open(error)))
     return false;
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
-  engineOptions.transformer = transformer;
-  auto created = ExecutionEngine::create(*module, engineOptions);
-  if (!created) {
-    error = "JIT compilation failed: " + llvm::toString(created.takeError());
+  if (!(engine = compileModule(*module, cuda.get(), error)))
     return false;
-  }
-  engine = std::move(*created);
-  registerRuntimeSymbols(*engine);
-  // The module's global constructors load its GPU kernels (one per
-  // gpu.binary, through mgpuModuleLoad): they run here, once, not at the
-  // first invokePacked, which lookupPacked entries never go through.
-  engine->initialize();
-  if (cuda && !cuda->check(error)) {
-    error = "loading the GPU kernels failed: " + error;
-    return false;
-  }
   auto train = engine->lookupPacked("mp_train_entry");
   if (!train) {
     error = "JIT compilation failed: " + llvm::toString(train.takeError());

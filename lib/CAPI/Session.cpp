@@ -1,15 +1,15 @@
-//===- SessionCAPI.cpp - the C API over mp::Session -----------------------===//
+//===- Session.cpp - the C API over mp::Session ---------------------------===//
 //
-// include/mp/CAPI/Session.h: what bindings (python/mp/runtime.py) call.
+// include/mp-c/Session.h: what bindings (python/mp/runtime.py) call.
 // Every entry point catches bad arguments and reports them through
 // mp_last_error instead of crashing.
 //
 //===----------------------------------------------------------------------===//
 
-#include "mp/CAPI/Session.h"
+#include "mp-c/Session.h"
 
-#include "InferSession.h"
-#include "Session.h"
+#include "mp/Session/InferSession.h"
+#include "mp/Session/Session.h"
 
 #include "mp/InitAll.h"
 #include "mprt/mprt.h"

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MP_TOOLS_MP_RUN_JITENTRY_H
-#define MP_TOOLS_MP_RUN_JITENTRY_H
+#ifndef MP_SESSION_JITENTRY_H
+#define MP_SESSION_JITENTRY_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -92,6 +92,15 @@ llvm::ArrayRef<RuntimeSymbol> runtimeSymbols();
 /// Binds runtimeSymbols() in a JIT session.
 void registerRuntimeSymbols(mlir::ExecutionEngine &engine);
 
+class CudaDevice;
+/// JIT-compiles a lowered module for this CPU (LLVM -O3), binds the
+/// runtime's symbols and runs the module's global constructors, which load
+/// its GPU kernels (one per gpu.binary) on `cuda` when it is not null. Null
+/// with `error` on failure.
+std::unique_ptr<mlir::ExecutionEngine> compileModule(mlir::ModuleOp module,
+                                                     CudaDevice *cuda,
+                                                     std::string &error);
+
 /// Adds `@<name>(memref args..., memref results...)` that calls `callee`
 /// (tensors become memrefs, scalars 0-d memrefs, i1 an i32): host code then
 /// owns every buffer and calls it with invokePacked.
@@ -100,4 +109,4 @@ void addEntry(mlir::ModuleOp module, mlir::func::FuncOp callee,
 
 } // namespace mp
 
-#endif // MP_TOOLS_MP_RUN_JITENTRY_H
+#endif // MP_SESSION_JITENTRY_H

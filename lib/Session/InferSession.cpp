@@ -1,7 +1,7 @@
 //===- InferSession.cpp - compile and call mp.predict alone ---------------===//
 
-#include "InferSession.h"
-#include "JitEntry.h"
+#include "mp/Session/InferSession.h"
+#include "mp/Session/JitEntry.h"
 
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
@@ -10,14 +10,12 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
@@ -237,28 +235,8 @@ bool InferSession::compile(const std::string &modelPath,
   // Opened after lowering: without a GPU the model still compiles first.
   if (gpu && !(cuda = CudaDevice::open(error)))
     return false;
-
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
-  engineOptions.transformer = transformer;
-  auto created = ExecutionEngine::create(*module, engineOptions);
-  if (!created) {
-    error = "JIT compilation failed: " + llvm::toString(created.takeError());
-    return false;
-  }
-  engine = std::move(*created);
-  registerRuntimeSymbols(*engine);
-  // The module's global constructors load its GPU kernels (one per
-  // gpu.binary, through mgpuModuleLoad): they run here, once, not at the
-  // first invokePacked, which lookupPacked entries never go through.
-  engine->initialize();
-  if (cuda && !cuda->check(error)) {
-    error = "loading the GPU kernels failed: " + error;
-    return false;
-  }
-  return true;
+  engine = compileModule(*module, cuda.get(), error);
+  return engine != nullptr;
 }
 
 bool InferSession::bind(const std::vector<HostTensor> &hostParams,

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MP_TOOLS_MP_RUN_CUDADEVICE_H
-#define MP_TOOLS_MP_RUN_CUDADEVICE_H
+#ifndef MP_SESSION_CUDADEVICE_H
+#define MP_SESSION_CUDADEVICE_H
 
 #include <cstddef>
 #include <cstdint>
@@ -60,4 +60,4 @@ private:
 
 } // namespace mp
 
-#endif // MP_TOOLS_MP_RUN_CUDADEVICE_H
+#endif // MP_SESSION_CUDADEVICE_H

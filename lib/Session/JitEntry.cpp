@@ -1,10 +1,12 @@
 //===- JitEntry.cpp - call JIT-compiled functions on host buffers --------===//
 
-#include "JitEntry.h"
+#include "mp/Session/JitEntry.h"
+#include "mp/Session/CudaDevice.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -16,6 +18,8 @@
 #include "mp/InitAll.h"
 #include "mp/Transforms/Pipelines.h"
 #include "mprt/mprt.h"
+
+#include "llvm/Support/TargetSelect.h"
 
 #include <cstdlib>
 
@@ -116,6 +120,32 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
           llvm::JITSymbolFlags::Exported};
     return map;
   });
+}
+
+std::unique_ptr<ExecutionEngine> compileModule(ModuleOp module,
+                                               CudaDevice *cuda,
+                                               std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  ExecutionEngineOptions engineOptions;
+  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
+  engineOptions.transformer = transformer;
+  auto created = ExecutionEngine::create(module, engineOptions);
+  if (!created) {
+    error = "JIT compilation failed: " + llvm::toString(created.takeError());
+    return nullptr;
+  }
+  std::unique_ptr<ExecutionEngine> engine = std::move(*created);
+  registerRuntimeSymbols(*engine);
+  // The module's global constructors load its GPU kernels (through
+  // mgpuModuleLoad): they run here, once, and not at the first
+  // invokePacked, which entries found with lookupPacked never go through.
+  engine->initialize();
+  if (cuda && !cuda->check(error)) {
+    error = "loading the GPU kernels failed: " + error;
+    return nullptr;
+  }
+  return engine;
 }
 
 static MemRefType memrefFor(Type type) {

@@ -1,6 +1,6 @@
 //===- Numerics.cpp - numerics checks over probed outputs -----------------===//
 
-#include "Numerics.h"
+#include "mp/Session/Numerics.h"
 
 #include <algorithm>
 #include <cmath>

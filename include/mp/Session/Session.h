@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MP_TOOLS_MP_RUN_SESSION_H
-#define MP_TOOLS_MP_RUN_SESSION_H
+#ifndef MP_SESSION_SESSION_H
+#define MP_SESSION_SESSION_H
 
-#include "CudaDevice.h"
+#include "mp/Session/CudaDevice.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -249,4 +249,4 @@ private:
 
 } // namespace mp
 
-#endif // MP_TOOLS_MP_RUN_SESSION_H
+#endif // MP_SESSION_SESSION_H

@@ -1,6 +1,6 @@
 //===- CudaDevice.cpp - libmprt_cuda for mp-run's --device cuda -----------===//
 
-#include "CudaDevice.h"
+#include "mp/Session/CudaDevice.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MP_TOOLS_MP_RUN_INFERSESSION_H
-#define MP_TOOLS_MP_RUN_INFERSESSION_H
+#ifndef MP_SESSION_INFERSESSION_H
+#define MP_SESSION_INFERSESSION_H
 
-#include "Session.h"
+#include "mp/Session/Session.h"
 
 #include <cstdint>
 #include <map>
@@ -102,4 +102,4 @@ private:
 
 } // namespace mp
 
-#endif // MP_TOOLS_MP_RUN_INFERSESSION_H
+#endif // MP_SESSION_INFERSESSION_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MP_TOOLS_MP_RUN_NUMERICS_H
-#define MP_TOOLS_MP_RUN_NUMERICS_H
+#ifndef MP_SESSION_NUMERICS_H
+#define MP_SESSION_NUMERICS_H
 
 #include "mprt/mprt.h"
 
@@ -99,4 +99,4 @@ size_t printComparison(const ProbeRecorder &reference,
 
 } // namespace mp
 
-#endif // MP_TOOLS_MP_RUN_NUMERICS_H
+#endif // MP_SESSION_NUMERICS_H

@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "JitEntry.h"
-#include "Session.h"
+#include "mp/Session/JitEntry.h"
+#include "mp/Session/Session.h"
 
 #include "mprt/mprt.h"
 
