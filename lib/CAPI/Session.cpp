@@ -291,10 +291,9 @@ int64_t mp_session_skipped_steps(const mp_session *s) {
 int mp_session_save(const mp_session *s, const char *path) {
   if (!s || !path)
     return fail("mp_session_save: NULL session or path");
-  // mp-run's metadata, so `mp-run train --resume` continues from it.
-  llvm::json::Object metadata{{"epoch", 0}, {"batch", 0}};
+  // At the start of an epoch: `mp-run train --resume` continues from it.
   std::string error;
-  if (!s->session->saveCheckpoint(path, std::move(metadata), "", error))
+  if (!s->session->saveCheckpoint(path, mp::RunPosition{}, "", error))
     return fail(error);
   return succeed();
 }
@@ -302,9 +301,9 @@ int mp_session_save(const mp_session *s, const char *path) {
 int mp_session_load(mp_session *s, const char *path) {
   if (!s || !path)
     return fail("mp_session_load: NULL session or path");
-  llvm::json::Object metadata;
+  mp::RunPosition position;
   std::string error;
-  if (!s->session->loadCheckpoint(path, /*withState=*/true, metadata, error))
+  if (!s->session->loadCheckpoint(path, /*withState=*/true, position, error))
     return fail(error);
   return succeed();
 }

@@ -555,7 +555,7 @@ bool Session::predict(const float *x, float *logits, std::string &error) {
 }
 
 bool Session::saveCheckpoint(const std::string &path,
-                             llvm::json::Object metadata,
+                             const RunPosition &position,
                              const std::string &previousPath,
                              std::string &error) const {
   syncToHost();
@@ -577,10 +577,14 @@ bool Session::saveCheckpoint(const std::string &path,
     ok = ok && add(t);
   for (const HostTensor &t : state)
     ok = ok && add(t);
-  metadata["step"] = scalars.step;
-  metadata["scale"] = static_cast<double>(scalars.scale);
-  metadata["growth_tracker"] = scalars.growthTracker;
-  metadata["skipped"] = scalars.skipped;
+  llvm::json::Object metadata{
+      {"epoch", position.epoch},
+      {"batch", position.batch},
+      {"precision", compiledOptions.precision},
+      {"step", scalars.step},
+      {"scale", static_cast<double>(scalars.scale)},
+      {"growth_tracker", scalars.growthTracker},
+      {"skipped", scalars.skipped}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(metadata));
@@ -597,7 +601,7 @@ bool Session::saveCheckpoint(const std::string &path,
 }
 
 bool Session::loadCheckpoint(const std::string &path, bool withState,
-                             llvm::json::Object &metadata, std::string &error) {
+                             RunPosition &position, std::string &error) {
   syncToHost(); // what is not loaded keeps its device values
   mprt_checkpoint *checkpoint = nullptr;
   if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
@@ -632,6 +636,7 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
       ok = ok && find(t);
   std::optional<int64_t> step, tracker;
   std::optional<double> scale;
+  llvm::json::Object metadata;
   if (ok) {
     const char *text = mprt_checkpoint_metadata(checkpoint);
     llvm::Expected<llvm::json::Value> meta =
@@ -660,6 +665,9 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
       // Absent in checkpoints written before the session counted skips.
       scalars.skipped = metadata.getInteger("skipped").value_or(0);
     }
+    position.epoch = metadata.getInteger("epoch").value_or(-1);
+    // Absent in checkpoints written before saves inside an epoch existed.
+    position.batch = metadata.getInteger("batch").value_or(0);
   }
   mprt_checkpoint_free(checkpoint);
   return ok;

@@ -30,7 +30,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
@@ -304,12 +303,7 @@ double accuracy(mp::Session &session, const Split &test, std::string &error,
   return 100.0 * correct / std::max<int64_t>(test.rows, 1);
 }
 
-/// Where a checkpoint was taken: after `batch` batches of the epoch that
-/// follows `epoch` completed epochs.
-struct RunPosition {
-  unsigned epoch = 0;
-  int64_t batch = 0;
-};
+using mp::RunPosition;
 
 std::string previousCheckpointPath(const std::string &path) {
   return path + ".prev";
@@ -319,19 +313,14 @@ std::string previousCheckpointPath(const std::string &path) {
 /// position; the checkpoint it replaces stays readable as FILE.prev.
 bool saveCheckpoint(const std::string &path, mp::Session &session,
                     const RunPosition &position, std::string &error) {
-  // The session adds its scalars (step, scale, skipped steps).
-  llvm::json::Object metadata{{"epoch", position.epoch},
-                              {"batch", position.batch},
-                              {"precision", precision.getValue()}};
-  return session.saveCheckpoint(path, std::move(metadata),
-                                previousCheckpointPath(path), error);
+  return session.saveCheckpoint(path, position, previousCheckpointPath(path),
+                                error);
 }
 
 /// Restores what saveCheckpoint wrote and where in the run it was taken.
 bool loadCheckpoint(const std::string &path, mp::Session &session,
                     bool withState, RunPosition &position, std::string &error) {
-  llvm::json::Object metadata;
-  if (!session.loadCheckpoint(path, withState, metadata, error)) {
+  if (!session.loadCheckpoint(path, withState, position, error)) {
     // Saves keep the checkpoint they replace: point the user at it.
     std::string previous = previousCheckpointPath(path);
     mprt_checkpoint *fallback = nullptr;
@@ -342,14 +331,10 @@ bool loadCheckpoint(const std::string &path, mp::Session &session,
     }
     return false;
   }
-  std::optional<int64_t> epoch = metadata.getInteger("epoch");
-  if (!epoch || *epoch < 0) {
+  if (position.epoch < 0) {
     error = "checkpoint '" + path + "' lacks its training metadata (epoch)";
     return false;
   }
-  position.epoch = static_cast<unsigned>(*epoch);
-  // Absent in checkpoints written before saves inside an epoch existed.
-  position.batch = metadata.getInteger("batch").value_or(0);
   return true;
 }
 
@@ -875,11 +860,12 @@ extern "C" int mp_run_main(int argc, char **argv) {
   int64_t trained = 0;
   int64_t numericsReported = 0;
   if (resume)
-    std::printf("resuming at epoch %u, batch %lld from %s\n",
-                position.epoch + 1, (long long)position.batch,
+    std::printf("resuming at epoch %lld, batch %lld from %s\n",
+                (long long)position.epoch + 1, (long long)position.batch,
                 checkpointPath.c_str());
   std::fflush(stdout); // a supervisor (scripts/kill_resume.py) waits for it
-  for (unsigned epoch = position.epoch + 1; epoch <= epochs; ++epoch) {
+  for (unsigned epoch = static_cast<unsigned>(position.epoch) + 1;
+       epoch <= epochs; ++epoch) {
     // Seeded per epoch, so a resumed run shuffles as an uninterrupted one.
     std::mt19937_64 rng(seed * 1000003u + epoch);
     std::iota(order.begin(), order.end(), 0);

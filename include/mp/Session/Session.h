@@ -90,6 +90,17 @@ struct StepResult {
   bool stepped = false;
 };
 
+
+/// Where in a run a checkpoint was taken: after `batch` batches of the
+/// epoch that follows `epoch` completed epochs (epoch -1: the checkpoint
+/// does not say). Checkpoints record it in their JSON metadata with the
+/// precision and the step's scalars, one schema that Session::saveCheckpoint
+/// writes and Session::loadCheckpoint reads (docs/runtime-io.md).
+struct RunPosition {
+  int64_t epoch = 0;
+  int64_t batch = 0;
+};
+
 class Session {
 public:
   ~Session();
@@ -172,17 +183,18 @@ public:
   /// Logits (batch x classes) for a batch.
   bool predict(const float *x, float *logits, std::string &error);
 
-  /// Writes parameters, optimizer state and the step's scalars (added to
-  /// `metadata` as step, scale, growth_tracker) atomically to `path`; a
-  /// non-empty `previousPath` keeps the replaced checkpoint there.
-  bool saveCheckpoint(const std::string &path, llvm::json::Object metadata,
+  /// Writes parameters, optimizer state and the checkpoint's metadata (the
+  /// run position, the precision, the step's scalars: step, scale,
+  /// growth_tracker, skipped) atomically to `path`; a non-empty
+  /// `previousPath` keeps the replaced checkpoint there.
+  bool saveCheckpoint(const std::string &path, const RunPosition &position,
                       const std::string &previousPath,
                       std::string &error) const;
   /// Restores the parameters (and, with `withState`, the optimizer state
-  /// and scalars) from a checkpoint saveCheckpoint wrote; `metadata` gets
-  /// its metadata object.
+  /// and scalars) from a checkpoint saveCheckpoint wrote, and where in its
+  /// run it was taken.
   bool loadCheckpoint(const std::string &path, bool withState,
-                      llvm::json::Object &metadata, std::string &error);
+                      RunPosition &position, std::string &error);
 
 private:
   Session() = default;
