@@ -8,6 +8,7 @@
 
 #include "mp-c/Session.h"
 
+#include "mp/Session/Calibration.h"
 #include "mp/Session/InferSession.h"
 #include "mp/Session/Session.h"
 
@@ -402,31 +403,9 @@ int mp_calibrate(const char *model_path, const mp_session *weights,
       model_path, options, weights->session->parameters(), error);
   if (!session)
     return fail(error);
-  int64_t b = session->batchSize(), f = session->numFeatures();
-  std::vector<float> batch(b * f), logits(b * session->numClasses());
-  mprt_stats *stats = nullptr;
-  if (mprt_stats_create(&stats) != MPRT_OK)
-    return fail(mprt_last_error());
-  // The observer is process-wide: one calibration at a time.
-  static std::mutex observerMutex;
-  std::lock_guard<std::mutex> lock(observerMutex);
-  mprt_set_observer(mprt_stats_observer, stats);
-  bool ran = true;
-  for (int64_t i = 0; ran && i < batches; ++i) {
-    for (int64_t r = 0; r < b; ++r)
-      std::copy_n(x + ((i * b + r) % rows) * f, f, batch.data() + r * f);
-    ran = session->predict(batch.data(), logits.data(), error);
-  }
-  mprt_set_observer(nullptr, nullptr);
-  std::string message;
-  if (!ran)
-    message = error;
-  else if (const char *statsError = mprt_stats_error(stats))
-    message = std::string("calibration: ") + statsError;
-  else if (mprt_stats_write_json(stats, out_path) != MPRT_OK)
-    message = mprt_last_error();
-  mprt_stats_free(stats);
-  return message.empty() ? succeed() : fail(message);
+  if (mp::writeCalibration(*session, {x, rows}, batches, out_path, error) < 0)
+    return fail(error);
+  return succeed();
 }
 
 } // extern "C"

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Session/Calibration.h"
 #include "mp/Session/InferSession.h"
 #include "mp/Session/Numerics.h"
 #include "mp/Session/Session.h"
@@ -495,85 +496,8 @@ double inferAccuracy(mp::InferSession &session, const Split &test,
 }
 
 /// Runs `batches` batches of `split` (from its first row, wrapping).
-bool runBatches(mp::InferSession &session, const Split &split, unsigned batches,
-                std::string &error) {
-  int64_t b = session.batchSize(), f = session.numFeatures(),
-          c = session.numClasses();
-  std::vector<float> x(b * f), logits(b * c);
-  for (unsigned i = 0; i < batches; ++i) {
-    for (int64_t r = 0; r < b; ++r) {
-      int64_t row = (static_cast<int64_t>(i) * b + r) % split.rows;
-      std::copy_n(split.x.begin() + row * f, f, x.begin() + r * f);
-    }
-    if (!session.predict(x.data(), logits.data(), error))
-      return false;
-  }
-  return true;
-}
-
-/// Tensors of the int8 model's output probes, then errors of the f32
-/// model's tensors of the same ids against them.
-struct ErrorCapture {
-  bool comparing = false;
-  std::map<std::string, std::vector<std::vector<float>>> quantized;
-  std::map<std::string, size_t> seen;
-  std::map<std::string, std::pair<double, double>> sums; // noise, signal
-};
-
-void captureObserver(void *user, const char *id, const void *data,
-                     int64_t numElements, mprt_dtype dtype) {
-  auto *capture = static_cast<ErrorCapture *>(user);
-  if (dtype != MPRT_DTYPE_F32)
-    return;
-  const float *values = static_cast<const float *>(data);
-  if (!capture->comparing) {
-    capture->quantized[id].emplace_back(values, values + numElements);
-    return;
-  }
-  auto it = capture->quantized.find(id);
-  if (it == capture->quantized.end())
-    return; // an input probe of the f32 model
-  size_t call = capture->seen[id]++;
-  if (call >= it->second.size() ||
-      it->second[call].size() != static_cast<size_t>(numElements))
-    return;
-  auto &[noise, signal] = capture->sums[id];
-  for (int64_t i = 0; i < numElements; ++i) {
-    double reference = values[i], difference = it->second[call][i] - values[i];
-    noise += difference * difference;
-    signal += reference * reference;
-  }
-}
-
-/// Relative RMS error of each eligible op's output in the int8 model
-/// against the f32 model, over `batches` calibration batches.
-bool measureErrors(mp::Session &trained, const Split &train,
-                   mp::InferOptions options, unsigned batches,
-                   std::map<std::string, double> &errors, std::string &error) {
-  // Every eligible op in int8 (whatever its estimate), probed.
-  options.probeOutputs = true;
-  options.maxError = std::numeric_limits<double>::infinity();
-  options.reportPath.clear();
-  std::unique_ptr<mp::InferSession> quantized =
-      mp::InferSession::create(modelPath, options, trained.parameters(), error);
-  mp::InferOptions reference;
-  reference.mode = mp::InferOptions::Mode::Calibrate; // probes on results
-  std::unique_ptr<mp::InferSession> f32 =
-      quantized ? mp::InferSession::create(modelPath, reference,
-                                           trained.parameters(), error)
-                : nullptr;
-  if (!f32)
-    return false;
-  ErrorCapture capture;
-  mprt_set_observer(captureObserver, &capture);
-  bool ok = runBatches(*quantized, train, batches, error);
-  capture.comparing = true;
-  ok = ok && runBatches(*f32, train, batches, error);
-  mprt_set_observer(nullptr, nullptr);
-  for (const auto &[id, sums] : capture.sums)
-    errors[id] = sums.second > 0 ? std::sqrt(sums.first / sums.second) : 0.0;
-  return ok;
-}
+/// A split's rows, as the library's calibration functions take them.
+mp::DataRows rowsOf(const Split &split) { return {split.x.data(), split.rows}; }
 
 /// mp-run infer with --calibrate, --precision int8 or --time-batches.
 int runInferSession(mp::Session &trained, const Split &train,
@@ -598,15 +522,13 @@ int runInferSession(mp::Session &trained, const Split &train,
     options.reportPath = quantReport;
     if (quantMeasure > 0) {
       std::map<std::string, double> errors;
-      if (!measureErrors(trained, train, options, quantMeasure, errors, error))
+      if (!mp::planMeasuredFallback(modelPath, trained.parameters(), options,
+                                    rowsOf(train), quantMeasure, errors,
+                                    error))
         return fail(error);
-      for (const auto &[id, e] : errors) {
-        bool fallsBack = e > quantMaxError;
+      for (const auto &[id, e] : errors)
         std::printf("measured error of '%s' against f32: %.4f%s\n", id.c_str(),
-                    e, fallsBack ? " (falls back)" : "");
-        if (fallsBack)
-          options.fallbackOps.push_back(id);
-      }
+                    e, e > quantMaxError ? " (falls back)" : "");
     }
   } else {
     options.precision = precision;
@@ -624,30 +546,16 @@ int runInferSession(mp::Session &trained, const Split &train,
           .count();
 
   if (calibrateBatches > 0) {
-    mprt_stats *stats = nullptr;
-    if (mprt_stats_create(&stats) != MPRT_OK)
-      return fail(mprt_last_error());
-    mprt_set_observer(mprt_stats_observer, stats);
-    bool ran = runBatches(*session, train, calibrateBatches, error);
-    mprt_set_observer(nullptr, nullptr);
-    const char *statsError = mprt_stats_error(stats);
-    bool written =
-        ran && !statsError &&
-        mprt_stats_write_json(stats, calibrationOut.c_str()) == MPRT_OK;
-    std::string writeError = written ? "" : mprt_last_error();
-    size_t probes = mprt_stats_count(stats);
-    mprt_stats_free(stats);
-    if (!ran)
+    int64_t probes = mp::writeCalibration(*session, rowsOf(train),
+                                          calibrateBatches, calibrationOut,
+                                          error);
+    if (probes < 0)
       return fail(error);
-    if (statsError)
-      return fail(std::string("calibration: ") + statsError);
-    if (!written)
-      return fail(writeError);
     std::printf("calibrated %u batches (%lld rows of the training split): "
-                "%zu probes written to %s\n",
+                "%lld probes written to %s\n",
                 (unsigned)calibrateBatches,
-                (long long)calibrateBatches * session->batchSize(), probes,
-                calibrationOut.c_str());
+                (long long)calibrateBatches * session->batchSize(),
+                (long long)probes, calibrationOut.c_str());
     return 0;
   }
 
@@ -682,10 +590,10 @@ int runInferSession(mp::Session &trained, const Split &train,
               (long long)session->weightBytes(), (long long)predictMemory.peak,
               (long long)session->batchSize());
   if (timeBatches > 0) {
-    if (!runBatches(*session, test, 3, error)) // warm-up
+    if (!mp::runBatches(*session, rowsOf(test), 3, error)) // warm-up
       return fail(error);
     auto timed = std::chrono::steady_clock::now();
-    if (!runBatches(*session, test, timeBatches, error))
+    if (!mp::runBatches(*session, rowsOf(test), timeBatches, error))
       return fail(error);
     double t =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - timed)
