@@ -13,7 +13,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -201,16 +200,9 @@ bool InferSession::compile(const std::string &modelPath,
     hasWeightsFunction = true;
     addEntry(*module, weightsFn, "mp_infer_weights");
   }
-  {
-    // The entries inline what they call: results are then computed in the
-    // caller's buffers, and bufferization needs no run-time ownership
-    // checks of returned buffers (host code the GPU lowering cannot keep).
-    PassManager inliner(context.get());
-    inliner.addPass(createInlinerPass());
-    if (failed(inliner.run(*module))) {
-      error = "inlining @predict into its entry failed\n" + diagnostics;
-      return false;
-    }
+  if (!inlineEntries(*module)) {
+    error = "inlining @predict into its entry failed\n" + diagnostics;
+    return false;
   }
 
   // MP_DUMP_PREDICT_IR=FILE: the module about to be lowered (debugging).

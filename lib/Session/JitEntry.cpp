@@ -11,6 +11,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -122,9 +123,8 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
   });
 }
 
-std::unique_ptr<ExecutionEngine> compileModule(ModuleOp module,
-                                               CudaDevice *cuda,
-                                               std::string &error) {
+std::unique_ptr<ExecutionEngine>
+compileModule(ModuleOp module, CudaDevice *cuda, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   ExecutionEngineOptions engineOptions;
@@ -146,6 +146,12 @@ std::unique_ptr<ExecutionEngine> compileModule(ModuleOp module,
     return nullptr;
   }
   return engine;
+}
+
+bool inlineEntries(ModuleOp module) {
+  PassManager inliner(module.getContext());
+  inliner.addPass(createInlinerPass());
+  return succeeded(inliner.run(module));
 }
 
 static MemRefType memrefFor(Type type) {

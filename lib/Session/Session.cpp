@@ -16,7 +16,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -242,17 +241,12 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   }
   if (predictFn)
     addEntry(*module, predictFn, "mp_predict_entry");
-  {
-    // The entries inline the step, so that bufferization writes the new
-    // parameters and state straight into the caller's buffers
-    // (eliminate-empty-tensors in --mp-lower-cpu) instead of into heap
-    // buffers copied out at the end.
-    PassManager inliner(context.get());
-    inliner.addPass(createInlinerPass());
-    if (failed(inliner.run(*module))) {
-      error = "inlining the training step failed\n" + diagnostics;
-      return false;
-    }
+  // The new parameters and state are then written straight into the
+  // caller's buffers (eliminate-empty-tensors in --mp-lower-cpu), not into
+  // heap buffers copied out at the end.
+  if (!inlineEntries(*module)) {
+    error = "inlining the training step failed\n" + diagnostics;
+    return false;
   }
   // Optimizer state: every train_step argument marked mp.state.
   for (unsigned i = 0; i < step.getNumArguments(); ++i)

@@ -1,4 +1,4 @@
-//===- main.cpp - mp-run's entry point -------------------------------------===//
+//===- main.cpp - mp-run's entry point ------------------------------------===//
 //
 // mp-run's command line lives in mp-run.cpp (mp_run_main), so that the same
 // code links into the tool and into the device bundle's shared library.

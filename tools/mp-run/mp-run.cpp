@@ -523,8 +523,7 @@ int runInferSession(mp::Session &trained, const Split &train,
     if (quantMeasure > 0) {
       std::map<std::string, double> errors;
       if (!mp::planMeasuredFallback(modelPath, trained.parameters(), options,
-                                    rowsOf(train), quantMeasure, errors,
-                                    error))
+                                    rowsOf(train), quantMeasure, errors, error))
         return fail(error);
       for (const auto &[id, e] : errors)
         std::printf("measured error of '%s' against f32: %.4f%s\n", id.c_str(),
@@ -546,9 +545,8 @@ int runInferSession(mp::Session &trained, const Split &train,
           .count();
 
   if (calibrateBatches > 0) {
-    int64_t probes = mp::writeCalibration(*session, rowsOf(train),
-                                          calibrateBatches, calibrationOut,
-                                          error);
+    int64_t probes = mp::writeCalibration(
+        *session, rowsOf(train), calibrateBatches, calibrationOut, error);
     if (probes < 0)
       return fail(error);
     std::printf("calibrated %u batches (%lld rows of the training split): "

@@ -1,4 +1,4 @@
-//===- Calibration.h - INT8 calibration, measured errors ---------*- C++ -*-===//
+//===- Calibration.h - INT8 calibration, measured errors --------*- C++ -*-===//
 //
 // What mp-run, the C API and Python share for INT8 inference: running
 // batches of a data set through an InferSession, writing calibration

@@ -97,9 +97,14 @@ class CudaDevice;
 /// runtime's symbols and runs the module's global constructors, which load
 /// its GPU kernels (one per gpu.binary) on `cuda` when it is not null. Null
 /// with `error` on failure.
-std::unique_ptr<mlir::ExecutionEngine> compileModule(mlir::ModuleOp module,
-                                                     CudaDevice *cuda,
-                                                     std::string &error);
+std::unique_ptr<mlir::ExecutionEngine>
+compileModule(mlir::ModuleOp module, CudaDevice *cuda, std::string &error);
+
+/// Inlines what the entries addEntry made call: results are then computed
+/// in the caller's buffers (bufferization writes them there directly and
+/// needs no run-time ownership checks of returned buffers, host code the
+/// GPU lowering cannot keep). False if the inliner failed.
+bool inlineEntries(mlir::ModuleOp module);
 
 /// Adds `@<name>(memref args..., memref results...)` that calls `callee`
 /// (tensors become memrefs, scalars 0-d memrefs, i1 an i32): host code then

@@ -90,7 +90,6 @@ struct StepResult {
   bool stepped = false;
 };
 
-
 /// Where in a run a checkpoint was taken: after `batch` batches of the
 /// epoch that follows `epoch` completed epochs (epoch -1: the checkpoint
 /// does not say). Checkpoints record it in their JSON metadata with the

@@ -765,8 +765,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (a->type == CUDA_R_8I) {
     uint64_t m = c->rows, k = a->rows; // A is stored k x m (transposed)
     bool lds = a->ld % 4 == 0 && b->ld % 4 == 0 && c->ld % 4 == 0;
-    bool aligned = p->alignment[0] >= 4 && p->alignment[1] >= 4 &&
-                   p->alignment[2] >= 4;
+    bool aligned =
+        p->alignment[0] >= 4 && p->alignment[1] >= 4 && p->alignment[2] >= 4;
     if (d->transA != CUBLAS_OP_T || d->transB != CUBLAS_OP_N || m % 4 ||
         k % 4 || !lds || !aligned)
       return CUBLAS_STATUS_NOT_SUPPORTED;

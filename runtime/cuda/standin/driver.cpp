@@ -27,12 +27,13 @@
 // to FILE, each violation as it happens, so a process that _exit()s keeps
 // them; without it violations go to stderr, and the rest too if there were
 // any. MPRT_CUDA_STANDIN_MEMORY_MB=N gives the device N MiB (default 80
-// GiB), so tests can run out of it. MPRT_CUDA_STANDIN_PAGEABLE=1 gives the device pageable memory access
-// (attribute PAGEABLE_MEMORY_ACCESS = 1): host pointers are then accepted
-// where the device reads memory. MPRT_CUDA_STANDIN_PTXAS=PATH assembles
-// each PTX module with that ptxas for sm_90 (a real check of the PTX, at
-// the cost of a process per module); its errors fail the load with
-// CUDA_ERROR_INVALID_PTX and are the JIT log, as with a driver.
+// GiB), so tests can run out of it. MPRT_CUDA_STANDIN_PAGEABLE=1 gives the
+// device pageable memory access (attribute PAGEABLE_MEMORY_ACCESS = 1): host
+// pointers are then accepted where the device reads memory.
+// MPRT_CUDA_STANDIN_PTXAS=PATH assembles each PTX module with that ptxas for
+// sm_90 (a real check of the PTX, at the cost of a process per module); its
+// errors fail the load with CUDA_ERROR_INVALID_PTX and are the JIT log, as with
+// a driver.
 //
 //===----------------------------------------------------------------------===//
 

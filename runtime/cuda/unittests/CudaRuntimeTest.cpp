@@ -707,9 +707,8 @@ void checkRoundedGemmSync(int32_t type, int64_t batch, int64_t m, int64_t n,
                                            flags | MPRT_GEMM_ROUNDED_C, type,
                                            batch, sa, sb, sc));
   for (size_t i = 0; i < c.size(); ++i)
-    ASSERT_EQ(toFloat(c[i]), want[i])
-        << "type " << type << " flags " << flags << " k " << k << " element "
-        << i;
+    ASSERT_EQ(toFloat(c[i]), want[i]) << "type " << type << " flags " << flags
+                                      << " k " << k << " element " << i;
 }
 
 TEST_F(CudaRuntime, GemmSyncRoundedC) {

@@ -219,9 +219,8 @@ void checkS8(int64_t m, int64_t n, int64_t k, int32_t flags) {
   for (size_t i = 0; i < c.size(); ++i)
     c[i] = int32_t(i) - 40;
   void *da = upload(a), *db = upload(b), *dc = upload(c);
-  ASSERT_EQ(mprt_cuda_gemm_sync((int64_t)da, lda, (int64_t)db, ldb,
-                                (int64_t)dc, n, m, n, k, flags, MPRT_GEMM_S8,
-                                1, 0, 0, 0),
+  ASSERT_EQ(mprt_cuda_gemm_sync((int64_t)da, lda, (int64_t)db, ldb, (int64_t)dc,
+                                n, m, n, k, flags, MPRT_GEMM_S8, 1, 0, 0, 0),
             MPRT_OK)
       << m << "x" << n << "x" << k << " flags " << flags << ": "
       << mprt_last_error();
@@ -232,9 +231,8 @@ void checkS8(int64_t m, int64_t n, int64_t k, int32_t flags) {
       for (int64_t l = 0; l < k; ++l)
         want += (ta ? a[l * lda + i] : a[i * lda + l]) *
                 (tb ? b[j * ldb + l] : b[l * ldb + j]);
-      ASSERT_EQ(got[i * n + j], want)
-          << m << "x" << n << "x" << k << " flags " << flags << " at " << i
-          << "," << j;
+      ASSERT_EQ(got[i * n + j], want) << m << "x" << n << "x" << k << " flags "
+                                      << flags << " at " << i << "," << j;
     }
   for (void *p : {da, db, dc})
     mgpuMemFree(p, nullptr);
