@@ -146,6 +146,14 @@ typedef struct mp_infer_options {
                                    is above this fall back to f32 (0.05) */
   const char *device;           /* "cpu" (default) or "cuda": weights on
                                    the GPU, predictions there */
+  /* int8, the measured-error fallback (mp-run --quant-measure N): with
+   * measure_batches > 0, every eligible op runs in int8 and in f32 over that
+   * many batches of the measure_rows rows of measure_x (rows x features,
+   * in order, wrapping around; on the CPU), and each op whose relative RMS
+   * error exceeds max_error stays f32. 0 (default): the estimate alone. */
+  const float *measure_x;
+  int64_t measure_rows;
+  int64_t measure_batches;
 } mp_infer_options;
 
 void mp_infer_options_init(mp_infer_options *options);

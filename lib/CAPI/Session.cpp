@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 struct mp_session {
@@ -319,6 +320,9 @@ void mp_infer_options_init(mp_infer_options *options) {
   options->per_channel = 1;
   options->max_error = 0.05;
   options->device = "cpu";
+  options->measure_x = nullptr;
+  options->measure_rows = 0;
+  options->measure_batches = 0;
 }
 
 int mp_infer_create(const char *model_path, const mp_infer_options *options,
@@ -353,8 +357,21 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
                 "got '" +
                 precision + "'");
   }
+  if (o.measure_batches < 0 ||
+      (o.measure_batches > 0 && (!o.measure_x || o.measure_rows < 1)))
+    return fail("mp_infer_create: measure_batches needs measure_x with "
+                "measure_rows > 0, got " +
+                std::to_string(o.measure_rows) + " rows and " +
+                std::to_string(o.measure_batches) + " batches");
   registerPassesOnce();
   std::string error;
+  if (infer.mode == mp::InferOptions::Mode::Int8 && o.measure_batches > 0) {
+    std::map<std::string, double> errors;
+    if (!mp::planMeasuredFallback(
+            model_path, weights->session->parameters(), infer,
+            {o.measure_x, o.measure_rows}, o.measure_batches, errors, error))
+      return fail(error);
+  }
   std::unique_ptr<mp::InferSession> session = mp::InferSession::create(
       model_path, infer, weights->session->parameters(), error);
   if (!session)

@@ -42,7 +42,9 @@ class _InferOptions(ctypes.Structure):
     _fields_ = [("precision", ctypes.c_char_p), ("calibration_path", ctypes.c_char_p),
                 ("method", ctypes.c_char_p), ("percentile", ctypes.c_double),
                 ("per_channel", ctypes.c_int), ("max_error", ctypes.c_double),
-                ("device", ctypes.c_char_p)]
+                ("device", ctypes.c_char_p),
+                ("measure_x", ctypes.POINTER(ctypes.c_float)),
+                ("measure_rows", ctypes.c_int64), ("measure_batches", ctypes.c_int64)]
 
 
 _lib = None
@@ -286,11 +288,14 @@ class InferSession:
     """A model's mp.predict compiled alone for inference, in f32, f16,
     bf16 (weights converted once) or int8 (weights quantized once, from the
     statistics `calibrate` writes), with the parameters of a Session (copied
-    when the InferSession is made)."""
+    when the InferSession is made). `measure=(x, batches)` (int8): every
+    eligible op is measured in int8 against f32 on `batches` batches of the
+    rows of `x`, and those above `max_error` stay f32, as `mp-run infer
+    --quant-measure N` does on the training split."""
 
     def __init__(self, model_path, session, precision="f32", calibration="",
                  method="minmax", percentile=99.99, per_channel=True, max_error=0.05,
-                 device="cpu"):
+                 device="cpu", measure=None):
         if not isinstance(session, Session) or not getattr(session, "_handle", None):
             raise TypeError("InferSession takes its parameters from an open mp.runtime.Session")
         lib = library()
@@ -302,6 +307,11 @@ class InferSession:
         options.percentile, options.per_channel = percentile, int(bool(per_channel))
         options.max_error = max_error
         options.device = device.encode()
+        if measure is not None:
+            rows, batches = measure
+            rows = _rows(rows, session.num_features, "measure rows")
+            options.measure_x = _pointer(rows)  # `rows` lives until the call returns
+            options.measure_rows, options.measure_batches = rows.shape[0], int(batches)
         handle = ctypes.c_void_p()
         _check(lib.mp_infer_create(os.fspath(model_path).encode(), ctypes.byref(options),
                                    session._handle, ctypes.byref(handle)))

@@ -105,3 +105,48 @@ def test_inference_errors(trained, tmp_path):
         runtime.calibrate(path, session, data["x_train"], tmp_path / "s.json", batches=0)
     with pytest.raises(runtime.MPError):
         runtime.calibrate(path, session, data["x_train"], tmp_path / "no" / "dir" / "s.json")
+
+
+def test_int8_measured_fallback_matches_mp_run(tmp_path, tools):
+    """The INT8 measured-error fallback is the session library's, so mp-run
+    (--quant-measure 4) and Python (measure=(x_train, 4)) plan the same
+    model alike: from one checkpoint and one calibration, with entropy
+    thresholds and a 0.25 bound (test/mp-run/int8.test: the third layer
+    falls back by measurement only), the held-out accuracy is the same, and
+    the measured plan is not the estimate's."""
+    import os
+    import re
+    import subprocess
+    model = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "digits_mlp.mlir")
+    mp_run = tools.tool("mp-run")
+    checkpoint, stats = str(tmp_path / "f32.npz"), str(tmp_path / "stats.json")
+
+    def run(*args):
+        out = subprocess.run([mp_run] + list(args), capture_output=True, text=True,
+                             timeout=600)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out.stdout
+
+    run("train", model, "--epochs", "5", "--checkpoint", checkpoint)
+    run("infer", model, "--checkpoint", checkpoint, "--calibrate", "10",
+        "--calibration-out", stats)
+    quantize = dict(method="entropy", max_error=0.25)
+    out = run("infer", model, "--checkpoint", checkpoint, "--precision", "int8",
+              "--calibration", stats, "--quant-method", "entropy",
+              "--quant-max-error", "0.25", "--quant-measure", "4")
+    assert re.findall(r"measured error of '([^']+)'.*\(falls back\)", out), out
+    want = re.search(r"held-out accuracy ([0-9.]+)% \(int8 inference\)", out).group(1)
+
+    data = np.load(os.path.join(tools.build_dir(), "data", "digits.npz"))
+    session = runtime.Session(model)
+    session.load(checkpoint)
+    measured = runtime.InferSession(model, session, "int8", calibration=stats,
+                                    measure=(data["x_train"], 4), **quantize)
+    logits = measured.predict(data["x_test"])
+    accuracy = 100.0 * float(np.mean(logits.argmax(1) == data["labels_test"]))
+    assert "%.2f" % accuracy == want
+    estimated = runtime.InferSession(model, session, "int8", calibration=stats, **quantize)
+    assert not np.array_equal(estimated.predict(data["x_test"]), logits)
+    with pytest.raises(runtime.MPError, match="measure_batches needs measure_x"):
+        runtime.InferSession(model, session, "int8", calibration=stats,
+                             measure=(data["x_train"], -1), **quantize)
