@@ -236,7 +236,8 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     for (unsigned i = 0; i < updated; ++i)
       if (entry.getArgument(step.getNumArguments() + i).getType() ==
           entry.getArgument(2 + i).getType())
-        entry.setArgAttr(step.getNumArguments() + i, "mp.update_of",
+        entry.setArgAttr(step.getNumArguments() + i,
+                         mlir::mp::kUpdateOfAttrName,
                          b.getI64IntegerAttr(2 + i));
   }
   if (predictFn)
@@ -273,7 +274,7 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   // MP_IN_PLACE_UPDATES=0 keeps two sets of buffers anyway (to compare).
   const char *inPlace = std::getenv("MP_IN_PLACE_UPDATES");
   auto entry = module->lookupSymbol<LLVM::LLVMFuncOp>("mp_train_entry");
-  inPlaceUpdates = entry && entry->hasAttr("mp.in_place_updates") &&
+  inPlaceUpdates = entry && entry->hasAttr(mlir::mp::kInPlaceUpdatesAttrName) &&
                    !(inPlace && std::string(inPlace) == "0");
   return true;
 }

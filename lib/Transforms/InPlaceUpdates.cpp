@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -141,7 +142,8 @@ struct InPlaceUpdatesPass
       return;
     SmallVector<std::pair<Value, Value>> pairs; // (old, next)
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto of = func.getArgAttrOfType<IntegerAttr>(i, "mp.update_of")) {
+      if (auto of = func.getArgAttrOfType<IntegerAttr>(
+              i, mlir::mp::kUpdateOfAttrName)) {
         int64_t oldIndex = of.getInt();
         if (oldIndex < 0 || oldIndex >= func.getNumArguments() ||
             func.getArgument(oldIndex).getType() !=
@@ -162,9 +164,10 @@ struct InPlaceUpdatesPass
                                              pair.second);
                      });
     if (shareable)
-      func->setAttr("mp.in_place_updates", UnitAttr::get(&getContext()));
+      func->setAttr(mlir::mp::kInPlaceUpdatesAttrName,
+                    UnitAttr::get(&getContext()));
     else
-      func->removeAttr("mp.in_place_updates");
+      func->removeAttr(mlir::mp::kInPlaceUpdatesAttrName);
   }
 };
 

@@ -150,10 +150,11 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     Value scale;
     if (scaled) {
       unsigned index = func.getNumArguments();
-      if (failed(func.insertArgument(index, Float32Type::get(context),
-                                     attrs.getDictionaryAttr(attrs.getNamedAttr(
-                                         "mp.loss_scale", attrs.getUnitAttr())),
-                                     func.getLoc())))
+      if (failed(
+              func.insertArgument(index, Float32Type::get(context),
+                                  attrs.getDictionaryAttr(attrs.getNamedAttr(
+                                      kLossScaleAttrName, attrs.getUnitAttr())),
+                                  func.getLoc())))
         return failure();
       scale = func.getArgument(index);
       // The backward pass starts from seed * scale.
@@ -209,7 +210,7 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     if (foundInf) {
       results.push_back(foundInf);
       resultAttrs.push_back(attrs.getDictionaryAttr(
-          attrs.getNamedAttr("mp.found_inf", attrs.getUnitAttr())));
+          attrs.getNamedAttr(kFoundInfAttrName, attrs.getUnitAttr())));
     }
     func::ReturnOp::create(b, loc, results);
     ret.erase();

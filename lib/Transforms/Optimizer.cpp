@@ -146,9 +146,9 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
       argAttrs.push_back(stateAttrs.back());
     }
   argTypes.append({i32, f32, i32});
-  argAttrs.append({named("mp.step", attrs.getUnitAttr()),
-                   named("mp.loss_scale", attrs.getUnitAttr()),
-                   named("mp.growth_tracker", attrs.getUnitAttr())});
+  argAttrs.append({named(kStepAttrName, attrs.getUnitAttr()),
+                   named(kLossScaleAttrName, attrs.getUnitAttr()),
+                   named(kGrowthTrackerAttrName, attrs.getUnitAttr())});
 
   OpBuilder b(context);
   b.setInsertionPointAfter(grad);
@@ -307,8 +307,9 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
     resultAttrs.push_back(
         named(kParamAttrName, grad.getArgAttr(p, kParamAttrName)));
   resultAttrs.append(stateAttrs);
-  for (StringRef name : {"mp.step", "mp.loss_scale", "mp.growth_tracker",
-                         "mp.loss", "mp.stepped"})
+  for (StringRef name :
+       {kStepAttrName, kLossScaleAttrName, kGrowthTrackerAttrName,
+        kLossAttrName, kSteppedAttrName})
     resultAttrs.push_back(named(name, attrs.getUnitAttr()));
   step.setAllResultAttrs(resultAttrs);
   return success();

@@ -7,6 +7,7 @@
 
 #include "mp/Transforms/PrecisionAnalysis.h"
 #include "mp/Dialect/MP/IR/MPDialect.h"
+#include "mp/Transforms/AttrNames.h"
 
 #include "mp/Support/MinCut.h"
 
@@ -265,7 +266,7 @@ std::string mlir::mp::valueId(Value value, StringRef functionName,
   if (auto result = dyn_cast<OpResult>(value)) {
     Operation *op = result.getOwner();
     resultIndex = result.getResultNumber();
-    if (auto id = op->getAttrOfType<StringAttr>("mp.id"))
+    if (auto id = op->getAttrOfType<StringAttr>(kIdAttrName))
       base = id.str();
     else if (auto name = dyn_cast<NameLoc>(op->getLoc()))
       base = name.getName().str();

@@ -133,11 +133,8 @@ public:
           [](const std::string &) {});
 
   /// The options the session was compiled with (for an artifact: those
-  /// mp-compile was given) and the loss-scale mode they resolved to.
+  /// mp-compile was given).
   const TrainOptions &trainOptions() const { return compiledOptions; }
-  const std::string &lossScaleMode() const { return scaleMode; }
-  /// True when the session runs an artifact rather than JIT-compiled code.
-  bool isFromArtifact() const { return library != nullptr; }
 
   /// Batch size, features (elements per sample) and classes read from the
   /// loss signature.

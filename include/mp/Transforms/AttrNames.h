@@ -51,6 +51,25 @@ constexpr llvm::StringLiteral kConvertedAttrName = "mp.converted";
 /// (--mp-save-low-precision): it is not to be fused into its readers.
 constexpr llvm::StringLiteral kSavedAttrName = "mp.saved";
 
+/// Roles of the training step's scalar arguments and results
+/// (--mp-loss-scaling, --mp-optimizer): the step counter, the loss scale
+/// and its growth tracker, the loss, whether the step was taken, and the
+/// inf/nan flag of the unscaled gradients.
+constexpr llvm::StringLiteral kStepAttrName = "mp.step";
+constexpr llvm::StringLiteral kLossScaleAttrName = "mp.loss_scale";
+constexpr llvm::StringLiteral kGrowthTrackerAttrName = "mp.growth_tracker";
+constexpr llvm::StringLiteral kSteppedAttrName = "mp.stepped";
+constexpr llvm::StringLiteral kFoundInfAttrName = "mp.found_inf";
+
+/// On a session entry's argument: the index of the argument whose buffer
+/// this new value may overwrite (the session); on the entry, after
+/// --mp-in-place-updates: that every such overwrite is safe.
+constexpr llvm::StringLiteral kUpdateOfAttrName = "mp.update_of";
+constexpr llvm::StringLiteral kInPlaceUpdatesAttrName = "mp.in_place_updates";
+
+/// A value's stable id for calibration statistics, set by the user.
+constexpr llvm::StringLiteral kIdAttrName = "mp.id";
+
 } // namespace mp
 } // namespace mlir
 

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Conversion/Passes.h"
+#include "mp/Transforms/AttrNames.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -39,7 +40,7 @@ bool isSafeToFuse(OpOperand *fusedOperand) {
   // A low-precision copy saved for the backward pass (mp-save-low-precision)
   // is made where its f32 source dies; fused into its reader, it would keep
   // the source alive.
-  if (producer->hasAttr("mp.saved"))
+  if (producer->hasAttr(mlir::mp::kSavedAttrName))
     return false;
   for (OpOperand &init : producer.getDpsInitsMutable())
     if (producer.payloadUsesValueFromOperand(&init))
