@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Conversion/Passes.h"
+#include "mprt/mprt.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -25,9 +26,6 @@ namespace {
 constexpr llvm::StringLiteral kGemmName = "mprt_gemm";
 constexpr llvm::StringLiteral kBatchedGemmName = "mprt_gemm_batched";
 constexpr llvm::StringLiteral kCudaGemmName = "mprt_cuda_gemm_sync";
-// Must match mprt_gemm_type and the flag bits in runtime/include/mprt/mprt.h.
-enum GemmType { F32 = 0, F16 = 1, BF16 = 2, S8 = 3 };
-enum GemmFlags { TransA = 1, TransB = 2, RoundedC = 4 };
 
 /// Strips the widening of a contraction body's input (extf, or extsi for
 /// the i8 -> i32 products of --mp-quantize).
@@ -139,20 +137,21 @@ std::optional<Product> matchProduct(linalg::LinalgOp op) {
   return result;
 }
 
-std::optional<GemmType> gemmType(Type a, Type b, Type c) {
+/// The runtime's GEMM type code (mprt_gemm_type) of a product.
+std::optional<mprt_gemm_type> gemmType(Type a, Type b, Type c) {
   if (a != b)
     return std::nullopt;
   // Signless or signed i8 (the body sign-extends) into i32.
   if (a.isInteger(8) && !a.isUnsignedInteger() && c.isInteger(32))
-    return S8;
+    return MPRT_GEMM_S8;
   if (!c.isF32())
     return std::nullopt;
   if (a.isF32())
-    return F32;
+    return MPRT_GEMM_F32;
   if (a.isF16())
-    return F16;
+    return MPRT_GEMM_F16;
   if (a.isBF16())
-    return BF16;
+    return MPRT_GEMM_BF16;
   return std::nullopt;
 }
 
@@ -355,9 +354,9 @@ struct ContractionsToRuntimePass
       Value m = dim(cMem, first), n = dim(cMem, first + 1);
       Value k =
           dim(aMem, (product.sharedA ? 0 : first) + (product.transA ? 0 : 1));
-      int32_t flags = (product.transA ? TransA : 0) |
-                      (product.transB ? TransB : 0) |
-                      (rounding ? RoundedC : 0);
+      int32_t flags = (product.transA ? MPRT_GEMM_TRANS_A : 0) |
+                      (product.transB ? MPRT_GEMM_TRANS_B : 0) |
+                      (rounding ? MPRT_GEMM_ROUNDED_C : 0);
       auto type = *gemmType(
           cast<MemRefType>(aMem.getType()).getElementType(),
           cast<MemRefType>(bMem.getType()).getElementType(),

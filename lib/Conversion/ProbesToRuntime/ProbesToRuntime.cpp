@@ -9,6 +9,7 @@
 
 #include "mp/Conversion/Passes.h"
 #include "mp/Dialect/MP/IR/MPOps.h"
+#include "mprt/mprt.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -27,37 +28,27 @@ namespace {
 
 constexpr llvm::StringLiteral kObserveName = "mprt_observe";
 
-/// mprt_dtype codes (runtime/include/mprt/mprt.h).
-enum RuntimeDtype {
-  F32 = 0,
-  F16 = 1,
-  BF16 = 2,
-  F64 = 3,
-  I32 = 4,
-  I64 = 5,
-  U8 = 6,
-  I8 = 7
-};
-
-std::optional<RuntimeDtype> runtimeDtype(Type type) {
+/// The runtime's code of an element type (mprt_dtype, the ABI of
+/// mprt_observe).
+std::optional<mprt_dtype> runtimeDtype(Type type) {
   if (type.isF32())
-    return F32;
+    return MPRT_DTYPE_F32;
   if (type.isF16())
-    return F16;
+    return MPRT_DTYPE_F16;
   if (type.isBF16())
-    return BF16;
+    return MPRT_DTYPE_BF16;
   if (type.isF64())
-    return F64;
+    return MPRT_DTYPE_F64;
   auto integer = dyn_cast<IntegerType>(type);
   if (!integer)
     return std::nullopt;
   switch (integer.getWidth()) {
   case 8:
-    return integer.isUnsigned() ? U8 : I8;
+    return integer.isUnsigned() ? MPRT_DTYPE_U8 : MPRT_DTYPE_I8;
   case 32:
-    return integer.isUnsigned() ? std::nullopt : std::optional(I32);
+    return integer.isUnsigned() ? std::nullopt : std::optional(MPRT_DTYPE_I32);
   case 64:
-    return integer.isUnsigned() ? std::nullopt : std::optional(I64);
+    return integer.isUnsigned() ? std::nullopt : std::optional(MPRT_DTYPE_I64);
   default:
     return std::nullopt;
   }
@@ -164,7 +155,8 @@ struct ProbesToRuntimePass
       Location loc = op.getLoc();
       Value input = op.getInput();
       Type element = cast<RankedTensorType>(input.getType()).getElementType();
-      RuntimeDtype dtype = element.isInteger(1) ? U8 : *runtimeDtype(element);
+      mprt_dtype dtype =
+          element.isInteger(1) ? MPRT_DTYPE_U8 : *runtimeDtype(element);
       Value observed =
           element.isInteger(1) ? widenBooleans(b, loc, input) : input;
       // A slice would bufferize to a strided view, which bufferization
