@@ -74,14 +74,16 @@ extern "C" {
 void mp_session_options_init(mp_session_options *options) {
   if (!options)
     return;
-  options->precision = "f32";
-  options->loss_scale = "";
-  options->optimizer = "sgd";
-  options->lr = 0.05;
-  options->momentum = 0.9;
-  options->weight_decay = 0.0;
-  options->seed = 0;
-  options->device = "cpu";
+  // The library's defaults (static: the strings outlive the call).
+  static const mp::TrainOptions defaults;
+  options->precision = defaults.precision.c_str();
+  options->loss_scale = defaults.lossScale.c_str();
+  options->optimizer = defaults.optimizer.c_str();
+  options->lr = defaults.lr;
+  options->momentum = defaults.momentum;
+  options->weight_decay = defaults.weightDecay;
+  options->seed = defaults.seed;
+  options->device = defaults.device.c_str();
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -313,13 +315,14 @@ int mp_session_load(mp_session *s, const char *path) {
 void mp_infer_options_init(mp_infer_options *options) {
   if (!options)
     return;
-  options->precision = "f32";
-  options->calibration_path = "";
-  options->method = "minmax";
-  options->percentile = 99.99;
-  options->per_channel = 1;
-  options->max_error = 0.05;
-  options->device = "cpu";
+  static const mp::InferOptions defaults;
+  options->precision = defaults.precision.c_str();
+  options->calibration_path = defaults.calibrationPath.c_str();
+  options->method = defaults.method.c_str();
+  options->percentile = defaults.percentile;
+  options->per_channel = defaults.perChannel ? 1 : 0;
+  options->max_error = defaults.maxError;
+  options->device = defaults.device.c_str();
   options->measure_x = nullptr;
   options->measure_rows = 0;
   options->measure_batches = 0;

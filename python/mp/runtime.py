@@ -148,17 +148,22 @@ class Session:
     """A compiled model: its training step (autodiff, loss scaling,
     optimizer, mixed precision) and prediction, JIT-compiled for this CPU."""
 
-    def __init__(self, model_path, precision="f32", loss_scale="", optimizer="sgd",
-                 lr=0.05, momentum=0.9, weight_decay=0.0, seed=0, device="cpu"):
+    def __init__(self, model_path, precision=None, loss_scale=None, optimizer=None,
+                 lr=None, momentum=None, weight_decay=None, seed=None, device=None):
+        """Options left None take the library's defaults
+        (mp_session_options_init: f32, loss scale by precision, SGD, lr
+        0.05, momentum 0.9, no weight decay, seed 0, the CPU)."""
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
-        options.precision = precision.encode()
-        options.loss_scale = loss_scale.encode()
-        options.optimizer = optimizer.encode()
-        options.lr, options.momentum = lr, momentum
-        options.weight_decay, options.seed = weight_decay, seed
-        options.device = device.encode()
+        for name, value in (("precision", precision), ("loss_scale", loss_scale),
+                            ("optimizer", optimizer), ("device", device)):
+            if value is not None:
+                setattr(options, name, value.encode())
+        for name, value in (("lr", lr), ("momentum", momentum),
+                            ("weight_decay", weight_decay), ("seed", seed)):
+            if value is not None:
+                setattr(options, name, value)
         handle = ctypes.c_void_p()
         _check(lib.mp_session_create(os.fspath(model_path).encode(),
                                      ctypes.byref(options), ctypes.byref(handle)))
@@ -293,20 +298,27 @@ class InferSession:
     rows of `x`, and those above `max_error` stay f32, as `mp-run infer
     --quant-measure N` does on the training split."""
 
-    def __init__(self, model_path, session, precision="f32", calibration="",
-                 method="minmax", percentile=99.99, per_channel=True, max_error=0.05,
-                 device="cpu", measure=None):
+    def __init__(self, model_path, session, precision=None, calibration="",
+                 method=None, percentile=None, per_channel=None, max_error=None,
+                 device=None, measure=None):
         if not isinstance(session, Session) or not getattr(session, "_handle", None):
             raise TypeError("InferSession takes its parameters from an open mp.runtime.Session")
         lib = library()
         options = _InferOptions()
         lib.mp_infer_options_init(ctypes.byref(options))
-        options.precision = precision.encode()
+        # None: the library's default (mp_infer_options_init: f32, minmax,
+        # 99.99, per channel, max_error 0.05, the CPU).
         options.calibration_path = os.fspath(calibration).encode()
-        options.method = method.encode()
-        options.percentile, options.per_channel = percentile, int(bool(per_channel))
-        options.max_error = max_error
-        options.device = device.encode()
+        for name, value in (("precision", precision), ("method", method),
+                            ("device", device)):
+            if value is not None:
+                setattr(options, name, value.encode())
+        if percentile is not None:
+            options.percentile = percentile
+        if per_channel is not None:
+            options.per_channel = int(bool(per_channel))
+        if max_error is not None:
+            options.max_error = max_error
         if measure is not None:
             rows, batches = measure
             rows = _rows(rows, session.num_features, "measure rows")
@@ -316,7 +328,7 @@ class InferSession:
         _check(lib.mp_infer_create(os.fspath(model_path).encode(), ctypes.byref(options),
                                    session._handle, ctypes.byref(handle)))
         self._handle = handle
-        self.precision = precision
+        self.precision = options.precision.decode()
         self.batch_size = lib.mp_infer_batch_size(handle)
         self.num_features = lib.mp_infer_num_features(handle)
         self.num_classes = lib.mp_infer_num_classes(handle)

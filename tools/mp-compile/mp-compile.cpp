@@ -22,6 +22,9 @@
 
 namespace cl = llvm::cl;
 
+// Every default is the session library's (TrainOptions), as in mp-run.
+static const mp::TrainOptions trainDefaults;
+
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"));
 static cl::opt<std::string> outputPath("o", cl::Required,
@@ -34,13 +37,15 @@ static cl::opt<std::string>
               cl::desc("dynamic | static:N | none (default: dynamic for "
                        "f16, none for bf16 and f32)"),
               cl::init(""));
-static cl::opt<std::string>
-    optimizer("optimizer", cl::desc("sgd | adam | adamw"), cl::init("sgd"));
-static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(0.05));
+static cl::opt<std::string> optimizer("optimizer",
+                                      cl::desc("sgd | adam | adamw"),
+                                      cl::init(trainDefaults.optimizer));
+static cl::opt<double> lr("lr", cl::desc("Learning rate"),
+                          cl::init(trainDefaults.lr));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
-                                cl::init(0.9));
+                                cl::init(trainDefaults.momentum));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
-                                   cl::init(0.0));
+                                   cl::init(trainDefaults.weightDecay));
 static cl::opt<uint64_t>
     seed("seed",
          cl::desc("Default seed of the parameters' initialisation when the "

@@ -45,6 +45,10 @@
 
 namespace cl = llvm::cl;
 
+// Every default is the session library's (TrainOptions, InferOptions).
+static const mp::TrainOptions trainDefaults;
+static const mp::InferOptions inferDefaults;
+
 static cl::opt<std::string> command(cl::Positional, cl::Required,
                                     cl::desc("<train|infer|compare>"));
 static cl::opt<std::string>
@@ -59,13 +63,15 @@ static cl::opt<std::string>
               cl::desc("dynamic | static:N | none (default: dynamic for "
                        "f16, none for bf16 and f32)"),
               cl::init(""));
-static cl::opt<std::string>
-    optimizer("optimizer", cl::desc("sgd | adam | adamw"), cl::init("sgd"));
-static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(0.05));
+static cl::opt<std::string> optimizer("optimizer",
+                                      cl::desc("sgd | adam | adamw"),
+                                      cl::init(trainDefaults.optimizer));
+static cl::opt<double> lr("lr", cl::desc("Learning rate"),
+                          cl::init(trainDefaults.lr));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
-                                cl::init(0.9));
+                                cl::init(trainDefaults.momentum));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
-                                   cl::init(0.0));
+                                   cl::init(trainDefaults.weightDecay));
 static cl::opt<unsigned> epochs("epochs", cl::desc("Passes over the data"),
                                 cl::init(10));
 static cl::opt<int>
@@ -139,24 +145,24 @@ static cl::opt<std::string>
     quantMethod("quant-method",
                 cl::desc("int8 activation threshold: minmax | percentile | "
                          "entropy"),
-                cl::init("minmax"));
+                cl::init(inferDefaults.method));
 static cl::opt<double> quantPercentile("quant-percentile",
                                        cl::desc("Percentile for "
                                                 "--quant-method percentile"),
-                                       cl::init(99.99));
+                                       cl::init(inferDefaults.percentile));
 static cl::opt<bool> quantPerChannel("quant-per-channel",
                                      cl::desc("int8 weights: one scale per "
                                               "output channel"),
-                                     cl::init(true));
+                                     cl::init(inferDefaults.perChannel));
 static cl::opt<double>
     quantMaxError("quant-max-error",
                   cl::desc("int8: ops with a larger estimated relative error "
                            "fall back (--quant-fallback)"),
-                  cl::init(0.05));
+                  cl::init(inferDefaults.maxError));
 static cl::opt<std::string>
     quantFallback("quant-fallback",
                   cl::desc("Precision of ops that fall back: f32 | f16"),
-                  cl::init("f32"));
+                  cl::init(inferDefaults.fallback));
 static cl::opt<std::string>
     quantReport("quant-report",
                 cl::desc("int8: write --mp-quantize's JSON report here"),
