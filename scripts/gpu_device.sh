@@ -9,8 +9,9 @@
 # its own timeout, all of them inside $MP_DEVICE_SECONDS (default 570 s);
 # the first failing step ends the run (exit 1); a benchmark's missed
 # --require target is reported in the summary and the run goes on.
-# MP_DEVICE_SKIP=REGEX skips the steps whose names match. Logs go to $OUT (6 files at
-# most; $OUT defaults to gpu-device-out/), a summary table to stdout.
+# MP_DEVICE_SKIP=REGEX skips the steps whose names match. Logs go to $OUT
+# (6 files at most; $OUT defaults to gpu-device-out/), a summary table to
+# stdout.
 #   1  fail fast: mprt-cuda-unittests; one f16 epoch on the GPU; the Python
 #      Session on the GPU against the CPU (gpu_session_check.py); the commands
 #      of test/mp-run/cuda-train.test (CPU f32 vs GPU f16/bf16 for 30
