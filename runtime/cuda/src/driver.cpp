@@ -1,6 +1,7 @@
 //===- driver.cpp - Loading the CUDA driver; errors of mgpu calls --------===//
 
 #include "driver.h"
+#include "mprt/mgpu.h"
 #include "../../src/internal.h"
 
 #include <atomic>

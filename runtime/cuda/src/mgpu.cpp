@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "driver.h"
+#include "mprt/mgpu.h"
 #include "pool.h"
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mprt/mgpu.h"
 #include "mprt/mprt_cuda.h"
 #include "pool.h"
 
@@ -24,35 +25,6 @@
 #include <vector>
 
 #include <unistd.h>
-
-// The mgpu ABI as MLIR 22's generated code declares it.
-extern "C" {
-void *mgpuModuleLoad(void *data, size_t size);
-void *mgpuModuleLoadJIT(void *data, int optLevel);
-void mgpuModuleUnload(void *module);
-void *mgpuModuleGetFunction(void *module, const char *name);
-void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
-                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
-                      intptr_t blockZ, int32_t smem, void *stream,
-                      void **params, void **extra, size_t paramsCount);
-void *mgpuStreamCreate();
-void mgpuStreamDestroy(void *stream);
-void mgpuStreamSynchronize(void *stream);
-void mgpuStreamWaitEvent(void *stream, void *event);
-void *mgpuEventCreate();
-void mgpuEventDestroy(void *event);
-void mgpuEventRecord(void *event, void *stream);
-void mgpuEventSynchronize(void *event);
-void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared);
-void mgpuMemFree(void *ptr, void *stream);
-void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream);
-void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream);
-void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream);
-void mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor,
-                               int64_t elementSizeBytes);
-void mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor,
-                                 int64_t elementSizeBytes);
-}
 
 namespace {
 
@@ -565,6 +537,17 @@ TEST_F(CudaRuntime, GemmS8) {
     checkGemm<int8_t, int32_t>(MPRT_GEMM_S8, 64, 32, 128, flags, 0);
 }
 
+/// Copies `device` into `host` on a fresh non-blocking stream, with no
+/// wait on anything else: what mprt_cuda_gemm_sync wrote must be done when
+/// it returns, as the next kernel of lowered code assumes.
+template <typename T>
+void readOnAnotherStream(std::vector<T> &host, void *device) {
+  void *stream = mgpuStreamCreate();
+  mgpuMemcpy(host.data(), device, host.size() * sizeof(T), stream);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+}
+
 /// Uploads A, B and C, runs mprt_cuda_gemm_sync on them (as lowered code
 /// does) and reads C back. No wait before the read: the call has finished
 /// the product; C is read on a fresh non-blocking stream, as the next
@@ -585,10 +568,7 @@ void gemmSyncOnDevice(const std::vector<In> &a, const std::vector<In> &b,
                                 sa, sb, sc),
             MPRT_OK)
       << mprt_last_error();
-  void *stream = mgpuStreamCreate();
-  mgpuMemcpy(c.data(), dc.ptr, c.size() * sizeof(Out), stream);
-  mgpuStreamSynchronize(stream);
-  mgpuStreamDestroy(stream);
+  readOnAnotherStream(c, dc.ptr);
 }
 
 /// Runs the strided batch C[p] += op(A[p]) op(B[p]) with
@@ -740,12 +720,7 @@ TEST_F(CudaRuntime, GemmSyncIsDoneOnReturn) {
                                 k * n, m * n),
             MPRT_OK)
       << mprt_last_error();
-  // Read at once on a fresh non-blocking stream (as the next kernel of
-  // lowered code would), with no wait on anything the gemm used.
-  void *stream = mgpuStreamCreate();
-  mgpuMemcpy(c.data(), dc.ptr, c.size() * 4, stream);
-  mgpuStreamSynchronize(stream);
-  mgpuStreamDestroy(stream);
+  readOnAnotherStream(c, dc.ptr);
   size_t wrong = 0;
   for (float v : c)
     wrong += v != float(k);
@@ -870,11 +845,7 @@ void checkProduct(int32_t type, const GemmCase &g, double tolerance) {
                                   g.flags, type, g.batch, sa, sb, sc),
               MPRT_OK)
         << mprt_last_error();
-    // Done on return: read at once on another non-blocking stream.
-    void *stream = mgpuStreamCreate();
-    mgpuMemcpy(c.data(), dc.ptr, c.size() * sizeof(Out), stream);
-    mgpuStreamSynchronize(stream);
-    mgpuStreamDestroy(stream);
+    readOnAnotherStream(c, dc.ptr); // done on return
     break;
   }
   }

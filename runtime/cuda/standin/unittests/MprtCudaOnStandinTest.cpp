@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mprt/mgpu.h"
 #include "mprt/mprt_cuda.h"
 #include "standin.h"
 
@@ -18,22 +19,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-extern "C" {
-void *mgpuModuleLoadJIT(void *data, int optLevel);
-void mgpuModuleUnload(void *module);
-void *mgpuModuleGetFunction(void *module, const char *name);
-void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
-                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
-                      intptr_t blockZ, int32_t smem, void *stream,
-                      void **params, void **extra, size_t paramsCount);
-void *mgpuStreamCreate();
-void mgpuStreamDestroy(void *stream);
-void mgpuStreamSynchronize(void *stream);
-void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared);
-void mgpuMemFree(void *ptr, void *stream);
-void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream);
-}
 
 namespace {
 
