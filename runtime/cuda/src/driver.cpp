@@ -1,8 +1,8 @@
 //===- driver.cpp - Loading the CUDA driver; errors of mgpu calls --------===//
 
 #include "driver.h"
-#include "mprt/mgpu.h"
 #include "../../src/internal.h"
+#include "mprt/mgpu.h"
 
 #include <atomic>
 #include <cstdarg>

@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "driver.h"
 #include "mprt/mgpu.h"
+#include "driver.h"
 #include "pool.h"
 
 #include <cstdint>
