@@ -98,15 +98,19 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   mp_session_options defaults;
   mp_session_options_init(&defaults);
   const mp_session_options &o = options ? *options : defaults;
-  mp::TrainOptions train;
-  train.precision = o.precision ? o.precision : "f32";
-  train.lossScale = o.loss_scale ? o.loss_scale : "";
-  train.optimizer = o.optimizer ? o.optimizer : "sgd";
+  mp::TrainOptions train; // a NULL string keeps the library's default
+  if (o.precision)
+    train.precision = o.precision;
+  if (o.loss_scale)
+    train.lossScale = o.loss_scale;
+  if (o.optimizer)
+    train.optimizer = o.optimizer;
   train.lr = o.lr;
   train.momentum = o.momentum;
   train.weightDecay = o.weight_decay;
   train.seed = o.seed;
-  train.device = o.device ? o.device : "cpu";
+  if (o.device)
+    train.device = o.device;
   registerPassesOnce();
   std::string error;
   std::unique_ptr<mp::Session> session =
@@ -340,16 +344,18 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
   mp_infer_options defaults;
   mp_infer_options_init(&defaults);
   const mp_infer_options &o = options ? *options : defaults;
-  std::string precision = o.precision ? o.precision : "f32";
-  mp::InferOptions infer;
-  infer.device = o.device ? o.device : "cpu";
+  mp::InferOptions infer; // a NULL string keeps the library's default
+  std::string precision = o.precision ? o.precision : infer.precision;
+  if (o.device)
+    infer.device = o.device;
   if (precision == "int8") {
     infer.mode = mp::InferOptions::Mode::Int8;
     if (!o.calibration_path || !*o.calibration_path)
       return fail("mp_infer_create: precision int8 needs calibration_path "
                   "(statistics from mp_calibrate)");
     infer.calibrationPath = o.calibration_path;
-    infer.method = o.method ? o.method : "minmax";
+    if (o.method)
+      infer.method = o.method;
     infer.percentile = o.percentile;
     infer.perChannel = o.per_channel != 0;
     infer.maxError = o.max_error;
