@@ -4,7 +4,9 @@
 Usage: compare_accuracy.py REFERENCE.log CANDIDATE.log... --max-diff 0.1
 Prints one line per candidate; exits 1 when a candidate's accuracy differs
 from the reference by more than --max-diff points, 2 when a log has no
-'held-out accuracy' line. Standard library only.
+'held-out accuracy' line. An argument may name several logs joined by
+commas (runs with different seeds): their mean accuracy is compared, since
+one seed's test split decides by whole rows. Standard library only.
 """
 import argparse
 import re
@@ -13,7 +15,17 @@ import sys
 LINE = re.compile(r"held-out accuracy ([0-9.]+)% \((\w+)\)")
 
 
-def accuracy(path):
+def accuracy(paths):
+    """Mean accuracy of the comma-separated logs, and their precision."""
+    results = [accuracy_of(path) for path in paths.split(",")]
+    names = {name for _, name in results}
+    if len(names) != 1:
+        print(f"error: {paths} mixes precisions {sorted(names)}")
+        sys.exit(2)
+    return sum(acc for acc, _ in results) / len(results), names.pop()
+
+
+def accuracy_of(path):
     found = [LINE.search(line) for line in open(path)]
     found = [m for m in found if m]
     if not found:

@@ -129,6 +129,64 @@ int mp_session_save(const mp_session *session, const char *path);
 int mp_session_load(mp_session *session, const char *path);
 
 /*===----------------------------------------------------------------------===*
+ * Training runs: the epoch loop mp-run train runs (mp::Trainer): the rows
+ * in the library's epoch order, a checkpoint after every epoch (and every
+ * N steps), resuming from inside an epoch, held-out accuracy per epoch.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct mp_trainer mp_trainer;
+
+typedef struct mp_trainer_options {
+  int64_t epochs;           /* epochs of the whole run: 10 */
+  uint64_t seed;            /* the epoch order's seed: 0 */
+  const char *checkpoint;   /* saved after every epoch (NULL or "": not
+                               saved); a directory means DIR/checkpoint.npz */
+  int64_t checkpoint_every; /* also every N steps (0: epoch ends only) */
+  int resume;               /* continue from `checkpoint` (0) */
+} mp_trainer_options;
+
+void mp_trainer_options_init(mp_trainer_options *options);
+
+/* The row order of epoch `epoch` (1, 2, ...) of a run seeded `seed`:
+ * `rows` indices into `order` (docs/training.md specifies the shuffle). */
+int mp_epoch_order(int64_t rows, uint64_t seed, int64_t epoch,
+                   int64_t *order);
+
+/* A run of `session` over the training rows (x: rows x features, y: rows x
+ * classes) and, for the accuracy after each epoch, the test rows (test_rows
+ * may be 0). The trainer keeps the pointers: the session and the rows must
+ * outlive it. With options->resume it restores the checkpoint first. */
+int mp_trainer_create(mp_session *session, const float *x_train,
+                      const float *y_train, int64_t train_rows,
+                      const float *x_test, const float *y_test,
+                      int64_t test_rows, const mp_trainer_options *options,
+                      mp_trainer **out);
+void mp_trainer_free(mp_trainer *trainer);
+
+/* Completed epochs, and the batch inside the next epoch where training
+ * continues (nonzero after resuming from a save inside an epoch). */
+int64_t mp_trainer_epoch(const mp_trainer *trainer);
+int64_t mp_trainer_batch(const mp_trainer *trainer);
+/* 1 when all the run's epochs are trained. */
+int mp_trainer_finished(const mp_trainer *trainer);
+
+typedef struct mp_epoch_report {
+  int64_t epoch, epochs;
+  int64_t steps, samples;
+  double loss;     /* mean training loss of the epoch's steps */
+  double seconds;  /* in training steps */
+  double accuracy; /* held-out accuracy in percent (-1: no test rows) */
+  int64_t skipped; /* skipped steps of the run so far */
+  float scale;     /* loss scale after the epoch */
+} mp_epoch_report;
+
+/* Trains the rest of the current epoch, measures accuracy, saves the
+ * checkpoint; `report` (may be NULL) gets the epoch's figures and
+ * mp_trainer_line the progress line mp-run prints for it. */
+int mp_trainer_run_epoch(mp_trainer *trainer, mp_epoch_report *report);
+const char *mp_trainer_line(const mp_trainer *trainer);
+
+/*===----------------------------------------------------------------------===*
  * Inference: a model's mp.predict compiled alone, in f32, f16, bf16 or INT8,
  * with the parameters of a session (trained, or loaded from a checkpoint).
  *===----------------------------------------------------------------------===*/

@@ -11,6 +11,7 @@
 #include "mp/Session/Calibration.h"
 #include "mp/Session/InferSession.h"
 #include "mp/Session/Session.h"
+#include "mp/Session/Trainer.h"
 
 #include "mp/InitAll.h"
 #include "mprt/mprt.h"
@@ -28,6 +29,11 @@ struct mp_session {
 
 struct mp_infer {
   std::unique_ptr<mp::InferSession> session;
+};
+
+struct mp_trainer {
+  std::unique_ptr<mp::Trainer> trainer;
+  std::string line; // the last epoch's progress line
 };
 
 namespace {
@@ -314,6 +320,93 @@ int mp_session_load(mp_session *s, const char *path) {
   if (!s->session->loadCheckpoint(path, /*withState=*/true, position, error))
     return fail(error);
   return succeed();
+}
+
+void mp_trainer_options_init(mp_trainer_options *options) {
+  if (!options)
+    return;
+  static const mp::TrainerOptions defaults;
+  options->epochs = defaults.epochs;
+  options->seed = defaults.seed;
+  options->checkpoint = defaults.checkpointPath.c_str();
+  options->checkpoint_every = defaults.checkpointEvery;
+  options->resume = defaults.resume ? 1 : 0;
+}
+
+int mp_epoch_order(int64_t rows, uint64_t seed, int64_t epoch,
+                   int64_t *order) {
+  if (rows < 0 || (rows > 0 && !order))
+    return fail("mp_epoch_order: negative row count or NULL output");
+  std::vector<int64_t> result = mp::epochOrder(rows, seed, epoch);
+  std::copy(result.begin(), result.end(), order);
+  return succeed();
+}
+
+int mp_trainer_create(mp_session *s, const float *x_train,
+                      const float *y_train, int64_t train_rows,
+                      const float *x_test, const float *y_test,
+                      int64_t test_rows, const mp_trainer_options *options,
+                      mp_trainer **out) {
+  if (!out)
+    return fail("mp_trainer_create: output pointer is NULL");
+  *out = nullptr;
+  if (!s || !s->session || !x_train || !y_train)
+    return fail("mp_trainer_create: NULL session or training rows");
+  mp_trainer_options defaults;
+  mp_trainer_options_init(&defaults);
+  const mp_trainer_options &o = options ? *options : defaults;
+  mp::TrainerOptions run;
+  run.epochs = o.epochs;
+  run.seed = o.seed;
+  run.checkpointPath = o.checkpoint ? o.checkpoint : "";
+  run.checkpointEvery = o.checkpoint_every;
+  run.resume = o.resume != 0;
+  std::string error;
+  std::unique_ptr<mp::Trainer> trainer = mp::Trainer::create(
+      *s->session, {x_train, y_train, train_rows}, {x_test, y_test, test_rows},
+      run, error);
+  if (!trainer)
+    return fail(error);
+  *out = new mp_trainer{std::move(trainer), ""};
+  return succeed();
+}
+
+void mp_trainer_free(mp_trainer *trainer) { delete trainer; }
+
+int64_t mp_trainer_epoch(const mp_trainer *trainer) {
+  return trainer ? trainer->trainer->position().epoch : 0;
+}
+int64_t mp_trainer_batch(const mp_trainer *trainer) {
+  return trainer ? trainer->trainer->position().batch : 0;
+}
+int mp_trainer_finished(const mp_trainer *trainer) {
+  return trainer ? trainer->trainer->finished() : 1;
+}
+
+int mp_trainer_run_epoch(mp_trainer *trainer, mp_epoch_report *report) {
+  if (!trainer)
+    return fail("mp_trainer_run_epoch: NULL trainer");
+  mp::EpochReport epoch;
+  std::string error;
+  if (!trainer->trainer->runEpoch(epoch, error))
+    return fail(error);
+  trainer->line = mp::formatEpochLine(epoch);
+  if (report) {
+    report->epoch = epoch.epoch;
+    report->epochs = epoch.epochs;
+    report->steps = epoch.steps;
+    report->samples = epoch.samples;
+    report->loss = epoch.meanLoss;
+    report->seconds = epoch.seconds;
+    report->accuracy = epoch.accuracy;
+    report->skipped = epoch.skipped;
+    report->scale = epoch.scale;
+  }
+  return succeed();
+}
+
+const char *mp_trainer_line(const mp_trainer *trainer) {
+  return trainer ? trainer->line.c_str() : "";
 }
 
 void mp_infer_options_init(mp_infer_options *options) {

@@ -579,7 +579,17 @@ bool Session::saveCheckpoint(const std::string &path,
       {"step", scalars.step},
       {"scale", static_cast<double>(scalars.scale)},
       {"growth_tracker", scalars.growthTracker},
-      {"skipped", scalars.skipped}};
+      {"skipped", scalars.skipped},
+      // What the step was compiled with, for the reader (loading ignores
+      // it: a resumed run may change them).
+      {"options", llvm::json::Object{
+                      {"optimizer", compiledOptions.optimizer},
+                      {"lr", compiledOptions.lr},
+                      {"momentum", compiledOptions.momentum},
+                      {"weight_decay", compiledOptions.weightDecay},
+                      {"loss_scale", scaleMode},
+                      {"init_scale", initScale},
+                      {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(metadata));

@@ -7,6 +7,8 @@ compile a model, train it step by step, predict and checkpoint, from numpy.
     loss, stepped = s.train_step(x, labels)     # x: batch x ..., labels one-hot
     logits = s.predict(x)
     s.save("run.npz")                           # mp-run reads it (--resume, infer)
+    epochs = s.fit(x_train, y_train, x_test, y_test, epochs=10,
+                   checkpoint="run.npz")        # mp-run train's loop
     s = Session.open("model.mpa")               # an artifact from mp-compile
 
     calibrate("model.mlir", s, x_train, "stats.json", batches=10)
@@ -45,6 +47,20 @@ class _InferOptions(ctypes.Structure):
                 ("device", ctypes.c_char_p),
                 ("measure_x", ctypes.POINTER(ctypes.c_float)),
                 ("measure_rows", ctypes.c_int64), ("measure_batches", ctypes.c_int64)]
+
+
+class _TrainerOptions(ctypes.Structure):
+    _fields_ = [("epochs", ctypes.c_int64), ("seed", ctypes.c_uint64),
+                ("checkpoint", ctypes.c_char_p), ("checkpoint_every", ctypes.c_int64),
+                ("resume", ctypes.c_int)]
+
+
+class _EpochReport(ctypes.Structure):
+    _fields_ = [("epoch", ctypes.c_int64), ("epochs", ctypes.c_int64),
+                ("steps", ctypes.c_int64), ("samples", ctypes.c_int64),
+                ("loss", ctypes.c_double), ("seconds", ctypes.c_double),
+                ("accuracy", ctypes.c_double), ("skipped", ctypes.c_int64),
+                ("scale", ctypes.c_float)]
 
 
 _lib = None
@@ -105,6 +121,18 @@ def library():
         "mp_infer_predict": (ctypes.c_int, [P, f32p, f32p]),
         "mp_calibrate": (ctypes.c_int, [ctypes.c_char_p, P, f32p, ctypes.c_int64,
                                         ctypes.c_int64, ctypes.c_char_p]),
+        "mp_trainer_options_init": (None, [ctypes.POINTER(_TrainerOptions)]),
+        "mp_epoch_order": (ctypes.c_int, [ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64,
+                                          ctypes.POINTER(ctypes.c_int64)]),
+        "mp_trainer_create": (ctypes.c_int, [P, f32p, f32p, ctypes.c_int64, f32p, f32p,
+                                             ctypes.c_int64, ctypes.POINTER(_TrainerOptions),
+                                             ctypes.POINTER(P)]),
+        "mp_trainer_free": (None, [P]),
+        "mp_trainer_epoch": (ctypes.c_int64, [P]),
+        "mp_trainer_batch": (ctypes.c_int64, [P]),
+        "mp_trainer_finished": (ctypes.c_int, [P]),
+        "mp_trainer_run_epoch": (ctypes.c_int, [P, ctypes.POINTER(_EpochReport)]),
+        "mp_trainer_line": (ctypes.c_char_p, [P]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -129,6 +157,16 @@ def _floats(array, shape, what):
 
 def _pointer(array):
     return array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
+
+def epoch_order(rows, epoch, seed=0):
+    """The row order of epoch `epoch` (1, 2, ...) of a run seeded `seed`
+    (mp-run train --seed, Session.fit): the library's Fisher-Yates shuffle
+    over SplitMix64 (docs/training.md)."""
+    order = np.empty(rows, dtype=np.int64)
+    _check(library().mp_epoch_order(rows, seed, epoch,
+                                    order.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))))
+    return order
 
 
 # mp_init_scheme of include/mp-c/Session.h.
@@ -267,6 +305,73 @@ class Session:
 
     def save(self, path):
         _check(library().mp_session_save(self._handle, os.fspath(path).encode()))
+
+    def fit(self, x_train, y_train, x_test=None, y_test=None, epochs=None, seed=None,
+            checkpoint=None, checkpoint_every=None, resume=False, verbose=False):
+        """Trains as `mp-run train` does, with the same library code
+        (mp_trainer_*): each epoch visits the training rows in the
+        library's order for `seed`, one step per whole batch; after each
+        epoch the held-out accuracy on the test rows (when given) and a
+        checkpoint (when `checkpoint` names one; `checkpoint_every` N also
+        saves every N steps); `resume` continues from the checkpoint, from
+        inside an epoch if it was saved there. `epochs` counts the whole
+        run (a resumed run's earlier epochs too). Options left None take
+        the library's defaults (mp_trainer_options_init: 10 epochs, seed 0).
+        Returns a dict per epoch trained (epoch, loss, accuracy (None
+        without test rows), steps, samples, seconds, skipped, scale, line);
+        `verbose` prints mp-run's progress line for each."""
+        lib = library()
+        x_train = _rows(x_train, self.num_features, "x_train")
+        y_train = _rows(y_train, self.num_classes, "y_train")
+        if x_train.shape[0] != y_train.shape[0]:
+            raise ValueError("x_train has %d rows but y_train has %d" % (
+                x_train.shape[0], y_train.shape[0]))
+        if (x_test is None) != (y_test is None):
+            raise ValueError("give both x_test and y_test, or neither")
+        if x_test is not None:
+            x_test = _rows(x_test, self.num_features, "x_test")
+            y_test = _rows(y_test, self.num_classes, "y_test")
+            if x_test.shape[0] != y_test.shape[0]:
+                raise ValueError("x_test has %d rows but y_test has %d" % (
+                    x_test.shape[0], y_test.shape[0]))
+        options = _TrainerOptions()
+        lib.mp_trainer_options_init(ctypes.byref(options))
+        if epochs is not None:
+            options.epochs = epochs
+        if seed is not None:
+            options.seed = seed
+        if checkpoint is not None:
+            options.checkpoint = os.fspath(checkpoint).encode()
+        if checkpoint_every is not None:
+            options.checkpoint_every = checkpoint_every
+        options.resume = 1 if resume else 0
+        none = ctypes.POINTER(ctypes.c_float)()
+        handle = ctypes.c_void_p()
+        # The trainer keeps pointers to the rows: they stay referenced here
+        # until it is freed.
+        _check(lib.mp_trainer_create(
+            self._handle, _pointer(x_train), _pointer(y_train), x_train.shape[0],
+            _pointer(x_test) if x_test is not None else none,
+            _pointer(y_test) if y_test is not None else none,
+            x_test.shape[0] if x_test is not None else 0, ctypes.byref(options),
+            ctypes.byref(handle)))
+        epochs_run = []
+        try:
+            while not lib.mp_trainer_finished(handle):
+                report = _EpochReport()
+                _check(lib.mp_trainer_run_epoch(handle, ctypes.byref(report)))
+                line = lib.mp_trainer_line(handle).decode()
+                if verbose:
+                    print(line, flush=True)
+                epochs_run.append({
+                    "epoch": report.epoch, "loss": report.loss,
+                    "accuracy": report.accuracy if report.accuracy >= 0 else None,
+                    "steps": report.steps, "samples": report.samples,
+                    "seconds": report.seconds, "skipped": report.skipped,
+                    "scale": report.scale, "line": line})
+        finally:
+            lib.mp_trainer_free(handle)
+        return epochs_run
 
     def load(self, path):
         _check(library().mp_session_load(self._handle, os.fspath(path).encode()))

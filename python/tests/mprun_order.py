@@ -1,84 +1,46 @@
 """The order in which `mp-run train` visits the training rows, in Python.
 
-mp-run shuffles every epoch with std::shuffle(order, std::mt19937_64(seed *
-1000003 + epoch)) (tools/mp-run/mp-run.cpp). Replaying that order lets the
-tests train the same model in PyTorch on exactly the same batches, so the
-two loss curves can be compared number for number. This follows
-libstdc++ 12 (Debian 12's g++): std::shuffle draws two swap positions per
-uniform_int_distribution call, and the distribution downscales 64-bit
-draws with Lemire's multiply-shift. test_training.py checks it against a
-compiled C++ program.
+The library's trainer (mp::epochOrder, lib/Session/Trainer.cpp; mp-run,
+the C API and Session.fit share it) shuffles every epoch with a
+Fisher-Yates shuffle driven by SplitMix64, seeded with seed * 1000003 +
+epoch, as docs/training.md specifies. Replaying that order lets the tests
+train the same model in PyTorch on exactly the same batches, so the two
+loss curves can be compared number for number. test_training.py checks
+this replay against the library (mp.runtime.epoch_order).
 """
 
 MASK64 = (1 << 64) - 1
 
 
-class MT19937_64:
-    N, M = 312, 156
-    UPPER, LOWER = 0xFFFFFFFF80000000, 0x7FFFFFFF
+class SplitMix64:
+    """Steele, Lea and Flood's SplitMix64: one 64-bit output per call."""
 
     def __init__(self, seed):
-        mt = [seed & MASK64]
-        for i in range(1, self.N):
-            mt.append((6364136223846793005 * (mt[-1] ^ (mt[-1] >> 62)) + i) & MASK64)
-        self.mt, self.index = mt, self.N
-
-    def _twist(self):
-        mt, n, m = self.mt, self.N, self.M
-        for i in range(n):
-            x = (mt[i] & self.UPPER) | (mt[(i + 1) % n] & self.LOWER)
-            xa = x >> 1
-            if x & 1:
-                xa ^= 0xB5026F5AA96619E9
-            mt[i] = mt[(i + m) % n] ^ xa
-        self.index = 0
+        self.state = seed & MASK64
 
     def __call__(self):
-        if self.index >= self.N:
-            self._twist()
-        y = self.mt[self.index]
-        self.index += 1
-        y ^= (y >> 29) & 0x5555555555555555
-        y ^= (y << 17) & 0x71D67FFFEDA60000
-        y ^= (y << 37) & 0xFFF7EEE000000000
-        y ^= y >> 43
-        return y & MASK64
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        return z ^ (z >> 31)
 
 
-def _uniform(g, count):
-    """uniform_int_distribution<uint64>{0, count - 1}(g) in libstdc++ 12."""
-    product = g() * count
-    low = product & MASK64
-    if low < count:
-        threshold = (-count % (1 << 64)) % count
-        while low < threshold:
-            product = g() * count
-            low = product & MASK64
-    return product >> 64
-
-
-def shuffle(items, g):
-    """std::shuffle in libstdc++ 12 (the two-positions-per-draw branch, taken
-    whenever len(items)^2 fits in 64 bits)."""
-    n = len(items)
-    assert n * n < (1 << 64)
-    i = 1
-    if n % 2 == 0:
-        j = _uniform(g, 2)
-        items[i], items[j] = items[j], items[i]
-        i += 1
-    while i != n:
-        swap_range = i + 1
-        x = _uniform(g, swap_range * (swap_range + 1))
-        first, second = x // (swap_range + 1), x % (swap_range + 1)
-        items[i], items[first] = items[first], items[i]
-        i += 1
-        items[i], items[second] = items[second], items[i]
-        i += 1
-    return items
+def uniform_below(n, g):
+    """Uniform in [0, n): draws below 2^64 mod n are rejected (no modulo
+    bias)."""
+    threshold = (1 << 64) % n
+    while True:
+        draw = g()
+        if draw >= threshold:
+            return draw % n
 
 
 def epoch_order(rows, epoch, seed=0):
     """Row order of `epoch` (1-based) in `mp-run train --seed seed`."""
-    g = MT19937_64((seed * 1000003 + epoch) & MASK64)
-    return shuffle(list(range(rows)), g)
+    g = SplitMix64(seed * 1000003 + epoch)
+    order = list(range(rows))
+    for i in range(rows - 1, 0, -1):
+        j = uniform_below(i + 1, g)
+        order[i], order[j] = order[j], order[i]
+    return order

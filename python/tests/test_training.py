@@ -18,7 +18,6 @@ with PyTorch FP32. After 5 epochs: 95.28% (mp f32 and PyTorch f32), 95.00%
 """
 
 import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -126,24 +125,18 @@ def test_train_pipeline_accepts_exports(tools, dtype):
         assert "x%s>" % dtype in out
 
 
-def test_mprun_shuffle_replay_matches_libstdcxx(tmp_path):
-    """mprun_order replays mp-run's std::shuffle(std::mt19937_64) exactly."""
-    source = tmp_path / "order.cpp"
-    source.write_text(
-        "#include <algorithm>\n#include <cstdio>\n#include <cstdlib>\n#include <numeric>\n"
-        "#include <random>\n#include <vector>\n"
-        "int main(int, char **argv) {\n"
-        "  std::vector<int64_t> order(atol(argv[1]));\n"
-        "  std::mt19937_64 rng(strtoull(argv[3], 0, 10) * 1000003u + atoi(argv[2]));\n"
-        "  std::iota(order.begin(), order.end(), 0);\n"
-        "  std::shuffle(order.begin(), order.end(), rng);\n"
-        "  for (int64_t v : order) std::printf(\"%ld\\n\", (long)v);\n}\n")
-    binary = tmp_path / "order"
-    subprocess.run(["g++", "-O1", "-o", str(binary), str(source)], check=True)
-    for rows, epoch, seed in [(1437, 1, 0), (1437, 4, 0), (10, 2, 7), (7, 1, 3)]:
-        out = subprocess.run([str(binary), str(rows), str(epoch), str(seed)], check=True,
-                             capture_output=True, text=True).stdout.split()
-        assert [int(v) for v in out] == mprun_order.epoch_order(rows, epoch, seed)
+def test_mprun_shuffle_replay_matches_library():
+    """mprun_order replays the library's epoch order (mp::epochOrder, what
+    mp-run and Session.fit use) exactly, from its documented definition."""
+    from mp import runtime
+    for rows, epoch, seed in [(1437, 1, 0), (1437, 4, 0), (10, 2, 7), (7, 1, 3), (1, 1, 0),
+                              (0, 1, 0), (1000, 3, 2**63 + 5)]:
+        assert runtime.epoch_order(rows, epoch, seed).tolist() == \
+            mprun_order.epoch_order(rows, epoch, seed)
+    # A permutation that differs by epoch and by seed.
+    first = mprun_order.epoch_order(100, 1)
+    assert sorted(first) == list(range(100))
+    assert first != mprun_order.epoch_order(100, 2) != mprun_order.epoch_order(100, 1, 1)
 
 
 def _digits():

@@ -21,6 +21,7 @@
 #include "mp/Session/InferSession.h"
 #include "mp/Session/Numerics.h"
 #include "mp/Session/Session.h"
+#include "mp/Session/Trainer.h"
 
 #include "mprt/mprt.h"
 
@@ -40,8 +41,6 @@
 #include <cstdio>
 #include <limits>
 #include <map>
-#include <numeric>
-#include <random>
 
 namespace cl = llvm::cl;
 
@@ -182,61 +181,6 @@ static cl::opt<unsigned>
 
 namespace {
 
-struct Split {
-  std::vector<float> x, y; // rows x features, rows x classes
-  int64_t rows = 0;
-};
-
-/// Reads member `name` as an f32 matrix with `columns` columns.
-bool readMatrix(mprt_npz *npz, const char *name, int64_t columns,
-                std::vector<float> &out, int64_t &rows, std::string &error) {
-  mprt_tensor *tensor = nullptr;
-  if (mprt_npz_get(npz, name, &tensor) != MPRT_OK) {
-    error = mprt_last_error();
-    return false;
-  }
-  const int64_t *shape = mprt_tensor_shape(tensor);
-  bool ok = mprt_tensor_dtype(tensor) == MPRT_DTYPE_F32 &&
-            mprt_tensor_rank(tensor) == 2 && shape[1] == columns;
-  if (!ok) {
-    error = std::string("data member '") + name +
-            "' must be an f32 matrix with " + std::to_string(columns) +
-            " columns";
-  } else {
-    rows = shape[0];
-    const float *data = static_cast<const float *>(mprt_tensor_data(tensor));
-    out.assign(data, data + rows * columns);
-  }
-  mprt_tensor_free(tensor);
-  return ok;
-}
-
-bool loadData(const std::string &path, int64_t features, int64_t classes,
-              Split &train, Split &test, std::string &error) {
-  mprt_npz *npz = nullptr;
-  if (mprt_npz_open(path.c_str(), &npz) != MPRT_OK) {
-    error = mprt_last_error();
-    return false;
-  }
-  int64_t trainLabels = 0, testLabels = 0;
-  bool ok = readMatrix(npz, "x_train", features, train.x, train.rows, error) &&
-            readMatrix(npz, "y_train", classes, train.y, trainLabels, error) &&
-            readMatrix(npz, "x_test", features, test.x, test.rows, error) &&
-            readMatrix(npz, "y_test", classes, test.y, testLabels, error);
-  mprt_npz_close(npz);
-  // Every sample needs its label row (the loops index both by sample).
-  auto sameRows = [&](const char *x, int64_t xRows, const char *y,
-                      int64_t yRows) {
-    if (xRows == yRows)
-      return true;
-    error = "data '" + path + "': " + x + " has " + std::to_string(xRows) +
-            " rows but " + y + " has " + std::to_string(yRows);
-    return false;
-  };
-  return ok && sameRows("x_train", train.rows, "y_train", trainLabels) &&
-         sameRows("x_test", test.rows, "y_test", testLabels);
-}
-
 /// The digits data exported by scripts/setup.sh next to the tools.
 std::string defaultDataPath(const char *argv0) {
   std::string exe = llvm::sys::fs::getMainExecutable(argv0, (void *)&command);
@@ -267,6 +211,61 @@ struct PeakMeter {
 };
 PeakMeter trainMemory, predictMemory;
 
+/// Meters the memory of every prediction.
+struct PredictionMeter : mp::RunObserver {
+  void beforePrediction(int64_t) override { predictMemory.begin(); }
+  void afterPrediction(int64_t) override { predictMemory.end(); }
+};
+
+/// mp-run infer --check-numerics: each prediction batch is a step of the
+/// checker's report.
+struct InferenceObserver : PredictionMeter {
+  mp::NumericsChecker *checker = nullptr;
+  int64_t reported = 0;
+  void beforePrediction(int64_t batch) override {
+    if (checker)
+      checker->beginStep(batch);
+    PredictionMeter::beforePrediction(batch);
+  }
+  void afterPrediction(int64_t batch) override {
+    PredictionMeter::afterPrediction(batch);
+    mp::NumericsEvent event;
+    if (checker && checker->endStep(event))
+      reportNumerics(event, "batch", reported);
+  }
+};
+
+/// mp-run train: memory of steps and predictions, and the numerics
+/// checker's report per step (evaluations are not steps).
+struct TrainingObserver : PredictionMeter {
+  mp::Session *session = nullptr;
+  mp::NumericsChecker *checker = nullptr;
+  int64_t reported = 0;
+  void beforeStep(int64_t step) override {
+    if (checker)
+      checker->beginStep(step);
+    trainMemory.begin();
+  }
+  void afterStep(int64_t step, const mp::StepResult &result) override {
+    trainMemory.end();
+    mp::NumericsEvent event;
+    if (checker && checker->endStep(event)) {
+      reportNumerics(event, "step", reported);
+      if (!result.stepped && reported <= 10)
+        std::printf("numerics: step %lld was skipped; loss scale now %g\n",
+                    (long long)step, session->stepState().scale);
+    }
+  }
+  void beforeEvaluation() override {
+    if (checker)
+      checker->pause();
+  }
+  void afterEvaluation() override {
+    if (checker)
+      checker->resume();
+  }
+};
+
 double megabytes(int64_t bytes) { return bytes / (1024.0 * 1024.0); }
 
 int64_t hostBytes(const std::vector<mp::HostTensor> &tensors) {
@@ -274,95 +273,6 @@ int64_t hostBytes(const std::vector<mp::HostTensor> &tensors) {
   for (const mp::HostTensor &t : tensors)
     bytes += t.numElements() * static_cast<int64_t>(sizeof(float));
   return bytes;
-}
-
-/// Share of test rows whose largest logit is the labelled class. With a
-/// numerics checker, each batch is a step of its report.
-double accuracy(mp::Session &session, const Split &test, std::string &error,
-                mp::NumericsChecker *checker = nullptr) {
-  int64_t reported = 0;
-  int64_t b = session.batchSize(), f = session.numFeatures(),
-          c = session.numClasses();
-  std::vector<float> x(b * f), logits(b * c);
-  int64_t correct = 0;
-  for (int64_t start = 0; start < test.rows; start += b) {
-    int64_t n = std::min(b, test.rows - start);
-    std::fill(x.begin(), x.end(), 0.0f); // pad the last batch
-    std::copy(test.x.begin() + start * f, test.x.begin() + (start + n) * f,
-              x.begin());
-    if (checker)
-      checker->beginStep(start / b + 1);
-    predictMemory.begin();
-    if (!session.predict(x.data(), logits.data(), error))
-      return -1;
-    predictMemory.end();
-    mp::NumericsEvent event;
-    if (checker && checker->endStep(event))
-      reportNumerics(event, "batch", reported);
-    for (int64_t r = 0; r < n; ++r) {
-      const float *row = logits.data() + r * c;
-      const float *truth = test.y.data() + (start + r) * c;
-      if (std::max_element(row, row + c) - row ==
-          std::max_element(truth, truth + c) - truth)
-        ++correct;
-    }
-  }
-  return 100.0 * correct / std::max<int64_t>(test.rows, 1);
-}
-
-using mp::RunPosition;
-
-std::string previousCheckpointPath(const std::string &path) {
-  return path + ".prev";
-}
-
-/// Saves parameters, optimizer state and the step's scalars with the run's
-/// position; the checkpoint it replaces stays readable as FILE.prev.
-bool saveCheckpoint(const std::string &path, mp::Session &session,
-                    const RunPosition &position, std::string &error) {
-  return session.saveCheckpoint(path, position, previousCheckpointPath(path),
-                                error);
-}
-
-/// Restores what saveCheckpoint wrote and where in the run it was taken.
-bool loadCheckpoint(const std::string &path, mp::Session &session,
-                    bool withState, RunPosition &position, std::string &error) {
-  if (!session.loadCheckpoint(path, withState, position, error)) {
-    // Saves keep the checkpoint they replace: point the user at it.
-    std::string previous = previousCheckpointPath(path);
-    mprt_checkpoint *fallback = nullptr;
-    if (mprt_checkpoint_load(previous.c_str(), &fallback) == MPRT_OK) {
-      mprt_checkpoint_free(fallback);
-      error += "; the previous checkpoint '" + previous +
-               "' is intact: use --checkpoint " + previous;
-    }
-    return false;
-  }
-  if (position.epoch < 0) {
-    error = "checkpoint '" + path + "' lacks its training metadata (epoch)";
-    return false;
-  }
-  return true;
-}
-
-/// --checkpoint DIR (an existing directory, or a path ending in '/') stands
-/// for DIR/checkpoint.npz; training creates DIR.
-bool resolveCheckpointPath(std::string &path, bool create, std::string &error) {
-  bool isDirectory =
-      llvm::sys::fs::is_directory(path) || llvm::StringRef(path).ends_with("/");
-  if (path.empty() || !isDirectory)
-    return true;
-  if (create) {
-    if (std::error_code ec = llvm::sys::fs::create_directories(path)) {
-      error =
-          "cannot create checkpoint directory '" + path + "': " + ec.message();
-      return false;
-    }
-  }
-  llvm::SmallString<256> file(path);
-  llvm::sys::path::append(file, "checkpoint.npz");
-  path = std::string(file);
-  return true;
 }
 
 int fail(const std::string &message) {
@@ -441,15 +351,17 @@ int runCompare(const mp::TrainOptions &mixedOptions, const char *argv0) {
           c = mixed->numClasses();
   std::string path =
       dataPath == "digits" ? defaultDataPath(argv0) : std::string(dataPath);
-  Split train, test;
-  if (!loadData(path, f, c, train, test, error))
+  mp::DataSplit train, test;
+  if (!mp::loadDataset(path, f, c, train, test, error))
     return fail(error);
   if (test.rows < b)
     return fail("the test split has fewer rows than one batch");
-  RunPosition position;
+  mp::RunPosition position;
   if (!checkpointPath.empty() &&
-      (!loadCheckpoint(checkpointPath, *reference, false, position, error) ||
-       !loadCheckpoint(checkpointPath, *mixed, false, position, error)))
+      (!mp::restoreCheckpoint(*reference, checkpointPath, false, position,
+                              error) ||
+       !mp::restoreCheckpoint(*mixed, checkpointPath, false, position,
+                              error)))
     return fail(error);
 
   std::vector<float> x(test.x.begin(), test.x.begin() + b * f), logits(b * c);
@@ -474,40 +386,15 @@ int runCompare(const mp::TrainOptions &mixedOptions, const char *argv0) {
 // Calibration, INT8 inference and timed inference (mp::InferSession)
 //===----------------------------------------------------------------------===//
 
-/// Share of test rows whose largest logit is the labelled class.
-double inferAccuracy(mp::InferSession &session, const Split &test,
-                     std::string &error) {
-  int64_t b = session.batchSize(), f = session.numFeatures(),
-          c = session.numClasses();
-  std::vector<float> x(b * f), logits(b * c);
-  int64_t correct = 0;
-  for (int64_t start = 0; start < test.rows; start += b) {
-    int64_t n = std::min(b, test.rows - start);
-    std::fill(x.begin(), x.end(), 0.0f);
-    std::copy(test.x.begin() + start * f, test.x.begin() + (start + n) * f,
-              x.begin());
-    predictMemory.begin();
-    if (!session.predict(x.data(), logits.data(), error))
-      return -1;
-    predictMemory.end();
-    for (int64_t r = 0; r < n; ++r) {
-      const float *row = logits.data() + r * c;
-      const float *truth = test.y.data() + (start + r) * c;
-      if (std::max_element(row, row + c) - row ==
-          std::max_element(truth, truth + c) - truth)
-        ++correct;
-    }
-  }
-  return 100.0 * correct / std::max<int64_t>(test.rows, 1);
-}
-
 /// Runs `batches` batches of `split` (from its first row, wrapping).
 /// A split's rows, as the library's calibration functions take them.
-mp::DataRows rowsOf(const Split &split) { return {split.x.data(), split.rows}; }
+mp::DataRows rowsOf(const mp::DataSplit &split) {
+  return {split.x.data(), split.rows};
+}
 
 /// mp-run infer with --calibrate, --precision int8 or --time-batches.
-int runInferSession(mp::Session &trained, const Split &train,
-                    const Split &test) {
+int runInferSession(mp::Session &trained, const mp::DataSplit &train,
+                    const mp::DataSplit &test) {
   std::string error;
   mp::InferOptions options;
   if (calibrateBatches > 0) {
@@ -565,13 +452,14 @@ int runInferSession(mp::Session &trained, const Split &train,
 
   if (precision == "int8") {
     // The f32 reference, from the trained session.
-    double reference = accuracy(trained, test, error);
+    double reference = mp::accuracy(trained, test.view(), error);
     if (reference < 0)
       return fail(error);
     std::printf("held-out accuracy %.2f%% (f32 reference)\n", reference);
   }
   auto inferStart = std::chrono::steady_clock::now();
-  double acc = inferAccuracy(*session, test, error);
+  PredictionMeter meter;
+  double acc = mp::accuracy(*session, test.view(), error, &meter);
   if (acc < 0)
     return fail(error);
   double seconds = std::chrono::duration<double>(
@@ -639,7 +527,7 @@ extern "C" int mp_run_main(int argc, char **argv) {
                 "xavier-normal or zeros");
   {
     std::string path = checkpointPath, error;
-    if (!resolveCheckpointPath(path, command == "train", error))
+    if (!mp::resolveCheckpointPath(path, command == "train", error))
       return fail(error);
     checkpointPath = path;
   }
@@ -711,8 +599,8 @@ extern "C" int mp_run_main(int argc, char **argv) {
 
   std::string path =
       dataPath == "digits" ? defaultDataPath(argv[0]) : std::string(dataPath);
-  Split train, test;
-  if (!loadData(path, f, c, train, test, error))
+  mp::DataSplit train, test;
+  if (!mp::loadDataset(path, f, c, train, test, error))
     return fail(error + (dataPath == "digits"
                              ? " (run scripts/setup.sh to export the digits "
                                "data set)"
@@ -720,27 +608,20 @@ extern "C" int mp_run_main(int argc, char **argv) {
   if (train.rows < b)
     return fail("the training set has fewer rows than one batch");
 
-  int64_t batchesPerEpoch = train.rows / b;
-  RunPosition position;
-  if (command == "infer" || resume) {
-    if (!loadCheckpoint(checkpointPath, *session, command == "train", position,
-                        error))
-      return fail(error);
-    if (position.batch < 0 || position.batch >= batchesPerEpoch)
-      return fail("checkpoint '" + checkpointPath + "' was saved after batch " +
-                  std::to_string(position.batch) + " of an epoch, but this " +
-                  "data set has " + std::to_string(batchesPerEpoch) +
-                  " batches an epoch");
-  }
   std::unique_ptr<mp::NumericsChecker> checker;
   if (checkNumerics)
     checker = std::make_unique<mp::NumericsChecker>();
-  if (command == "infer" &&
-      (calibrateBatches > 0 || precision == "int8" || timeBatches > 0))
-    return runInferSession(*session, train, test);
   if (command == "infer") {
+    mp::RunPosition position;
+    if (!mp::restoreCheckpoint(*session, checkpointPath, /*withState=*/false,
+                               position, error))
+      return fail(error);
+    if (calibrateBatches > 0 || precision == "int8" || timeBatches > 0)
+      return runInferSession(*session, train, test);
     auto inferStart = std::chrono::steady_clock::now();
-    double acc = accuracy(*session, test, error, checker.get());
+    InferenceObserver observer;
+    observer.checker = checker.get();
+    double acc = mp::accuracy(*session, test.view(), error, &observer);
     if (acc < 0)
       return fail(error);
     double seconds = std::chrono::duration<double>(
@@ -759,91 +640,45 @@ extern "C" int mp_run_main(int argc, char **argv) {
     return 0;
   }
 
+  mp::TrainerOptions trainerOptions;
+  trainerOptions.epochs = epochs;
+  trainerOptions.seed = seed;
+  trainerOptions.checkpointPath = checkpointPath;
+  trainerOptions.checkpointEvery = checkpointEvery;
+  trainerOptions.resume = resume;
+  std::unique_ptr<mp::Trainer> trainer = mp::Trainer::create(
+      *session, train.view(), test.view(), trainerOptions, error);
+  if (!trainer)
+    return fail(error);
+
   std::printf("mp-run: %s, precision %s, %lld train / %lld test rows, batch "
               "%lld, %s in %.*f s%s\n",
               modelPath.c_str(), precision.c_str(), (long long)train.rows,
               (long long)test.rows, (long long)b,
               fromArtifact ? "loaded" : "compiled", fromArtifact ? 3 : 1,
               compileSeconds, session->isVectorized() ? "" : " (scalar loops)");
-
-  std::vector<int64_t> order(train.rows);
-  std::vector<float> x(b * f), y(b * c);
-  double trainSeconds = 0;
-  int64_t trained = 0;
-  int64_t numericsReported = 0;
   if (resume)
     std::printf("resuming at epoch %lld, batch %lld from %s\n",
-                (long long)position.epoch + 1, (long long)position.batch,
-                checkpointPath.c_str());
+                (long long)trainer->position().epoch + 1,
+                (long long)trainer->position().batch, checkpointPath.c_str());
   std::fflush(stdout); // a supervisor (scripts/kill_resume.py) waits for it
-  for (unsigned epoch = static_cast<unsigned>(position.epoch) + 1;
-       epoch <= epochs; ++epoch) {
-    // Seeded per epoch, so a resumed run shuffles as an uninterrupted one.
-    std::mt19937_64 rng(seed * 1000003u + epoch);
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), rng);
-    double lossSum = 0;
-    int64_t steps = 0;
-    auto epochStart = std::chrono::steady_clock::now();
-    int64_t firstBatch = epoch == position.epoch + 1 ? position.batch : 0;
-    for (int64_t batch = firstBatch; batch < batchesPerEpoch; ++batch) {
-      int64_t first = batch * b;
-      for (int64_t r = 0; r < b; ++r) {
-        int64_t row = order[first + r];
-        std::copy_n(train.x.begin() + row * f, f, x.begin() + r * f);
-        std::copy_n(train.y.begin() + row * c, c, y.begin() + r * c);
-      }
-      mp::StepResult result;
-      // Steps count from 1 over the whole run, resumed runs included.
-      int64_t globalStep = (epoch - 1) * batchesPerEpoch + batch + 1;
-      if (checker)
-        checker->beginStep(globalStep);
-      trainMemory.begin();
-      if (!session->trainStep(x.data(), y.data(), result, error))
-        return fail(error);
-      trainMemory.end();
-      mp::NumericsEvent event;
-      if (checker && checker->endStep(event)) {
-        reportNumerics(event, "step", numericsReported);
-        if (!result.stepped && numericsReported <= 10)
-          std::printf("numerics: step %lld was skipped; loss scale now %g\n",
-                      (long long)globalStep, session->stepState().scale);
-      }
-      lossSum += result.loss;
-      ++steps;
-      // Saves inside the epoch; its last batch is saved at the epoch's end.
-      if (!checkpointPath.empty() && checkpointEvery &&
-          globalStep % checkpointEvery == 0 && batch + 1 < batchesPerEpoch &&
-          !saveCheckpoint(checkpointPath, *session, {epoch - 1, batch + 1},
-                          error))
-        return fail(error);
-    }
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - epochStart)
-                         .count();
-    trainSeconds += seconds;
-    trained += steps * b;
-    if (checker)
-      checker->pause(); // evaluation is not a training step
-    double acc = accuracy(*session, test, error);
-    if (checker)
-      checker->resume();
-    if (acc < 0)
+  TrainingObserver observer;
+  observer.session = session.get();
+  observer.checker = checker.get();
+  while (!trainer->finished()) {
+    mp::EpochReport report;
+    if (!trainer->runEpoch(report, error, &observer))
       return fail(error);
-    std::printf("epoch %u/%u  loss %.4f  test accuracy %.2f%%  %.0f "
-                "samples/s  skipped %lld  scale %g\n",
-                epoch, (unsigned)epochs, lossSum / std::max<int64_t>(steps, 1),
-                acc, steps * b / std::max(seconds, 1e-9),
-                (long long)session->stepState().skipped,
-                session->stepState().scale);
+    std::printf("%s\n", mp::formatEpochLine(report).c_str());
     std::fflush(stdout);
-    if (!checkpointPath.empty() &&
-        !saveCheckpoint(checkpointPath, *session, {epoch, 0}, error))
-      return fail(error);
   }
   if (checker)
     checker->pause();
-  double acc = accuracy(*session, test, error);
+  double acc = mp::accuracy(*session, test.view(), error);
+  if (acc < 0)
+    return fail(error);
+  double trainSeconds = trainer->trainSeconds();
+  int64_t trained = trainer->samplesTrained();
   std::printf("held-out accuracy %.2f%% (%s), %.0f samples/s, %lld skipped "
               "steps\n",
               acc, precision.c_str(), trained / std::max(trainSeconds, 1e-9),

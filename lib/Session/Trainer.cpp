@@ -1,0 +1,332 @@
+//===- Trainer.cpp - epochs, resume, checkpoints and evaluation -----------===//
+
+#include "mp/Session/Trainer.h"
+
+#include "mprt/mprt.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+
+namespace mp {
+
+//===----------------------------------------------------------------------===//
+// Data
+//===----------------------------------------------------------------------===//
+
+/// Reads member `name` as an f32 matrix with `columns` columns.
+static bool readMatrix(mprt_npz *npz, const char *name, int64_t columns,
+                       std::vector<float> &out, int64_t &rows,
+                       std::string &error) {
+  mprt_tensor *tensor = nullptr;
+  if (mprt_npz_get(npz, name, &tensor) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
+  }
+  const int64_t *shape = mprt_tensor_shape(tensor);
+  bool ok = mprt_tensor_dtype(tensor) == MPRT_DTYPE_F32 &&
+            mprt_tensor_rank(tensor) == 2 && shape[1] == columns;
+  if (!ok) {
+    error = std::string("data member '") + name +
+            "' must be an f32 matrix with " + std::to_string(columns) +
+            " columns";
+  } else {
+    rows = shape[0];
+    const float *data = static_cast<const float *>(mprt_tensor_data(tensor));
+    out.assign(data, data + rows * columns);
+  }
+  mprt_tensor_free(tensor);
+  return ok;
+}
+
+bool loadDataset(const std::string &path, int64_t features, int64_t classes,
+                 DataSplit &train, DataSplit &test, std::string &error) {
+  mprt_npz *npz = nullptr;
+  if (mprt_npz_open(path.c_str(), &npz) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
+  }
+  int64_t trainLabels = 0, testLabels = 0;
+  bool ok = readMatrix(npz, "x_train", features, train.x, train.rows, error) &&
+            readMatrix(npz, "y_train", classes, train.y, trainLabels, error) &&
+            readMatrix(npz, "x_test", features, test.x, test.rows, error) &&
+            readMatrix(npz, "y_test", classes, test.y, testLabels, error);
+  mprt_npz_close(npz);
+  // Every sample needs its label row (the loops index both by sample).
+  auto sameRows = [&](const char *x, int64_t xRows, const char *y,
+                      int64_t yRows) {
+    if (xRows == yRows)
+      return true;
+    error = "data '" + path + "': " + x + " has " + std::to_string(xRows) +
+            " rows but " + y + " has " + std::to_string(yRows);
+    return false;
+  };
+  return ok && sameRows("x_train", train.rows, "y_train", trainLabels) &&
+         sameRows("x_test", test.rows, "y_test", testLabels);
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014): one 64-bit output per call.
+static uint64_t splitMix64(uint64_t &state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// Uniform in [0, n) without modulo bias: draws below 2^64 mod n are
+/// rejected, so every residue is equally likely.
+static uint64_t uniformBelow(uint64_t n, uint64_t &state) {
+  uint64_t threshold = (0 - n) % n; // 2^64 mod n
+  for (;;) {
+    uint64_t draw = splitMix64(state);
+    if (draw >= threshold)
+      return draw % n;
+  }
+}
+
+std::vector<int64_t> epochOrder(int64_t rows, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(std::max<int64_t>(rows, 0));
+  std::iota(order.begin(), order.end(), 0);
+  uint64_t state = seed * 1000003u + static_cast<uint64_t>(epoch);
+  for (int64_t i = rows - 1; i > 0; --i)
+    std::swap(order[i], order[uniformBelow(i + 1, state)]);
+  return order;
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluation
+//===----------------------------------------------------------------------===//
+
+RunObserver::~RunObserver() = default;
+
+/// The shared body of both accuracy()s: `predict` fills a batch of logits.
+template <typename SessionT>
+static double accuracyOf(SessionT &session, const LabelledRows &test,
+                         std::string &error, RunObserver *observer) {
+  int64_t b = session.batchSize(), f = session.numFeatures(),
+          c = session.numClasses();
+  std::vector<float> x(b * f), logits(b * c);
+  int64_t correct = 0;
+  for (int64_t start = 0; start < test.rows; start += b) {
+    int64_t n = std::min(b, test.rows - start);
+    std::fill(x.begin(), x.end(), 0.0f); // pad the last batch
+    std::copy(test.x + start * f, test.x + (start + n) * f, x.begin());
+    int64_t batch = start / b + 1;
+    if (observer)
+      observer->beforePrediction(batch);
+    if (!session.predict(x.data(), logits.data(), error))
+      return -1;
+    if (observer)
+      observer->afterPrediction(batch);
+    for (int64_t r = 0; r < n; ++r) {
+      const float *row = logits.data() + r * c;
+      const float *truth = test.y + (start + r) * c;
+      if (std::max_element(row, row + c) - row ==
+          std::max_element(truth, truth + c) - truth)
+        ++correct;
+    }
+  }
+  return 100.0 * correct / std::max<int64_t>(test.rows, 1);
+}
+
+double accuracy(Session &session, const LabelledRows &test, std::string &error,
+                RunObserver *observer) {
+  return accuracyOf(session, test, error, observer);
+}
+
+double accuracy(InferSession &session, const LabelledRows &test,
+                std::string &error, RunObserver *observer) {
+  return accuracyOf(session, test, error, observer);
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+bool resolveCheckpointPath(std::string &path, bool create, std::string &error) {
+  bool isDirectory =
+      llvm::sys::fs::is_directory(path) || llvm::StringRef(path).ends_with("/");
+  if (path.empty() || !isDirectory)
+    return true;
+  if (create) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(path)) {
+      error =
+          "cannot create checkpoint directory '" + path + "': " + ec.message();
+      return false;
+    }
+  }
+  llvm::SmallString<256> file(path);
+  llvm::sys::path::append(file, "checkpoint.npz");
+  path = std::string(file);
+  return true;
+}
+
+std::string previousCheckpointPath(const std::string &path) {
+  return path + ".prev";
+}
+
+bool restoreCheckpoint(Session &session, const std::string &path,
+                       bool withState, RunPosition &position,
+                       std::string &error) {
+  if (!session.loadCheckpoint(path, withState, position, error)) {
+    // Saves keep the checkpoint they replace: point the user at it.
+    std::string previous = previousCheckpointPath(path);
+    mprt_checkpoint *fallback = nullptr;
+    if (mprt_checkpoint_load(previous.c_str(), &fallback) == MPRT_OK) {
+      mprt_checkpoint_free(fallback);
+      error += "; the previous checkpoint '" + previous +
+               "' is intact: continue from it instead";
+    }
+    return false;
+  }
+  if (position.epoch < 0) {
+    error = "checkpoint '" + path + "' lacks its training metadata (epoch)";
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Trainer
+//===----------------------------------------------------------------------===//
+
+std::string formatEpochLine(const EpochReport &report) {
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "epoch %lld/%lld  loss %.4f  test accuracy %.2f%%  %.0f "
+                "samples/s  skipped %lld  scale %g",
+                (long long)report.epoch, (long long)report.epochs,
+                report.meanLoss, report.accuracy,
+                report.samples / std::max(report.seconds, 1e-9),
+                (long long)report.skipped, report.scale);
+  return line;
+}
+
+std::unique_ptr<Trainer> Trainer::create(Session &session,
+                                         const LabelledRows &train,
+                                         const LabelledRows &test,
+                                         const TrainerOptions &options,
+                                         std::string &error) {
+  int64_t b = session.batchSize();
+  if (!train.x || !train.y || train.rows < b) {
+    error = "the training set has fewer rows than one batch (" +
+            std::to_string(train.rows) + " rows, batch " + std::to_string(b) +
+            ")";
+    return nullptr;
+  }
+  if (test.rows < 0 || (test.rows > 0 && (!test.x || !test.y))) {
+    error = "the test rows are missing";
+    return nullptr;
+  }
+  if (options.epochs < 0 || options.checkpointEvery < 0) {
+    error = "epochs and checkpoint-every must not be negative";
+    return nullptr;
+  }
+  if (options.resume && options.checkpointPath.empty()) {
+    error = "resuming needs a checkpoint path";
+    return nullptr;
+  }
+  if (test.rows > 0 && !session.canPredict()) {
+    error = "the model has no function marked mp.predict, so accuracy "
+            "cannot be measured";
+    return nullptr;
+  }
+  std::unique_ptr<Trainer> trainer(
+      new Trainer(session, train, test, options));
+  if (!resolveCheckpointPath(trainer->options.checkpointPath, true, error))
+    return nullptr;
+  trainer->batches = train.rows / b;
+  if (options.resume) {
+    const std::string &path = trainer->options.checkpointPath;
+    if (!restoreCheckpoint(session, path, /*withState=*/true, trainer->next,
+                           error))
+      return nullptr;
+    if (trainer->next.batch < 0 || trainer->next.batch >= trainer->batches) {
+      error = "checkpoint '" + path + "' was saved after batch " +
+              std::to_string(trainer->next.batch) +
+              " of an epoch, but this data set has " +
+              std::to_string(trainer->batches) + " batches an epoch";
+      return nullptr;
+    }
+  }
+  return trainer;
+}
+
+bool Trainer::save(const RunPosition &position, std::string &error) {
+  return session.saveCheckpoint(options.checkpointPath, position,
+                                previousCheckpointPath(options.checkpointPath),
+                                error);
+}
+
+bool Trainer::runEpoch(EpochReport &report, std::string &error,
+                       RunObserver *observer) {
+  if (finished()) {
+    error = "the run has trained all its " + std::to_string(options.epochs) +
+            " epochs";
+    return false;
+  }
+  int64_t b = session.batchSize(), f = session.numFeatures(),
+          c = session.numClasses();
+  int64_t epoch = next.epoch + 1;
+  std::vector<int64_t> order = epochOrder(train.rows, options.seed, epoch);
+  std::vector<float> x(b * f), y(b * c);
+  double lossSum = 0;
+  int64_t steps = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t batch = next.batch; batch < batches; ++batch) {
+    for (int64_t r = 0; r < b; ++r) {
+      int64_t row = order[batch * b + r];
+      std::copy_n(train.x + row * f, f, x.begin() + r * f);
+      std::copy_n(train.y + row * c, c, y.begin() + r * c);
+    }
+    // Steps count from 1 over the whole run, resumed runs included.
+    int64_t step = (epoch - 1) * batches + batch + 1;
+    if (observer)
+      observer->beforeStep(step);
+    StepResult result;
+    if (!session.trainStep(x.data(), y.data(), result, error))
+      return false;
+    if (observer)
+      observer->afterStep(step, result);
+    lossSum += result.loss;
+    ++steps;
+    next.batch = batch + 1;
+    // Saves inside the epoch; its last batch is saved at the epoch's end.
+    if (!options.checkpointPath.empty() && options.checkpointEvery &&
+        step % options.checkpointEvery == 0 && batch + 1 < batches &&
+        !save({epoch - 1, batch + 1}, error))
+      return false;
+  }
+  double epochSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  next = {epoch, 0};
+  seconds += epochSeconds;
+  samples += steps * b;
+
+  report = EpochReport();
+  report.epoch = epoch;
+  report.epochs = options.epochs;
+  report.steps = steps;
+  report.samples = steps * b;
+  report.meanLoss = lossSum / std::max<int64_t>(steps, 1);
+  report.seconds = epochSeconds;
+  if (test.rows > 0) {
+    if (observer)
+      observer->beforeEvaluation();
+    report.accuracy = accuracy(session, test, error, observer);
+    if (observer)
+      observer->afterEvaluation();
+    if (report.accuracy < 0)
+      return false;
+  }
+  report.skipped = session.stepState().skipped;
+  report.scale = session.stepState().scale;
+  return options.checkpointPath.empty() || save(next, error);
+}
+
+} // namespace mp
