@@ -111,7 +111,7 @@ def test_int8_measured_fallback_matches_mp_run(tmp_path, tools):
     """The INT8 measured-error fallback is the session library's, so mp-run
     (--quant-measure 4) and Python (measure=(x_train, 4)) plan the same
     model alike: from one checkpoint and one calibration, with entropy
-    thresholds and a 0.25 bound (test/mp-run/int8.test: the third layer
+    thresholds and a 0.43 bound (test/mp-run/int8.test: the third layer
     falls back by measurement only), the held-out accuracy is the same, and
     the measured plan is not the estimate's."""
     import os
@@ -130,10 +130,10 @@ def test_int8_measured_fallback_matches_mp_run(tmp_path, tools):
     run("train", model, "--epochs", "5", "--checkpoint", checkpoint)
     run("infer", model, "--checkpoint", checkpoint, "--calibrate", "10",
         "--calibration-out", stats)
-    quantize = dict(method="entropy", max_error=0.25)
+    quantize = dict(method="entropy", max_error=0.43)
     out = run("infer", model, "--checkpoint", checkpoint, "--precision", "int8",
               "--calibration", stats, "--quant-method", "entropy",
-              "--quant-max-error", "0.25", "--quant-measure", "4")
+              "--quant-max-error", "0.43", "--quant-measure", "4")
     assert re.findall(r"measured error of '([^']+)'.*\(falls back\)", out), out
     want = re.search(r"held-out accuracy ([0-9.]+)% \(int8 inference\)", out).group(1)
 

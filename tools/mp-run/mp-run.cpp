@@ -33,19 +33,18 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <limits>
 #include <map>
 
 namespace cl = llvm::cl;
 
-// Every default is the session library's (TrainOptions, InferOptions).
+// Every default is the session library's (TrainOptions, TrainerOptions,
+// InferOptions).
 static const mp::TrainOptions trainDefaults;
+static const mp::TrainerOptions trainerDefaults;
 static const mp::InferOptions inferDefaults;
 
 static cl::opt<std::string> command(cl::Positional, cl::Required,
@@ -72,7 +71,7 @@ static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
 static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
                                    cl::init(trainDefaults.weightDecay));
 static cl::opt<unsigned> epochs("epochs", cl::desc("Passes over the data"),
-                                cl::init(10));
+                                cl::init(trainerDefaults.epochs));
 static cl::opt<int>
     batchSize("batch-size",
               cl::desc("Batch size (must match the model's static batch)"),
@@ -92,7 +91,7 @@ static cl::opt<std::string>
 static cl::opt<uint64_t> seed("seed",
                               cl::desc("Seed for initialisation and "
                                        "shuffling"),
-                              cl::init(0));
+                              cl::init(trainDefaults.seed));
 static cl::opt<std::string>
     checkpointPath("checkpoint",
                    cl::desc("Checkpoint file (.npz), or a directory (an "
@@ -105,7 +104,7 @@ static cl::opt<unsigned> checkpointEvery(
     cl::desc("Also save the checkpoint every N training steps (0: only at "
              "the end of each epoch); the one it replaces is kept as "
              "FILE.prev"),
-    cl::init(0));
+    cl::init(trainerDefaults.checkpointEvery));
 static cl::opt<bool> checkNumerics(
     "check-numerics",
     cl::desc("Probe every op's output (--mp-check-numerics) and report, per "

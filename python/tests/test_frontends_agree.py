@@ -1,0 +1,171 @@
+"""mp-run, mp-compile's artifacts, the C API (examples/capi/train.c) and
+Python (mp.runtime over libmp_session.so) run the same library code
+(lib/Session: mp::Trainer, calibration, the INT8 planner), so from the same
+options they give the same results bit for bit: training, resuming from
+inside an epoch, calibration statistics and int8 inference.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from mp import runtime
+
+MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "digits_mlp.mlir")
+# Three epochs of f16 (dynamic loss scaling) and a save every 7 steps: the
+# digits split has 22 batches an epoch, so saves land inside epochs.
+EPOCHS, EVERY = 3, 7
+
+
+def _run(tool, *args):
+    out = subprocess.run([tool] + [str(a) for a in args], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def _epoch_lines(text):
+    """The epoch lines without their samples/s (a timing)."""
+    return [re.sub(r"  [0-9]+ samples/s", "", line) for line in text.splitlines()
+            if line.startswith("epoch ")]
+
+
+def _checkpoint(path):
+    with np.load(path) as members:
+        return {name: members[name].copy() for name in members.files}
+
+
+def _assert_same_checkpoint(a, b):
+    a, b = _checkpoint(a), _checkpoint(b)
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert np.array_equal(a[name], b[name]), name
+
+
+@pytest.fixture(scope="module")
+def data(tools):
+    return os.path.join(tools.build_dir(), "data", "digits.npz")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tools, data):
+    """The same run from mp-run, the C program and Python: their
+    checkpoints (and the .prev each last save kept) and epoch lines."""
+    root = tmp_path_factory.mktemp("agree")
+    runs = {}
+    options = ["--precision", "f16", "--epochs", EPOCHS, "--checkpoint-every", EVERY]
+    out = _run(tools.tool("mp-run"), "train", MODEL, "--checkpoint", root / "mprun.npz",
+               *options)
+    runs["mp-run"] = (root / "mprun.npz", _epoch_lines(out))
+    out = _run(tools.tool("mp-capi-train"), MODEL, data, "--checkpoint", root / "capi.npz",
+               *options)
+    runs["C API"] = (root / "capi.npz", _epoch_lines(out))
+    splits = np.load(data)
+    session = runtime.Session(MODEL, precision="f16")
+    epochs = session.fit(splits["x_train"], splits["y_train"], splits["x_test"],
+                         splits["y_test"], epochs=EPOCHS, checkpoint=root / "python.npz",
+                         checkpoint_every=EVERY)
+    runs["Python"] = (root / "python.npz",
+                      _epoch_lines("\n".join(e["line"] for e in epochs)))
+    return runs
+
+
+def test_training_is_identical(trained):
+    reference, lines = trained["mp-run"]
+    assert len(lines) == EPOCHS and "skipped 0  scale 65536" in lines[0], lines
+    for name in ("C API", "Python"):
+        path, their_lines = trained[name]
+        assert their_lines == lines, name
+        _assert_same_checkpoint(path, reference)
+        # The last save inside the last epoch (after step 63 = batch 19 of
+        # epoch 3), kept as FILE.prev by the epoch's final save.
+        _assert_same_checkpoint(str(path) + ".prev", str(reference) + ".prev")
+
+
+def test_resume_inside_an_epoch_is_identical(trained, tools, data, tmp_path):
+    """Each front end resumes the save taken inside epoch 3 and ends where
+    the uninterrupted runs ended."""
+    reference, lines = trained["mp-run"]
+    start = str(reference) + ".prev"
+    meta = _metadata(start)
+    assert (meta["epoch"], meta["batch"]) == (2, 19), meta
+
+    def copy(name):
+        path = tmp_path / name
+        shutil.copy(start, path)
+        return path
+
+    options = ["--precision", "f16", "--epochs", EPOCHS, "--resume"]
+    path = copy("mprun.npz")
+    out = _run(tools.tool("mp-run"), "train", MODEL, "--checkpoint", path, *options)
+    assert "resuming at epoch 3, batch 19" in out
+    _assert_same_checkpoint(path, reference)
+    path = copy("capi.npz")
+    out = _run(tools.tool("mp-capi-train"), MODEL, data, "--checkpoint", path, *options)
+    assert "resuming at epoch 3, batch 19" in out
+    _assert_same_checkpoint(path, reference)
+
+    splits = np.load(data)
+    path = copy("python.npz")
+    session = runtime.Session(MODEL, precision="f16")
+    epochs = session.fit(splits["x_train"], splits["y_train"], splits["x_test"],
+                         splits["y_test"], epochs=EPOCHS, checkpoint=path, resume=True)
+    assert [e["steps"] for e in epochs] == [3]  # batches 19, 20, 21
+    _assert_same_checkpoint(path, reference)
+    # The accuracy after the resumed epoch is the uninterrupted run's (the
+    # loss is the mean of the resumed steps only).
+    want = re.search(r"accuracy ([0-9.]+)%", lines[-1]).group(1)
+    assert "%.2f" % epochs[-1]["accuracy"] == want
+
+
+def _metadata(path):
+    with np.load(path) as members:
+        return json.loads(bytes(members["__metadata__"]))
+
+
+def test_artifact_trains_like_the_model(trained, tools, tmp_path):
+    """mp-compile's artifact runs the same trainer on the same compiled
+    step."""
+    artifact = tmp_path / "digits.mpa"
+    _run(tools.tool("mp-compile"), MODEL, "--precision", "f16", "-o", artifact)
+    path = tmp_path / "artifact.npz"
+    out = _run(tools.tool("mp-run"), "train", artifact, "--epochs", EPOCHS,
+               "--checkpoint-every", EVERY, "--checkpoint", path)
+    reference, lines = trained["mp-run"]
+    assert _epoch_lines(out) == lines
+    _assert_same_checkpoint(path, reference)
+
+
+def test_calibration_and_int8_are_identical(trained, tools, data, tmp_path):
+    """Calibration statistics from mp-run and Python are the same file's
+    content, and int8 inference with the measured-error fallback gives the
+    same held-out accuracy and plan from both."""
+    reference, _ = trained["mp-run"]
+    # An f32 session reads the f16 run's parameters (the f16 run's
+    # checkpoint holds f32 master weights).
+    stats_cli, stats_py = tmp_path / "cli.json", tmp_path / "py.json"
+    _run(tools.tool("mp-run"), "infer", MODEL, "--checkpoint", reference, "--calibrate", 6,
+         "--calibration-out", stats_cli)
+    splits = np.load(data)
+    session = runtime.Session(MODEL)
+    session.load(reference)
+    runtime.calibrate(MODEL, session, splits["x_train"], stats_py, batches=6)
+    assert stats_cli.read_text() == stats_py.read_text()
+
+    out = _run(tools.tool("mp-run"), "infer", MODEL, "--checkpoint", reference,
+               "--precision", "int8", "--calibration", stats_cli, "--quant-method", "entropy",
+               "--quant-max-error", 0.3, "--quant-measure", 4)
+    fallen = set(re.findall(r"measured error of '([^']+)'.*\(falls back\)", out))
+    want = float(re.search(r"held-out accuracy ([0-9.]+)% \(int8 inference\)", out).group(1))
+    infer = runtime.InferSession(MODEL, session, "int8", calibration=stats_py,
+                                 method="entropy", max_error=0.3,
+                                 measure=(splits["x_train"], 4))
+    logits = infer.predict(splits["x_test"])
+    got = 100.0 * float(np.mean(logits.argmax(1) == splits["y_test"].argmax(1)))
+    assert "%.2f" % got == "%.2f" % want
+    assert fallen, out  # the plan measured something above the bound
