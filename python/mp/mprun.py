@@ -5,53 +5,41 @@ given parameter values (for example PyTorch's initialization) instead of
 its own seeded He-uniform initialization, and `train` runs mp-run on it
 as a subprocess and parses its epoch lines. It exercises the command-line
 tool (its data loading, batch order, checkpoints and output); to train
-step by step in-process from numpy use `mp.runtime.Session` (ctypes over
-libmp_session.so), which can also take initial weights directly
-(`set_parameter`).
-The checkpoint is the one mp-run writes itself (docs/runtime-io.md): the
-parameters under their mp.param names, the optimizer state
-(`<name>.momentum` for SGD, `<name>.m`/`<name>.v` for Adam and AdamW) and
-a JSON `__metadata__` member (epoch, batch, skipped, step, scale,
-growth_tracker, precision), so `mp-run train --checkpoint FILE --resume`
-continues "after epoch 0" from it.
+in-process from numpy use `mp.runtime.Session` (ctypes over
+libmp_session.so: `train_step` step by step, or `fit`, mp-run's loop),
+which can also take initial weights directly (`set_parameter`).
+The checkpoint is written by the session library itself (Session.save:
+the one checkpoint schema, docs/runtime-io.md), so `mp-run train
+--checkpoint FILE --resume` continues "after epoch 0" from it.
 """
 
-import json
 import re
 import subprocess
 
-import numpy as np
-
 from .export import param_arrays
 from .run_mlir import RunError, tool
-
-_STATE = {"sgd": ("momentum",), "adam": ("m", "v"), "adamw": ("m", "v")}
 
 _EPOCH = re.compile(r"^epoch (\d+)/\d+\s+loss ([-+0-9.eE naif]+)\s+test accuracy ([0-9.]+)%"
                     r".*skipped (\d+)\s+scale (\S+)")
 _FINAL = re.compile(r"^held-out accuracy ([0-9.]+)%")
 
 
-def initial_checkpoint(path, params, optimizer="sgd", precision="f32", init_scale=65536.0):
-    """Writes an mp-run checkpoint holding `params` (an nn.Module, or a dict
-    of arrays named as mp.param) with zero optimizer state, as if saved
-    after epoch 0."""
-    if optimizer not in _STATE:
-        raise ValueError("optimizer must be one of %s" % sorted(_STATE))
+def initial_checkpoint(path, model_path, params, optimizer="sgd", precision="f32"):
+    """Writes an mp-run checkpoint of `model_path` holding `params` (an
+    nn.Module, or a dict of arrays named as mp.param) with zero optimizer
+    state and the initial loss-scale scalars, as if saved after epoch 0:
+    a Session of the model (compiled for `optimizer` and `precision`) with
+    those parameters, saved."""
+    from .runtime import Session
     if hasattr(params, "named_parameters"):
         params = param_arrays(params)
-    members = {}
-    for name, value in params.items():
-        value = np.ascontiguousarray(value, dtype=np.float32)
-        members[name] = value
-        for slot in _STATE[optimizer]:
-            members["%s.%s" % (name, slot)] = np.zeros_like(value)
-    # f32 and bf16 run without loss scaling (the scale is then unused).
-    meta = {"epoch": 0, "batch": 0, "skipped": 0, "step": 0,
-            "scale": float(init_scale) if precision == "f16" else 1.0,
-            "growth_tracker": 0, "precision": precision}
-    members["__metadata__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    np.savez(path, **members)
+    session = Session(model_path, precision=precision, optimizer=optimizer)
+    try:
+        for name, value in params.items():
+            session.set_parameter(name, value)
+        session.save(path)
+    finally:
+        session.close()
 
 
 def train(model_path, checkpoint, epochs, precision="f32", optimizer="sgd", lr=0.05,

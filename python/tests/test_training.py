@@ -191,7 +191,7 @@ def digits_runs(tools, tmp_path_factory):
     runs = {}
     for precision in ("f32", "bf16", "f16"):
         checkpoint = str(tmp / ("%s.npz" % precision))
-        mprun.initial_checkpoint(checkpoint, initial, precision=precision)
+        mprun.initial_checkpoint(checkpoint, model_path, initial, precision=precision)
         result = mprun.train(model_path, checkpoint, EPOCHS, precision=precision, lr=LR,
                              momentum=MOMENTUM)
         result["checkpoint"] = checkpoint
@@ -262,7 +262,7 @@ def test_mprun_trains_exported_padded_cnn_like_pytorch(tools, tmp_path):
     with open(model_path, "w") as f:
         f.write(mp.export_training(initial, torch.zeros(BATCH, 1, 8, 8), num_classes=10))
     checkpoint = str(tmp_path / "cnn.npz")
-    mprun.initial_checkpoint(checkpoint, initial)
+    mprun.initial_checkpoint(checkpoint, model_path, initial)
     result = mprun.train(model_path, checkpoint, 2, lr=LR, momentum=MOMENTUM)
 
     module = models.DigitsCNN()
