@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "onednn_matmul.h"
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -21,9 +22,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <tuple>
 #include <vector>
 
 namespace {
@@ -97,83 +95,6 @@ void widen(const uint16_t *src, int64_t rows, int64_t cols, int64_t ld,
 
 /// A matmul primitive for one shape, layout and type, and its memories
 /// (their data pointers change per call).
-struct CachedMatmul {
-  dnnl_primitive_t primitive = nullptr;
-  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr;
-  bool usable = false;
-};
-
-using MatmulKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t,
-                             int64_t, int32_t, int32_t>;
-
-struct MatmulCache {
-  std::mutex mutex;
-  dnnl_engine_t engine = nullptr;
-  dnnl_stream_t stream = nullptr;
-  std::map<MatmulKey, CachedMatmul> entries;
-};
-
-MatmulCache &cache() {
-  static MatmulCache *instance = [] {
-    auto *c = new MatmulCache(); // lives for the process: kernels are reused
-    if (dnnl_engine_create(&c->engine, dnnl_cpu, 0) != dnnl_success ||
-        dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags) !=
-            dnnl_success)
-      c->engine = nullptr;
-    return c;
-  }();
-  return *instance;
-}
-
-/// Builds the primitive C += op(A) op(B) for 16-bit A, B and f32 C; leaves
-/// `usable` false when oneDNN has no implementation (old CPU, old oneDNN).
-CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
-                         int64_t lda, int64_t ldb, int64_t ldc, bool transA,
-                         bool transB, dnnl_data_type_t type) {
-  CachedMatmul entry;
-  if (!c.engine)
-    return entry;
-  dnnl_memory_desc_t aDesc, bDesc, cDesc;
-  dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
-  dnnl_dims_t aStrides = {transA ? 1 : lda, transA ? lda : 1};
-  dnnl_dims_t bStrides = {transB ? 1 : ldb, transB ? ldb : 1};
-  dnnl_dims_t cStrides = {ldc, 1};
-  dnnl_matmul_desc_t matmul;
-  dnnl_primitive_attr_t attr = nullptr;
-  dnnl_post_ops_t postOps = nullptr;
-  dnnl_primitive_desc_t pd = nullptr;
-  bool ok = dnnl_memory_desc_init_by_strides(&aDesc, 2, aDims, type,
-                                             aStrides) == dnnl_success &&
-            dnnl_memory_desc_init_by_strides(&bDesc, 2, bDims, type,
-                                             bStrides) == dnnl_success &&
-            dnnl_memory_desc_init_by_strides(&cDesc, 2, cDims, dnnl_f32,
-                                             cStrides) == dnnl_success &&
-            dnnl_matmul_desc_init(&matmul, &aDesc, &bDesc, nullptr, &cDesc) ==
-                dnnl_success &&
-            dnnl_primitive_attr_create(&attr) == dnnl_success &&
-            dnnl_post_ops_create(&postOps) == dnnl_success &&
-            // C += ...: linalg.matmul accumulates into its output.
-            dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success &&
-            dnnl_primitive_attr_set_post_ops(attr, postOps) == dnnl_success &&
-            dnnl_primitive_desc_create(&pd, &matmul, attr, c.engine, nullptr) ==
-                dnnl_success &&
-            dnnl_primitive_create(&entry.primitive, pd) == dnnl_success &&
-            dnnl_memory_create(&entry.a, &aDesc, c.engine, DNNL_MEMORY_NONE) ==
-                dnnl_success &&
-            dnnl_memory_create(&entry.b, &bDesc, c.engine, DNNL_MEMORY_NONE) ==
-                dnnl_success &&
-            dnnl_memory_create(&entry.c, &cDesc, c.engine, DNNL_MEMORY_NONE) ==
-                dnnl_success;
-  entry.usable = ok;
-  if (pd)
-    dnnl_primitive_desc_destroy(pd);
-  if (postOps)
-    dnnl_post_ops_destroy(postOps);
-  if (attr)
-    dnnl_primitive_attr_destroy(attr);
-  return entry;
-}
-
 /// f32 -> bf16, rounding to nearest even (nan stays a quiet nan).
 uint16_t floatToBfloat(float f) {
   uint32_t bits;
@@ -299,29 +220,10 @@ int f16ModeFromEnvironment() {
 bool matmul16(int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c,
               int64_t ldc, int64_t m, int64_t n, int64_t k, bool transA,
               bool transB, int32_t type) {
-  MatmulCache &matmuls = cache();
-  std::lock_guard<std::mutex> lock(matmuls.mutex);
-  MatmulKey key{m,   n, k, lda, ldb, ldc, (transA ? 1 : 0) | (transB ? 2 : 0),
-                type};
-  auto it = matmuls.entries.find(key);
-  if (it == matmuls.entries.end())
-    it = matmuls.entries
-             .emplace(key, buildMatmul(
-                               matmuls, m, n, k, lda, ldb, ldc, transA, transB,
-                               type == MPRT_GEMM_BF16 ? dnnl_bf16 : dnnl_f16))
-             .first;
-  CachedMatmul &entry = it->second;
-  if (!entry.usable)
-    return false;
-  dnnl_memory_set_data_handle(entry.a, reinterpret_cast<void *>(a));
-  dnnl_memory_set_data_handle(entry.b, reinterpret_cast<void *>(b));
-  dnnl_memory_set_data_handle(entry.c, reinterpret_cast<void *>(c));
-  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, entry.a},
-                            {DNNL_ARG_WEIGHTS, entry.b},
-                            {DNNL_ARG_DST, entry.c}};
-  return dnnl_primitive_execute(entry.primitive, matmuls.stream, 3, args) ==
-             dnnl_success &&
-         dnnl_stream_wait(matmuls.stream) == dnnl_success;
+  return mprt::runCachedMatmul(
+      reinterpret_cast<const void *>(a), lda, reinterpret_cast<const void *>(b),
+      ldb, reinterpret_cast<void *>(c), ldc, m, n, k, transA, transB,
+      type == MPRT_GEMM_BF16 ? dnnl_bf16 : dnnl_f16, dnnl_f32);
 }
 
 } // namespace

@@ -1,0 +1,125 @@
+//===- onednn_matmul.cpp - cached oneDNN matmul primitives ----------------===//
+
+#include "onednn_matmul.h"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace {
+
+struct CachedMatmul {
+  dnnl_primitive_t primitive = nullptr;
+  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr;
+  bool usable = false;
+};
+
+/// Shape, leading dimensions, transposition bits and the two data types.
+using MatmulKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t,
+                             int64_t, int32_t, int32_t, int32_t>;
+
+struct MatmulCache {
+  std::mutex mutex;
+  dnnl_engine_t engine = nullptr;
+  dnnl_stream_t stream = nullptr;
+  std::map<MatmulKey, CachedMatmul> entries;
+};
+
+MatmulCache &cache() {
+  static MatmulCache *instance = [] {
+    auto *c = new MatmulCache(); // lives for the process: kernels are reused
+    if (dnnl_engine_create(&c->engine, dnnl_cpu, 0) != dnnl_success ||
+        dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags) !=
+            dnnl_success)
+      c->engine = nullptr;
+    return c;
+  }();
+  return *instance;
+}
+
+/// Builds the primitive; leaves `usable` false when oneDNN has no
+/// implementation.
+CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
+                         int64_t lda, int64_t ldb, int64_t ldc, bool transA,
+                         bool transB, dnnl_data_type_t abType,
+                         dnnl_data_type_t cType) {
+  CachedMatmul entry;
+  if (!c.engine)
+    return entry;
+  dnnl_memory_desc_t aDesc, bDesc, cDesc;
+  dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
+  dnnl_dims_t aStrides = {transA ? 1 : lda, transA ? lda : 1};
+  dnnl_dims_t bStrides = {transB ? 1 : ldb, transB ? ldb : 1};
+  dnnl_dims_t cStrides = {ldc, 1};
+  dnnl_matmul_desc_t matmul;
+  dnnl_primitive_attr_t attr = nullptr;
+  dnnl_post_ops_t postOps = nullptr;
+  dnnl_primitive_desc_t pd = nullptr;
+  bool ok = dnnl_memory_desc_init_by_strides(&aDesc, 2, aDims, abType,
+                                             aStrides) == dnnl_success &&
+            dnnl_memory_desc_init_by_strides(&bDesc, 2, bDims, abType,
+                                             bStrides) == dnnl_success &&
+            dnnl_memory_desc_init_by_strides(&cDesc, 2, cDims, cType,
+                                             cStrides) == dnnl_success &&
+            dnnl_matmul_desc_init(&matmul, &aDesc, &bDesc, nullptr, &cDesc) ==
+                dnnl_success &&
+            dnnl_primitive_attr_create(&attr) == dnnl_success &&
+            dnnl_post_ops_create(&postOps) == dnnl_success &&
+            // C += ...: linalg.matmul accumulates into its output.
+            dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success &&
+            dnnl_primitive_attr_set_post_ops(attr, postOps) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd, &matmul, attr, c.engine, nullptr) ==
+                dnnl_success &&
+            dnnl_primitive_create(&entry.primitive, pd) == dnnl_success &&
+            dnnl_memory_create(&entry.a, &aDesc, c.engine, DNNL_MEMORY_NONE) ==
+                dnnl_success &&
+            dnnl_memory_create(&entry.b, &bDesc, c.engine, DNNL_MEMORY_NONE) ==
+                dnnl_success &&
+            dnnl_memory_create(&entry.c, &cDesc, c.engine, DNNL_MEMORY_NONE) ==
+                dnnl_success;
+  entry.usable = ok;
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  if (postOps)
+    dnnl_post_ops_destroy(postOps);
+  if (attr)
+    dnnl_primitive_attr_destroy(attr);
+  return entry;
+}
+
+} // namespace
+
+bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
+                           int64_t ldb, void *c, int64_t ldc, int64_t m,
+                           int64_t n, int64_t k, bool transA, bool transB,
+                           dnnl_data_type_t abType, dnnl_data_type_t cType) {
+  MatmulCache &matmuls = cache();
+  std::lock_guard<std::mutex> lock(matmuls.mutex);
+  MatmulKey key{m,
+                n,
+                k,
+                lda,
+                ldb,
+                ldc,
+                (transA ? 1 : 0) | (transB ? 2 : 0),
+                static_cast<int32_t>(abType),
+                static_cast<int32_t>(cType)};
+  auto it = matmuls.entries.find(key);
+  if (it == matmuls.entries.end())
+    it = matmuls.entries
+             .emplace(key, buildMatmul(matmuls, m, n, k, lda, ldb, ldc, transA,
+                                       transB, abType, cType))
+             .first;
+  CachedMatmul &entry = it->second;
+  if (!entry.usable)
+    return false;
+  dnnl_memory_set_data_handle(entry.a, const_cast<void *>(a));
+  dnnl_memory_set_data_handle(entry.b, const_cast<void *>(b));
+  dnnl_memory_set_data_handle(entry.c, c);
+  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, entry.a},
+                            {DNNL_ARG_WEIGHTS, entry.b},
+                            {DNNL_ARG_DST, entry.c}};
+  return dnnl_primitive_execute(entry.primitive, matmuls.stream, 3, args) ==
+             dnnl_success &&
+         dnnl_stream_wait(matmuls.stream) == dnnl_success;
+}

@@ -1,0 +1,30 @@
+//===- onednn_matmul.h - cached oneDNN matmul primitives --------*- C++ -*-===//
+//
+// The 16-bit (gemm.cpp) and int8 (gemm_s8.cpp) products share one way of
+// running oneDNN's matmul primitive: C += op(A) op(B) with strided 2-D
+// operands, built once per shape, layout and data types and cached for the
+// process (a sum post-op makes it accumulate, as linalg.matmul does).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPRT_SRC_ONEDNN_MATMUL_H
+#define MPRT_SRC_ONEDNN_MATMUL_H
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cstdint>
+
+namespace mprt {
+
+/// C(`cType`) += op(A) op(B) with A and B of `abType`, row-major with
+/// leading dimensions lda, ldb, ldc (op: transposed when transA/transB).
+/// False when oneDNN has no primitive for it (an old CPU or oneDNN): the
+/// caller then takes another path. Thread-safe.
+bool runCachedMatmul(const void *a, int64_t lda, const void *b, int64_t ldb,
+                     void *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                     bool transA, bool transB, dnnl_data_type_t abType,
+                     dnnl_data_type_t cType);
+
+} // namespace mprt
+
+#endif // MPRT_SRC_ONEDNN_MATMUL_H
