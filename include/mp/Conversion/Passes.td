@@ -18,7 +18,11 @@ def ConvertMPToUpstream : Pass<"convert-mp-to-upstream"> {
     * `mp.update_scale` becomes `arith.select` chains over the state machine;
     * `mp.observe` is dropped (its input is forwarded); run
       `--mp-probes-to-runtime` first (as `--mp-lower-cpu` does) to record
-      what probes see instead.
+      what probes see instead;
+    * attributes whose values are the mp dialect's (`mp.loss_scaling =
+      #mp.loss_scaling<...>`, `mp.precision`, `mp.decision`) are removed:
+      the passes that read them have run, and upstream tools could not
+      parse them. Names and roles (`mp.param = "w"`, `mp.seed`) stay.
 
     Before:
 
