@@ -113,8 +113,15 @@ bool InferSession::compile(const std::string &modelPath,
   switch (options.mode) {
   case InferOptions::Mode::Float:
     if (options.precision != "f32") {
+      std::optional<mlir::mp::FloatPrecision> dtype =
+          mlir::mp::symbolizeFloatPrecision(options.precision);
+      if (!dtype) {
+        error = "bad --precision '" + options.precision +
+                "': expected f32, f16 or bf16";
+        return false;
+      }
       mlir::mp::AutoMixedPrecisionOptions amp;
-      amp.dtype = options.precision;
+      amp.dtype = *dtype;
       pm.addPass(mlir::mp::createAutoMixedPrecision(amp));
       // f16/bf16 weight copies are made once, in bind(), not per call.
       pm.addPass(mlir::mp::createMPConvertWeightsOnce());
@@ -124,13 +131,27 @@ bool InferSession::compile(const std::string &modelPath,
     pm.addPass(mlir::mp::createMPCalibrate());
     break;
   case InferOptions::Mode::Int8: {
+    std::optional<mlir::mp::QuantizationMethod> method =
+        mlir::mp::symbolizeQuantizationMethod(options.method);
+    if (!method) {
+      error = "bad --quant-method '" + options.method +
+              "': expected minmax, percentile or entropy";
+      return false;
+    }
+    std::optional<mlir::mp::FloatPrecision> fallback =
+        mlir::mp::symbolizeFloatPrecision(options.fallback);
+    if (!fallback || *fallback == mlir::mp::FloatPrecision::BF16) {
+      error = "bad --quant-fallback '" + options.fallback +
+              "': expected f32 or f16";
+      return false;
+    }
     mlir::mp::MPQuantizeOptions quantize;
     quantize.calibration = options.calibrationPath;
-    quantize.method = options.method;
+    quantize.method = *method;
     quantize.percentile = options.percentile;
     quantize.perChannel = options.perChannel;
     quantize.maxError = options.maxError;
-    quantize.fallback = options.fallback;
+    quantize.fallback = *fallback;
     quantize.report = options.reportPath;
     quantize.fallbackOps.assign(options.fallbackOps.begin(),
                                 options.fallbackOps.end());

@@ -6,6 +6,7 @@
 
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
+#include "mp/Transforms/Pipelines.h"
 #include "mprt/mprt.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -108,6 +109,13 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   if (!parseLossScale(options.lossScale, options.precision, mode, initScale,
                       error))
     return false;
+  std::optional<mlir::mp::OptimizerAlgorithm> algorithm =
+      mlir::mp::symbolizeOptimizerAlgorithm(options.optimizer);
+  if (!algorithm) {
+    error = "bad --optimizer '" + options.optimizer +
+            "': expected sgd, adam or adamw";
+    return false;
+  }
   compiledOptions = options;
   scaleMode = mode;
 
@@ -176,26 +184,18 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   }
   hasPredict = static_cast<bool>(predictFn);
 
+  // The training pipeline mp-opt's --mp-train-pipeline runs; f32 is the
+  // same step without the precision rewrite.
+  mlir::mp::TrainPipelineOptions pipeline;
+  pipeline.dtype = *mlir::mp::symbolizeFloatPrecision(options.precision);
+  pipeline.lossScale = *mlir::mp::symbolizeLossScalingMode(mode);
+  pipeline.initScale = initScale;
+  pipeline.optimizer = *algorithm;
+  pipeline.lr = options.lr;
+  pipeline.momentum = options.momentum;
+  pipeline.weightDecay = options.weightDecay;
   PassManager pm(context.get());
-  pm.addPass(mlir::mp::createMPAutodiff());
-  mlir::mp::MPLossScalingOptions scaling;
-  scaling.mode = mode;
-  scaling.dtype = options.precision == "bf16" ? "bf16" : "f16";
-  scaling.initScale = initScale;
-  pm.addPass(mlir::mp::createMPLossScaling(scaling));
-  mlir::mp::MPOptimizerOptions optimizer;
-  optimizer.algorithm = options.optimizer;
-  optimizer.learningRate = options.lr;
-  optimizer.momentum = options.momentum;
-  optimizer.weightDecay = options.weightDecay;
-  pm.addPass(mlir::mp::createMPOptimizer(optimizer));
-  if (options.precision != "f32") {
-    mlir::mp::AutoMixedPrecisionOptions amp;
-    amp.dtype = options.precision;
-    pm.addPass(mlir::mp::createAutoMixedPrecision(amp));
-    // Activations the backward pass reads are kept in f16/bf16.
-    pm.addPass(mlir::mp::createMPSaveLowPrecision());
-  }
+  mlir::mp::buildTrainPipeline(pm, pipeline);
   if (failed(pm.run(*module))) {
     error = "compiling the training step failed\n" + diagnostics;
     return false;

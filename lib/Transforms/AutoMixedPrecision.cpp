@@ -569,7 +569,7 @@ struct AutoMixedPrecisionPass
       const llvm::json::Object *totals = json.getObject("totals");
       const llvm::json::Object *classes = totals->getObject("class");
       mlir::emitRemark(module.getLoc())
-          << "auto-mixed-precision (" << dtype
+          << "auto-mixed-precision (" << stringifyFloatPrecision(dtype)
           << "): " << *classes->getInteger("allow") << " allow, "
           << *classes->getInteger("infer") << " infer, "
           << *classes->getInteger("clear") << " clear, "
@@ -621,7 +621,8 @@ struct AutoMixedPrecisionPass
           diag << length;
         diag << " elements (warn-reduction-size = "
              << static_cast<int64_t>(warnReductionSize)
-             << "); keep its accumulator in f32 (mp.precision = \"f32\")";
+             << "); keep its accumulator in f32 (mp.precision = "
+                "#mp.precision<f32>)";
       }
       return;
     }

@@ -888,12 +888,9 @@ struct AutodiffPass : mp::impl::MPAutodiffBase<AutodiffPass> {
                               << type.getResults();
     SmallVector<unsigned> paramIndices;
     for (unsigned i = 0; i < loss.getNumArguments(); ++i) {
-      Attribute name = loss.getArgAttr(i, kParamAttrName);
-      if (!name)
+      // The dialect verifies that a parameter's name is a non-empty string.
+      if (!loss.getArgAttrOfType<StringAttr>(i, kParamAttrName))
         continue;
-      if (!isa<StringAttr>(name) || cast<StringAttr>(name).empty())
-        return loss.emitError() << "argument #" << i << ": '" << kParamAttrName
-                                << "' must be a non-empty string";
       if (!isFloatLike(loss.getArgument(i).getType()))
         return loss.emitError() << "argument #" << i << ": '" << kParamAttrName
                                 << "' needs a float tensor or scalar, got "

@@ -31,13 +31,10 @@ LogicalResult mlir::mp::checkGradientFunction(func::FuncOp grad, bool scaled,
   info.numLossArgs = numArgs - (scaled ? 1 : 0);
   info.paramIndices.clear();
   for (unsigned i = 0; i < info.numLossArgs; ++i) {
-    Attribute name = grad.getArgAttr(i, kParamAttrName);
-    if (!name)
+    // The dialect verifies that a parameter's name is a non-empty string.
+    auto string = grad.getArgAttrOfType<StringAttr>(i, kParamAttrName);
+    if (!string)
       continue;
-    auto string = dyn_cast<StringAttr>(name);
-    if (!string || string.empty())
-      return error() << "argument #" << i << ": '" << kParamAttrName
-                     << "' must be a non-empty string";
     auto type = dyn_cast<RankedTensorType>(grad.getArgument(i).getType());
     if (!type || !isa<FloatType>(type.getElementType()))
       return error() << "argument #" << i << " ('" << string.getValue()

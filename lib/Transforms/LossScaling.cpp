@@ -75,27 +75,17 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (dtype != "f16" && dtype != "bf16") {
-      emitError(module.getLoc())
-          << "unknown dtype '" << dtype << "': expected f16 or bf16";
+    LossScalingMode resolved = mode;
+    if (resolved == LossScalingMode::Auto)
+      resolved = dtype == FloatPrecision::F16 ? LossScalingMode::Dynamic
+                                              : LossScalingMode::None;
+    // The settings are checked where they are recorded: by the attribute.
+    LossScalingAttr settings = LossScalingAttr::getChecked(
+        [&] { return emitError(module.getLoc()); }, &getContext(), resolved,
+        APFloat(initScale), APFloat(growthFactor), APFloat(backoffFactor),
+        static_cast<int64_t>(growthInterval), APFloat(clipNorm));
+    if (!settings)
       return signalPassFailure();
-    }
-    std::string resolved = mode;
-    if (resolved.empty())
-      resolved = dtype == "f16" ? "dynamic" : "none";
-    if (resolved != "dynamic" && resolved != "static" && resolved != "none") {
-      emitError(module.getLoc())
-          << "unknown mode '" << mode << "': expected dynamic, static or none";
-      return signalPassFailure();
-    }
-    if (!(initScale > 0) || std::isinf(initScale) || !(growthFactor > 1) ||
-        !(backoffFactor > 0 && backoffFactor < 1) || growthInterval < 1 ||
-        clipNorm < 0) {
-      emitError(module.getLoc())
-          << "loss scaling needs init-scale > 0, growth-factor > 1, "
-             "0 < backoff-factor < 1, growth-interval >= 1 and clip-norm >= 0";
-      return signalPassFailure();
-    }
     bool found = false;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!func->hasAttr(kGradientOfAttrName))
@@ -106,7 +96,7 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
                             "gradient function";
         return signalPassFailure();
       }
-      if (failed(rewrite(func, resolved)))
+      if (failed(rewrite(func, settings)))
         return signalPassFailure();
     }
     if (!found) {
@@ -117,10 +107,10 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     }
   }
 
-  LogicalResult rewrite(func::FuncOp func, StringRef resolved) {
+  LogicalResult rewrite(func::FuncOp func, LossScalingAttr settings) {
     MLIRContext *context = &getContext();
     Builder attrs(context);
-    bool scaled = resolved != "none";
+    bool scaled = settings.getMode() != LossScalingMode::None;
     GradientFunctionInfo info;
     if (failed(checkGradientFunction(func, /*scaled=*/false, "mp-loss-scaling",
                                      info)))
@@ -220,19 +210,7 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     func.setFunctionType(
         FunctionType::get(context, func.getFunctionType().getInputs(), types));
     func.setAllResultAttrs(resultAttrs);
-    func->setAttr(
-        kLossScalingAttrName,
-        attrs.getDictionaryAttr({
-            attrs.getNamedAttr("mode", attrs.getStringAttr(resolved)),
-            attrs.getNamedAttr("init_scale", attrs.getF32FloatAttr(initScale)),
-            attrs.getNamedAttr("growth_factor",
-                               attrs.getF32FloatAttr(growthFactor)),
-            attrs.getNamedAttr("backoff_factor",
-                               attrs.getF32FloatAttr(backoffFactor)),
-            attrs.getNamedAttr("growth_interval",
-                               attrs.getI64IntegerAttr(growthInterval)),
-            attrs.getNamedAttr("clip_norm", attrs.getF32FloatAttr(clipNorm)),
-        }));
+    func->setAttr(kLossScalingAttrName, settings);
     return success();
   }
 };

@@ -31,11 +31,6 @@ struct OptimizerPass : mp::impl::MPOptimizerBase<OptimizerPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (algorithm != "sgd" && algorithm != "adam" && algorithm != "adamw") {
-      emitError(module.getLoc()) << "unknown algorithm '" << algorithm
-                                 << "': expected sgd, adam or adamw";
-      return signalPassFailure();
-    }
     if (!(learningRate > 0) || momentum < 0 || momentum >= 1 ||
         weightDecay < 0 || !(beta1 >= 0 && beta1 < 1) ||
         !(beta2 >= 0 && beta2 < 1) || !(epsilon > 0)) {
@@ -66,7 +61,7 @@ struct OptimizerPass : mp::impl::MPOptimizerBase<OptimizerPass> {
 
   /// One state tensor name suffix per state slot of the algorithm.
   SmallVector<StringRef> stateNames() const {
-    if (algorithm == "sgd")
+    if (algorithm == OptimizerAlgorithm::Sgd)
       return {"momentum"};
     return {"m", "v"};
   }
@@ -78,32 +73,10 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
                                        SymbolTable &symbols) {
   MLIRContext *context = &getContext();
   Builder attrs(context);
-  StringRef mode = "none";
-  DictionaryAttr scaling;
-  if (Attribute attr = grad->getAttr(kLossScalingAttrName)) {
-    scaling = dyn_cast<DictionaryAttr>(attr);
-    auto m = scaling ? scaling.getAs<StringAttr>("mode") : StringAttr();
-    if (!m || (m.getValue() != "dynamic" && m.getValue() != "static" &&
-               m.getValue() != "none"))
-      return grad.emitError()
-             << "mp-optimizer: '" << kLossScalingAttrName
-             << "' must be a dictionary with mode = \"dynamic\", "
-                "\"static\" or \"none\" (as --mp-loss-scaling writes it)";
-    mode = m.getValue();
-    Attribute interval = scaling.get("growth_interval");
-    if (interval && !(isa<IntegerAttr>(interval) &&
-                      cast<IntegerAttr>(interval).getType().isInteger(64)))
-      return grad.emitError()
-             << "mp-optimizer: '" << kLossScalingAttrName
-             << "': growth_interval must be an i64, got " << interval;
-    for (StringRef key : {"growth_factor", "backoff_factor"})
-      if (Attribute factor = scaling.get(key);
-          factor && !isa<FloatAttr>(factor))
-        return grad.emitError()
-               << "mp-optimizer: '" << kLossScalingAttrName << "': " << key
-               << " must be a float, got " << factor;
-  }
-  bool scaled = mode != "none";
+  // The dialect verifies mp.loss_scaling; absent, there is no scaling.
+  auto scaling = grad->getAttrOfType<LossScalingAttr>(kLossScalingAttrName);
+  LossScalingMode mode = scaling ? scaling.getMode() : LossScalingMode::None;
+  bool scaled = mode != LossScalingMode::None;
 
   // Loss arguments: the gradient function's, less its scale argument.
   GradientFunctionInfo info;
@@ -185,7 +158,7 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   Value one = arith::ConstantIntOp::create(b, loc, i32, 1);
   Value nextStep = arith::AddIOp::create(b, loc, stepCount, one);
   Value correction1, correction2;
-  if (algorithm != "sgd") {
+  if (algorithm != OptimizerAlgorithm::Sgd) {
     // Bias corrections 1 - beta^t with t = step + 1.
     Value t = arith::SIToFPOp::create(b, loc, f32, nextStep);
     auto correction = [&](double beta) -> Value {
@@ -244,14 +217,14 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
             linalg::YieldOp::create(nb, l, values);
           };
           Value w = args[0], gr = args[1];
-          if (algorithm == "sgd") {
+          if (algorithm == OptimizerAlgorithm::Sgd) {
             Value decayed = add(gr, mul(wd, w));
             Value v = add(mul(c(momentum), args[2]), decayed);
             Value newW = arith::SubFOp::create(nb, l, w, mul(lr, v));
             yield({newW, v});
             return;
           }
-          if (algorithm == "adam")
+          if (algorithm == OptimizerAlgorithm::Adam)
             gr = add(gr, mul(wd, w));
           Value m = add(mul(c(beta1), args[2]), mul(c(1 - beta1), gr));
           Value v = add(mul(c(beta2), args[3]), mul(c(1 - beta2), mul(gr, gr)));
@@ -259,13 +232,14 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
           Value vHat = arith::DivFOp::create(nb, l, v, correction2);
           Value denom = add(math::SqrtOp::create(nb, l, vHat), c(epsilon));
           Value delta = arith::DivFOp::create(nb, l, mHat, denom);
-          if (algorithm == "adamw")
+          if (algorithm == OptimizerAlgorithm::AdamW)
             delta = add(delta, mul(wd, w));
           Value newW = arith::SubFOp::create(nb, l, w, mul(lr, delta));
           yield({newW, m, v});
         });
     // Master weights and state are updated in FP32, whatever AMP decides.
-    update->setAttr(kPrecisionAttrName, attrs.getStringAttr("f32"));
+    update->setAttr(kPrecisionAttrName,
+                    FloatPrecisionAttr::get(context, FloatPrecision::F32));
     for (auto [o, result] : llvm::enumerate(update->getResults()))
       (o == 0 ? newParams : newStates).push_back(result);
   }
@@ -276,16 +250,12 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
     newStep = arith::SelectOp::create(b, loc, foundInf, stepCount, nextStep);
     Value trueValue = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
     stepped = arith::XOrIOp::create(b, loc, foundInf, trueValue);
-    if (mode == "dynamic") {
-      auto floatOf = [&](StringRef key, double fallback) {
-        auto a = scaling.getAs<FloatAttr>(key);
-        return b.getF32FloatAttr(a ? a.getValueAsDouble() : fallback);
-      };
-      auto intervalAttr = scaling.getAs<IntegerAttr>("growth_interval");
+    if (mode == LossScalingMode::Dynamic) {
       auto update = UpdateScaleOp::create(
           b, loc, f32, i32, scale, tracker, foundInf,
-          floatOf("growth_factor", 2.0), floatOf("backoff_factor", 0.5),
-          b.getI64IntegerAttr(intervalAttr ? intervalAttr.getInt() : 2000),
+          b.getF32FloatAttr(scaling.getGrowthFactor().convertToDouble()),
+          b.getF32FloatAttr(scaling.getBackoffFactor().convertToDouble()),
+          b.getI64IntegerAttr(scaling.getGrowthInterval()),
           b.getF32FloatAttr(1.0f), b.getF32FloatAttr(16777216.0f));
       newScale = update.getNewScale();
       newTracker = update.getNewGrowthTracker();

@@ -1,11 +1,21 @@
 //===- Pipelines.cpp - named mp pipelines ---------------------------------===//
 
 #include "mp/Transforms/Pipelines.h"
+#include "mp/Conversion/Passes.h"
 #include "mp/Transforms/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -30,58 +40,82 @@ void mlir::mp::buildTrainPipeline(OpPassManager &pm,
   optimizer.momentum = options.momentum;
   optimizer.weightDecay = options.weightDecay;
   pm.addPass(createMPOptimizer(optimizer));
+  // f32 training is the same step without the precision rewrite.
+  if (options.dtype == FloatPrecision::F32)
+    return;
   AutoMixedPrecisionOptions amp;
   amp.dtype = options.dtype;
   pm.addPass(createAutoMixedPrecision(amp));
+  // Activations the backward pass reads are kept in f16/bf16.
   pm.addPass(createMPSaveLowPrecision());
+}
+
+/// one-shot-bufferize as the lowerings use it: whole functions, plain
+/// (identity-layout) memrefs at their boundaries.
+static std::unique_ptr<Pass> createBufferizeFunctionsPass() {
+  bufferization::OneShotBufferizePassOptions options;
+  options.bufferizeFunctionBoundaries = true;
+  options.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  return bufferization::createOneShotBufferizePass(options);
 }
 
 LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
                                               const LowerCpuOptions &options) {
-  // Upstream passes only; the order is the one upstream's own CPU
-  // integration tests use. bf16 conversions are expanded to integer code.
-  return parsePassPipeline(
-      std::string(options.probes ? "mp-probes-to-runtime," : "") +
-          "convert-mp-to-upstream," +
-          // Convolutions become im2col + a product the runtime's GEMM runs.
-          std::string(options.runtimeContractions
-                          ? "func.func(mp-convolutions-to-gemm),"
-                          : "") +
-          // Gradients written once are not added to zero-filled buffers.
-          "func.func(mp-drop-zero-accumulators),"
-          // Elementwise chains (bias, activation, casts, scaling) become one
-          // loop nest each: fewer passes over memory, fewer buffers.
-          "func.func(mp-fuse-elementwise),"
-          // Results materialized into a destination are computed in it.
-          "eliminate-empty-tensors,"
-          "one-shot-bufferize{bufferize-function-boundaries "
-          "function-boundary-type-conversion=identity-layout-map},"
-          "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
-          // May the session's new parameters overwrite the old ones?
-          "func.func(mp-in-place-updates)," +
-          std::string(options.runtimeContractions
-                          ? "mp-contractions-to-runtime,"
-                          : "") +
-          // Buffers are freed after their last use, not at the end of the
-          // step (docs/memory.md).
-          "func.func(mp-early-dealloc)," +
-          // Unit-stride parallel loops become 16-wide vectors (AVX-512 has 16
-          // f32 lanes); strided loops stay scalar (mp-vectorize-loops).
-          "convert-linalg-to-affine-loops," +
-          std::string(options.vectorize
-                          ? "func.func(mp-vectorize-loops{vector-size=16}),"
-                          : "") +
-          "convert-vector-to-scf,expand-strided-metadata,lower-affine,"
-          "convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,"
-          "convert-math-to-llvm,"
-          "convert-math-to-libm,"
-          // Vector math without an LLVM intrinsic (erf, GELU's) became
-          // libm calls on extracted lanes: those extracts and inserts too.
-          "convert-vector-to-llvm,arith-expand{include-bf16=true},"
-          "convert-arith-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
-          "convert-ub-to-llvm,"
-          "reconcile-unrealized-casts",
-      pm);
+  // Upstream passes in the order upstream's own CPU integration tests use
+  // them, and mp's where they belong.
+  if (options.probes)
+    pm.addPass(createConvertProbesToRuntime());
+  pm.addPass(createConvertMPToUpstream());
+  // Convolutions become im2col + a product the runtime's GEMM runs.
+  if (options.runtimeContractions)
+    pm.addNestedPass<func::FuncOp>(createMPConvolutionsToGemm());
+  // Gradients written once are not added to zero-filled buffers.
+  pm.addNestedPass<func::FuncOp>(createMPDropZeroAccumulators());
+  // Elementwise chains (bias, activation, casts, scaling) become one loop
+  // nest each: fewer passes over memory, fewer buffers.
+  pm.addNestedPass<func::FuncOp>(createMPFuseElementwise());
+  // Results materialized into a destination are computed in it.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(createBufferizeFunctionsPass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  // May the session's new parameters overwrite the old ones?
+  pm.addNestedPass<func::FuncOp>(createMPInPlaceUpdates());
+  if (options.runtimeContractions)
+    pm.addPass(createConvertContractionsToRuntime());
+  // Buffers are freed after their last use, not at the end of the step
+  // (docs/memory.md).
+  pm.addNestedPass<func::FuncOp>(createMPEarlyDealloc());
+  // Unit-stride parallel loops become 16-wide vectors (AVX-512 has 16 f32
+  // lanes); strided loops stay scalar (mp-vectorize-loops).
+  pm.addPass(createConvertLinalgToAffineLoopsPass());
+  if (options.vectorize) {
+    MPVectorizeLoopsOptions vectorize;
+    vectorize.vectorSize = 16;
+    pm.addNestedPass<func::FuncOp>(createMPVectorizeLoops(vectorize));
+  }
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  // Vector math without an LLVM intrinsic (erf, GELU's) became libm calls
+  // on extracted lanes: those extracts and inserts too.
+  pm.addPass(createConvertVectorToLLVMPass());
+  // bf16 conversions are expanded to integer code.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  return success();
 }
 
 /// The CUDA toolkit whose libdevice kernels link: \p requested if it has
@@ -131,76 +165,95 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
   if (options.blockSize < 1 || options.blockSize > 1024)
     return errorHandler("mp-lower-gpu: block-size must be in [1, 1024], got " +
                         Twine(options.blockSize));
-  // Probes are dropped: their runtime observer reads host memory.
-  if (failed(parsePassPipeline(
-          "convert-mp-to-upstream," +
-              std::string(options.runtimeContractions
-                              ? "func.func(mp-convolutions-to-gemm),"
-                              : "") +
-              "func.func(mp-drop-zero-accumulators),"
-              "func.func(mp-fuse-elementwise),"
-              // Long reductions (inf checks, losses, column sums) as
-              // partials that many threads compute.
-              "func.func(mp-gpu-split-reductions),"
-              // Results materialized into a destination (the session's
-              // parameter and state buffers) are computed in it.
-              "eliminate-empty-tensors,"
-              "one-shot-bufferize{bufferize-function-boundaries "
-              "function-boundary-type-conversion=identity-layout-map},"
-              "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
-              "func.func(mp-in-place-updates)," +
-              // Matrix products call cuBLASLt from host code (pointers
-              // only, no element access) instead of becoming loop kernels.
-              std::string(options.runtimeContractions
-                              ? "mp-contractions-to-runtime{runtime=cuda},"
-                              : "") +
-              // Buffers freed after their last use, not at the end of the
-              // step (the pool orders a reuse after the freeing stream).
-              "func.func(mp-early-dealloc),"
-              // Column sums: parallel loops first, one thread per column.
-              "func.func(mp-gpu-parallel-loops-first),"
-              "convert-linalg-to-parallel-loops," +
-              // Buffers in device memory; host reads of single-element
-              // results staged (before element stores become kernels).
-              std::string(options.deviceMemory ? "mp-gpu-device-memory," : "") +
-              "mp-gpu-map-parallel-loops{block-size=" +
-              std::to_string(options.blockSize) +
-              "},"
-              "convert-parallel-loops-to-gpu,canonicalize,"
-              // Constants move into kernels: divisions by shapes fold.
-              "gpu-launch-sink-index-computations",
-          pm)))
-    return errorHandler("mp-lower-gpu: bad pipeline text");
-  // Upstream's NVVM pipeline (gpu-lower-to-nvvm-pipeline), spelled out so
-  // that gpu-module-to-binary gets the CUDA toolkit that holds libdevice.
   std::string toolkit = findCudaToolkit(options.toolkit);
   if (!options.toolkit.empty() && toolkit.empty())
     return errorHandler("mp-lower-gpu: toolkit '" + options.toolkit +
                         "' has no nvvm/libdevice/libdevice.10.bc");
-  std::string nvvm =
-      "convert-nvgpu-to-nvvm,gpu-kernel-outlining," +
-      // gpu-to-llvm lowers gpu.alloc/memcpy/dealloc only with an async
-      // token: chain them (and the launches) on streams, with a wait before
-      // each host op that has side effects.
-      std::string(options.deviceMemory ? "func.func(gpu-async-region)," : "") +
-      "convert-vector-to-scf,"
-      "convert-scf-to-cf,convert-nvvm-to-llvm,convert-func-to-llvm,"
-      "expand-strided-metadata,"
-      "nvvm-attach-target{chip=" +
-      options.chip + " features=" + options.features +
-      " O=" + std::to_string(options.optLevel) +
-      "},lower-affine,convert-arith-to-llvm,convert-index-to-llvm,"
-      "canonicalize,cse,"
-      "gpu.module(strip-debuginfo,convert-gpu-to-nvvm,"
-      "llvm-optimize-for-nvvm-target,canonicalize,cse,"
-      "reconcile-unrealized-casts)," +
-      // Without a toolkit, math calls would stay unresolved in the PTX.
-      std::string(toolkit.empty() ? "mp-gpu-require-libdevice," : "") +
-      "gpu-to-llvm,gpu-module-to-binary{format=" + options.format +
-      (toolkit.empty() ? "" : " toolkit=" + toolkit) +
-      "},convert-math-to-llvm,canonicalize,cse,reconcile-unrealized-casts";
-  if (failed(parsePassPipeline(nvvm, pm)))
-    return errorHandler("mp-lower-gpu: bad NVVM pipeline text");
+
+  // Probes are dropped: their runtime observer reads host memory.
+  pm.addPass(createConvertMPToUpstream());
+  if (options.runtimeContractions)
+    pm.addNestedPass<func::FuncOp>(createMPConvolutionsToGemm());
+  pm.addNestedPass<func::FuncOp>(createMPDropZeroAccumulators());
+  pm.addNestedPass<func::FuncOp>(createMPFuseElementwise());
+  // Long reductions (inf checks, losses, column sums) as partials that many
+  // threads compute.
+  pm.addNestedPass<func::FuncOp>(createMPGpuSplitReductions());
+  // Results materialized into a destination (the session's parameter and
+  // state buffers) are computed in it.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(createBufferizeFunctionsPass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addNestedPass<func::FuncOp>(createMPInPlaceUpdates());
+  // Matrix products call cuBLASLt from host code (pointers only, no element
+  // access) instead of becoming loop kernels.
+  if (options.runtimeContractions) {
+    ConvertContractionsToRuntimeOptions contractions;
+    contractions.runtime = ContractionRuntime::Cuda;
+    pm.addPass(createConvertContractionsToRuntime(contractions));
+  }
+  // Buffers freed after their last use, not at the end of the step (the
+  // pool orders a reuse after the freeing stream).
+  pm.addNestedPass<func::FuncOp>(createMPEarlyDealloc());
+  // Column sums: parallel loops first, one thread per column.
+  pm.addNestedPass<func::FuncOp>(createMPGpuParallelLoopsFirst());
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  // Buffers in device memory; host reads of single-element results staged
+  // (before element stores become kernels).
+  if (options.deviceMemory)
+    pm.addPass(createMPGpuDeviceMemory());
+  MPGpuMapParallelLoopsOptions mapping;
+  mapping.blockSize = options.blockSize;
+  pm.addPass(createMPGpuMapParallelLoops(mapping));
+  pm.addPass(createConvertParallelLoopToGpuPass());
+  pm.addPass(createCanonicalizerPass());
+  // Constants move into kernels: divisions by shapes fold.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+
+  // Upstream's NVVM pipeline (gpu-lower-to-nvvm-pipeline), spelled out so
+  // that gpu-module-to-binary gets the CUDA toolkit that holds libdevice.
+  pm.addPass(createConvertNVGPUToNVVMPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  // gpu-to-llvm lowers gpu.alloc/memcpy/dealloc only with an async token:
+  // chain them (and the launches) on streams, with a wait before each host
+  // op that has side effects.
+  if (options.deviceMemory)
+    pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createStripDebugInfoPass());
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(LLVM::createNVVMOptimizeForTargetPass());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  // Without a toolkit, math calls would stay unresolved in the PTX.
+  if (toolkit.empty())
+    pm.addPass(createMPGpuRequireLibdevice());
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  binary.toolkitPath = toolkit;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
   return success();
 }
 
@@ -216,7 +269,7 @@ void mlir::mp::registerMPPipelines() {
           return failure();
         return buildLowerGpuPipeline(pm, options, errorHandler);
       },
-      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+      [](function_ref<void(const ::mlir::detail::PassOptions &)> optHandler) {
         optHandler(LowerGpuOptions());
       });
   PassPipelineRegistration<LowerCpuOptions>(
@@ -224,8 +277,7 @@ void mlir::mp::registerMPPipelines() {
       "Lower a module on tensors (mp, linalg, tensor, arith, math) to the "
       "LLVM dialect for CPU execution",
       [](OpPassManager &pm, const LowerCpuOptions &options) {
-        if (failed(buildLowerCpuPipeline(pm, options)))
-          llvm::report_fatal_error("mp-lower-cpu: bad pipeline text");
+        (void)buildLowerCpuPipeline(pm, options);
       });
   PassPipelineRegistration<TrainPipelineOptions>(
       "mp-train-pipeline",

@@ -53,12 +53,16 @@ static int64_t numElements(Type type) {
   return n;
 }
 
-Type mlir::mp::parseLowType(MLIRContext *context, StringRef name) {
-  if (name == "f16")
+Type mlir::mp::typeOf(MLIRContext *context, FloatPrecision precision) {
+  switch (precision) {
+  case FloatPrecision::F16:
     return Float16Type::get(context);
-  if (name == "bf16")
+  case FloatPrecision::BF16:
     return BFloat16Type::get(context);
-  return {};
+  case FloatPrecision::F32:
+    break;
+  }
+  return Float32Type::get(context);
 }
 
 //===----------------------------------------------------------------------===//
@@ -150,8 +154,6 @@ static BodySummary summarizeBody(Block &body) {
   return summary;
 }
 
-using Classified = std::pair<PrecisionClass, std::string>;
-
 static Classified classifyLinalg(linalg::LinalgOp op) {
   Operation *operation = op.getOperation();
   StringRef name = operation->getName().getStringRef();
@@ -206,7 +208,8 @@ static Classified classifyLinalg(linalg::LinalgOp op) {
     break;
   }
   return {PrecisionClass::Deny,
-          "body op " + body.detail + " is not understood; kept in f32"};
+          "body op " + body.detail + " is not understood; kept in f32",
+          /*understood=*/false};
 }
 
 FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
@@ -252,7 +255,8 @@ FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
   return Classified{PrecisionClass::Deny,
                     "op '" + op->getName().getStringRef().str() +
                         "' is not understood by the precision analysis; "
-                        "kept in f32"};
+                        "kept in f32",
+                    /*understood=*/false};
 }
 
 //===----------------------------------------------------------------------===//
@@ -481,8 +485,8 @@ LogicalResult PrecisionGraphBuilder::classifyAll(func::FuncOp func) {
 
     FailureOr<Classified> rule = classifyOp(op);
     OpDecision decision;
-    decision.precisionClass = rule->first;
-    decision.reason = rule->second;
+    decision.precisionClass = rule->precisionClass;
+    decision.reason = rule->reason;
     decision.computeType = decision.precisionClass == PrecisionClass::Allow
                                ? options.lowType
                                : f32();
@@ -504,23 +508,14 @@ LogicalResult PrecisionGraphBuilder::classifyAll(func::FuncOp func) {
                   "decision given in the input (mp.decision)"};
       isFixed = true;
     }
-    if (Attribute attr = op->getAttr(kPrecisionAttrName)) {
-      auto text = dyn_cast<StringAttr>(attr);
-      Type forced =
-          text ? parseLowType(op->getContext(), text.getValue()) : Type();
-      if (text && text.getValue() == "f32")
-        forced = f32();
-      if (!forced) {
-        op->emitError() << "'" << kPrecisionAttrName
-                        << "' must be \"f32\", \"f16\" or \"bf16\", got "
-                        << attr;
-        return WalkResult::interrupt();
-      }
-      decision.computeType = forced;
-      if (forced.isF32())
+    // The dialect verifies that mp.precision is a #mp.precision<...>.
+    if (auto forced =
+            op->getAttrOfType<FloatPrecisionAttr>(kPrecisionAttrName)) {
+      decision.computeType = typeOf(op->getContext(), forced.getValue());
+      if (decision.computeType.isF32())
         decision.precisionClass = PrecisionClass::Deny;
-      decision.reason =
-          "user attribute mp.precision = \"" + text.getValue().str() + "\"";
+      decision.reason = "user attribute mp.precision = #mp.precision<" +
+                        stringifyFloatPrecision(forced.getValue()).str() + ">";
       isFixed = true;
     }
     // Ops already holding non-f32 floats keep their types unless told.
@@ -534,8 +529,8 @@ LogicalResult PrecisionGraphBuilder::classifyAll(func::FuncOp func) {
       decision.reason += "; keeps its non-f32 types";
       isFixed = true;
     }
-    if (decision.precisionClass == PrecisionClass::Deny &&
-        decision.reason.find("not understood") != std::string::npos)
+    // An op the rules do not know stays f32, and the user is told.
+    if (!rule->understood && decision.precisionClass == PrecisionClass::Deny)
       op->emitWarning() << decision.reason;
 
     result.index[op] = result.ordered.size();
@@ -768,14 +763,15 @@ const OpDecision *PrecisionAnalysis::lookup(Operation *op) const {
 //===----------------------------------------------------------------------===//
 
 FailureOr<PrecisionAnalysisOptions> mlir::mp::makeAnalysisOptions(
-    ModuleOp module, StringRef dtype, ArrayRef<std::string> allowOps,
+    ModuleOp module, FloatPrecision dtype, ArrayRef<std::string> allowOps,
     ArrayRef<std::string> denyOps, StringRef calibrationPath, double f16SafeMax,
     bool keepSignature) {
   PrecisionAnalysisOptions options;
-  options.lowType = parseLowType(module.getContext(), dtype);
-  if (!options.lowType)
+  // The option parser offers f16 and bf16; a caller may still set f32.
+  if (dtype == FloatPrecision::F32)
     return mlir::emitError(module.getLoc())
-           << "unknown dtype '" << dtype << "': expected f16 or bf16";
+           << "dtype must be a low-precision type (f16 or bf16), got f32";
+  options.lowType = typeOf(module.getContext(), dtype);
   if (!(f16SafeMax > 0 && f16SafeMax <= 65504))
     return mlir::emitError(module.getLoc())
            << "f16-safe-max must lie in (0, 65504], got "

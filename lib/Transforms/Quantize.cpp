@@ -145,11 +145,11 @@ static double entropyThreshold(const CalibrationEntry &entry) {
 }
 
 double mlir::mp::chooseThreshold(const CalibrationEntry &entry,
-                                 ThresholdMethod method, double percentile) {
-  if (method == ThresholdMethod::MinMax || entry.counts.empty() ||
+                                 QuantizationMethod method, double percentile) {
+  if (method == QuantizationMethod::MinMax || entry.counts.empty() ||
       entry.histMax <= 0)
     return entry.absMax;
-  if (method == ThresholdMethod::Entropy)
+  if (method == QuantizationMethod::Entropy)
     return entropyThreshold(entry);
   double total = 0;
   for (double c : entry.counts)
@@ -446,6 +446,8 @@ struct Decision {
   std::string function, opName, location, activationId, weightId, resultId;
   std::string precision = "f32"; // int8 | f32 | f16
   std::string reason;
+  /// Fell back because the estimated error exceeds max-error.
+  bool exceedsMaxError = false;
   double threshold = 0, activationScale = 0;
   double activationError = 0, weightError = -1, error = 0;
   std::string weights;    // hoisted | constant | inline
@@ -478,7 +480,6 @@ private:
   void finishHoisting(func::FuncOp func);
   void probeOutput(Decision &decision);
 
-  ThresholdMethod thresholdMethod = ThresholdMethod::MinMax;
   std::vector<Decision> decisions;
   llvm::DenseMap<std::pair<Value, unsigned>, unsigned> hoistedIndex;
   std::vector<HoistedWeight> hoisted;
@@ -541,7 +542,7 @@ QuantizePass::plan(func::FuncOp func,
         ok = false;
         return;
       }
-      d.threshold = chooseThreshold(entry->second, thresholdMethod, percentile);
+      d.threshold = chooseThreshold(entry->second, method, percentile);
       d.activationScale = d.threshold > 0 ? d.threshold / 127.0 : 1.0;
       d.activationError = estimateRelativeError(entry->second, d.threshold);
       DenseElementsAttr constant;
@@ -904,23 +905,16 @@ void QuantizePass::runOnOperation() {
   };
   if (mode != "int8")
     return fail("mode must be int8, got '" + mode + "'");
-  if (method == "minmax")
-    thresholdMethod = ThresholdMethod::MinMax;
-  else if (method == "percentile")
-    thresholdMethod = ThresholdMethod::Percentile;
-  else if (method == "entropy")
-    thresholdMethod = ThresholdMethod::Entropy;
-  else
-    return fail("method must be minmax, percentile or entropy, got '" + method +
-                "'");
   if (!(percentile > 0 && percentile <= 100))
     return fail("percentile must lie in (0, 100], got " +
                 std::to_string(percentile.getValue()));
   if (!(maxError >= 0))
     return fail("max-error must be >= 0, got " +
                 std::to_string(maxError.getValue()));
-  if (fallback != "f32" && fallback != "f16")
-    return fail("fallback must be f32 or f16, got '" + fallback + "'");
+  // The option parser offers f32 and f16; a caller may still set bf16.
+  if (fallback == FloatPrecision::BF16)
+    return fail("fallback must be f32 or f16, got 'bf16'");
+  std::string fallbackName = stringifyFloatPrecision(fallback).str();
   if (calibration.empty())
     return fail("needs calibration=FILE (statistics from mp-run infer "
                 "--calibrate N, see docs/quantization.md)");
@@ -949,16 +943,17 @@ void QuantizePass::runOnOperation() {
         continue;
       bool named = llvm::is_contained(fallbackOps, d.resultId);
       if (d.error > maxError || named) {
-        d.precision = fallback;
+        d.precision = fallbackName;
         d.reason.clear();
-        if (d.error > maxError)
+        d.exceedsMaxError = d.error > maxError;
+        if (d.exceedsMaxError)
           d.reason = "estimated error " + std::to_string(d.error) +
                      " exceeds max-error " +
                      std::to_string(maxError.getValue());
         if (named)
           d.reason += (d.reason.empty() ? "" : "; ") +
                       std::string("fallback-ops names '") + d.resultId + "'";
-        d.reason += "; runs in " + fallback.getValue();
+        d.reason += "; runs in " + fallbackName;
         ++numFallbacks;
         if (d.precision == "f16")
           rewrite(d, func);
@@ -986,8 +981,7 @@ void QuantizePass::runOnOperation() {
         {"location", d.location}, {"precision", d.precision},
         {"reason", d.reason},     {"activation", d.activationId},
         {"weight", d.weightId}};
-    if (!d.dequantize.empty() || d.precision != "f32" ||
-        d.reason.find("exceeds") != std::string::npos) {
+    if (!d.dequantize.empty() || d.precision != "f32" || d.exceedsMaxError) {
       entry["threshold"] = d.threshold;
       entry["activation_scale"] = d.activationScale;
       entry["activation_error"] = d.activationError;
@@ -1007,14 +1001,14 @@ void QuantizePass::runOnOperation() {
   for (const auto &[precision, n] : counts)
     totals[precision] = n;
   llvm::json::Object root{{"mode", mode.getValue()},
-                          {"method", method.getValue()},
+                          {"method", stringifyQuantizationMethod(method)},
                           {"per_channel", perChannel.getValue()},
                           {"max_error", maxError.getValue()},
-                          {"fallback", fallback.getValue()},
+                          {"fallback", fallbackName},
                           {"calibration", calibration.getValue()},
                           {"ops", std::move(ops)},
                           {"totals", std::move(totals)}};
-  if (method == "percentile")
+  if (method == QuantizationMethod::Percentile)
     root["percentile"] = percentile.getValue();
   std::error_code ec;
   llvm::raw_fd_ostream os(report, ec, llvm::sys::fs::OF_Text);

@@ -10,10 +10,6 @@
 
 #include "mp/Session/Session.h"
 
-#include "mp/InitAll.h"
-
-#include "mlir/InitAllPasses.h"
-
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -61,9 +57,6 @@ static cl::opt<bool> quiet("quiet", cl::desc("No progress lines"),
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  // The CPU lowering is a textual pipeline of upstream and mp passes.
-  mlir::registerAllPasses();
-  mlir::mp::registerAllPasses();
   cl::ParseCommandLineOptions(
       argc, argv,
       "mp-compile: compile a model into an artifact mp-run and the C API "

@@ -19,6 +19,10 @@
 namespace mlir {
 namespace mp {
 
+/// Which runtime library computes matrix products
+/// (--mp-contractions-to-runtime{runtime=...}).
+enum class ContractionRuntime { Cpu, Cuda };
+
 #define GEN_PASS_DECL
 #include "mp/Conversion/Passes.h.inc"
 

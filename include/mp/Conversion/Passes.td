@@ -18,7 +18,11 @@ def ConvertMPToUpstream : Pass<"convert-mp-to-upstream"> {
     * `mp.update_scale` becomes `arith.select` chains over the state machine;
     * `mp.observe` is dropped (its input is forwarded); run
       `--mp-probes-to-runtime` first (as `--mp-lower-cpu` does) to record
-      what probes see instead.
+      what probes see instead;
+    * attributes whose values are the mp dialect's (`mp.loss_scaling =
+      #mp.loss_scaling<...>`, `mp.precision`, `mp.decision`) are removed:
+      the passes that read them have run, and upstream tools could not
+      parse them. Names and roles (`mp.param = "w"`, `mp.seed`) stay.
 
     Before:
 
@@ -99,13 +103,16 @@ def ConvertContractionsToRuntime
     accumulated in f32 and rounded once) and `C`, its fill and the rounding
     pass disappear. `D` must be a fresh buffer that nothing reads or views
     before the rounding (its allocation moves before the call). The program must be
-    linked (or JIT-resolved) with libmprt or libmprt_cuda. A `runtime`
-    other than `cpu` or `cuda` is an error.
+    linked (or JIT-resolved) with libmprt or libmprt_cuda.
   }];
   let options = [
-    Option<"runtime", "runtime", "std::string", /*default=*/"\"cpu\"",
-           "Which runtime computes the products: cpu (mprt_gemm, oneDNN) "
-           "or cuda (mprt_cuda_gemm_sync, cuBLASLt)">
+    Option<"runtime", "runtime", "::mlir::mp::ContractionRuntime",
+           /*default=*/"::mlir::mp::ContractionRuntime::Cpu",
+           "Which runtime computes the products", [{::llvm::cl::values(
+      clEnumValN(::mlir::mp::ContractionRuntime::Cpu, "cpu",
+                 "mprt_gemm, oneDNN"),
+      clEnumValN(::mlir::mp::ContractionRuntime::Cuda, "cuda",
+                 "mprt_cuda_gemm_sync, cuBLASLt"))}]>
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

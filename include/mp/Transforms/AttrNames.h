@@ -1,12 +1,16 @@
 //===- AttrNames.h - attribute names the mp passes share --------*- C++ -*-===//
 //
 // One spelling per attribute: autodiff, loss scaling, the optimizer, the
-// precision analysis and mp-run read what the others write.
+// precision analysis and mp-run read what the others write. The spellings
+// and types are the mp dialect's (MPDialect.td, discardableAttrs), which
+// verifies every one of them wherever it appears.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MP_TRANSFORMS_ATTRNAMES_H
 #define MP_TRANSFORMS_ATTRNAMES_H
+
+#include "mp/Dialect/MP/IR/MPDialect.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -14,61 +18,86 @@ namespace mlir {
 namespace mp {
 
 /// On a function: it is the loss to differentiate (returns one f32).
-constexpr llvm::StringLiteral kLossAttrName = "mp.loss";
+constexpr llvm::StringLiteral kLossAttrName =
+    MPDialect::LossAttrHelper::getNameStr();
 /// On a function: it computes the logits mp-run measures accuracy with.
-constexpr llvm::StringLiteral kPredictAttrName = "mp.predict";
+constexpr llvm::StringLiteral kPredictAttrName =
+    MPDialect::PredictAttrHelper::getNameStr();
 /// On an argument: a trainable parameter, with its name.
-constexpr llvm::StringLiteral kParamAttrName = "mp.param";
+constexpr llvm::StringLiteral kParamAttrName =
+    MPDialect::ParamAttrHelper::getNameStr();
 /// On a result: the gradient of the named parameter.
-constexpr llvm::StringLiteral kGradAttrName = "mp.grad";
+constexpr llvm::StringLiteral kGradAttrName =
+    MPDialect::GradAttrHelper::getNameStr();
 /// On a gradient function: the loss function it differentiates.
-constexpr llvm::StringLiteral kGradientOfAttrName = "mp.gradient_of";
+constexpr llvm::StringLiteral kGradientOfAttrName =
+    MPDialect::GradientOfAttrHelper::getNameStr();
 /// On the op making the backward seed (d loss / d loss = 1).
-constexpr llvm::StringLiteral kSeedAttrName = "mp.seed";
-/// On a gradient function: the loss-scaling settings applied to it.
-constexpr llvm::StringLiteral kLossScalingAttrName = "mp.loss_scaling";
+constexpr llvm::StringLiteral kSeedAttrName =
+    MPDialect::SeedAttrHelper::getNameStr();
+/// On a gradient function: the loss-scaling settings applied to it
+/// (#mp.loss_scaling<...>).
+constexpr llvm::StringLiteral kLossScalingAttrName =
+    MPDialect::LossScalingAttrHelper::getNameStr();
 /// On a train_step argument/result: optimizer state "<param>.<slot>".
-constexpr llvm::StringLiteral kStateAttrName = "mp.state";
-/// The user's per-op override: "f32", "f16" or "bf16".
-constexpr llvm::StringLiteral kPrecisionAttrName = "mp.precision";
+constexpr llvm::StringLiteral kStateAttrName =
+    MPDialect::StateAttrHelper::getNameStr();
+/// The user's per-op override (#mp.precision<f32|f16|bf16>).
+constexpr llvm::StringLiteral kPrecisionAttrName =
+    MPDialect::PrecisionAttrHelper::getNameStr();
 /// A recorded decision (#mp.decision<...>).
-constexpr llvm::StringLiteral kDecisionAttrName = "mp.decision";
+constexpr llvm::StringLiteral kDecisionAttrName =
+    MPDialect::DecisionAttrHelper::getNameStr();
 /// On an argument of a quantized function: int8 weights of the named
 /// parameter, and their f32 scales (one per output channel).
-constexpr llvm::StringLiteral kQWeightAttrName = "mp.qweight";
-constexpr llvm::StringLiteral kQScaleAttrName = "mp.qscale";
+constexpr llvm::StringLiteral kQWeightAttrName =
+    MPDialect::QweightAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kQScaleAttrName =
+    MPDialect::QscaleAttrHelper::getNameStr();
 /// On a quantized function: the function that makes its int8 weights from
 /// the f32 parameters, to be called once (--mp-quantize).
-constexpr llvm::StringLiteral kQuantizeWeightsAttrName = "mp.quantize_weights";
+constexpr llvm::StringLiteral kQuantizeWeightsAttrName =
+    MPDialect::QuantizeWeightsAttrHelper::getNameStr();
 
 /// On an inference function: the function that makes its f16/bf16 weight
 /// copies from the f32 parameters, to be called once
 /// (--mp-convert-weights-once); on its results and on the matching
 /// arguments: the parameter each copy was made from.
-constexpr llvm::StringLiteral kConvertWeightsAttrName = "mp.convert_weights";
-constexpr llvm::StringLiteral kConvertedAttrName = "mp.converted";
+constexpr llvm::StringLiteral kConvertWeightsAttrName =
+    MPDialect::ConvertWeightsAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kConvertedAttrName =
+    MPDialect::ConvertedAttrHelper::getNameStr();
 /// On the op that stores a value saved for the backward pass in f16/bf16
 /// (--mp-save-low-precision): it is not to be fused into its readers.
-constexpr llvm::StringLiteral kSavedAttrName = "mp.saved";
+constexpr llvm::StringLiteral kSavedAttrName =
+    MPDialect::SavedAttrHelper::getNameStr();
 
 /// Roles of the training step's scalar arguments and results
 /// (--mp-loss-scaling, --mp-optimizer): the step counter, the loss scale
 /// and its growth tracker, the loss, whether the step was taken, and the
 /// inf/nan flag of the unscaled gradients.
-constexpr llvm::StringLiteral kStepAttrName = "mp.step";
-constexpr llvm::StringLiteral kLossScaleAttrName = "mp.loss_scale";
-constexpr llvm::StringLiteral kGrowthTrackerAttrName = "mp.growth_tracker";
-constexpr llvm::StringLiteral kSteppedAttrName = "mp.stepped";
-constexpr llvm::StringLiteral kFoundInfAttrName = "mp.found_inf";
+constexpr llvm::StringLiteral kStepAttrName =
+    MPDialect::StepAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kLossScaleAttrName =
+    MPDialect::LossScaleAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kGrowthTrackerAttrName =
+    MPDialect::GrowthTrackerAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kSteppedAttrName =
+    MPDialect::SteppedAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kFoundInfAttrName =
+    MPDialect::FoundInfAttrHelper::getNameStr();
 
 /// On a session entry's argument: the index of the argument whose buffer
 /// this new value may overwrite (the session); on the entry, after
 /// --mp-in-place-updates: that every such overwrite is safe.
-constexpr llvm::StringLiteral kUpdateOfAttrName = "mp.update_of";
-constexpr llvm::StringLiteral kInPlaceUpdatesAttrName = "mp.in_place_updates";
+constexpr llvm::StringLiteral kUpdateOfAttrName =
+    MPDialect::UpdateOfAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kInPlaceUpdatesAttrName =
+    MPDialect::InPlaceUpdatesAttrHelper::getNameStr();
 
 /// A value's stable id for calibration statistics, set by the user.
-constexpr llvm::StringLiteral kIdAttrName = "mp.id";
+constexpr llvm::StringLiteral kIdAttrName =
+    MPDialect::IdAttrHelper::getNameStr();
 
 } // namespace mp
 } // namespace mlir

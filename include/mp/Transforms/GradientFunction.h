@@ -27,7 +27,7 @@ struct GradientFunctionInfo {
 
 /// Checks that `grad` has the form --mp-autodiff (and, with `scaled`,
 /// --mp-loss-scaling) produces: one block ending in func.return; mp.param
-/// arguments that are non-empty strings on ranked float tensors; results
+/// arguments (names the dialect verified) on ranked float tensors; results
 /// (loss, one gradient of the parameter's shape per parameter[, found_inf
 /// i1]), with a trailing f32 scale argument when `scaled`. `pass` names the
 /// pass in messages. Emits an error on `grad` and fails otherwise.

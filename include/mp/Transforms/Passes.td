@@ -5,6 +5,17 @@
 
 include "mlir/Pass/PassBase.td"
 
+// Choices of enum options: --help lists them and the option parser refuses
+// any other spelling.
+defvar LowPrecisionValues = [{::llvm::cl::values(
+    clEnumValN(::mlir::mp::FloatPrecision::F16, "f16", "IEEE half precision"),
+    clEnumValN(::mlir::mp::FloatPrecision::BF16, "bf16", "bfloat16"))}];
+defvar TrainingPrecisionValues = [{::llvm::cl::values(
+    clEnumValN(::mlir::mp::FloatPrecision::F32, "f32",
+               "FP32 throughout (no mixed precision)"),
+    clEnumValN(::mlir::mp::FloatPrecision::F16, "f16", "IEEE half precision"),
+    clEnumValN(::mlir::mp::FloatPrecision::BF16, "bf16", "bfloat16"))}];
+
 def MPImport : Pass<"mp-import", "::mlir::ModuleOp"> {
   let summary = "Bring a tosa model to linalg on tensors in canonical form";
   let description = [{
@@ -39,8 +50,9 @@ def MPImport : Pass<"mp-import", "::mlir::ModuleOp"> {
 
 // Options the analysis and the rewrite share.
 defvar MPAnalysisOptions = [
-  Option<"dtype", "dtype", "std::string", /*default=*/"\"f16\"",
-         "Low-precision type: f16 or bf16">,
+  Option<"dtype", "dtype", "::mlir::mp::FloatPrecision",
+         /*default=*/"::mlir::mp::FloatPrecision::F16",
+         "Low-precision type", LowPrecisionValues>,
   ListOption<"allowOps", "allow-ops", "std::string",
              "Op names forced into the allow class (e.g. linalg.generic)">,
   ListOption<"denyOps", "deny-ops", "std::string",
@@ -75,7 +87,8 @@ def MPAnalyzePrecision : Pass<"mp-analyze-precision", "::mlir::ModuleOp"> {
       the analysis does not know (a warning names it; it stays f32).
 
     `allow-ops=` / `deny-ops=` override classes by op name, and an op's own
-    `mp.precision = "f32" | "f16" | "bf16"` attribute wins over every rule.
+    `mp.precision = #mp.precision<f32 | f16 | bf16>` attribute wins over
+    every rule.
     With `calibration=` (f16 only), a value whose measured |x| exceeds
     `f16-safe-max`, or whose non-zero values are mostly below f16's normal
     range, keeps its producer and consumers in f32.
@@ -252,13 +265,15 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
     * with `clip-norm=C > 0`, unscaled gradients are scaled by
       min(1, C / (||g||_2 + 1e-6)) over all parameters together.
 
-    The function records its settings in `mp.loss_scaling` (mode, initial
-    scale, growth and backoff factors, growth interval) for
+    The function records its settings in `mp.loss_scaling`, a
+    `#mp.loss_scaling<mode = ..., init_scale = ..., ...>` (mode, initial
+    scale, growth and backoff factors, growth interval, clip norm) for
     `--mp-optimizer`, which guards the update with `found_inf` and moves the
     scale with `mp.update_scale` (dynamic mode).
 
-    `mode` defaults to `dynamic` for `dtype=f16` and `none` for
-    `dtype=bf16`, whose range equals FP32's; any mode can be forced.
+    `mode=auto` (the default) is `dynamic` for `dtype=f16` and `none` for
+    `dtype=bf16`, whose range equals FP32's, and for `dtype=f32`; any mode
+    can be forced.
 
     Before:
 
@@ -275,10 +290,20 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"\"",
-           "dynamic | static | none (default: dynamic for f16, none for bf16)">,
-    Option<"dtype", "dtype", "std::string", /*default=*/"\"f16\"",
-           "Low-precision type training will use: f16 or bf16">,
+    Option<"mode", "mode", "::mlir::mp::LossScalingMode",
+           /*default=*/"::mlir::mp::LossScalingMode::Auto",
+           "How the loss scale moves", [{::llvm::cl::values(
+      clEnumValN(::mlir::mp::LossScalingMode::Auto, "auto",
+                 "dynamic for dtype=f16, none otherwise"),
+      clEnumValN(::mlir::mp::LossScalingMode::Dynamic, "dynamic",
+                 "back off on inf/nan, grow after clean steps"),
+      clEnumValN(::mlir::mp::LossScalingMode::Static, "static",
+                 "a fixed scale (init-scale)"),
+      clEnumValN(::mlir::mp::LossScalingMode::None, "none", "no scaling"))}]>,
+    Option<"dtype", "dtype", "::mlir::mp::FloatPrecision",
+           /*default=*/"::mlir::mp::FloatPrecision::F16",
+           "Type training computes in (chooses mode=auto)",
+           TrainingPrecisionValues>,
     Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
            "Initial (dynamic) or fixed (static) loss scale">,
     Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
@@ -321,7 +346,8 @@ def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
       gradient, `adamw` decays the weight directly.
 
     Parameters, gradients and state are FP32 master copies; every update op
-    carries `mp.precision = "f32"` so `--auto-mixed-precision` keeps it
+    carries `mp.precision = #mp.precision<f32>` so `--auto-mixed-precision`
+    keeps it
     there. With loss scaling, the update is applied only when `found_inf`
     is false (otherwise parameters, state and step are returned unchanged,
     bit for bit) and, in dynamic mode, the scale moves with
@@ -329,9 +355,16 @@ def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
     through and `stepped` is true.
   }];
   let options = [
-    Option<"algorithm", "algorithm", "std::string", /*default=*/"\"sgd\"",
-           "sgd | adam | adamw">,
-    Option<"learningRate", "lr", "double", /*default=*/"0.01",
+    Option<"algorithm", "algorithm", "::mlir::mp::OptimizerAlgorithm",
+           /*default=*/"::mlir::mp::OptimizerAlgorithm::Sgd",
+           "Update rule", [{::llvm::cl::values(
+      clEnumValN(::mlir::mp::OptimizerAlgorithm::Sgd, "sgd",
+                 "SGD with momentum"),
+      clEnumValN(::mlir::mp::OptimizerAlgorithm::Adam, "adam",
+                 "Adam (L2 weight decay)"),
+      clEnumValN(::mlir::mp::OptimizerAlgorithm::AdamW, "adamw",
+                 "Adam with decoupled weight decay"))}]>,
+    Option<"learningRate", "lr", "double", /*default=*/"0.05",
            "Learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.9",
            "SGD momentum">,
@@ -467,8 +500,15 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
            "Quantization mode (int8)">,
     Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
            "Calibration statistics file (required; docs/calibration-stats.md)">,
-    Option<"method", "method", "std::string", /*default=*/"\"minmax\"",
-           "Activation threshold: minmax | percentile | entropy">,
+    Option<"method", "method", "::mlir::mp::QuantizationMethod",
+           /*default=*/"::mlir::mp::QuantizationMethod::MinMax",
+           "Activation threshold", [{::llvm::cl::values(
+      clEnumValN(::mlir::mp::QuantizationMethod::MinMax, "minmax",
+                 "max |x|"),
+      clEnumValN(::mlir::mp::QuantizationMethod::Percentile, "percentile",
+                 "the percentile-th percentile of |x|"),
+      clEnumValN(::mlir::mp::QuantizationMethod::Entropy, "entropy",
+                 "the threshold of least KL divergence"))}]>,
     Option<"percentile", "percentile", "double", /*default=*/"99.99",
            "Percentile of |x| used by method=percentile (0, 100]">,
     Option<"perChannel", "per-channel", "bool", /*default=*/"true",
@@ -476,8 +516,12 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
     Option<"maxError", "max-error", "double", /*default=*/"0.05",
            "Largest estimated relative RMS error an op may have in int8; "
            "above it the op falls back">,
-    Option<"fallback", "fallback", "std::string", /*default=*/"\"f32\"",
-           "Precision of ops that fall back: f32 | f16">,
+    Option<"fallback", "fallback", "::mlir::mp::FloatPrecision",
+           /*default=*/"::mlir::mp::FloatPrecision::F32",
+           "Precision of ops that fall back", [{::llvm::cl::values(
+      clEnumValN(::mlir::mp::FloatPrecision::F32, "f32", "FP32"),
+      clEnumValN(::mlir::mp::FloatPrecision::F16, "f16",
+                 "f16 inputs, f32 accumulation"))}]>,
     Option<"hoistWeights", "hoist-weights", "bool", /*default=*/"true",
            "Quantize argument weights once in @<f>_quantize_weights instead "
            "of on every call">,

@@ -1,11 +1,15 @@
 //===- Pipelines.h - named mp pipelines -------------------------*- C++ -*-===//
 //
 // One option set for a chain of mp passes, for tools and framework stacks.
+// Each pipeline is built here, with addPass and typed options, and nowhere
+// else: mp-opt's pipeline flags, the sessions and the C API call these.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MP_TRANSFORMS_PIPELINES_H
 #define MP_TRANSFORMS_PIPELINES_H
+
+#include "mp/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -13,38 +17,56 @@
 namespace mlir {
 namespace mp {
 
+/// Options of --mp-train-pipeline. Defaults are the passes' own.
 struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
-  Option<std::string> dtype{*this, "dtype",
-                            llvm::cl::desc("Low-precision type: f16 or bf16"),
-                            llvm::cl::init("f16")};
-  Option<std::string> lossScale{
-      *this, "loss-scale",
-      llvm::cl::desc("dynamic | static | none (default: dynamic for f16, "
-                     "none for bf16)"),
-      llvm::cl::init("")};
+  Option<FloatPrecision> dtype{
+      *this, "dtype", llvm::cl::desc("Type training computes in"),
+      llvm::cl::init(MPLossScalingOptions().dtype),
+      llvm::cl::values(
+          clEnumValN(FloatPrecision::F32, "f32",
+                     "FP32 throughout: no mixed-precision rewrite"),
+          clEnumValN(FloatPrecision::F16, "f16", "IEEE half precision"),
+          clEnumValN(FloatPrecision::BF16, "bf16", "bfloat16"))};
+  Option<LossScalingMode> lossScale{
+      *this, "loss-scale", llvm::cl::desc("How the loss scale moves"),
+      llvm::cl::init(MPLossScalingOptions().mode),
+      llvm::cl::values(
+          clEnumValN(LossScalingMode::Auto, "auto",
+                     "dynamic for dtype=f16, none otherwise"),
+          clEnumValN(LossScalingMode::Dynamic, "dynamic",
+                     "back off on inf/nan, grow after clean steps"),
+          clEnumValN(LossScalingMode::Static, "static",
+                     "a fixed scale (init-scale)"),
+          clEnumValN(LossScalingMode::None, "none", "no scaling"))};
   Option<double> initScale{*this, "init-scale",
-                           llvm::cl::desc("Initial loss scale"),
-                           llvm::cl::init(65536.0)};
+                           llvm::cl::desc("Initial (or static) loss scale"),
+                           llvm::cl::init(MPLossScalingOptions().initScale)};
   Option<int64_t> growthInterval{
       *this, "growth-interval",
       llvm::cl::desc("Clean steps before the scale grows"),
-      llvm::cl::init(2000)};
+      llvm::cl::init(MPLossScalingOptions().growthInterval)};
   Option<double> clipNorm{*this, "clip-norm",
                           llvm::cl::desc("Global gradient-norm clip (0: off)"),
-                          llvm::cl::init(0.0)};
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("sgd | adam | adamw"),
-                                llvm::cl::init("sgd")};
+                          llvm::cl::init(MPLossScalingOptions().clipNorm)};
+  Option<OptimizerAlgorithm> optimizer{
+      *this, "optimizer", llvm::cl::desc("Update rule"),
+      llvm::cl::init(MPOptimizerOptions().algorithm),
+      llvm::cl::values(
+          clEnumValN(OptimizerAlgorithm::Sgd, "sgd", "SGD with momentum"),
+          clEnumValN(OptimizerAlgorithm::Adam, "adam", "Adam"),
+          clEnumValN(OptimizerAlgorithm::AdamW, "adamw",
+                     "Adam with decoupled weight decay"))};
   Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
-                    llvm::cl::init(0.01)};
+                    llvm::cl::init(MPOptimizerOptions().learningRate)};
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
-                          llvm::cl::init(0.9)};
+                          llvm::cl::init(MPOptimizerOptions().momentum)};
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("Weight decay"),
-                             llvm::cl::init(0.0)};
+                             llvm::cl::init(MPOptimizerOptions().weightDecay)};
 };
 
-/// --mp-autodiff, --mp-loss-scaling, --mp-optimizer, --auto-mixed-precision.
+/// --mp-autodiff, --mp-loss-scaling, --mp-optimizer, then (dtype f16 or
+/// bf16) --auto-mixed-precision and --mp-save-low-precision.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &options);
 
 struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
@@ -70,10 +92,9 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
 
 /// --mp-lower-cpu: mp ops to upstream, bufferize, vectorized loops, LLVM
 /// dialect; the result runs under MLIR's ExecutionEngine (mp-run) or
-/// mlir-runner.
+/// mlir-runner. Always succeeds (the result type is kept for callers).
 LogicalResult buildLowerCpuPipeline(OpPassManager &pm,
                                     const LowerCpuOptions &options);
-
 struct LowerGpuOptions : public PassPipelineOptions<LowerGpuOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("NVIDIA target: sm_80 or sm_90"),

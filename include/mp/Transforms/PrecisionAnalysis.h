@@ -84,9 +84,17 @@ private:
   friend class PrecisionGraphBuilder;
 };
 
+/// What the rules say of an op, before overrides and ranges.
+struct Classified {
+  PrecisionClass precisionClass;
+  std::string reason;
+  /// False for ops no rule knows: they stay f32 and are reported.
+  bool understood = true;
+};
+
 /// The rule-based class of `op` and why, before overrides and ranges.
 /// Returns failure for ops the analysis ignores (no float tensors).
-FailureOr<std::pair<PrecisionClass, std::string>> classifyOp(Operation *op);
+FailureOr<Classified> classifyOp(Operation *op);
 
 /// Stable id of `value` for calibration statistics: the producer's `mp.id`
 /// attribute, else its name location, else "<function>/<ordinal>", with
@@ -115,13 +123,13 @@ LogicalResult forEachCalibrationEntry(
                                      double min, double max)>
         visit);
 
-/// Parses "f16" / "bf16"; null on anything else.
-Type parseLowType(MLIRContext *context, llvm::StringRef name);
+/// The MLIR type of `precision` (f32, f16 or bf16).
+Type typeOf(MLIRContext *context, FloatPrecision precision);
 
 /// Builds analysis options from pass options; emits a located error on
-/// `module` for a bad dtype or unreadable calibration file.
+/// `module` for an f32 dtype or an unreadable calibration file.
 FailureOr<PrecisionAnalysisOptions> makeAnalysisOptions(
-    ModuleOp module, llvm::StringRef dtype, ArrayRef<std::string> allowOps,
+    ModuleOp module, FloatPrecision dtype, ArrayRef<std::string> allowOps,
     ArrayRef<std::string> denyOps, llvm::StringRef calibrationPath,
     double f16SafeMax, bool keepSignature);
 

@@ -9,6 +9,8 @@
 #ifndef MP_TRANSFORMS_QUANTIZATION_H
 #define MP_TRANSFORMS_QUANTIZATION_H
 
+#include "mp/Dialect/MP/IR/MPAttrs.h"
+
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -41,12 +43,10 @@ struct CalibrationEntry {
 FailureOr<llvm::StringMap<CalibrationEntry>>
 readCalibrationEntries(llvm::StringRef path, std::string &error);
 
-enum class ThresholdMethod { MinMax, Percentile, Entropy };
-
 /// The clipping threshold T of |x| for symmetric int8 (scale T / 127).
 /// Percentile and entropy need a histogram and fall back to max |x|
 /// without one.
-double chooseThreshold(const CalibrationEntry &entry, ThresholdMethod method,
+double chooseThreshold(const CalibrationEntry &entry, QuantizationMethod method,
                        double percentile);
 
 /// Estimated relative RMS error, sqrt(E[(x - q(x))^2] / E[x^2]), of

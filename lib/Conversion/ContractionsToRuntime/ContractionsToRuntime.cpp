@@ -259,14 +259,7 @@ struct ContractionsToRuntimePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (runtime != "cpu" && runtime != "cuda") {
-      // At the module's location, without printing the module.
-      mlir::emitError(module.getLoc(), "mp-contractions-to-runtime: runtime "
-                                       "must be cpu or cuda, got '")
-          << runtime << "'";
-      return signalPassFailure();
-    }
-    bool cuda = runtime == "cuda";
+    bool cuda = runtime == mlir::mp::ContractionRuntime::Cuda;
     SmallVector<std::pair<linalg::LinalgOp, Product>> products;
     module.walk([&](linalg::LinalgOp op) {
       std::optional<Product> product = matchProduct(op);

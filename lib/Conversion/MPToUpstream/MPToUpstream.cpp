@@ -248,6 +248,18 @@ struct ConvertMPToUpstreamPass
                                       std::move(patterns))))
       return signalPassFailure();
     numOpsLowered += count;
+
+    // Attribute values of the mp dialect (#mp.loss_scaling, #mp.precision,
+    // #mp.decision) would make the module unreadable to upstream tools;
+    // nothing reads them after this point.
+    getOperation()->walk([](Operation *op) {
+      SmallVector<StringAttr> names;
+      for (NamedAttribute attr : op->getDiscardableAttrs())
+        if (isa<MPDialect>(attr.getValue().getDialect()))
+          names.push_back(attr.getName());
+      for (StringAttr name : names)
+        op->removeDiscardableAttr(name);
+    });
   }
 };
 

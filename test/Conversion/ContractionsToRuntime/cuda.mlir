@@ -7,7 +7,7 @@
 // RUN:   --mp-contractions-to-runtime="runtime=rocm" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD
 
-// BAD: error: mp-contractions-to-runtime: runtime must be cpu or cuda, got 'rocm'
+// BAD: for the --runtime option: Cannot find option named 'rocm'!
 
 // With runtime=cuda a matmul becomes a call of mprt_cuda_gemm_sync:
 // mprt_gemm's arguments, then a batch of 1 and zero batch strides.

@@ -112,3 +112,23 @@ func.func @observe(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = mp.observe %x as "p0" : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Attribute values of the mp dialect go (upstream tools cannot parse them);
+// names and roles stay.
+// CHECK-LABEL: func.func @contract
+// CHECK-SAME: (%{{.*}}: tensor<4xf32> {mp.param = "w"}, %{{.*}}: tensor<4xf32>)
+// CHECK-SAME: attributes {mp.gradient_of = @loss}
+// CHECK: linalg.exp ins(
+// CHECK-NOT: #mp.
+func.func @contract(%w: tensor<4xf32> {mp.param = "w"}, %e: tensor<4xf32>) -> tensor<4xf32>
+    attributes {mp.gradient_of = @loss,
+                mp.loss_scaling = #mp.loss_scaling<mode = none,
+                    init_scale = 1.0, growth_factor = 2.0,
+                    backoff_factor = 0.5, growth_interval = 1,
+                    clip_norm = 0.0>} {
+  %0 = linalg.exp {mp.decision = #mp.decision<deny, f32>, mp.precision = #mp.precision<f32>}
+      ins(%w : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -153,7 +153,138 @@ func.func @decision_type() attributes {d = #mp.decision<allow, i8>} {
 // -----
 
 // expected-error @+2 {{expected ::mlir::mp::PrecisionClass to be one of: allow, infer, clear, deny}}
-// expected-error @+1 {{failed to parse MP_PrecisionClassAttr parameter 'value'}}
-func.func @bad_class() attributes {c = #mp.class<sometimes>} {
+// expected-error @+1 {{failed to parse MP_PrecisionDecisionAttr parameter 'precisionClass'}}
+func.func @bad_class() attributes {d = #mp.decision<sometimes, f16>} {
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// The contract attributes (discardable mp.* attributes)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @precision_string(%x: tensor<4xf32>, %e: tensor<4xf32>) {
+  // expected-error @+1 {{'mp.precision' must be #mp.precision<f32>, #mp.precision<f16> or #mp.precision<bf16>, got "f16"}}
+  %0 = linalg.exp {mp.precision = "f16"} ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @precision_integer(%x: tensor<4xf32>, %e: tensor<4xf32>) {
+  // expected-error @+1 {{'mp.precision' must be #mp.precision<f32>, #mp.precision<f16> or #mp.precision<bf16>, got 16 : i64}}
+  %0 = linalg.exp {mp.precision = 16} ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::mp::FloatPrecision to be one of: f32, f16, bf16}}
+// expected-error @+1 {{failed to parse MP_PrecisionAttr parameter 'value'}}
+func.func @precision_fp8() attributes {p = #mp.precision<fp8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'mp.loss_scaling' must be #mp.loss_scaling<...>, got {mode = "dynamic"}}}
+func.func @loss_scaling_dictionary() attributes {mp.loss_scaling = {mode = "dynamic"}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{loss scaling needs init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, growth_interval >= 1 and clip_norm >= 0}}
+func.func @loss_scaling_backoff() attributes {mp.loss_scaling = #mp.loss_scaling<mode = dynamic, init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 2.0, growth_interval = 2000, clip_norm = 0.0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{loss-scaling mode must be dynamic, static or none (auto is resolved by --mp-loss-scaling)}}
+func.func @loss_scaling_auto() attributes {mp.loss_scaling = #mp.loss_scaling<mode = auto, init_scale = 1.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 1, clip_norm = 0.0>} {
+  return
+}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::mp::LossScalingMode to be one of: none, static, dynamic, auto}}
+// expected-error @+1 {{failed to parse MP_LossScalingAttr parameter 'mode'}}
+func.func @loss_scaling_mode() attributes {mp.loss_scaling = #mp.loss_scaling<mode = sometimes, init_scale = 1.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 1, clip_norm = 0.0>} {
+  return
+}
+
+
+// -----
+
+// expected-error @+1 {{argument #0 'mp.param' must be a non-empty string (the parameter's name), got 3 : i32}}
+func.func @param_integer(%w: tensor<1xf32> {mp.param = 3 : i32}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0 'mp.param' must be a non-empty string (the parameter's name), got ""}}
+func.func @param_empty(%w: tensor<1xf32> {mp.param = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{result #0 'mp.grad' must be a non-empty string (the parameter's name), got unit}}
+func.func @grad_unit(%w: tensor<1xf32>) -> (tensor<1xf32> {mp.grad}) {
+  return %w : tensor<1xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'mp.gradient_of' must be a symbol reference (@function), got "loss"}}
+func.func @gradient_of_string() attributes {mp.gradient_of = "loss"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'mp.loss' must be a unit, got 1 : i64}}
+func.func @loss_value() -> f32 attributes {mp.loss = 1} {
+  %0 = arith.constant 0.0 : f32
+  return %0 : f32
+}
+
+// -----
+
+// expected-error @+1 {{argument #1 'mp.update_of' must be a non-negative i64 (an argument index), got -1 : i64}}
+func.func @update_of_negative(%p: memref<4xf32>, %next: memref<4xf32> {mp.update_of = -1 : i64}) {
+  return
+}
+
+// -----
+
+func.func @seed_on_argument(%x: f32 {mp.seed}) {
+  // expected-error @-1 {{argument #0 'mp.seed' belongs on an op}}
+  return
+}
+
+// -----
+
+func.func @param_on_op(%x: tensor<4xf32>, %e: tensor<4xf32>) {
+  // expected-error @+1 {{'mp.param' belongs on a function argument or result}}
+  %0 = linalg.exp {mp.param = "w"} ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @predict_on_op(%x: tensor<4xf32>, %e: tensor<4xf32>) {
+  // expected-error @+1 {{'mp.predict' belongs on a function}}
+  %0 = linalg.exp {mp.predict} ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{has an unknown mp attribute 'mp.parameter'}}
+func.func @misspelt(%w: tensor<1xf32>) attributes {mp.parameter = "w"} {
   return
 }

@@ -47,10 +47,27 @@ func.func @observe(%x: tensor<4x8xf32>, %q: tensor<4xi8>) -> (tensor<4x8xf32>, t
 }
 
 // CHECK-LABEL: func.func @attributes
-// CHECK-SAME: mp.class = #mp.class<allow>
 // CHECK-SAME: mp.decision = #mp.decision<deny, f32>
+// CHECK-SAME: mp.precision = #mp.precision<bf16>
 // CHECK-SAME: other = #mp.decision<infer, bf16>
-func.func @attributes() attributes {mp.class = #mp.class<allow>,
-    mp.decision = #mp.decision<deny, f32>, other = #mp.decision<infer, bf16>} {
+func.func @attributes() attributes {mp.decision = #mp.decision<deny, f32>,
+    mp.precision = #mp.precision<bf16>, other = #mp.decision<infer, bf16>} {
   return
+}
+
+// The training contract round-trips.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK-SAME: (%{{.*}}: tensor<4xf32> {mp.param = "w"}, %{{.*}}: f32 {mp.loss_scale})
+// CHECK-SAME: -> (f32, tensor<4xf32> {mp.grad = "w"}, i1 {mp.found_inf})
+// CHECK-SAME: mp.gradient_of = @loss
+// CHECK-SAME: mp.loss_scaling = #mp.loss_scaling<mode = dynamic, init_scale = 6.553600e+04, growth_factor = 2.000000e+00, backoff_factor = 5.000000e-01, growth_interval = 2000, clip_norm = 0.000000e+00>
+func.func @loss_grad(%w: tensor<4xf32> {mp.param = "w"}, %s: f32 {mp.loss_scale})
+    -> (f32, tensor<4xf32> {mp.grad = "w"}, i1 {mp.found_inf})
+    attributes {mp.gradient_of = @loss,
+                mp.loss_scaling = #mp.loss_scaling<mode = dynamic,
+                    init_scale = 65536.0, growth_factor = 2.0,
+                    backoff_factor = 0.5, growth_interval = 2000,
+                    clip_norm = 0.0>} {
+  %f = arith.constant {mp.seed} false
+  return %s, %w, %f : f32, tensor<4xf32>, i1
 }

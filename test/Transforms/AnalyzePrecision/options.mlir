@@ -18,10 +18,10 @@ func.func @model(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>, %ba: tensor<2x8x16x
   // OVERRIDE: linalg.batch_matmul {mp.decision = #mp.decision<deny, f32>}
   %2 = linalg.batch_matmul ins(%ba, %bb : tensor<2x8x16xf32>, tensor<2x16x4xf32>) outs(%bacc : tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
   // The user's attribute wins over every rule and option.
-  // OVERRIDE: linalg.matmul {mp.decision = #mp.decision<deny, f32>, mp.precision = "f32"}
-  %3 = linalg.matmul {mp.precision = "f32"} ins(%a, %b : tensor<8x16xf32>, tensor<16x4xf32>) outs(%acc : tensor<8x4xf32>) -> tensor<8x4xf32>
-  // OVERRIDE: linalg.exp {mp.decision = #mp.decision<allow, bf16>, mp.precision = "bf16"}
-  %4 = linalg.exp {mp.precision = "bf16"} ins(%acc : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  // OVERRIDE: linalg.matmul {mp.decision = #mp.decision<deny, f32>, mp.precision = #mp.precision<f32>}
+  %3 = linalg.matmul {mp.precision = #mp.precision<f32>} ins(%a, %b : tensor<8x16xf32>, tensor<16x4xf32>) outs(%acc : tensor<8x4xf32>) -> tensor<8x4xf32>
+  // OVERRIDE: linalg.exp {mp.decision = #mp.decision<allow, bf16>, mp.precision = #mp.precision<bf16>}
+  %4 = linalg.exp {mp.precision = #mp.precision<bf16>} ins(%acc : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
 
   // Range-aware (f16 only): |x| beyond the safe range or mostly below f16's
   // normal range keeps the producer and its consumers in f32.
@@ -51,9 +51,9 @@ func.func @model(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>, %ba: tensor<2x8x16x
 // REPORT-NEXT: "loc": "{{.*}}options.mlir:17:8"
 // REPORT-NEXT: "op": "linalg.matmul"
 // REPORT-NEXT: "reason": "contraction: low-precision inputs, f32 accumulation"
-// REPORT: "reason": "user attribute mp.precision = \"f32\""
+// REPORT: "reason": "user attribute mp.precision = #mp.precision<f32>"
 // REPORT: "decision": "bf16"
-// REPORT: "reason": "user attribute mp.precision = \"bf16\""
+// REPORT: "reason": "user attribute mp.precision = #mp.precision<bf16>"
 // REPORT: "class": "infer"
 // REPORT-NEXT: "decision": "f32"
 // REPORT-NEXT: "function": "model"

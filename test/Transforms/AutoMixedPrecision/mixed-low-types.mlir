@@ -10,7 +10,7 @@
 // read its own result (a cycle: the pass then never returned, as a fuzzed
 // training step showed).
 // CHECK-LABEL: func.func @f16_into_bf16
-// CHECK: %[[H:.*]] = linalg.exp {mp.precision = "f16"} ins(%{{.*}} : tensor<4x4xf16>) outs(%{{.*}} : tensor<4x4xf16>)
+// CHECK: %[[H:.*]] = linalg.exp {mp.precision = #mp.precision<f16>} ins(%{{.*}} : tensor<4x4xf16>) outs(%{{.*}} : tensor<4x4xf16>)
 // CHECK: linalg.generic {{.*}} ins(%[[H]], %[[H]] : tensor<4x4xf16>, tensor<4x4xf16>)
 // CHECK-NEXT: ^bb0(%[[A:.*]]: f16, %[[B:.*]]: f16, %{{.*}}: bf16):
 // CHECK-DAG: arith.extf %[[A]] : f16 to f32
@@ -19,7 +19,7 @@
 func.func @f16_into_bf16(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<4x4xf32>
-  %h = linalg.exp {mp.precision = "f16"} ins(%x : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %h = linalg.exp {mp.precision = #mp.precision<f16>} ins(%x : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
   %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
                        iterator_types = ["parallel", "parallel"]}
       ins(%h, %h : tensor<4x4xf32>, tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {

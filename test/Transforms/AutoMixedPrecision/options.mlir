@@ -23,7 +23,7 @@ func.func @sig(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %acc: tensor<8x4xf32>
 // REPORT-NEXT: "casts_inserted": 2,
 // REPORT-NEXT: "conversions_folded": 0,
 // REPORT-NEXT: "ops_demoted": 1
-// DTYPE: error: unknown dtype 'fp8': expected f16 or bf16
+// DTYPE: for the --dtype option: Cannot find option named 'fp8'!
 // WARNSIZE: error: warn-reduction-size must be at least 1, got 0
 // Contractions accumulate in f32, so even a small limit warns about nothing.
 // NOWARN-NOT: warning

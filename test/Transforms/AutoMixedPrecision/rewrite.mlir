@@ -153,10 +153,10 @@ func.func @softmax_then_matmul(%x: tensor<4x8xf32>, %v: tensor<8x2xf32>, %acc: t
 
 // A user who forces a long contraction to f16 gets it, and a warning.
 // CHECK-LABEL: func.func @forced_f16_long_reduction
-// CHECK: linalg.matmul {mp.precision = "f16"} ins(%{{.*}}, %{{.*}} : tensor<4x4096xf16>, tensor<4096x4xf16>) outs(%{{.*}} : tensor<4x4xf16>)
+// CHECK: linalg.matmul {mp.precision = #mp.precision<f16>} ins(%{{.*}}, %{{.*}} : tensor<4x4096xf16>, tensor<4096x4xf16>) outs(%{{.*}} : tensor<4x4xf16>)
 func.func @forced_f16_long_reduction(%x: tensor<4x4096xf32>, %w: tensor<4096x4xf32>, %acc: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  // expected-warning @+1 {{accumulates in 'f16' over 4096 elements (warn-reduction-size = 2048); keep its accumulator in f32 (mp.precision = "f32")}}
-  %0 = linalg.matmul {mp.precision = "f16"} ins(%x, %w : tensor<4x4096xf32>, tensor<4096x4xf32>) outs(%acc : tensor<4x4xf32>) -> tensor<4x4xf32>
+  // expected-warning @+1 {{accumulates in 'f16' over 4096 elements (warn-reduction-size = 2048); keep its accumulator in f32 (mp.precision = #mp.precision<f32>)}}
+  %0 = linalg.matmul {mp.precision = #mp.precision<f16>} ins(%x, %w : tensor<4x4096xf32>, tensor<4096x4xf32>) outs(%acc : tensor<4x4xf32>) -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }
 

@@ -15,7 +15,8 @@ func.func @no_params(%x: f32) -> f32 attributes {mp.loss} {
 
 // -----
 
-// expected-error @+1 {{argument #0: 'mp.param' must be a non-empty string}}
+// The dialect refuses a parameter name that is not a string.
+// expected-error @+1 {{argument #0 'mp.param' must be a non-empty string (the parameter's name), got 3 : i64}}
 func.func @bad_param(%w: f32 {mp.param = 3}) -> f32 attributes {mp.loss} {
   return %w : f32
 }

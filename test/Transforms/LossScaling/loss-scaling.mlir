@@ -9,23 +9,23 @@
 // DYN-LABEL: func.func @loss_grad
 // DYN-SAME: (%[[W:.*]]: tensor<1xf32> {mp.param = "w"}, %[[SCALE:.*]]: f32 {mp.loss_scale})
 // DYN-SAME: -> (f32, tensor<1xf32> {mp.grad = "w"}, i1 {mp.found_inf})
-// DYN-SAME: mp.loss_scaling = {backoff_factor = 5.000000e-01 : f32, clip_norm = 0.000000e+00 : f32, growth_factor = 2.000000e+00 : f32, growth_interval = 2000 : i64, init_scale = 6.553600e+04 : f32, mode = "dynamic"}
+// DYN-SAME: mp.loss_scaling = #mp.loss_scaling<mode = dynamic, init_scale = 6.553600e+04, growth_factor = 2.000000e+00, backoff_factor = 5.000000e-01, growth_interval = 2000, clip_norm = 0.000000e+00>
 // DYN: %[[SEED:.*]] = arith.constant {mp.seed} 1.000000e+00 : f32
 // DYN: %[[SCALED:.*]] = mp.scale_loss %[[SEED]], %[[SCALE]] : f32
 // DYN: %[[U:.*]], %[[INF:.*]] = mp.unscale %{{.*}} by %[[SCALE]] : tensor<1xf32> -> tensor<1xf32>
 // DYN: return %{{.*}}, %[[U]], %[[INF]] : f32, tensor<1xf32>, i1
 
-// STATIC: mp.loss_scaling = {{{.*}}init_scale = 1.024000e+03 : f32, mode = "static"}
+// STATIC: mp.loss_scaling = #mp.loss_scaling<mode = static, init_scale = 1.024000e+03,
 // STATIC: mp.unscale
 
 // bf16 needs no scaling by default: the gradient function is unchanged.
 // BF16-LABEL: func.func @loss_grad
 // BF16-SAME: (%{{.*}}: tensor<1xf32> {mp.param = "w"}) -> (f32, tensor<1xf32> {mp.grad = "w"})
-// BF16-SAME: mode = "none"
+// BF16-SAME: #mp.loss_scaling<mode = none,
 // BF16-NOT: mp.scale_loss
 // BF16-NOT: mp.unscale
 
-// FORCED: mode = "dynamic"
+// FORCED: #mp.loss_scaling<mode = dynamic,
 // FORCED: mp.unscale
 
 // Clipping by global norm after unscaling.

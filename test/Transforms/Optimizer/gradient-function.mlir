@@ -1,9 +1,11 @@
 // --mp-optimizer checks the gradient function it is given; each of these
-// crashed mp-opt before (docs/reliability.md).
+// crashed mp-opt before (docs/reliability.md). The attributes' own shapes
+// (mp.param, mp.loss_scaling) are the dialect's to verify, when the input
+// is parsed.
 // RUN: mp-opt %s -split-input-file -verify-diagnostics --mp-optimizer
 
 // mp.param that is not a string.
-// expected-error @+1 {{mp-optimizer: gradient function '@loss_grad' argument #0: 'mp.param' must be a non-empty string}}
+// expected-error @+1 {{argument #0 'mp.param' must be a non-empty string (the parameter's name), got 3 : i32}}
 func.func @loss_grad(%w: tensor<1xf32> {mp.param = 3 : i32}) -> (f32, tensor<1xf32>) attributes {mp.gradient_of = @loss} {
   %one = arith.constant 1.0 : f32
   return %one, %w : f32, tensor<1xf32>
@@ -13,7 +15,7 @@ func.func @loss_grad(%w: tensor<1xf32> {mp.param = 3 : i32}) -> (f32, tensor<1xf
 
 // Loss scaling recorded, but no scale argument.
 // expected-error @+1 {{mp-optimizer: gradient function '@loss_grad' has loss scaling but no trailing f32 scale argument}}
-func.func @loss_grad() -> f32 attributes {mp.gradient_of = @loss, mp.loss_scaling = {mode = "dynamic"}} {
+func.func @loss_grad() -> f32 attributes {mp.gradient_of = @loss, mp.loss_scaling = #mp.loss_scaling<mode = dynamic, init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000, clip_norm = 0.0>} {
   %one = arith.constant 1.0 : f32
   return %one : f32
 }
@@ -30,14 +32,14 @@ func.func @loss_grad(%w: f32 {mp.param = "w"}) -> (f32, f32) attributes {mp.grad
 
 // found_inf missing from the results of a scaled gradient function.
 // expected-error @+1 {{mp-optimizer: gradient function '@loss_grad' returns 2 values; expected 3 (the loss, 1 gradient(s) and found_inf)}}
-func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}, %s: f32) -> (f32, tensor<1xf32>) attributes {mp.gradient_of = @loss, mp.loss_scaling = {mode = "static"}} {
+func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}, %s: f32) -> (f32, tensor<1xf32>) attributes {mp.gradient_of = @loss, mp.loss_scaling = #mp.loss_scaling<mode = static, init_scale = 1024.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000, clip_norm = 0.0>} {
   return %s, %w : f32, tensor<1xf32>
 }
 
 // -----
 
-// An unknown loss-scaling mode.
-// expected-error @+1 {{mp-optimizer: 'mp.loss_scaling' must be a dictionary with mode = "dynamic", "static" or "none" (as --mp-loss-scaling writes it)}}
+// Loss scaling as a hand-built dictionary.
+// expected-error @+1 {{'mp.loss_scaling' must be #mp.loss_scaling<...>, got {mode = 1 : i64}}}
 func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}) -> (f32, tensor<1xf32>) attributes {mp.gradient_of = @loss, mp.loss_scaling = {mode = 1}} {
   %one = arith.constant 1.0 : f32
   return %one, %w : f32, tensor<1xf32>
@@ -45,9 +47,9 @@ func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}) -> (f32, tensor<1xf32>)
 
 // -----
 
-// A growth interval that is not an i64.
-// expected-error @+1 {{mp-optimizer: 'mp.loss_scaling': growth_interval must be an i64, got 7 : i128}}
-func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}, %s: f32) -> (f32, tensor<1xf32>, i1) attributes {mp.gradient_of = @loss, mp.loss_scaling = {mode = "dynamic", growth_interval = 7 : i128}} {
+// A growth interval that is not a positive integer.
+// expected-error @+1 {{loss scaling needs init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, growth_interval >= 1 and clip_norm >= 0}}
+func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}, %s: f32) -> (f32, tensor<1xf32>, i1) attributes {mp.gradient_of = @loss, mp.loss_scaling = #mp.loss_scaling<mode = dynamic, init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 0, clip_norm = 0.0>} {
   %f = arith.constant false
   return %s, %w, %f : f32, tensor<1xf32>, i1
 }

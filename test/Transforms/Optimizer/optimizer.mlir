@@ -13,7 +13,7 @@
 // SGD: %{{.*}}, %[[INF:.*]] = mp.unscale
 // The FP32 master update is pinned to f32.
 // SGD: %[[UPD:.*]]:2 = linalg.generic {{.*}} ins(%[[W]], %{{.*}}, %[[M]] : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>)
-// SGD-SAME: mp.precision = "f32"
+// SGD-SAME: mp.precision = #mp.precision<f32>
 // A step with inf/nan keeps the old values, element by element inside the
 // update (so the new values can be written in place).
 // SGD-NEXT: ^bb0(%[[OW:.*]]: f32, %{{.*}}: f32, %[[OM:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
@@ -35,7 +35,7 @@
 // ADAM-NOT: mp.update_scale
 // ADAM: return
 
-// ALGO: error: unknown algorithm 'lion': expected sgd, adam or adamw
+// ALGO: for the --algorithm option: Cannot find option named 'lion'!
 // LR: error: optimizer needs lr > 0
 // NOGRAD: error: expected one gradient function ('mp.gradient_of'), found 0
 // NAME: error: cannot create '@loss': the symbol already exists

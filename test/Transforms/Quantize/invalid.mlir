@@ -4,13 +4,13 @@
 // RUN: not mp-opt %s --mp-quantize="mode=int4 calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=MODE
 // MODE: error: --mp-quantize: mode must be int8, got 'int4'
 // RUN: not mp-opt %s --mp-quantize="method=mse calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=METHOD
-// METHOD: error: --mp-quantize: method must be minmax, percentile or entropy, got 'mse'
+// METHOD: for the --method option: Cannot find option named 'mse'!
 // RUN: not mp-opt %s --mp-quantize="method=percentile percentile=0 calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=PCT
 // PCT: error: --mp-quantize: percentile must lie in (0, 100], got 0
 // RUN: not mp-opt %s --mp-quantize="max-error=-1 calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=MAXERR
 // MAXERR: error: --mp-quantize: max-error must be >= 0, got -1
 // RUN: not mp-opt %s --mp-quantize="fallback=bf16 calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=FALLBACK
-// FALLBACK: error: --mp-quantize: fallback must be f32 or f16, got 'bf16'
+// FALLBACK: for the --fallback option: Cannot find option named 'bf16'!
 // RUN: not mp-opt %s --mp-quantize="calibration=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: error: --mp-quantize: cannot read calibration statistics '{{.*}}missing.json': No such file or directory
 // RUN: not mp-opt %s --mp-quantize="calibration=%S/../AnalyzePrecision/Inputs/not-json.json" 2>&1 | FileCheck %s --check-prefix=NOTJSON

@@ -77,7 +77,7 @@ module {
     %20 = arith.mulf %extracted, %cst_1 : f32
     return %20 : f32
   }
-  func.func @loss_grad(%arg0: tensor<64x1x8x8xf32>, %arg1: tensor<64x10xf32>, %arg2: tensor<8x1x3x3xf32> {mp.param = "k"}, %arg3: tensor<8xf32> {mp.param = "c"}, %arg4: tensor<72x10xf32> {mp.param = "w"}, %arg5: tensor<10xf32> {mp.param = "b"}) -> (f32, tensor<8x1x3x3xf32> {mp.grad = "k"}, tensor<8xf32> {mp.grad = "c"}, tensor<72x10xf32> {mp.grad = "w"}, tensor<10xf32> {mp.grad = "b"}) attributes {mp.gradient_of = @loss, mp.loss_scaling = {backoff_factor = 5.000000e-01 : f32, clip_norm = 0.000000e+00 : f32, growth_factor = 2.000000e+00 : f32, growth_interval = 2000 : i64, init_scale = 6.553600e+04 : f32, mode = "none"}} {
+  func.func @loss_grad(%arg0: tensor<64x1x8x8xf32>, %arg1: tensor<64x10xf32>, %arg2: tensor<8x1x3x3xf32> {mp.param = "k"}, %arg3: tensor<8xf32> {mp.param = "c"}, %arg4: tensor<72x10xf32> {mp.param = "w"}, %arg5: tensor<10xf32> {mp.param = "b"}) -> (f32, tensor<8x1x3x3xf32> {mp.grad = "k"}, tensor<8xf32> {mp.grad = "c"}, tensor<72x10xf32> {mp.grad = "w"}, tensor<10xf32> {mp.grad = "b"}) attributes {mp.gradient_of = @loss, mp.loss_scaling = #mp.loss_scaling<mode = none, init_scale = 6.553600e+04, growth_factor = 2.000000e+00, backoff_factor = 5.000000e-01, growth_interval = 2000, clip_norm = 0.000000e+00>} {
     %cst = arith.constant 0.000000e+00 : f32
     %cst_0 = arith.constant 0xFF800000 : f32
     %cst_1 = arith.constant 1.562500e-02 : f32
@@ -587,7 +587,7 @@ module {
     %79 = arith.addi %arg10, %c1_i32 : i32
     %80 = tensor.empty() : tensor<8x1x3x3xf32>
     %81 = tensor.empty() : tensor<8x1x3x3xf32>
-    %82:2 = linalg.generic {indexing_maps = [#map, #map, #map, #map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg2, %78, %arg6 : tensor<8x1x3x3xf32>, tensor<8x1x3x3xf32>, tensor<8x1x3x3xf32>) outs(%80, %81 : tensor<8x1x3x3xf32>, tensor<8x1x3x3xf32>) attrs =  {mp.precision = "f32"} {
+    %82:2 = linalg.generic {indexing_maps = [#map, #map, #map, #map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg2, %78, %arg6 : tensor<8x1x3x3xf32>, tensor<8x1x3x3xf32>, tensor<8x1x3x3xf32>) outs(%80, %81 : tensor<8x1x3x3xf32>, tensor<8x1x3x3xf32>) attrs =  {mp.precision = #mp.precision<f32>} {
     ^bb0(%in: f32, %in_22: f32, %in_23: f32, %out: f32, %out_24: f32):
       %92 = arith.mulf %cst_21, %in : f32
       %93 = arith.addf %in_22, %92 : f32
@@ -600,7 +600,7 @@ module {
     } -> (tensor<8x1x3x3xf32>, tensor<8x1x3x3xf32>)
     %83 = tensor.empty() : tensor<8xf32>
     %84 = tensor.empty() : tensor<8xf32>
-    %85:2 = linalg.generic {indexing_maps = [#map6, #map6, #map6, #map6, #map6], iterator_types = ["parallel"]} ins(%arg3, %75, %arg7 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%83, %84 : tensor<8xf32>, tensor<8xf32>) attrs =  {mp.precision = "f32"} {
+    %85:2 = linalg.generic {indexing_maps = [#map6, #map6, #map6, #map6, #map6], iterator_types = ["parallel"]} ins(%arg3, %75, %arg7 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%83, %84 : tensor<8xf32>, tensor<8xf32>) attrs =  {mp.precision = #mp.precision<f32>} {
     ^bb0(%in: f32, %in_22: f32, %in_23: f32, %out: f32, %out_24: f32):
       %92 = arith.mulf %cst_21, %in : f32
       %93 = arith.addf %in_22, %92 : f32
@@ -613,7 +613,7 @@ module {
     } -> (tensor<8xf32>, tensor<8xf32>)
     %86 = tensor.empty() : tensor<72x10xf32>
     %87 = tensor.empty() : tensor<72x10xf32>
-    %88:2 = linalg.generic {indexing_maps = [#map2, #map2, #map2, #map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%arg4, %63, %arg8 : tensor<72x10xf32>, tensor<72x10xf32>, tensor<72x10xf32>) outs(%86, %87 : tensor<72x10xf32>, tensor<72x10xf32>) attrs =  {mp.precision = "f32"} {
+    %88:2 = linalg.generic {indexing_maps = [#map2, #map2, #map2, #map2, #map2], iterator_types = ["parallel", "parallel"]} ins(%arg4, %63, %arg8 : tensor<72x10xf32>, tensor<72x10xf32>, tensor<72x10xf32>) outs(%86, %87 : tensor<72x10xf32>, tensor<72x10xf32>) attrs =  {mp.precision = #mp.precision<f32>} {
     ^bb0(%in: f32, %in_22: f32, %in_23: f32, %out: f32, %out_24: f32):
       %92 = arith.mulf %cst_21, %in : f32
       %93 = arith.addf %in_22, %92 : f32
@@ -626,7 +626,7 @@ module {
     } -> (tensor<72x10xf32>, tensor<72x10xf32>)
     %89 = tensor.empty() : tensor<10xf32>
     %90 = tensor.empty() : tensor<10xf32>
-    %91:2 = linalg.generic {indexing_maps = [#map6, #map6, #map6, #map6, #map6], iterator_types = ["parallel"]} ins(%arg5, %57, %arg9 : tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) outs(%89, %90 : tensor<10xf32>, tensor<10xf32>) attrs =  {mp.precision = "f32"} {
+    %91:2 = linalg.generic {indexing_maps = [#map6, #map6, #map6, #map6, #map6], iterator_types = ["parallel"]} ins(%arg5, %57, %arg9 : tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) outs(%89, %90 : tensor<10xf32>, tensor<10xf32>) attrs =  {mp.precision = #mp.precision<f32>} {
     ^bb0(%in: f32, %in_22: f32, %in_23: f32, %out: f32, %out_24: f32):
       %92 = arith.mulf %cst_21, %in : f32
       %93 = arith.addf %in_22, %92 : f32

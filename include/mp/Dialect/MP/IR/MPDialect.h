@@ -10,6 +10,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Dialect.h"
 
+// The dialect's discardable attributes are typed by its attributes.
+#include "mp/Dialect/MP/IR/MPAttrs.h"
+
 #include "mp/Dialect/MP/IR/MPOpsDialect.h.inc"
 
 #endif // MP_DIALECT_MP_IR_MPDIALECT_H

@@ -25,13 +25,52 @@ def MP_Dialect : Dialect {
       the scale update can be seen, tested and lowered like any other code;
     * calibration probes for INT8 quantization (`mp.observe`);
     * attributes that record the precision decided for each op
-      (`#mp.class<...>`, `#mp.decision<...>`).
+      (`#mp.decision<...>`) or forced by the user (`#mp.precision<...>`);
+    * the contract between the training passes and the runtime: discardable
+      `mp.*` attributes on functions, arguments, results and ops, each with
+      one spelling and one type, verified by the dialect wherever it
+      appears (`#mp.loss_scaling<...>`, role markers, parameter names).
 
     Every op lowers to upstream `arith`, `linalg` and `tensor` with
     `--convert-mp-to-upstream`, so modules that use them run with upstream
     tools.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // The passes' contract: each name is spelled here once; MPDialect.cpp
+  // verifies the value wherever the name appears.
+  let discardableAttrs = (ins
+    // Functions.
+    "::mlir::UnitAttr":$loss,
+    "::mlir::UnitAttr":$predict,
+    "::mlir::FlatSymbolRefAttr":$gradient_of,
+    "::mlir::mp::LossScalingAttr":$loss_scaling,
+    "::mlir::FlatSymbolRefAttr":$quantize_weights,
+    "::mlir::FlatSymbolRefAttr":$convert_weights,
+    "::mlir::UnitAttr":$in_place_updates,
+    // Arguments and results: parameters and what is made from them.
+    "::mlir::StringAttr":$param,
+    "::mlir::StringAttr":$grad,
+    "::mlir::StringAttr":$state,
+    "::mlir::StringAttr":$qweight,
+    "::mlir::StringAttr":$qscale,
+    "::mlir::StringAttr":$converted,
+    "::mlir::IntegerAttr":$update_of,
+    // Roles of the training step's scalars.
+    "::mlir::UnitAttr":$step,
+    "::mlir::UnitAttr":$loss_scale,
+    "::mlir::UnitAttr":$growth_tracker,
+    "::mlir::UnitAttr":$stepped,
+    "::mlir::UnitAttr":$found_inf,
+    // Ops.
+    "::mlir::UnitAttr":$seed,
+    "::mlir::UnitAttr":$saved,
+    "::mlir::mp::FloatPrecisionAttr":$precision,
+    "::mlir::mp::PrecisionDecisionAttr":$decision,
+    "::mlir::StringAttr":$id
+  );
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   // Folded loss-scale state is materialized as arith.constant.
   let hasConstantMaterializer = 1;
   let dependentDialects = ["::mlir::arith::ArithDialect"];
