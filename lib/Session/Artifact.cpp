@@ -244,9 +244,9 @@ llvm::json::Object Session::artifactMetadata() const {
       {"input_shape", shapeJson(inputShape)},
       {"vectorized", vectorized},
       {"has_predict", hasPredict},
-      {"initial_scale", static_cast<double>(scalars.scale)},
-      {"parameters", tensorsJson(params)},
-      {"state", tensorsJson(state)},
+      {"initial_scale", static_cast<double>(training.scalars.scale)},
+      {"parameters", tensorsJson(training.params)},
+      {"state", tensorsJson(training.state)},
   };
 }
 
@@ -306,10 +306,10 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
     return bad("flags");
   vectorized = *v;
   hasPredict = *p;
-  scalars.scale = static_cast<float>(scale);
-  if (!readTensors(metadata, "parameters", params))
+  training.scalars.scale = static_cast<float>(scale);
+  if (!readTensors(metadata, "parameters", training.params))
     return bad("parameters");
-  if (!readTensors(metadata, "state", state))
+  if (!readTensors(metadata, "state", training.state))
     return bad("state");
   return true;
 }
@@ -640,8 +640,8 @@ std::unique_ptr<Session> Session::open(const std::string &artifactPath,
       return fail("lacks its prediction entry");
   }
   session->initialiseParameters(seed ? *seed : session->compiledOptions.seed);
-  session->nextParams = session->params;
-  session->nextState = session->state;
+  if (!session->createBackend(nullptr, error))
+    return nullptr;
   return session;
 }
 

@@ -1,6 +1,7 @@
 //===- Session.cpp - compile, JIT and call a training step ----------------===//
 
 #include "mp/Session/Session.h"
+#include "StepBackend.h"
 #include "mp/Session/CudaDevice.h"
 #include "mp/Session/JitEntry.h"
 
@@ -80,19 +81,13 @@ std::unique_ptr<Session> Session::create(const std::string &modelPath,
   return session;
 }
 
+// Out of line: StepBackend is complete only here.
+Session::Session() = default;
+
 Session::~Session() {
-  if (cuda) {
-    DeviceBuffers &d = deviceBuffers;
-    for (auto *list : {&d.params, &d.state, &d.nextParams, &d.nextState})
-      if (!inPlaceUpdates || list == &d.params || list == &d.state)
-        for (void *buffer : *list)
-          cuda->release(buffer);
-    for (void *buffer :
-         {d.x, d.labels, d.logits, d.step, d.scale, d.tracker, d.nextStep,
-          d.nextScale, d.nextTracker, d.loss, d.stepped})
-      cuda->release(buffer);
-  }
-  // The JIT's code goes with the engine; an artifact's with its library.
+  // The backend's buffers go first; the JIT's code goes with the engine, an
+  // artifact's with its library.
+  backend.reset();
   if (library)
     dlclose(library);
 }
@@ -180,7 +175,7 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     param.name = name.str();
     param.shape.assign(type.getShape().begin(), type.getShape().end());
     param.data.assign(param.numElements(), 0.0f);
-    params.push_back(param);
+    training.params.push_back(param);
   }
   hasPredict = static_cast<bool>(predictFn);
 
@@ -258,9 +253,10 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
       s.name = name.str();
       s.shape.assign(type.getShape().begin(), type.getShape().end());
       s.data.assign(s.numElements(), 0.0f);
-      state.push_back(s);
+      training.state.push_back(s);
     }
-  scalars.scale = mode == "none" ? 1.0f : static_cast<float>(initScale);
+  training.scalars.scale =
+      mode == "none" ? 1.0f : static_cast<float>(initScale);
 
   // MP_DUMP_STEP_IR=FILE: the module on tensors that is about to be lowered
   // (train and predict entries, after every mp pass), for debugging.
@@ -286,6 +282,7 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     return false;
   // The GPU is opened after lowering, so that a machine without one still
   // compiles the step (and says so) before it reports the missing device.
+  std::unique_ptr<CudaDevice> cuda;
   if (options.device == "cuda" && !(cuda = CudaDevice::open(error)))
     return false;
   if (!(engine = compileModule(*module, cuda.get(), error)))
@@ -304,136 +301,33 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     }
     predictEntry = *predict;
   }
-  if (!inPlaceUpdates) {
-    nextParams = params;
-    nextState = state;
-  }
-  return !cuda || allocateDeviceBuffers(error);
+  return createBackend(std::move(cuda), error);
 }
 
-bool Session::allocateDeviceBuffers(std::string &error) {
-  auto bytes = [](const HostTensor &t) {
-    return static_cast<size_t>(t.numElements()) * sizeof(float);
-  };
-  DeviceBuffers &d = deviceBuffers;
-  for (const HostTensor &p : params)
-    d.params.push_back(cuda->allocate(bytes(p)));
-  for (const HostTensor &s : state)
-    d.state.push_back(cuda->allocate(bytes(s)));
-  if (inPlaceUpdates) {
-    d.nextParams = d.params;
-    d.nextState = d.state;
-  } else {
-    for (const HostTensor &p : params)
-      d.nextParams.push_back(cuda->allocate(bytes(p)));
-    for (const HostTensor &s : state)
-      d.nextState.push_back(cuda->allocate(bytes(s)));
-  }
-  size_t sample = static_cast<size_t>(batch) * sizeof(float);
-  d.x = cuda->allocate(sample * features);
-  d.labels = cuda->allocate(sample * classes);
-  d.logits = cuda->allocate(sample * classes);
-  for (void **scalar : {&d.step, &d.scale, &d.tracker, &d.nextStep,
-                        &d.nextScale, &d.nextTracker, &d.loss, &d.stepped})
-    *scalar = cuda->allocate(sizeof(int32_t));
-  deviceStale = true; // parameters are initialised on the host
-  return cuda->check(error);
+bool Session::createBackend(std::unique_ptr<CudaDevice> cuda,
+                            std::string &error) {
+  CompiledEntries entries;
+  entries.train = trainEntry;
+  entries.predict = predictEntry;
+  entries.inputShape = inputShape;
+  entries.batch = batch;
+  entries.features = features;
+  entries.classes = classes;
+  entries.inPlaceUpdates = inPlaceUpdates;
+  backend = cuda ? createCudaBackend(std::move(cuda), entries, training, error)
+                 : createCpuBackend(entries, training);
+  return backend != nullptr;
 }
+
+bool Session::onDevice() const { return backend && backend->onDevice(); }
 
 uint64_t Session::devicePeakBytes() const {
-  return cuda ? cuda->poolPeakBytes() : 0;
+  return backend ? backend->devicePeakBytes() : 0;
 }
 
 void Session::syncToHost() const {
-  if (!cuda || !hostStale)
-    return;
-  for (size_t i = 0; i < params.size(); ++i)
-    cuda->download(params[i].data.data(), deviceBuffers.params[i],
-                   params[i].data.size() * sizeof(float));
-  for (size_t i = 0; i < state.size(); ++i)
-    cuda->download(state[i].data.data(), deviceBuffers.state[i],
-                   state[i].data.size() * sizeof(float));
-  hostStale = false;
-  // The caller holds references to the host copies and may change them.
-  deviceStale = true;
-}
-
-void Session::syncToDevice() {
-  if (!cuda || !deviceStale)
-    return;
-  for (size_t i = 0; i < params.size(); ++i)
-    cuda->upload(deviceBuffers.params[i], params[i].data.data(),
-                 params[i].data.size() * sizeof(float));
-  for (size_t i = 0; i < state.size(); ++i)
-    cuda->upload(deviceBuffers.state[i], state[i].data.data(),
-                 state[i].data.size() * sizeof(float));
-  deviceStale = false;
-}
-
-bool Session::trainStepOnDevice(const float *x, const float *labels,
-                                StepResult &result, std::string &error) {
-  syncToDevice();
-  DeviceBuffers &d = deviceBuffers;
-  cuda->upload(d.x, x, static_cast<size_t>(batch * features) * sizeof(float));
-  cuda->upload(d.labels, labels,
-               static_cast<size_t>(batch * classes) * sizeof(float));
-  cuda->upload(d.step, &scalars.step, sizeof(int32_t));
-  cuda->upload(d.scale, &scalars.scale, sizeof(float));
-  cuda->upload(d.tracker, &scalars.growthTracker, sizeof(int32_t));
-  PackedArgs args;
-  args.addMemRef(d.x, inputShape);
-  args.addMemRef(d.labels, {batch, classes});
-  for (size_t i = 0; i < params.size(); ++i)
-    args.addMemRef(d.params[i], params[i].shape);
-  for (size_t i = 0; i < state.size(); ++i)
-    args.addMemRef(d.state[i], state[i].shape);
-  args.addMemRef(d.step, {});
-  args.addMemRef(d.scale, {});
-  args.addMemRef(d.tracker, {});
-  for (size_t i = 0; i < params.size(); ++i)
-    args.addMemRef(d.nextParams[i], params[i].shape);
-  for (size_t i = 0; i < state.size(); ++i)
-    args.addMemRef(d.nextState[i], state[i].shape);
-  for (void *scalar :
-       {d.nextStep, d.nextScale, d.nextTracker, d.loss, d.stepped})
-    args.addMemRef(scalar, {});
-  trainEntry(args.get().data());
-  StepState next;
-  int32_t stepped = 0;
-  cuda->download(&next.step, d.nextStep, sizeof(int32_t));
-  cuda->download(&next.scale, d.nextScale, sizeof(float));
-  cuda->download(&next.growthTracker, d.nextTracker, sizeof(int32_t));
-  cuda->download(&result.loss, d.loss, sizeof(float));
-  cuda->download(&stepped, d.stepped, sizeof(int32_t));
-  if (!cuda->check(error))
-    return false;
-  // The new parameters and state stay on the device: swap the buffers
-  // (nothing to swap when the step wrote over the old ones).
-  if (!inPlaceUpdates) {
-    std::swap(d.params, d.nextParams);
-    std::swap(d.state, d.nextState);
-  }
-  hostStale = true;
-  next.skipped = scalars.skipped + (stepped ? 0 : 1);
-  scalars = next;
-  result.stepped = stepped != 0;
-  return true;
-}
-
-bool Session::predictOnDevice(const float *x, float *logits,
-                              std::string &error) {
-  syncToDevice();
-  DeviceBuffers &d = deviceBuffers;
-  cuda->upload(d.x, x, static_cast<size_t>(batch * features) * sizeof(float));
-  PackedArgs args;
-  args.addMemRef(d.x, inputShape);
-  for (size_t i = 0; i < params.size(); ++i)
-    args.addMemRef(d.params[i], params[i].shape);
-  args.addMemRef(d.logits, {batch, classes});
-  predictEntry(args.get().data());
-  cuda->download(logits, d.logits,
-                 static_cast<size_t>(batch * classes) * sizeof(float));
-  return cuda->check(error);
+  if (backend)
+    backend->syncToHost(training);
 }
 
 bool parseInitScheme(const std::string &text, InitScheme &scheme) {
@@ -499,38 +393,7 @@ void Session::initialiseParameters(uint64_t seed, InitScheme scheme) {
 
 bool Session::trainStep(const float *x, const float *labels, StepResult &result,
                         std::string &error) {
-  if (cuda)
-    return trainStepOnDevice(x, labels, result, error);
-  PackedArgs args;
-  args.addMemRef(const_cast<float *>(x), inputShape);
-  args.addMemRef(const_cast<float *>(labels), {batch, classes});
-  for (HostTensor &p : params)
-    args.addMemRef(p.data.data(), p.shape);
-  for (HostTensor &s : state)
-    args.addMemRef(s.data.data(), s.shape);
-  args.addMemRef(&scalars.step, {});
-  args.addMemRef(&scalars.scale, {});
-  args.addMemRef(&scalars.growthTracker, {});
-  for (HostTensor &p : inPlaceUpdates ? params : nextParams)
-    args.addMemRef(p.data.data(), p.shape);
-  for (HostTensor &s : inPlaceUpdates ? state : nextState)
-    args.addMemRef(s.data.data(), s.shape);
-  StepState next;
-  int32_t stepped = 0;
-  args.addMemRef(&next.step, {});
-  args.addMemRef(&next.scale, {});
-  args.addMemRef(&next.growthTracker, {});
-  args.addMemRef(&result.loss, {});
-  args.addMemRef(&stepped, {});
-  trainEntry(args.get().data());
-  if (!inPlaceUpdates) {
-    std::swap(params, nextParams);
-    std::swap(state, nextState);
-  }
-  next.skipped = scalars.skipped + (stepped ? 0 : 1);
-  scalars = next;
-  result.stepped = stepped != 0;
-  return true;
+  return backend->trainStep(training, x, labels, result, error);
 }
 
 bool Session::predict(const float *x, float *logits, std::string &error) {
@@ -538,15 +401,7 @@ bool Session::predict(const float *x, float *logits, std::string &error) {
     error = "the model has no function marked mp.predict";
     return false;
   }
-  if (cuda)
-    return predictOnDevice(x, logits, error);
-  PackedArgs args;
-  args.addMemRef(const_cast<float *>(x), inputShape);
-  for (HostTensor &p : params)
-    args.addMemRef(p.data.data(), p.shape);
-  args.addMemRef(logits, {batch, classes});
-  predictEntry(args.get().data());
-  return true;
+  return backend->predict(training, x, logits, error);
 }
 
 bool Session::saveCheckpoint(const std::string &path,
@@ -568,18 +423,18 @@ bool Session::saveCheckpoint(const std::string &path,
     return true;
   };
   bool ok = true;
-  for (const HostTensor &t : params)
+  for (const HostTensor &t : training.params)
     ok = ok && add(t);
-  for (const HostTensor &t : state)
+  for (const HostTensor &t : training.state)
     ok = ok && add(t);
   llvm::json::Object metadata{
       {"epoch", position.epoch},
       {"batch", position.batch},
       {"precision", compiledOptions.precision},
-      {"step", scalars.step},
-      {"scale", static_cast<double>(scalars.scale)},
-      {"growth_tracker", scalars.growthTracker},
-      {"skipped", scalars.skipped},
+      {"step", training.scalars.step},
+      {"scale", static_cast<double>(training.scalars.scale)},
+      {"growth_tracker", training.scalars.growthTracker},
+      {"skipped", training.scalars.skipped},
       // What the step was compiled with, for the reader (loading ignores
       // it: a resumed run may change them).
       {"options", llvm::json::Object{
@@ -634,10 +489,10 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
     return true;
   };
   bool ok = true;
-  for (HostTensor &t : params)
+  for (HostTensor &t : training.params)
     ok = ok && find(t);
   if (withState)
-    for (HostTensor &t : state)
+    for (HostTensor &t : training.state)
       ok = ok && find(t);
   std::optional<int64_t> step, tracker;
   std::optional<double> scale;
@@ -662,13 +517,12 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
   if (ok) {
     for (auto [tensor, data] : updates)
       std::copy(data, data + tensor->numElements(), tensor->data.begin());
-    deviceStale = true; // a GPU session uploads them before its next call
     if (withState) {
-      scalars.step = static_cast<int32_t>(*step);
-      scalars.scale = static_cast<float>(*scale);
-      scalars.growthTracker = static_cast<int32_t>(*tracker);
+      training.scalars.step = static_cast<int32_t>(*step);
+      training.scalars.scale = static_cast<float>(*scale);
+      training.scalars.growthTracker = static_cast<int32_t>(*tracker);
       // Absent in checkpoints written before the session counted skips.
-      scalars.skipped = metadata.getInteger("skipped").value_or(0);
+      training.scalars.skipped = metadata.getInteger("skipped").value_or(0);
     }
     position.epoch = metadata.getInteger("epoch").value_or(-1);
     // Absent in checkpoints written before saves inside an epoch existed.

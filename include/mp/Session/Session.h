@@ -28,6 +28,8 @@
 
 namespace mp {
 
+class StepBackend;
+
 /// A host tensor of f32 (parameters, optimizer state, data) with its shape.
 struct HostTensor {
   std::string name;
@@ -83,6 +85,14 @@ struct StepState {
   /// Steps skipped for inf/nan gradients since the run began (kept in
   /// checkpoints; not an input of the compiled step).
   int64_t skipped = 0;
+};
+
+/// What training changes: parameters, optimizer state and the step's
+/// scalars. A session keeps them as host tensors (on a GPU session, host
+/// copies of the device buffers).
+struct TrainingState {
+  std::vector<HostTensor> params, state;
+  StepState scalars;
 };
 
 struct StepResult {
@@ -157,20 +167,20 @@ public:
   /// step.
   std::vector<HostTensor> &parameters() {
     syncToHost();
-    return params;
+    return training.params;
   }
   std::vector<HostTensor> &optimizerState() {
     syncToHost();
-    return state;
+    return training.state;
   }
   /// True when the step runs on a GPU (--device cuda).
-  bool onDevice() const { return cuda != nullptr; }
+  bool onDevice() const;
   /// Whether the step writes the new parameters and state over the old
   /// ones (one set of buffers; mp-in-place-updates proved it safe).
   bool updatesInPlace() const { return inPlaceUpdates; }
   /// A GPU session's device pool peak bytes (0 on the CPU).
   uint64_t devicePeakBytes() const;
-  StepState &stepState() { return scalars; }
+  StepState &stepState() { return training.scalars; }
 
   /// One training step on a batch (x: batch x features, labels one-hot:
   /// batch x classes). Updates parameters, state and scalars in place.
@@ -193,17 +203,7 @@ public:
                       RunPosition &position, std::string &error);
 
 private:
-  Session() = default;
-  /// GPU sessions: device buffers for every entry argument, allocated once
-  /// after compilation; the host copies of parameters and state are
-  /// refreshed only when asked for (syncToHost) and sent back before the
-  /// next call after that (syncToDevice).
-  bool allocateDeviceBuffers(std::string &error);
-  void syncToHost() const;
-  void syncToDevice();
-  bool trainStepOnDevice(const float *x, const float *labels,
-                         StepResult &result, std::string &error);
-  bool predictOnDevice(const float *x, float *logits, std::string &error);
+  Session();
   bool compile(const std::string &modelPath, const TrainOptions &options,
                std::string &error);
   /// Runs the session's pipelines on `modelPath` (training step, mixed
@@ -211,16 +211,22 @@ private:
   /// the session's shapes, names and scalars.
   bool lower(const std::string &modelPath, const TrainOptions &options,
              mlir::OwningOpRef<mlir::ModuleOp> &module, std::string &error);
+  /// The backend that calls the entry points: on `cuda` when it is given
+  /// (buffers in device memory), else on host buffers.
+  bool createBackend(std::unique_ptr<CudaDevice> cuda, std::string &error);
+  /// A GPU session's host copies brought up to date (and marked as possibly
+  /// changed by the caller).
+  void syncToHost() const;
   /// The metadata record of an artifact (Artifact.cpp).
   llvm::json::Object artifactMetadata() const;
   bool readArtifactMetadata(const llvm::json::Object &metadata,
                             std::string &error);
 
-  /// The packed entry points (`_mlir_<name>(void **args)`): from the JIT or
-  /// from an artifact's shared object.
+  // The compiled model: the packed entry points (`_mlir_<name>(void
+  // **args)`) from the JIT or from an artifact's shared object, and what
+  // they take.
   using PackedFn = void (*)(void **);
   PackedFn trainEntry = nullptr, predictEntry = nullptr;
-
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
   void *library = nullptr; // dlopen handle of an artifact
@@ -231,28 +237,14 @@ private:
   std::vector<int64_t> inputShape; // of x, batch first
   bool hasPredict = false;
   bool vectorized = true;
-  // Mutable: on a GPU session they are host mirrors of device buffers,
-  // refreshed by syncToHost (also from const members such as saving).
-  mutable std::vector<HostTensor> params, state;
-  // Where the step writes the new values, unless it may overwrite the old
-  // ones (inPlaceUpdates: then empty, and the step gets params and state
-  // twice).
-  std::vector<HostTensor> nextParams, nextState;
   bool inPlaceUpdates = false; // the lowering marked the entry
                                // mp.in_place_updates (docs/memory.md)
-  StepState scalars;
 
-  std::unique_ptr<CudaDevice> cuda;
-  struct DeviceBuffers {
-    std::vector<void *> params, state, nextParams, nextState;
-    void *x = nullptr, *labels = nullptr, *logits = nullptr;
-    // 0-d buffers: the step's scalar inputs and results.
-    void *step = nullptr, *scale = nullptr, *tracker = nullptr;
-    void *nextStep = nullptr, *nextScale = nullptr, *nextTracker = nullptr;
-    void *loss = nullptr, *stepped = nullptr;
-  } deviceBuffers;
-  mutable bool hostStale = false;   // the device has newer parameters/state
-  mutable bool deviceStale = false; // the host copies may have been changed
+  // The training state; mutable: on a GPU session the backend refreshes
+  // the host copies, also from const members such as saving.
+  mutable TrainingState training;
+  // Where the buffers live (StepBackend.h: CPU or CUDA).
+  std::unique_ptr<StepBackend> backend;
 };
 
 } // namespace mp

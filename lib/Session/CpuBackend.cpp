@@ -1,0 +1,85 @@
+//===- CpuBackend.cpp - a session's buffers in host memory ----------------===//
+
+#include "StepBackend.h"
+
+#include "mp/Session/JitEntry.h"
+
+namespace mp {
+
+StepBackend::~StepBackend() = default;
+
+namespace {
+
+class CpuBackend : public StepBackend {
+public:
+  CpuBackend(const CompiledEntries &entries, const TrainingState &training)
+      : entries(entries) {
+    if (!entries.inPlaceUpdates) {
+      nextParams = training.params;
+      nextState = training.state;
+    }
+  }
+
+  bool trainStep(TrainingState &training, const float *x, const float *labels,
+                 StepResult &result, std::string &error) override {
+    bool inPlace = entries.inPlaceUpdates;
+    PackedArgs args;
+    args.addMemRef(const_cast<float *>(x), entries.inputShape);
+    args.addMemRef(const_cast<float *>(labels),
+                   {entries.batch, entries.classes});
+    for (HostTensor &p : training.params)
+      args.addMemRef(p.data.data(), p.shape);
+    for (HostTensor &s : training.state)
+      args.addMemRef(s.data.data(), s.shape);
+    StepState &scalars = training.scalars;
+    args.addMemRef(&scalars.step, {});
+    args.addMemRef(&scalars.scale, {});
+    args.addMemRef(&scalars.growthTracker, {});
+    for (HostTensor &p : inPlace ? training.params : nextParams)
+      args.addMemRef(p.data.data(), p.shape);
+    for (HostTensor &s : inPlace ? training.state : nextState)
+      args.addMemRef(s.data.data(), s.shape);
+    StepState next;
+    int32_t stepped = 0;
+    args.addMemRef(&next.step, {});
+    args.addMemRef(&next.scale, {});
+    args.addMemRef(&next.growthTracker, {});
+    args.addMemRef(&result.loss, {});
+    args.addMemRef(&stepped, {});
+    entries.train(args.get().data());
+    if (!inPlace) {
+      std::swap(training.params, nextParams);
+      std::swap(training.state, nextState);
+    }
+    next.skipped = scalars.skipped + (stepped ? 0 : 1);
+    scalars = next;
+    result.stepped = stepped != 0;
+    return true;
+  }
+
+  bool predict(TrainingState &training, const float *x, float *logits,
+               std::string &error) override {
+    PackedArgs args;
+    args.addMemRef(const_cast<float *>(x), entries.inputShape);
+    for (HostTensor &p : training.params)
+      args.addMemRef(p.data.data(), p.shape);
+    args.addMemRef(logits, {entries.batch, entries.classes});
+    entries.predict(args.get().data());
+    return true;
+  }
+
+private:
+  CompiledEntries entries;
+  // Where the step writes the new values unless it may overwrite the old
+  // ones (then empty).
+  std::vector<HostTensor> nextParams, nextState;
+};
+
+} // namespace
+
+std::unique_ptr<StepBackend> createCpuBackend(const CompiledEntries &entries,
+                                              const TrainingState &training) {
+  return std::make_unique<CpuBackend>(entries, training);
+}
+
+} // namespace mp
