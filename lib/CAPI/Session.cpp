@@ -13,10 +13,7 @@
 #include "mp/Session/Session.h"
 #include "mp/Session/Trainer.h"
 
-#include "mp/InitAll.h"
 #include "mprt/mprt.h"
-
-#include "mlir/InitAllPasses.h"
 
 #include <algorithm>
 #include <cstring>
@@ -48,16 +45,6 @@ int fail(const std::string &message) {
 int succeed() {
   lastError.clear();
   return 0;
-}
-
-/// The textual lowering pipeline names upstream and mp passes: register
-/// them once per process.
-void registerPassesOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    mlir::registerAllPasses();
-    mlir::mp::registerAllPasses();
-  });
 }
 
 std::vector<mp::HostTensor> *tensorsOf(const mp_session *s, int kind) {
@@ -117,7 +104,6 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   train.seed = o.seed;
   if (o.device)
     train.device = o.device;
-  registerPassesOnce();
   std::string error;
   std::unique_ptr<mp::Session> session =
       mp::Session::create(model_path, train, error);
@@ -465,7 +451,6 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
                 "measure_rows > 0, got " +
                 std::to_string(o.measure_rows) + " rows and " +
                 std::to_string(o.measure_batches) + " batches");
-  registerPassesOnce();
   std::string error;
   if (infer.mode == mp::InferOptions::Mode::Int8 && o.measure_batches > 0) {
     std::map<std::string, double> errors;
@@ -516,7 +501,6 @@ int mp_calibrate(const char *model_path, const mp_session *weights,
                 std::to_string(rows) + " and " + std::to_string(batches));
   mp::InferOptions options;
   options.mode = mp::InferOptions::Mode::Calibrate;
-  registerPassesOnce();
   std::string error;
   std::unique_ptr<mp::InferSession> session = mp::InferSession::create(
       model_path, options, weights->session->parameters(), error);

@@ -51,19 +51,13 @@ bool InferSession::compile(const std::string &modelPath,
                            const InferOptions &options, std::string &error) {
   context = createSessionContext();
 
-  std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
-  ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &diag) {
-    os << diag.getLocation() << ": " << diag << "\n";
-    return success();
-  });
-  llvm::SourceMgr sources;
+  // Diagnostics become the error message.
+  DiagnosticText collected(context.get());
+  std::string &diagnostics = collected.text;
   OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(modelPath, sources, context.get());
-  if (!module) {
-    error = "cannot load model '" + modelPath + "'\n" + diagnostics;
+      parseModel(modelPath, context.get(), collected, error);
+  if (!module)
     return false;
-  }
   // Only the prediction function is compiled.
   func::FuncOp predictFn;
   for (auto func : llvm::make_early_inc_range(module->getOps<func::FuncOp>())) {

@@ -10,15 +10,17 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
 #include "mp/InitAll.h"
 #include "mp/Transforms/Pipelines.h"
 #include "mprt/mprt.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include "llvm/Support/TargetSelect.h"
 
@@ -58,6 +60,23 @@ bool dumpModuleIfAsked(ModuleOp module, const char *variable,
   }
   module.print(dump);
   return true;
+}
+
+DiagnosticText::DiagnosticText(MLIRContext *context)
+    : handler(context, [this](Diagnostic &diag) {
+        os << diag.getLocation() << ": " << diag << "\n";
+        return success();
+      }) {}
+
+OwningOpRef<ModuleOp> parseModel(const std::string &path, MLIRContext *context,
+                                 const DiagnosticText &diagnostics,
+                                 std::string &error) {
+  llvm::SourceMgr sources;
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(path, sources, context);
+  if (!module)
+    error = "cannot load model '" + path + "'\n" + diagnostics.text;
+  return module;
 }
 
 bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,

@@ -117,19 +117,10 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   context = createSessionContext();
 
   // Diagnostics become the error message.
-  std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
-  ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &diag) {
-    os << diag.getLocation() << ": " << diag << "\n";
-    return success();
-  });
-
-  llvm::SourceMgr sources;
-  module = parseSourceFile<ModuleOp>(modelPath, sources, context.get());
-  if (!module) {
-    error = "cannot load model '" + modelPath + "'\n" + diagnostics;
+  DiagnosticText collected(context.get());
+  std::string &diagnostics = collected.text;
+  if (!(module = parseModel(modelPath, context.get(), collected, error)))
     return false;
-  }
 
   func::FuncOp loss, predictFn;
   for (auto func : module->getOps<func::FuncOp>()) {

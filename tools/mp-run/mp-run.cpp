@@ -25,10 +25,6 @@
 
 #include "mprt/mprt.h"
 
-#include "mp/InitAll.h"
-
-#include "mlir/InitAllPasses.h"
-
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -504,9 +500,6 @@ int runInferSession(mp::Session &trained, const mp::DataSplit &train,
 /// and the launcher stays a few bytes.
 extern "C" int mp_run_main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  // The CPU lowering is a textual pipeline of upstream and mp passes.
-  mlir::registerAllPasses();
-  mlir::mp::registerAllPasses();
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-run: train models in mixed precision\n");
   if (command != "train" && command != "infer" && command != "compare")

@@ -13,9 +13,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <memory>
@@ -65,6 +67,25 @@ private:
 /// A context with every dialect a session parses and lowers, loaded, and
 /// the translations to LLVM IR of CPU and GPU (gpu.binary, NVVM) code.
 std::unique_ptr<mlir::MLIRContext> createSessionContext();
+
+/// While alive, collects every diagnostic of `context` as a "location:
+/// message" line in `text`, which the sessions' errors quote.
+class DiagnosticText {
+public:
+  explicit DiagnosticText(mlir::MLIRContext *context);
+  std::string text;
+
+private:
+  llvm::raw_string_ostream os{text};
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+/// Parses the model file `path` in `context`; null with `error` ("cannot
+/// load model" and the parser's diagnostics) when it cannot.
+mlir::OwningOpRef<mlir::ModuleOp> parseModel(const std::string &path,
+                                             mlir::MLIRContext *context,
+                                             const DiagnosticText &diagnostics,
+                                             std::string &error);
 
 /// Writes `module` to the file the environment variable `variable` names,
 /// when it is set (MP_DUMP_STEP_IR, MP_DUMP_PREDICT_IR: debugging); false

@@ -12,6 +12,7 @@
 #define MP_SESSION_SESSION_H
 
 #include "mp/Session/CudaDevice.h"
+#include "mp/Transforms/Passes.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -63,9 +64,10 @@ struct TrainOptions {
   std::string precision = "f32"; // f32 | f16 | bf16
   std::string lossScale;         // dynamic | static:N | none | "" (auto)
   std::string optimizer = "sgd";
-  double lr = 0.05;
-  double momentum = 0.9;
-  double weightDecay = 0.0;
+  // The optimizer pass's own defaults (Passes.td), declared there once.
+  double lr = mlir::mp::MPOptimizerOptions().learningRate;
+  double momentum = mlir::mp::MPOptimizerOptions().momentum;
+  double weightDecay = mlir::mp::MPOptimizerOptions().weightDecay;
   uint64_t seed = 0;
   /// cpu, or cuda: the step is lowered with --mp-lower-gpu (device memory)
   /// and runs on the GPU; parameters, optimizer state and loss-scale state
