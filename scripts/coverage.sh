@@ -72,7 +72,7 @@ for tool in g++ gcc gcov gcovr cmake ninja "$python"; do
   command -v "$tool" >/dev/null || fail "$tool not found (scripts/setup.sh installs the toolchain)"
 done
 gxx_major=$(g++ -dumpversion | cut -d. -f1)
-gcov_major=$(gcov -dumpversion 2>/dev/null | cut -d. -f1)
+gcov_major=$(gcov --version 2>/dev/null | head -1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | tail -1 | cut -d. -f1)
 [ "$gxx_major" = "$gcov_major" ] ||
   fail "gcov $gcov_major does not match g++ $gxx_major: counters would be misread"
 "$python" -c "import coverage" 2>/dev/null ||
