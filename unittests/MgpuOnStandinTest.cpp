@@ -2,8 +2,8 @@
 //
 // The parts of libmprt_cuda (runtime/cuda) that lowered code reaches only
 // on a GPU, run on the CUDA driver and cuBLASLt stand-ins (ctest sets
-// LD_LIBRARY_PATH=build/lib/cuda-standin and gives the stand-in device 256
-// MiB): events, managed memory, memsets, host registration of memrefs,
+// LD_LIBRARY_PATH=build/lib/cuda-standin; the stand-in device gets 256 MiB
+// here): events, managed memory, memsets, host registration of memrefs,
 // cubin loading, the pool running out of memory, and the errors each
 // entry point records (mprt_cuda_check) instead of faulting the device.
 // Kernels do not run on the stand-in; copies and memsets do, so memory
@@ -27,6 +27,13 @@
 #include <vector>
 
 namespace {
+
+// The stand-in reads its memory size at its first allocation: 256 MiB, so
+// that running out of memory is cheap to test.
+const bool kSmallDevice = [] {
+  setenv("MPRT_CUDA_STANDIN_MEMORY_MB", "256", /*overwrite=*/1);
+  return true;
+}();
 
 class MgpuOnStandin : public ::testing::Test {
 protected:
@@ -71,8 +78,11 @@ protected:
 };
 
 #define EXPECT_CONTAINS(text, part)                                            \
-  EXPECT_NE(std::string(text).find(part), std::string::npos)                   \
-      << "'" << (text) << "' lacks '" << (part) << "'"
+  do {                                                                         \
+    std::string whole = (text);                                                \
+    EXPECT_NE(whole.find(part), std::string::npos)                             \
+        << "'" << whole << "' lacks '" << (part) << "'";                       \
+  } while (0)
 
 std::string readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -311,8 +321,7 @@ TEST_F(MgpuOnStandin, CubinsLoad) {
   EXPECT_EQ(now().violations, before.violations);
 }
 
-// The stand-in device has 256 MiB (MPRT_CUDA_STANDIN_MEMORY_MB, set by
-// ctest).
+// The stand-in device has 256 MiB (kSmallDevice).
 TEST_F(MgpuOnStandin, PoolReleasesCachedBlocksWhenTheDeviceIsFull) {
   mprt_cuda_pool_stats start;
   mprt_cuda_pool_get_stats(&start);
@@ -399,7 +408,8 @@ TEST_F(MgpuOnStandin, AnotherDeviceAfterStartIsAnError) {
   mgpuSetDefaultDevice(0); // the one in use: fine
   EXPECT_EQ(takeError(), "");
   mgpuSetDefaultDevice(1);
-  EXPECT_CONTAINS(takeError(), "mgpuSetDefaultDevice(1): device 1 is already "
+  // The message names the device in use.
+  EXPECT_CONTAINS(takeError(), "mgpuSetDefaultDevice(1): device 0 is already "
                                "in use");
 }
 
