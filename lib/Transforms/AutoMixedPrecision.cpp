@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/Passes.h"
 #include "mp/Transforms/PrecisionAnalysis.h"
 
@@ -46,19 +47,6 @@ int64_t staticElements(Type type) {
   return tensor.hasStaticShape() ? tensor.getNumElements() : 0;
 }
 
-/// Converts a float scalar between float types.
-Value convertScalar(OpBuilder &b, Location loc, Value value, Type type) {
-  if (value.getType() == type)
-    return value;
-  if (type.getIntOrFloatBitWidth() > value.getType().getIntOrFloatBitWidth())
-    return arith::ExtFOp::create(b, loc, type, value);
-  if (type.getIntOrFloatBitWidth() < value.getType().getIntOrFloatBitWidth())
-    return arith::TruncFOp::create(b, loc, type, value);
-  // f16 <-> bf16: through f32, rounding once at the end.
-  Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
-  return arith::TruncFOp::create(b, loc, type, wide);
-}
-
 /// Makes the users \p value has now read \p makeReplacement() instead: a
 /// conversion of \p value, which may take more than one op (f16 <-> bf16
 /// goes through f32), none of which may be redirected to its own result.
@@ -69,22 +57,6 @@ template <typename Fn> void redirectUses(Value value, Fn makeReplacement) {
   Value replacement = makeReplacement();
   for (OpOperand *use : uses)
     use->set(replacement);
-}
-
-/// A stand-alone cast: linalg.generic, one input, one output, identity maps,
-/// body = conversion + yield.
-bool isCastGeneric(Operation *op) {
-  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
-  if (!generic || generic.getNumDpsInputs() != 1 ||
-      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0 ||
-      !llvm::all_of(generic.getIndexingMapsArray(),
-                    [](AffineMap m) { return m.isIdentity(); }))
-    return false;
-  Block &body = generic.getRegion().front();
-  for (Operation &inner : body.without_terminator())
-    if (!isa<arith::ExtFOp, arith::TruncFOp>(inner))
-      return false;
-  return !body.without_terminator().empty();
 }
 
 /// Rewrites one function according to the analysis.
@@ -171,7 +143,7 @@ Value Rewriter::convert(Value value, Type element) {
   } else if (fill && matchPattern(fill.getInputs()[0], m_Constant()) &&
              fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>()) {
     // Re-create the fill in the new type.
-    Value scalar = convertScalar(b, loc, fill.getInputs()[0], element);
+    Value scalar = convertFloatScalar(b, loc, fill.getInputs()[0], element);
     Value init = freshInit(b, loc, value, element);
     result =
         linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{init})
@@ -182,14 +154,15 @@ Value Rewriter::convert(Value value, Type element) {
     AffineMap id = b.getMultiDimIdentityMap(rank);
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
-    result = linalg::GenericOp::create(
-                 b, loc, type, ValueRange{value}, ValueRange{init},
-                 ArrayRef<AffineMap>{id, id}, iterators,
-                 [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                   linalg::YieldOp::create(
-                       nb, nloc, convertScalar(nb, nloc, args[0], element));
-                 })
-                 .getResult(0);
+    result =
+        linalg::GenericOp::create(
+            b, loc, type, ValueRange{value}, ValueRange{init},
+            ArrayRef<AffineMap>{id, id}, iterators,
+            [&](OpBuilder &nb, Location nloc, ValueRange args) {
+              linalg::YieldOp::create(
+                  nb, nloc, convertFloatScalar(nb, nloc, args[0], element));
+            })
+            .getResult(0);
   }
   maybeDead.insert(result.getDefiningOp());
   converted[key] = result;
@@ -241,22 +214,23 @@ Operation *Rewriter::rebuild(Operation *op, ValueRange operands,
         continue;
       b.setInsertionPointToStart(&body);
       redirectUses(arg, [&] {
-        return convertScalar(b, op->getLoc(), arg, oldType);
+        return convertFloatScalar(b, op->getLoc(), arg, oldType);
       });
     }
     Operation *yield = body.getTerminator();
     b.setInsertionPoint(yield);
     for (auto [operand, type] :
          llvm::zip(yield->getOpOperands(), clone->getResultTypes()))
-      operand.set(convertScalar(b, op->getLoc(), operand.get(),
-                                getElementTypeOrSelf(type)));
+      operand.set(convertFloatScalar(b, op->getLoc(), operand.get(),
+                                     getElementTypeOrSelf(type)));
     return clone;
   }
   if (auto pad = dyn_cast<tensor::PadOp>(clone)) {
     Operation *yield = pad.getRegion().front().getTerminator();
     b.setInsertionPoint(yield);
-    yield->setOperand(0, convertScalar(b, op->getLoc(), yield->getOperand(0),
-                                       pad.getResultType().getElementType()));
+    yield->setOperand(0,
+                      convertFloatScalar(b, op->getLoc(), yield->getOperand(0),
+                                         pad.getResultType().getElementType()));
   }
   return clone;
 }
@@ -374,8 +348,8 @@ void Rewriter::foldCastsIntoGenerics(func::FuncOp func) {
         Operation *yield = producer.getRegion().front().getTerminator();
         b.setInsertionPoint(yield);
         yield->setOperand(index,
-                          convertScalar(b, producer.getLoc(),
-                                        yield->getOperand(index), target));
+                          convertFloatScalar(b, producer.getLoc(),
+                                             yield->getOperand(index), target));
         output.replaceAllUsesWith(input);
         maybeDead.remove(castOp);
         castOp.erase();
@@ -410,7 +384,7 @@ void Rewriter::foldCastsIntoGenerics(func::FuncOp func) {
       if (!arg.use_empty()) {
         OpBuilder b = OpBuilder::atBlockBegin(arg.getOwner());
         redirectUses(arg, [&] {
-          return convertScalar(b, consumer.getLoc(), arg, target);
+          return convertFloatScalar(b, consumer.getLoc(), arg, target);
         });
       }
       ++numFused;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,19 +27,15 @@ using namespace mlir::mp;
 
 namespace {
 
-bool isConversion(Operation *op) {
-  return isa<arith::ExtFOp, arith::TruncFOp>(op);
-}
-
 /// The element type an op only converts to, or null if it computes.
 Type conversionTarget(Operation *op) {
-  if (isConversion(op))
+  if (isFloatConversion(op))
     return getElementTypeOrSelf(op->getResult(0).getType());
   auto generic = dyn_cast<linalg::GenericOp>(op);
   if (!generic || generic.getNumResults() != 1)
     return {};
   Block &body = generic.getRegion().front();
-  if (body.getOperations().size() != 2 || !isConversion(&body.front()))
+  if (body.getOperations().size() != 2 || !isFloatConversion(&body.front()))
     return {};
   return body.front().getResult(0).getType();
 }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
 
@@ -31,13 +32,9 @@ namespace {
 /// True for an elementwise generic that only converts its one input, read
 /// whole, to a narrower float type (what --auto-mixed-precision emits).
 bool isWholeTruncation(linalg::GenericOp generic) {
-  if (generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
-      generic.getNumResults() != 1 || !generic.hasPureTensorSemantics() ||
-      generic.getNumReductionLoops() != 0)
+  if (!isCastGeneric(generic) || generic.getNumResults() != 1 ||
+      !generic.hasPureTensorSemantics())
     return false;
-  for (AffineMap map : generic.getIndexingMapsArray())
-    if (!map.isIdentity())
-      return false;
   Block &body = generic.getRegion().front();
   if (body.getOperations().size() != 2)
     return false;

@@ -7,6 +7,7 @@
 
 #include "mp/Transforms/PrecisionAnalysis.h"
 #include "mp/Dialect/MP/IR/MPDialect.h"
+#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
 
 #include "mp/Support/MinCut.h"
@@ -793,22 +794,6 @@ FailureOr<PrecisionAnalysisOptions> mlir::mp::makeAnalysisOptions(
     options.ranges = std::move(*ranges);
   }
   return options;
-}
-
-static std::string locationText(Location loc) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    os << name.getName().getValue();
-    if (!isa<UnknownLoc>(name.getChildLoc()))
-      os << " at " << locationText(name.getChildLoc());
-  } else if (auto file = dyn_cast<FileLineColLoc>(loc)) {
-    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
-       << file.getColumn();
-  } else {
-    loc.print(os);
-  }
-  return text;
 }
 
 static std::string typeText(Type type) {

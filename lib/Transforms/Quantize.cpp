@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
 #include "mp/Transforms/PrecisionAnalysis.h"
@@ -427,13 +428,6 @@ bool isZeroFill(Value init) {
     return false;
   return matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
          matchPattern(fill.getInputs()[0], m_Zero());
-}
-
-std::string locationText(Location loc) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  loc.print(os);
-  return text;
 }
 
 //===----------------------------------------------------------------------===//

@@ -6,6 +6,7 @@
 
 #include "mp/Conversion/Passes.h"
 #include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Support/IRUtils.h"
 
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
@@ -24,17 +25,6 @@ using namespace mlir;
 using namespace mlir::mp;
 
 namespace {
-
-/// Converts a float scalar to `type` with extf/truncf as needed.
-Value convertFloat(OpBuilder &b, Location loc, Value value, Type type) {
-  unsigned from = value.getType().getIntOrFloatBitWidth();
-  unsigned to = type.getIntOrFloatBitWidth();
-  if (value.getType() == type)
-    return value;
-  if (to > from)
-    return arith::ExtFOp::create(b, loc, type, value);
-  return arith::TruncFOp::create(b, loc, type, value);
-}
 
 /// An empty tensor with the shape of `like` and element type `elementType`.
 Value emptyLike(OpBuilder &b, Location loc, Value like, Type elementType) {
@@ -110,7 +100,8 @@ struct ScaleLossLowering : OpConversionPattern<ScaleLossOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type elementType = getElementTypeOrSelf(op.getLoss().getType());
-    Value scale = convertFloat(rewriter, loc, adaptor.getScale(), elementType);
+    Value scale =
+        convertFloatScalar(rewriter, loc, adaptor.getScale(), elementType);
     Value loss = adaptor.getLoss();
     if (!isa<RankedTensorType>(loss.getType())) {
       rewriter.replaceOpWithNewOp<arith::MulFOp>(op, loss, scale);
@@ -144,11 +135,12 @@ struct UnscaleLowering : OpConversionPattern<UnscaleOp> {
       Type computeType = resultElt.getIntOrFloatBitWidth() > 32
                              ? resultElt
                              : Type(rewriter.getF32Type());
-      Value inverse = convertFloat(rewriter, loc, inverseScale, computeType);
+      Value inverse =
+          convertFloatScalar(rewriter, loc, inverseScale, computeType);
       auto unscale = [&](OpBuilder &b, Location l, Value x) {
-        Value wide = convertFloat(b, l, x, computeType);
+        Value wide = convertFloatScalar(b, l, x, computeType);
         Value product = arith::MulFOp::create(b, l, wide, inverse);
-        return convertFloat(b, l, product, resultElt);
+        return convertFloatScalar(b, l, product, resultElt);
       };
       Value unscaled = mapElements(rewriter, loc, grad, resultElt, unscale);
       // Check the result (an unscaled value can still overflow its type),

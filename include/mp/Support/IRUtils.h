@@ -1,0 +1,42 @@
+//===- IRUtils.h - small IR helpers the passes share ------------*- C++ -*-===//
+//
+// What more than one pass needs to say or recognise about IR: a location as
+// report text, a float conversion of a scalar, and a linalg.generic that
+// does nothing but convert its input's element type.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_SUPPORT_IRUTILS_H
+#define MP_SUPPORT_IRUTILS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/Operation.h"
+
+#include <string>
+
+namespace mlir {
+namespace mp {
+
+/// A location as reports print it: "file:line:col", "name" or "name at
+/// file:line:col"; a fused location by its first known part, a call site by
+/// its callee; anything else as MLIR prints it.
+std::string locationText(Location loc);
+
+/// `value` (a float scalar) converted to the float type `type`: extf to a
+/// wider type, truncf to a narrower one, and f16 <-> bf16 (the same width)
+/// through f32, rounding once at the end.
+Value convertFloatScalar(OpBuilder &b, Location loc, Value value, Type type);
+
+/// arith.extf or arith.truncf.
+bool isFloatConversion(Operation *op);
+
+/// A stand-alone cast: a linalg.generic with one input and one output,
+/// identity maps, no reduction, whose body only converts floats (one or
+/// more extf/truncf) and yields.
+bool isCastGeneric(Operation *op);
+
+} // namespace mp
+} // namespace mlir
+
+#endif // MP_SUPPORT_IRUTILS_H

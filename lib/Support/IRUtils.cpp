@@ -1,0 +1,66 @@
+//===- IRUtils.cpp - small IR helpers the passes share --------------------===//
+
+#include "mp/Support/IRUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir {
+namespace mp {
+
+std::string locationText(Location loc) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    os << name.getName().getValue();
+    if (!isa<UnknownLoc>(name.getChildLoc()))
+      os << " at " << locationText(name.getChildLoc());
+  } else if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn();
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      if (!isa<UnknownLoc>(inner))
+        return locationText(inner);
+    loc.print(os);
+  } else if (auto callSite = dyn_cast<CallSiteLoc>(loc)) {
+    return locationText(callSite.getCallee());
+  } else {
+    loc.print(os);
+  }
+  return text;
+}
+
+Value convertFloatScalar(OpBuilder &b, Location loc, Value value, Type type) {
+  Type from = value.getType();
+  if (from == type)
+    return value;
+  if (type.getIntOrFloatBitWidth() > from.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, loc, type, value);
+  if (type.getIntOrFloatBitWidth() < from.getIntOrFloatBitWidth())
+    return arith::TruncFOp::create(b, loc, type, value);
+  Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+  return arith::TruncFOp::create(b, loc, type, wide);
+}
+
+bool isFloatConversion(Operation *op) {
+  return isa<arith::ExtFOp, arith::TruncFOp>(op);
+}
+
+bool isCastGeneric(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block &body = generic.getRegion().front();
+  for (Operation &inner : body.without_terminator())
+    if (!isFloatConversion(&inner))
+      return false;
+  return !body.without_terminator().empty();
+}
+
+} // namespace mp
+} // namespace mlir
