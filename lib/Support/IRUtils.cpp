@@ -4,6 +4,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace mlir {
@@ -42,6 +44,28 @@ Value convertFloatScalar(OpBuilder &b, Location loc, Value value, Type type) {
     return arith::TruncFOp::create(b, loc, type, value);
   Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
   return arith::TruncFOp::create(b, loc, type, wide);
+}
+
+bool rebuildNamedLinalgBody(OpBuilder &b, Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  auto regionBuilder = linalgOp ? linalgOp.getRegionBuilder() : nullptr;
+  if (!regionBuilder)
+    return false;
+  Region &region = op->getRegion(0);
+  region.getBlocks().clear();
+  SmallVector<Type> argTypes;
+  SmallVector<Location> locs;
+  for (Value v : op->getOperands()) {
+    argTypes.push_back(getElementTypeOrSelf(v.getType()));
+    locs.push_back(op->getLoc());
+  }
+  OpBuilder::InsertionGuard guard(b);
+  Block *block = b.createBlock(&region, {}, argTypes, locs);
+  ImplicitLocOpBuilder ib(op->getLoc(), b);
+  ib.setInsertionPointToStart(block);
+  regionBuilder(ib, *block, op->getAttrDictionary().getValue(),
+                [&]() { return op->emitError(); });
+  return true;
 }
 
 bool isFloatConversion(Operation *op) {

@@ -181,23 +181,9 @@ Operation *Rewriter::rebuild(Operation *op, ValueRange operands,
 
   auto linalgOp = dyn_cast<linalg::LinalgOp>(clone);
   if (linalgOp) {
-    if (auto regionBuilder = linalgOp.getRegionBuilder()) {
-      // Named op: its body follows from the operand types.
-      Region &region = clone->getRegion(0);
-      region.getBlocks().clear();
-      SmallVector<Type> argTypes;
-      SmallVector<Location> locs;
-      for (Value v : operands) {
-        argTypes.push_back(getElementTypeOrSelf(v.getType()));
-        locs.push_back(op->getLoc());
-      }
-      Block *block = b.createBlock(&region, {}, argTypes, locs);
-      ImplicitLocOpBuilder ib(op->getLoc(), b);
-      ib.setInsertionPointToStart(block);
-      regionBuilder(ib, *block, clone->getAttrDictionary().getValue(),
-                    [&]() { return clone->emitError(); });
+    // Named op: its body follows from the operand types.
+    if (rebuildNamedLinalgBody(b, clone))
       return clone;
-    }
     // Other linalg ops: convert at the block arguments and the yield, so
     // the arithmetic in between keeps its types.
     Block &body = clone->getRegion(0).front();

@@ -373,21 +373,7 @@ Operation *rebuildNamed(OpBuilder &b, linalg::LinalgOp op, ValueRange operands,
   Operation *clone = b.clone(*op.getOperation());
   clone->setOperands(operands);
   clone->getResult(0).setType(resultType);
-  auto regionBuilder = cast<linalg::LinalgOp>(clone).getRegionBuilder();
-  Region &region = clone->getRegion(0);
-  region.getBlocks().clear();
-  SmallVector<Type> argTypes;
-  SmallVector<Location> locs;
-  for (Value v : operands) {
-    argTypes.push_back(getElementTypeOrSelf(v.getType()));
-    locs.push_back(op.getLoc());
-  }
-  OpBuilder::InsertionGuard guard(b);
-  Block *block = b.createBlock(&region, {}, argTypes, locs);
-  ImplicitLocOpBuilder ib(op.getLoc(), b);
-  ib.setInsertionPointToStart(block);
-  regionBuilder(ib, *block, clone->getAttrDictionary().getValue(),
-                [&]() { return clone->emitError(); });
+  rebuildNamedLinalgBody(b, clone);
   return clone;
 }
 

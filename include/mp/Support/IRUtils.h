@@ -1,8 +1,9 @@
 //===- IRUtils.h - small IR helpers the passes share ------------*- C++ -*-===//
 //
 // What more than one pass needs to say or recognise about IR: a location as
-// report text, a float conversion of a scalar, and a linalg.generic that
-// does nothing but convert its input's element type.
+// report text, a float conversion of a scalar, the body of a named linalg
+// op rebuilt for new operand types, and a linalg.generic that does nothing
+// but convert its input's element type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,13 @@ std::string locationText(Location loc);
 /// wider type, truncf to a narrower one, and f16 <-> bf16 (the same width)
 /// through f32, rounding once at the end.
 Value convertFloatScalar(OpBuilder &b, Location loc, Value value, Type type);
+
+/// Regenerates the body of `op` after its operands changed type, when it is
+/// a named linalg op (one with a region builder: matmul, conv, ...): the
+/// body follows from the operand element types (extf/mulf/addf for f16
+/// into f32, extsi/muli/addi for i8 into i32). False, leaving `op` alone,
+/// for any other op.
+bool rebuildNamedLinalgBody(OpBuilder &b, Operation *op);
 
 /// arith.extf or arith.truncf.
 bool isFloatConversion(Operation *op);
