@@ -1,5 +1,4 @@
-//===- Quantization.h - INT8 calibration and quantization helpers -*- C++
-//-*-===//
+//===- Quantization.h - INT8 calibration and quantization -------*- C++ -*-===//
 //
 // What --mp-calibrate probes, how calibration histograms are read, and the
 // threshold and error computations --mp-quantize makes from them.
