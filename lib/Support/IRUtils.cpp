@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/raw_ostream.h"
@@ -66,6 +67,17 @@ bool rebuildNamedLinalgBody(OpBuilder &b, Operation *op) {
   regionBuilder(ib, *block, op->getAttrDictionary().getValue(),
                 [&]() { return op->emitError(); });
   return true;
+}
+
+Value alignedAddress(OpBuilder &b, Location loc, Value memref) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, meta.getBaseBuffer());
+  unsigned bytes =
+      cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+  Value offset = arith::MulIOp::create(
+      b, loc, meta.getOffset(), arith::ConstantIndexOp::create(b, loc, bytes));
+  return arith::AddIOp::create(b, loc, base, offset);
 }
 
 bool isFloatConversion(Operation *op) {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Conversion/Passes.h"
+#include "mp/Support/IRUtils.h"
 #include "mprt/mprt.h"
 
 #include "mlir/IR/Builders.h"
@@ -302,9 +303,6 @@ struct ContractionsToRuntimePass
     for (auto [op, product] : products) {
       b.setInsertionPoint(op);
       Location loc = op.getLoc();
-      auto index = [&](int64_t v) -> Value {
-        return arith::ConstantIndexOp::create(b, loc, v);
-      };
       auto toI64 = [&](Value v) -> Value {
         return arith::IndexCastOp::create(b, loc, i64, v);
       };
@@ -316,16 +314,9 @@ struct ContractionsToRuntimePass
       };
       auto matrix = [&](Value memref) -> Matrix {
         auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-        Value base = memref::ExtractAlignedPointerAsIndexOp::create(
-            b, loc, meta.getBaseBuffer());
-        unsigned bytes =
-            cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
-        Value offset =
-            arith::MulIOp::create(b, loc, meta.getOffset(), index(bytes));
-        Value address = arith::AddIOp::create(b, loc, base, offset);
         // A matrix shared by the batch has stride 0.
         bool shared = cast<MemRefType>(memref.getType()).getRank() == 2;
-        Matrix result{toI64(address),
+        Matrix result{toI64(mlir::mp::alignedAddress(b, loc, memref)),
                       toI64(meta.getStrides()[shared ? 0 : first]), Value()};
         if (product.batched)
           result.batchStride =

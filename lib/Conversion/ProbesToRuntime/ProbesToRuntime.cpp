@@ -9,6 +9,7 @@
 
 #include "mp/Conversion/Passes.h"
 #include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Support/IRUtils.h"
 #include "mprt/mprt.h"
 
 #include "mlir/IR/Builders.h"
@@ -174,15 +175,8 @@ struct ProbesToRuntimePass
         return arith::ConstantIndexOp::create(b, loc, v);
       };
       auto address = [&](Value memref) -> Value {
-        auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-        Value base = memref::ExtractAlignedPointerAsIndexOp::create(
-            b, loc, meta.getBaseBuffer());
-        unsigned bytes =
-            cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
-        Value offset =
-            arith::MulIOp::create(b, loc, meta.getOffset(), index(bytes));
         return arith::IndexCastOp::create(
-            b, loc, i64, arith::AddIOp::create(b, loc, base, offset));
+            b, loc, i64, mlir::mp::alignedAddress(b, loc, memref));
       };
 
       memref::GlobalOp global = idGlobal(op.getId());
