@@ -51,9 +51,7 @@ public:
       std::swap(training.params, nextParams);
       std::swap(training.state, nextState);
     }
-    next.skipped = scalars.skipped + (stepped ? 0 : 1);
-    scalars = next;
-    result.stepped = stepped != 0;
+    finishStep(training, next, stepped, result);
     return true;
   }
 

@@ -129,9 +129,7 @@ public:
       std::swap(d.state, d.nextState);
     }
     hostStale = true;
-    next.skipped = scalars.skipped + (stepped ? 0 : 1);
-    scalars = next;
-    result.stepped = stepped != 0;
+    finishStep(training, next, stepped, result);
     return true;
   }
 

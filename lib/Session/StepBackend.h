@@ -51,6 +51,16 @@ public:
   virtual bool onDevice() const { return false; }
   /// The device pool's peak bytes (0 on the CPU).
   virtual uint64_t devicePeakBytes() const { return 0; }
+
+protected:
+  /// Takes a step's new scalars (`stepped` as the step returned it),
+  /// counting a skipped step.
+  static void finishStep(TrainingState &training, StepState next,
+                         int32_t stepped, StepResult &result) {
+    next.skipped = training.scalars.skipped + (stepped ? 0 : 1);
+    training.scalars = next;
+    result.stepped = stepped != 0;
+  }
 };
 
 /// Calls `entries` on host buffers; a step that cannot update in place

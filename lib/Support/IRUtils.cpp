@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/raw_ostream.h"
@@ -67,6 +68,24 @@ bool rebuildNamedLinalgBody(OpBuilder &b, Operation *op) {
   regionBuilder(ib, *block, op->getAttrDictionary().getValue(),
                 [&]() { return op->emitError(); });
   return true;
+}
+
+Value mapElements(OpBuilder &b, Location loc, Value input,
+                  Type resultElementType,
+                  function_ref<Value(OpBuilder &, Location, Value)> fn) {
+  unsigned rank = cast<RankedTensorType>(input.getType()).getRank();
+  Value init = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, input), resultElementType);
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, init.getType(), ValueRange{input}, ValueRange{init},
+      ArrayRef<AffineMap>{identity, identity}, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, fn(nb, nloc, args[0]));
+      });
+  return generic.getResult(0);
 }
 
 Value alignedAddress(OpBuilder &b, Location loc, Value memref) {

@@ -1,6 +1,7 @@
 //===- LossScaling.cpp - scale the seed, unscale and check gradients ------===//
 
 #include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/GradientFunction.h"
 #include "mp/Transforms/Passes.h"
@@ -18,24 +19,6 @@ using namespace mlir;
 using namespace mlir::mp;
 
 namespace {
-
-/// Applies `fn` elementwise to `input` (same type out).
-Value mapTensor(OpBuilder &b, Location loc, Value input,
-                function_ref<Value(OpBuilder &, Location, Value)> fn) {
-  auto type = cast<RankedTensorType>(input.getType());
-  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
-  SmallVector<utils::IteratorType> iterators(type.getRank(),
-                                             utils::IteratorType::parallel);
-  Value init = tensor::EmptyOp::create(
-      b, loc, tensor::getMixedSizes(b, loc, input), type.getElementType());
-  return linalg::GenericOp::create(
-             b, loc, type, ValueRange{input}, ValueRange{init},
-             ArrayRef<AffineMap>{id, id}, iterators,
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               linalg::YieldOp::create(nb, nloc, fn(nb, nloc, args[0]));
-             })
-      .getResult(0);
-}
 
 /// `total` (a rank-0 f32 tensor; a fresh zero when null) plus the sum of
 /// squares of `input`, in f32. Chaining every gradient through one total
@@ -184,13 +167,16 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
           b, loc, one,
           arith::DivFOp::create(b, loc, limit,
                                 arith::AddFOp::create(b, loc, norm, tiny)));
-      for (Value &g : grads)
-        g = mapTensor(b, loc, g, [&](OpBuilder &nb, Location nloc, Value x) {
-          Value f = factor;
-          if (x.getType() != f.getType())
-            f = arith::TruncFOp::create(nb, nloc, x.getType(), f);
-          return arith::MulFOp::create(nb, nloc, x, f).getResult();
-        });
+      for (Value &g : grads) {
+        Type element = cast<RankedTensorType>(g.getType()).getElementType();
+        g = mapElements(
+            b, loc, g, element, [&](OpBuilder &nb, Location nloc, Value x) {
+              Value f = factor;
+              if (x.getType() != f.getType())
+                f = arith::TruncFOp::create(nb, nloc, x.getType(), f);
+              return arith::MulFOp::create(nb, nloc, x, f).getResult();
+            });
+      }
     }
 
     SmallVector<Value> results{ret.getOperand(0)};

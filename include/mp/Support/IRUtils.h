@@ -2,9 +2,9 @@
 //
 // What more than one pass needs to say or recognise about IR: a location as
 // report text, a float conversion of a scalar, the body of a named linalg
-// op rebuilt for new operand types, a buffer's address for runtime calls,
-// and a linalg.generic that does nothing but convert its input's element
-// type.
+// op rebuilt for new operand types, an elementwise map, a buffer's address
+// for runtime calls, and a linalg.generic that does nothing but convert its
+// input's element type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +36,13 @@ Value convertFloatScalar(OpBuilder &b, Location loc, Value value, Type type);
 /// into f32, extsi/muli/addi for i8 into i32). False, leaving `op` alone,
 /// for any other op.
 bool rebuildNamedLinalgBody(OpBuilder &b, Operation *op);
+
+/// A linalg.generic applying `fn` to every element of the ranked tensor
+/// `input`: a tensor of the same shape with element type
+/// `resultElementType`.
+Value mapElements(OpBuilder &b, Location loc, Value input,
+                  Type resultElementType,
+                  function_ref<Value(OpBuilder &, Location, Value)> fn);
 
 /// The address of `memref`'s first element (aligned pointer plus offset in
 /// bytes) as an index: what a runtime call takes as a pointer.

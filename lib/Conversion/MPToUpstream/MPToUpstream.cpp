@@ -26,32 +26,6 @@ using namespace mlir::mp;
 
 namespace {
 
-/// An empty tensor with the shape of `like` and element type `elementType`.
-Value emptyLike(OpBuilder &b, Location loc, Value like, Type elementType) {
-  return tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, like),
-                                 elementType);
-}
-
-/// Applies `fn` to every element of `input`, producing a tensor of the same
-/// shape with element type `resultElementType`.
-Value mapElements(OpBuilder &b, Location loc, Value input,
-                  Type resultElementType,
-                  function_ref<Value(OpBuilder &, Location, Value)> fn) {
-  auto type = cast<RankedTensorType>(input.getType());
-  unsigned rank = type.getRank();
-  Value init = emptyLike(b, loc, input, resultElementType);
-  AffineMap identity = b.getMultiDimIdentityMap(rank);
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
-  auto generic = linalg::GenericOp::create(
-      b, loc, init.getType(), ValueRange{input}, ValueRange{init},
-      ArrayRef<AffineMap>{identity, identity}, iterators,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc, fn(nb, nloc, args[0]));
-      });
-  return generic.getResult(0);
-}
-
 /// `flags` (a rank-0 i1 tensor; a fresh false one when null) or'ed with
 /// whether `transform` (of element type `resultElementType`) of any element
 /// of the float tensor `input` is inf or nan. Chaining the checks of all
