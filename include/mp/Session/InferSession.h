@@ -25,13 +25,18 @@ struct InferOptions {
   Mode mode = Mode::Float;
   /// Float mode: f32, f16 or bf16.
   std::string precision = "f32";
-  /// Int8 mode: the --mp-quantize options.
+  /// Int8 mode: the --mp-quantize options, with the pass's defaults
+  /// (declared once, in Passes.td).
   std::string calibrationPath;
-  std::string method = "minmax";
-  double percentile = 99.99;
-  bool perChannel = true;
-  double maxError = 0.05;
-  std::string fallback = "f32";
+  std::string method = mlir::mp::stringifyQuantizationMethod(
+                           mlir::mp::MPQuantizeOptions().method)
+                           .str();
+  double percentile = mlir::mp::MPQuantizeOptions().percentile;
+  bool perChannel = mlir::mp::MPQuantizeOptions().perChannel;
+  double maxError = mlir::mp::MPQuantizeOptions().maxError;
+  std::string fallback =
+      mlir::mp::stringifyFloatPrecision(mlir::mp::MPQuantizeOptions().fallback)
+          .str();
   std::string reportPath;
   /// Ops (result ids) forced to fall back, and probes on every eligible
   /// op's f32 result (to measure errors against the f32 model).

@@ -63,8 +63,10 @@ bool initialiseTensor(HostTensor &tensor, InitScheme scheme,
 struct TrainOptions {
   std::string precision = "f32"; // f32 | f16 | bf16
   std::string lossScale;         // dynamic | static:N | none | "" (auto)
-  std::string optimizer = "sgd";
   // The optimizer pass's own defaults (Passes.td), declared there once.
+  std::string optimizer = mlir::mp::stringifyOptimizerAlgorithm(
+                              mlir::mp::MPOptimizerOptions().algorithm)
+                              .str();
   double lr = mlir::mp::MPOptimizerOptions().learningRate;
   double momentum = mlir::mp::MPOptimizerOptions().momentum;
   double weightDecay = mlir::mp::MPOptimizerOptions().weightDecay;
