@@ -102,15 +102,15 @@ bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
   mlir::mp::LowerCpuOptions options;
   options.runtimeContractions = true;
   PassManager pm(context);
-  vectorized = succeeded(mlir::mp::buildLowerCpuPipeline(pm, options)) &&
-               succeeded(pm.run(*module));
+  mlir::mp::buildLowerCpuPipeline(pm, options);
+  vectorized = succeeded(pm.run(*module));
   if (vectorized)
     return true;
   diagnostics.clear();
   options.vectorize = false;
   PassManager scalar(context);
-  if (failed(mlir::mp::buildLowerCpuPipeline(scalar, options)) ||
-      failed(scalar.run(*scalarCopy)))
+  mlir::mp::buildLowerCpuPipeline(scalar, options);
+  if (failed(scalar.run(*scalarCopy)))
     return false;
   module = std::move(scalarCopy);
   return true;

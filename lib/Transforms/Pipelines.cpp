@@ -60,8 +60,8 @@ static std::unique_ptr<Pass> createBufferizeFunctionsPass() {
   return bufferization::createOneShotBufferizePass(options);
 }
 
-LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
-                                              const LowerCpuOptions &options) {
+void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
+                                     const LowerCpuOptions &options) {
   // Upstream passes in the order upstream's own CPU integration tests use
   // them, and mp's where they belong.
   if (options.probes)
@@ -115,7 +115,6 @@ LogicalResult mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  return success();
 }
 
 /// The CUDA toolkit whose libdevice kernels link: \p requested if it has
@@ -277,7 +276,7 @@ void mlir::mp::registerMPPipelines() {
       "Lower a module on tensors (mp, linalg, tensor, arith, math) to the "
       "LLVM dialect for CPU execution",
       [](OpPassManager &pm, const LowerCpuOptions &options) {
-        (void)buildLowerCpuPipeline(pm, options);
+        buildLowerCpuPipeline(pm, options);
       });
   PassPipelineRegistration<TrainPipelineOptions>(
       "mp-train-pipeline",

@@ -92,9 +92,8 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
 
 /// --mp-lower-cpu: mp ops to upstream, bufferize, vectorized loops, LLVM
 /// dialect; the result runs under MLIR's ExecutionEngine (mp-run) or
-/// mlir-runner. Always succeeds (the result type is kept for callers).
-LogicalResult buildLowerCpuPipeline(OpPassManager &pm,
-                                    const LowerCpuOptions &options);
+/// mlir-runner.
+void buildLowerCpuPipeline(OpPassManager &pm, const LowerCpuOptions &options);
 struct LowerGpuOptions : public PassPipelineOptions<LowerGpuOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("NVIDIA target: sm_80 or sm_90"),
