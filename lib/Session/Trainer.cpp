@@ -195,12 +195,16 @@ bool restoreCheckpoint(Session &session, const std::string &path,
 //===----------------------------------------------------------------------===//
 
 std::string formatEpochLine(const EpochReport &report) {
+  char accuracy[48] = "";
+  if (report.accuracy >= 0) // a run without test rows measures none
+    std::snprintf(accuracy, sizeof(accuracy), "  test accuracy %.2f%%",
+                  report.accuracy);
   char line[256];
   std::snprintf(line, sizeof(line),
-                "epoch %lld/%lld  loss %.4f  test accuracy %.2f%%  %.0f "
-                "samples/s  skipped %lld  scale %g",
+                "epoch %lld/%lld  loss %.4f%s  %.0f samples/s  skipped %lld  "
+                "scale %g",
                 (long long)report.epoch, (long long)report.epochs,
-                report.meanLoss, report.accuracy,
+                report.meanLoss, accuracy,
                 report.samples / std::max(report.seconds, 1e-9),
                 (long long)report.skipped, report.scale);
   return line;

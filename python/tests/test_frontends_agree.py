@@ -169,3 +169,30 @@ def test_calibration_and_int8_are_identical(trained, tools, data, tmp_path):
     got = 100.0 * float(np.mean(logits.argmax(1) == splits["y_test"].argmax(1)))
     assert "%.2f" % got == "%.2f" % want
     assert fallen, out  # the plan measured something above the bound
+
+
+def test_fit_without_test_rows_and_bad_input(data, tmp_path):
+    """Session.fit trains without test rows (no accuracy in its report or
+    line) and refuses bad input with clear errors."""
+    splits = np.load(data)
+    x, y = splits["x_train"], splits["y_train"]
+    session = runtime.Session(MODEL)
+    epochs = session.fit(x, y, epochs=1)
+    assert len(epochs) == 1 and epochs[0]["accuracy"] is None
+    assert epochs[0]["steps"] == x.shape[0] // session.batch_size
+    assert "test accuracy" not in epochs[0]["line"], epochs[0]["line"]
+    assert epochs[0]["line"].startswith("epoch 1/1  loss ")
+    with pytest.raises(ValueError, match="x_train has 10 rows but y_train has 9"):
+        session.fit(x[:10], y[:9])
+    with pytest.raises(ValueError, match="give both x_test and y_test"):
+        session.fit(x, y, x_test=x)
+    with pytest.raises(runtime.MPError, match="fewer rows than one batch"):
+        session.fit(x[:10], y[:10])
+    with pytest.raises(runtime.MPError, match="resuming needs a checkpoint path"):
+        session.fit(x, y, resume=True)
+    with pytest.raises(runtime.MPError, match="No such file"):
+        session.fit(x, y, checkpoint=tmp_path / "missing.npz", resume=True)
+    # A run that has trained all its epochs trains none when resumed.
+    path = tmp_path / "done.npz"
+    session.fit(x, y, epochs=1, checkpoint=path)
+    assert session.fit(x, y, epochs=1, checkpoint=path, resume=True) == []

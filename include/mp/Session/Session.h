@@ -2,9 +2,10 @@
 //
 // Compiles a model's mp.loss (and mp.predict) function into a training step
 // and a prediction function with mp's passes, JIT-compiles them with MLIR's
-// ExecutionEngine and calls them on host buffers. The same session runs from
-// an artifact mp-compile wrote (a shared object; docs/artifacts.md), loaded
-// with dlopen instead of JIT-compiled.
+// ExecutionEngine and calls them through a backend: on host buffers, or
+// with --device cuda on device buffers (lib/Session/StepBackend.h). The
+// same session runs from an artifact mp-compile wrote (a shared object;
+// docs/artifacts.md), loaded with dlopen instead of JIT-compiled.
 //
 //===----------------------------------------------------------------------===//
 

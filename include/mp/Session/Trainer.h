@@ -118,7 +118,8 @@ struct EpochReport {
 };
 
 /// mp-run's progress line for an epoch ("epoch 3/10  loss 0.1234  test
-/// accuracy 97.50%  51234 samples/s  skipped 0  scale 1"), no newline.
+/// accuracy 97.50%  51234 samples/s  skipped 0  scale 1"; without the
+/// accuracy when there were no test rows), no newline.
 std::string formatEpochLine(const EpochReport &report);
 
 class Trainer {
