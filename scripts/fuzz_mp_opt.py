@@ -59,11 +59,24 @@ NUMBERS = ["0", "-1", "1", "2", "3", "7", "4096", "2147483648",
            "0x7FC00000", "0xFF800000", "0x7F800000", "nan", "inf"]
 MP_ATTRS = ["mp.param", "mp.loss", "mp.predict", "mp.grad", "mp.seed",
             "mp.gradient_of", "mp.loss_scaling", "mp.state", "mp.precision",
-            "mp.decision"]
+            "mp.decision", "mp.step", "mp.loss_scale", "mp.found_inf",
+            "mp.update_of", "mp.stepped"]
+# The dialect verifies every mp.* attribute (MPDialect.td): typed values,
+# well-formed and not (a negative scale, an unknown mode), next to the
+# strings and scalars it must refuse with a diagnostic.
 ATTR_VALUES = ['"f32"', '"f16"', '"bf16"', '"i8"', '"w1"', '""', '"x.m"',
                "unit", "0", "1.0", "@loss", "#mp.decision<allow, f16>",
                "#mp.decision<deny, f32>", "#mp.decision<infer, bf16>",
-               "#mp.decision<clear, f16>", "[]", "{}", '"__dtypes__"']
+               "#mp.decision<clear, f16>", "[]", "{}", '"__dtypes__"',
+               "#mp.precision<f16>", "#mp.precision<bf16>",
+               "#mp.precision<f32>", "#mp.precision<i8>",
+               "#mp.loss_scaling<mode = dynamic, init_scale = 6.553600e+04, "
+               "growth_factor = 2.000000e+00, backoff_factor = 5.000000e-01, "
+               "growth_interval = 2000, clip_norm = 0.000000e+00>",
+               "#mp.loss_scaling<mode = static, init_scale = -1.000000e+00, "
+               "growth_factor = 2.000000e+00, backoff_factor = 5.000000e-01, "
+               "growth_interval = 0, clip_norm = 0.000000e+00>",
+               "#mp.loss_scaling<mode = sometimes>"]
 OP_NAMES = ["linalg.generic", "linalg.matmul", "linalg.softmax", "math.exp",
             "arith.addf", "linalg.conv_2d_nhwc_hwcf", "tosa.matmul",
             "nosuch.op", "linalg.batch_matmul", "linalg.reduce", ""]
