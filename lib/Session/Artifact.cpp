@@ -238,10 +238,10 @@ llvm::json::Object Session::artifactMetadata() const {
                                      {"momentum", o.momentum},
                                      {"weight_decay", o.weightDecay},
                                      {"seed", std::to_string(o.seed)}}},
-      {"batch", batch},
-      {"features", features},
-      {"classes", classes},
-      {"input_shape", shapeJson(inputShape)},
+      {"batch", entries.batch},
+      {"features", entries.features},
+      {"classes", entries.classes},
+      {"input_shape", shapeJson(entries.inputShape)},
       {"vectorized", vectorized},
       {"has_predict", hasPredict},
       {"initial_scale", static_cast<double>(training.scalars.scale)},
@@ -288,16 +288,16 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   std::optional<int64_t> f = metadata.getInteger("features");
   std::optional<int64_t> c = metadata.getInteger("classes");
   if (!b || !f || !c || *b <= 0 || *f <= 0 || *c <= 0 ||
-      !readShape(metadata.get("input_shape"), inputShape) ||
-      inputShape.size() < 2 || inputShape[0] != *b)
+      !readShape(metadata.get("input_shape"), entries.inputShape) ||
+      entries.inputShape.size() < 2 || entries.inputShape[0] != *b)
     return bad("shapes");
-  batch = *b;
-  features = *f;
-  classes = *c;
+  entries.batch = *b;
+  entries.features = *f;
+  entries.classes = *c;
   int64_t elements = 1;
-  for (int64_t d : inputShape)
+  for (int64_t d : entries.inputShape)
     elements *= d;
-  if (elements != batch * features)
+  if (elements != entries.batch * entries.features)
     return bad("input_shape does not match batch x features");
   std::optional<bool> v = metadata.getBoolean("vectorized");
   std::optional<bool> p = metadata.getBoolean("has_predict");
@@ -625,18 +625,19 @@ std::unique_ptr<Session> Session::open(const std::string &artifactPath,
     *static_cast<void **>(slot) = import->address;
   }
   const llvm::json::Object *entries = metadata->getObject("entries");
-  auto resolve = [&](llvm::StringRef key) -> PackedFn {
+  auto resolve = [&](llvm::StringRef key) -> CompiledEntries::PackedFn {
     std::optional<llvm::StringRef> name =
         entries ? entries->getString(key) : std::nullopt;
-    return name ? reinterpret_cast<PackedFn>(dlsym(handle, name->str().c_str()))
+    return name ? reinterpret_cast<CompiledEntries::PackedFn>(
+                      dlsym(handle, name->str().c_str()))
                 : nullptr;
   };
-  session->trainEntry = resolve("train");
-  if (!session->trainEntry)
+  session->entries.train = resolve("train");
+  if (!session->entries.train)
     return fail("lacks its training step entry");
   if (session->hasPredict) {
-    session->predictEntry = resolve("predict");
-    if (!session->predictEntry)
+    session->entries.predict = resolve("predict");
+    if (!session->entries.predict)
       return fail("lacks its prediction entry");
   }
   session->initialiseParameters(seed ? *seed : session->compiledOptions.seed);

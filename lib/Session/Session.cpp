@@ -148,10 +148,11 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     return false;
   }
   // x may be images (B x C x H x W): each data row fills one sample.
-  inputShape.assign(inputType.getShape().begin(), inputType.getShape().end());
-  batch = inputType.getDimSize(0);
-  features = inputType.getNumElements() / batch;
-  classes = labelType.getDimSize(1);
+  entries.inputShape.assign(inputType.getShape().begin(),
+                            inputType.getShape().end());
+  entries.batch = inputType.getDimSize(0);
+  entries.features = inputType.getNumElements() / entries.batch;
+  entries.classes = labelType.getDimSize(1);
   for (unsigned i = 2; i < loss.getNumArguments(); ++i) {
     auto name = loss.getArgAttrOfType<StringAttr>(i, mlir::mp::kParamAttrName);
     auto type = dyn_cast<RankedTensorType>(loss.getArgument(i).getType());
@@ -261,8 +262,9 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   // MP_IN_PLACE_UPDATES=0 keeps two sets of buffers anyway (to compare).
   const char *inPlace = std::getenv("MP_IN_PLACE_UPDATES");
   auto entry = module->lookupSymbol<LLVM::LLVMFuncOp>("mp_train_entry");
-  inPlaceUpdates = entry && entry->hasAttr(mlir::mp::kInPlaceUpdatesAttrName) &&
-                   !(inPlace && std::string(inPlace) == "0");
+  entries.inPlaceUpdates = entry &&
+                           entry->hasAttr(mlir::mp::kInPlaceUpdatesAttrName) &&
+                           !(inPlace && std::string(inPlace) == "0");
   return true;
 }
 
@@ -283,28 +285,20 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
     error = "JIT compilation failed: " + llvm::toString(train.takeError());
     return false;
   }
-  trainEntry = *train;
+  entries.train = *train;
   if (hasPredict) {
     auto predict = engine->lookupPacked("mp_predict_entry");
     if (!predict) {
       error = "JIT compilation failed: " + llvm::toString(predict.takeError());
       return false;
     }
-    predictEntry = *predict;
+    entries.predict = *predict;
   }
   return createBackend(std::move(cuda), error);
 }
 
 bool Session::createBackend(std::unique_ptr<CudaDevice> cuda,
                             std::string &error) {
-  CompiledEntries entries;
-  entries.train = trainEntry;
-  entries.predict = predictEntry;
-  entries.inputShape = inputShape;
-  entries.batch = batch;
-  entries.features = features;
-  entries.classes = classes;
-  entries.inPlaceUpdates = inPlaceUpdates;
   backend = cuda ? createCudaBackend(std::move(cuda), entries, training, error)
                  : createCpuBackend(entries, training);
   return backend != nullptr;

@@ -22,18 +22,6 @@ namespace mp {
 
 class CudaDevice;
 
-/// What the compiled entry points take: the packed functions and the
-/// shapes of their buffers (the parameters' and state's are the training
-/// state's).
-struct CompiledEntries {
-  using PackedFn = void (*)(void **);
-  PackedFn train = nullptr, predict = nullptr;
-  std::vector<int64_t> inputShape; // of x, batch first
-  int64_t batch = 0, features = 0, classes = 0;
-  /// The step writes the new parameters and state over the old ones.
-  bool inPlaceUpdates = false;
-};
-
 class StepBackend {
 public:
   virtual ~StepBackend();

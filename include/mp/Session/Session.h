@@ -82,6 +82,20 @@ struct TrainOptions {
   enum class Probes { None, EveryOp, ComputeOps } probes = Probes::None;
 };
 
+/// What a session's compiled entry points take: the packed functions
+/// (`_mlir_<name>(void **args)`, from the JIT or an artifact's shared
+/// object) and the shapes of their buffers (the parameters' and state's
+/// are the training state's).
+struct CompiledEntries {
+  using PackedFn = void (*)(void **);
+  PackedFn train = nullptr, predict = nullptr;
+  std::vector<int64_t> inputShape; // of x, batch first
+  int64_t batch = 0, features = 0, classes = 0;
+  /// The step writes the new parameters and state over the old ones (the
+  /// lowering marked the entry mp.in_place_updates; docs/memory.md).
+  bool inPlaceUpdates = false;
+};
+
 /// Scalars of the training state that travel with the parameters.
 struct StepState {
   int32_t step = 0;
@@ -153,9 +167,9 @@ public:
 
   /// Batch size, features (elements per sample) and classes read from the
   /// loss signature.
-  int64_t batchSize() const { return batch; }
-  int64_t numFeatures() const { return features; }
-  int64_t numClasses() const { return classes; }
+  int64_t batchSize() const { return entries.batch; }
+  int64_t numFeatures() const { return entries.features; }
+  int64_t numClasses() const { return entries.classes; }
   bool canPredict() const { return hasPredict; }
   /// False when the loops had to stay scalar (see Session::compile).
   bool isVectorized() const { return vectorized; }
@@ -182,7 +196,7 @@ public:
   bool onDevice() const;
   /// Whether the step writes the new parameters and state over the old
   /// ones (one set of buffers; mp-in-place-updates proved it safe).
-  bool updatesInPlace() const { return inPlaceUpdates; }
+  bool updatesInPlace() const { return entries.inPlaceUpdates; }
   /// A GPU session's device pool peak bytes (0 on the CPU).
   uint64_t devicePeakBytes() const;
   StepState &stepState() { return training.scalars; }
@@ -227,23 +241,17 @@ private:
   bool readArtifactMetadata(const llvm::json::Object &metadata,
                             std::string &error);
 
-  // The compiled model: the packed entry points (`_mlir_<name>(void
-  // **args)`) from the JIT or from an artifact's shared object, and what
-  // they take.
-  using PackedFn = void (*)(void **);
-  PackedFn trainEntry = nullptr, predictEntry = nullptr;
+  // The compiled model: its entry points and what they take, and the JIT
+  // engine or the artifact's library that holds their code.
+  CompiledEntries entries;
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
   void *library = nullptr; // dlopen handle of an artifact
   TrainOptions compiledOptions;
   std::string scaleMode;
   double initScale = 65536.0;
-  int64_t batch = 0, features = 0, classes = 0;
-  std::vector<int64_t> inputShape; // of x, batch first
   bool hasPredict = false;
   bool vectorized = true;
-  bool inPlaceUpdates = false; // the lowering marked the entry
-                               // mp.in_place_updates (docs/memory.md)
 
   // The training state; mutable: on a GPU session the backend refreshes
   // the host copies, also from const members such as saving.
