@@ -67,16 +67,22 @@ extern "C" {
 void mp_session_options_init(mp_session_options *options) {
   if (!options)
     return;
-  // The library's defaults (static: the strings outlive the call).
+  // The library's defaults, as text (static: the strings outlive the call).
   static const mp::TrainOptions defaults;
-  options->precision = defaults.precision.c_str();
-  options->loss_scale = defaults.lossScale.c_str();
-  options->optimizer = defaults.optimizer.c_str();
+  static const std::string precision =
+      mlir::mp::stringifyFloatPrecision(defaults.precision).str();
+  static const std::string lossScale = defaults.lossScale.str();
+  static const std::string optimizer =
+      mlir::mp::stringifyOptimizerAlgorithm(defaults.optimizer).str();
+  static const std::string device = mp::stringifyDevice(defaults.device).str();
+  options->precision = precision.c_str();
+  options->loss_scale = lossScale.c_str();
+  options->optimizer = optimizer.c_str();
   options->lr = defaults.lr;
   options->momentum = defaults.momentum;
   options->weight_decay = defaults.weightDecay;
   options->seed = defaults.seed;
-  options->device = defaults.device.c_str();
+  options->device = device.c_str();
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -92,19 +98,19 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   mp_session_options_init(&defaults);
   const mp_session_options &o = options ? *options : defaults;
   mp::TrainOptions train; // a NULL string keeps the library's default
-  if (o.precision)
-    train.precision = o.precision;
-  if (o.loss_scale)
-    train.lossScale = o.loss_scale;
-  if (o.optimizer)
-    train.optimizer = o.optimizer;
+  std::string error;
+  if ((o.precision &&
+       !mp::parsePrecision(o.precision, train.precision, error)) ||
+      (o.loss_scale &&
+       !mp::parseLossScale(o.loss_scale, train.lossScale, error)) ||
+      (o.optimizer &&
+       !mp::parseOptimizer(o.optimizer, train.optimizer, error)) ||
+      (o.device && !mp::parseDevice(o.device, train.device, error)))
+    return fail(error);
   train.lr = o.lr;
   train.momentum = o.momentum;
   train.weightDecay = o.weight_decay;
   train.seed = o.seed;
-  if (o.device)
-    train.device = o.device;
-  std::string error;
   std::unique_ptr<mp::Session> session =
       mp::Session::create(model_path, train, error);
   if (!session)
@@ -398,14 +404,20 @@ const char *mp_trainer_line(const mp_trainer *trainer) {
 void mp_infer_options_init(mp_infer_options *options) {
   if (!options)
     return;
+  // The library's defaults, as text (static: the strings outlive the call).
   static const mp::InferOptions defaults;
-  options->precision = defaults.precision.c_str();
+  static const std::string precision =
+      mlir::mp::stringifyFloatPrecision(defaults.precision).str();
+  static const std::string method =
+      mlir::mp::stringifyQuantizationMethod(defaults.method).str();
+  static const std::string device = mp::stringifyDevice(defaults.device).str();
+  options->precision = precision.c_str();
   options->calibration_path = defaults.calibrationPath.c_str();
-  options->method = defaults.method.c_str();
+  options->method = method.c_str();
   options->percentile = defaults.percentile;
   options->per_channel = defaults.perChannel ? 1 : 0;
   options->max_error = defaults.maxError;
-  options->device = defaults.device.c_str();
+  options->device = device.c_str();
   options->measure_x = nullptr;
   options->measure_rows = 0;
   options->measure_batches = 0;
@@ -424,26 +436,20 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
   mp_infer_options_init(&defaults);
   const mp_infer_options &o = options ? *options : defaults;
   mp::InferOptions infer; // a NULL string keeps the library's default
-  std::string precision = o.precision ? o.precision : infer.precision;
-  if (o.device)
-    infer.device = o.device;
-  if (precision == "int8") {
-    infer.mode = mp::InferOptions::Mode::Int8;
+  std::string error;
+  if ((o.precision && !mp::parseInferPrecision(o.precision, infer, error)) ||
+      (o.device && !mp::parseDevice(o.device, infer.device, error)))
+    return fail(error);
+  if (infer.mode == mp::InferOptions::Mode::Int8) {
     if (!o.calibration_path || !*o.calibration_path)
       return fail("mp_infer_create: precision int8 needs calibration_path "
                   "(statistics from mp_calibrate)");
     infer.calibrationPath = o.calibration_path;
-    if (o.method)
-      infer.method = o.method;
+    if (o.method && !mp::parseQuantMethod(o.method, infer.method, error))
+      return fail(error);
     infer.percentile = o.percentile;
     infer.perChannel = o.per_channel != 0;
     infer.maxError = o.max_error;
-  } else if (precision == "f32" || precision == "f16" || precision == "bf16") {
-    infer.precision = precision;
-  } else {
-    return fail("mp_infer_create: precision must be f32, f16, bf16 or int8, "
-                "got '" +
-                precision + "'");
   }
   if (o.measure_batches < 0 ||
       (o.measure_batches > 0 && (!o.measure_x || o.measure_rows < 1)))
@@ -451,7 +457,6 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
                 "measure_rows > 0, got " +
                 std::to_string(o.measure_rows) + " rows and " +
                 std::to_string(o.measure_batches) + " batches");
-  std::string error;
   if (infer.mode == mp::InferOptions::Mode::Int8 && o.measure_batches > 0) {
     std::map<std::string, double> errors;
     if (!mp::planMeasuredFallback(

@@ -229,15 +229,17 @@ llvm::json::Object Session::artifactMetadata() const {
   return llvm::json::Object{
       {"format", "mp-artifact"},
       {"version", kVersion},
-      {"options", llvm::json::Object{{"precision", o.precision},
-                                     {"loss_scale", o.lossScale},
-                                     {"loss_scale_mode", scaleMode},
-                                     {"init_scale", initScale},
-                                     {"optimizer", o.optimizer},
-                                     {"lr", o.lr},
-                                     {"momentum", o.momentum},
-                                     {"weight_decay", o.weightDecay},
-                                     {"seed", std::to_string(o.seed)}}},
+      {"options",
+       llvm::json::Object{
+           {"precision", mlir::mp::stringifyFloatPrecision(o.precision)},
+           {"loss_scale", o.lossScale.str()},
+           {"loss_scale_mode", mlir::mp::stringifyLossScalingMode(scaleMode)},
+           {"init_scale", o.lossScale.initial},
+           {"optimizer", mlir::mp::stringifyOptimizerAlgorithm(o.optimizer)},
+           {"lr", o.lr},
+           {"momentum", o.momentum},
+           {"weight_decay", o.weightDecay},
+           {"seed", std::to_string(o.seed)}}},
       {"batch", entries.batch},
       {"features", entries.features},
       {"classes", entries.classes},
@@ -272,18 +274,25 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
       out = *value;
     return value.has_value();
   };
-  std::string seedText;
-  if (!text("precision", compiledOptions.precision) ||
-      !text("loss_scale", compiledOptions.lossScale) ||
-      !text("loss_scale_mode", scaleMode) ||
-      !text("optimizer", compiledOptions.optimizer) ||
-      !number(*o, "init_scale", initScale) ||
+  std::string seedText, precisionText, lossScaleText, modeText, optimizerText,
+      ignored;
+  std::optional<LossScalingMode> mode;
+  if (!text("precision", precisionText) ||
+      !parsePrecision(precisionText, compiledOptions.precision, ignored) ||
+      !text("loss_scale", lossScaleText) ||
+      !parseLossScale(lossScaleText, compiledOptions.lossScale, ignored) ||
+      !text("loss_scale_mode", modeText) ||
+      !(mode = mlir::mp::symbolizeLossScalingMode(modeText)) ||
+      !text("optimizer", optimizerText) ||
+      !parseOptimizer(optimizerText, compiledOptions.optimizer, ignored) ||
+      !number(*o, "init_scale", compiledOptions.lossScale.initial) ||
       !number(*o, "lr", compiledOptions.lr) ||
       !number(*o, "momentum", compiledOptions.momentum) ||
       !number(*o, "weight_decay", compiledOptions.weightDecay) ||
       !text("seed", seedText) ||
       llvm::StringRef(seedText).getAsInteger(10, compiledOptions.seed))
     return bad("options");
+  scaleMode = *mode;
   std::optional<int64_t> b = metadata.getInteger("batch");
   std::optional<int64_t> f = metadata.getInteger("features");
   std::optional<int64_t> c = metadata.getInteger("classes");
@@ -337,7 +346,7 @@ bool Session::writeArtifact(
     return false;
   }
   progress("compiling the training step of '" + modelPath + "' (" +
-           options.precision + ")");
+           mlir::mp::stringifyFloatPrecision(options.precision).str() + ")");
   std::unique_ptr<Session> session(new Session());
   OwningOpRef<ModuleOp> module;
   if (!session->lower(modelPath, options, module, error))

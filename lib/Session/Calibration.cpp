@@ -111,7 +111,7 @@ bool measureInt8Errors(const std::string &modelPath,
   options.probeOutputs = true;
   options.maxError = std::numeric_limits<double>::infinity();
   options.reportPath.clear();
-  options.device = "cpu";
+  options.device = Device::Cpu;
   std::unique_ptr<InferSession> quantized =
       InferSession::create(modelPath, options, params, error);
   InferOptions reference;

@@ -106,16 +106,9 @@ bool InferSession::compile(const std::string &modelPath,
   PassManager pm(context.get());
   switch (options.mode) {
   case InferOptions::Mode::Float:
-    if (options.precision != "f32") {
-      std::optional<mlir::mp::FloatPrecision> dtype =
-          mlir::mp::symbolizeFloatPrecision(options.precision);
-      if (!dtype) {
-        error = "bad --precision '" + options.precision +
-                "': expected f32, f16 or bf16";
-        return false;
-      }
+    if (options.precision != FloatPrecision::F32) {
       mlir::mp::AutoMixedPrecisionOptions amp;
-      amp.dtype = *dtype;
+      amp.dtype = options.precision;
       pm.addPass(mlir::mp::createAutoMixedPrecision(amp));
       // f16/bf16 weight copies are made once, in bind(), not per call.
       pm.addPass(mlir::mp::createMPConvertWeightsOnce());
@@ -125,27 +118,17 @@ bool InferSession::compile(const std::string &modelPath,
     pm.addPass(mlir::mp::createMPCalibrate());
     break;
   case InferOptions::Mode::Int8: {
-    std::optional<mlir::mp::QuantizationMethod> method =
-        mlir::mp::symbolizeQuantizationMethod(options.method);
-    if (!method) {
-      error = "bad --quant-method '" + options.method +
-              "': expected minmax, percentile or entropy";
-      return false;
-    }
-    std::optional<mlir::mp::FloatPrecision> fallback =
-        mlir::mp::symbolizeFloatPrecision(options.fallback);
-    if (!fallback || *fallback == mlir::mp::FloatPrecision::BF16) {
-      error = "bad --quant-fallback '" + options.fallback +
-              "': expected f32 or f16";
+    if (options.fallback == FloatPrecision::BF16) {
+      error = "bad --quant-fallback 'bf16': expected f32 or f16";
       return false;
     }
     mlir::mp::MPQuantizeOptions quantize;
     quantize.calibration = options.calibrationPath;
-    quantize.method = *method;
+    quantize.method = options.method;
     quantize.percentile = options.percentile;
     quantize.perChannel = options.perChannel;
     quantize.maxError = options.maxError;
-    quantize.fallback = *fallback;
+    quantize.fallback = options.fallback;
     quantize.report = options.reportPath;
     quantize.fallbackOps.assign(options.fallbackOps.begin(),
                                 options.fallbackOps.end());
@@ -223,11 +206,7 @@ bool InferSession::compile(const std::string &modelPath,
   // MP_DUMP_PREDICT_IR=FILE: the module about to be lowered (debugging).
   if (!dumpModuleIfAsked(*module, "MP_DUMP_PREDICT_IR", error))
     return false;
-  if (options.device != "cpu" && options.device != "cuda") {
-    error = "bad --device '" + options.device + "': expected cpu or cuda";
-    return false;
-  }
-  bool gpu = options.device == "cuda";
+  bool gpu = options.device == Device::Cuda;
   if (gpu &&
       (options.mode == InferOptions::Mode::Calibrate || options.probeOutputs)) {
     error = "calibration probes run on the CPU; drop --device cuda";

@@ -37,40 +37,6 @@ int64_t HostTensor::numElements() const {
   return n;
 }
 
-namespace {
-
-bool parseLossScale(const std::string &text, const std::string &precision,
-                    std::string &mode, double &initScale, std::string &error) {
-  initScale = 65536.0;
-  if (precision == "f32") {
-    if (!text.empty() && text != "none") {
-      error = "--loss-scale needs --precision f16 or bf16 (f32 does not "
-              "underflow)";
-      return false;
-    }
-    mode = "none";
-    return true;
-  }
-  if (text.empty() || text == "dynamic" || text == "none") {
-    // Default: dynamic for f16; none for bf16, whose range is FP32's.
-    mode = !text.empty() ? text : precision == "f16" ? "dynamic" : "none";
-    return true;
-  }
-  if (text.rfind("static:", 0) == 0) {
-    char *end = nullptr;
-    initScale = std::strtod(text.c_str() + 7, &end);
-    if (end && *end == '\0' && initScale > 0 && std::isfinite(initScale)) {
-      mode = "static";
-      return true;
-    }
-  }
-  error = "bad --loss-scale '" + text +
-          "': expected dynamic, none or static:N with N > 0";
-  return false;
-}
-
-} // namespace
-
 std::unique_ptr<Session> Session::create(const std::string &modelPath,
                                          const TrainOptions &options,
                                          std::string &error) {
@@ -94,25 +60,9 @@ Session::~Session() {
 
 bool Session::lower(const std::string &modelPath, const TrainOptions &options,
                     OwningOpRef<ModuleOp> &module, std::string &error) {
-  if (options.precision != "f32" && options.precision != "f16" &&
-      options.precision != "bf16") {
-    error = "bad --precision '" + options.precision +
-            "': expected f32, f16 or bf16";
+  if (!resolveLossScale(options.lossScale, options.precision, scaleMode, error))
     return false;
-  }
-  std::string mode;
-  if (!parseLossScale(options.lossScale, options.precision, mode, initScale,
-                      error))
-    return false;
-  std::optional<mlir::mp::OptimizerAlgorithm> algorithm =
-      mlir::mp::symbolizeOptimizerAlgorithm(options.optimizer);
-  if (!algorithm) {
-    error = "bad --optimizer '" + options.optimizer +
-            "': expected sgd, adam or adamw";
-    return false;
-  }
   compiledOptions = options;
-  scaleMode = mode;
 
   context = createSessionContext();
 
@@ -174,10 +124,10 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   // The training pipeline mp-opt's --mp-train-pipeline runs; f32 is the
   // same step without the precision rewrite.
   mlir::mp::TrainPipelineOptions pipeline;
-  pipeline.dtype = *mlir::mp::symbolizeFloatPrecision(options.precision);
-  pipeline.lossScale = *mlir::mp::symbolizeLossScalingMode(mode);
-  pipeline.initScale = initScale;
-  pipeline.optimizer = *algorithm;
+  pipeline.dtype = options.precision;
+  pipeline.lossScale = scaleMode;
+  pipeline.initScale = options.lossScale.initial;
+  pipeline.optimizer = options.optimizer;
   pipeline.lr = options.lr;
   pipeline.momentum = options.momentum;
   pipeline.weightDecay = options.weightDecay;
@@ -187,11 +137,7 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     error = "compiling the training step failed\n" + diagnostics;
     return false;
   }
-  if (options.device != "cpu" && options.device != "cuda") {
-    error = "bad --device '" + options.device + "': expected cpu or cuda";
-    return false;
-  }
-  bool gpu = options.device == "cuda";
+  bool gpu = options.device == Device::Cuda;
   if (gpu && options.probes != TrainOptions::Probes::None) {
     error = "--check-numerics and compare run on the CPU; drop --device cuda";
     return false;
@@ -247,8 +193,9 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
       s.data.assign(s.numElements(), 0.0f);
       training.state.push_back(s);
     }
-  training.scalars.scale =
-      mode == "none" ? 1.0f : static_cast<float>(initScale);
+  training.scalars.scale = scaleMode == LossScalingMode::None
+                               ? 1.0f
+                               : static_cast<float>(options.lossScale.initial);
 
   // MP_DUMP_STEP_IR=FILE: the module on tensors that is about to be lowered
   // (train and predict entries, after every mp pass), for debugging.
@@ -276,7 +223,7 @@ bool Session::compile(const std::string &modelPath, const TrainOptions &options,
   // The GPU is opened after lowering, so that a machine without one still
   // compiles the step (and says so) before it reports the missing device.
   std::unique_ptr<CudaDevice> cuda;
-  if (options.device == "cuda" && !(cuda = CudaDevice::open(error)))
+  if (options.device == Device::Cuda && !(cuda = CudaDevice::open(error)))
     return false;
   if (!(engine = compileModule(*module, cuda.get(), error)))
     return false;
@@ -415,21 +362,24 @@ bool Session::saveCheckpoint(const std::string &path,
   llvm::json::Object metadata{
       {"epoch", position.epoch},
       {"batch", position.batch},
-      {"precision", compiledOptions.precision},
+      {"precision",
+       mlir::mp::stringifyFloatPrecision(compiledOptions.precision)},
       {"step", training.scalars.step},
       {"scale", static_cast<double>(training.scalars.scale)},
       {"growth_tracker", training.scalars.growthTracker},
       {"skipped", training.scalars.skipped},
       // What the step was compiled with, for the reader (loading ignores
       // it: a resumed run may change them).
-      {"options", llvm::json::Object{
-                      {"optimizer", compiledOptions.optimizer},
-                      {"lr", compiledOptions.lr},
-                      {"momentum", compiledOptions.momentum},
-                      {"weight_decay", compiledOptions.weightDecay},
-                      {"loss_scale", scaleMode},
-                      {"init_scale", initScale},
-                      {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};
+      {"options",
+       llvm::json::Object{
+           {"optimizer",
+            mlir::mp::stringifyOptimizerAlgorithm(compiledOptions.optimizer)},
+           {"lr", compiledOptions.lr},
+           {"momentum", compiledOptions.momentum},
+           {"weight_decay", compiledOptions.weightDecay},
+           {"loss_scale", mlir::mp::stringifyLossScalingMode(scaleMode)},
+           {"init_scale", compiledOptions.lossScale.initial},
+           {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(metadata));

@@ -33,9 +33,10 @@ static cl::opt<std::string>
               cl::desc("dynamic | static:N | none (default: dynamic for "
                        "f16, none for bf16 and f32)"),
               cl::init(""));
-static cl::opt<std::string> optimizer("optimizer",
-                                      cl::desc("sgd | adam | adamw"),
-                                      cl::init(trainDefaults.optimizer));
+static cl::opt<std::string> optimizer(
+    "optimizer", cl::desc("sgd | adam | adamw"),
+    cl::init(
+        mlir::mp::stringifyOptimizerAlgorithm(trainDefaults.optimizer).str()));
 static cl::opt<double> lr("lr", cl::desc("Learning rate"),
                           cl::init(trainDefaults.lr));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
@@ -62,15 +63,18 @@ int main(int argc, char **argv) {
       "mp-compile: compile a model into an artifact mp-run and the C API "
       "load\n");
   mp::TrainOptions options;
-  options.precision = precision;
-  options.lossScale = lossScale;
-  options.optimizer = optimizer;
+  std::string error;
+  if (!mp::parsePrecision(precision, options.precision, error) ||
+      !mp::parseLossScale(lossScale, options.lossScale, error) ||
+      !mp::parseOptimizer(optimizer, options.optimizer, error)) {
+    llvm::errs() << "mp-compile: error: " << error << "\n";
+    return 1;
+  }
   options.lr = lr;
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.seed = seed;
   auto start = std::chrono::steady_clock::now();
-  std::string error;
   bool ok = mp::Session::writeArtifact(
       modelPath, options, outputPath, linker, error,
       [&](const std::string &line) {

@@ -57,9 +57,10 @@ static cl::opt<std::string>
               cl::desc("dynamic | static:N | none (default: dynamic for "
                        "f16, none for bf16 and f32)"),
               cl::init(""));
-static cl::opt<std::string> optimizer("optimizer",
-                                      cl::desc("sgd | adam | adamw"),
-                                      cl::init(trainDefaults.optimizer));
+static cl::opt<std::string> optimizer(
+    "optimizer", cl::desc("sgd | adam | adamw"),
+    cl::init(
+        mlir::mp::stringifyOptimizerAlgorithm(trainDefaults.optimizer).str()));
 static cl::opt<double> lr("lr", cl::desc("Learning rate"),
                           cl::init(trainDefaults.lr));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
@@ -135,11 +136,12 @@ static cl::opt<std::string>
     calibrationPath("calibration",
                     cl::desc("Calibration statistics for --precision int8"),
                     cl::init(""));
-static cl::opt<std::string>
-    quantMethod("quant-method",
-                cl::desc("int8 activation threshold: minmax | percentile | "
-                         "entropy"),
-                cl::init(inferDefaults.method));
+static cl::opt<std::string> quantMethod(
+    "quant-method",
+    cl::desc("int8 activation threshold: minmax | percentile | "
+             "entropy"),
+    cl::init(
+        mlir::mp::stringifyQuantizationMethod(inferDefaults.method).str()));
 static cl::opt<double> quantPercentile("quant-percentile",
                                        cl::desc("Percentile for "
                                                 "--quant-method percentile"),
@@ -153,10 +155,9 @@ static cl::opt<double>
                   cl::desc("int8: ops with a larger estimated relative error "
                            "fall back (--quant-fallback)"),
                   cl::init(inferDefaults.maxError));
-static cl::opt<std::string>
-    quantFallback("quant-fallback",
-                  cl::desc("Precision of ops that fall back: f32 | f16"),
-                  cl::init(inferDefaults.fallback));
+static cl::opt<std::string> quantFallback(
+    "quant-fallback", cl::desc("Precision of ops that fall back: f32 | f16"),
+    cl::init(mlir::mp::stringifyFloatPrecision(inferDefaults.fallback).str()));
 static cl::opt<std::string>
     quantReport("quant-report",
                 cl::desc("int8: write --mp-quantize's JSON report here"),
@@ -302,20 +303,25 @@ void reportNumerics(const mp::NumericsEvent &event, const char *what,
 /// how far the mixed run's output is from FP32's.
 /// An artifact fixes the compile options: given ones must agree with it,
 /// and what needs the model itself (probes, INT8) is an error.
-int checkArtifactOptions(const mp::Session &session) {
+int checkArtifactOptions(const mp::Session &session,
+                         const mp::TrainOptions &given) {
   const mp::TrainOptions &compiled = session.trainOptions();
-  auto differs = [](auto &option, const auto &value) {
-    return option.getNumOccurrences() && option.getValue() != value;
+  auto differs = [](const auto &flag, const auto &value, const auto &other) {
+    return flag.getNumOccurrences() && !(value == other);
   };
-  if (differs(precision, compiled.precision) ||
-      differs(lossScale, compiled.lossScale) ||
-      differs(optimizer, compiled.optimizer) || differs(lr, compiled.lr) ||
-      differs(momentum, compiled.momentum) ||
-      differs(weightDecay, compiled.weightDecay))
-    return fail("artifact '" + modelPath + "' was compiled with --precision " +
-                compiled.precision + " --optimizer " + compiled.optimizer +
-                " (and its loss scale and hyperparameters): compile "
-                "options cannot change when it runs; run mp-compile again");
+  if (differs(precision, given.precision, compiled.precision) ||
+      differs(lossScale, given.lossScale, compiled.lossScale) ||
+      differs(optimizer, given.optimizer, compiled.optimizer) ||
+      differs(lr, given.lr, compiled.lr) ||
+      differs(momentum, given.momentum, compiled.momentum) ||
+      differs(weightDecay, given.weightDecay, compiled.weightDecay))
+    return fail(
+        "artifact '" + modelPath + "' was compiled with --precision " +
+        mlir::mp::stringifyFloatPrecision(compiled.precision).str() +
+        " --optimizer " +
+        mlir::mp::stringifyOptimizerAlgorithm(compiled.optimizer).str() +
+        " (and its loss scale and hyperparameters): compile options cannot "
+        "change when it runs; run mp-compile again");
   if (checkNumerics)
     return fail("--check-numerics needs the model (.mlir), not an artifact");
   if (calibrateBatches > 0 || timeBatches > 0)
@@ -325,12 +331,12 @@ int checkArtifactOptions(const mp::Session &session) {
 }
 
 int runCompare(const mp::TrainOptions &mixedOptions, const char *argv0) {
-  if (mixedOptions.precision != "f16" && mixedOptions.precision != "bf16")
+  if (mixedOptions.precision == mp::FloatPrecision::F32)
     return fail("compare needs --precision f16 or bf16 (it compares against "
                 "f32)");
   mp::TrainOptions f32Options = mixedOptions;
-  f32Options.precision = "f32";
-  f32Options.lossScale = "";
+  f32Options.precision = mp::FloatPrecision::F32;
+  f32Options.lossScale = mp::LossScaleOption();
   std::string error;
   std::unique_ptr<mp::Session> reference =
       mp::Session::create(modelPath, f32Options, error);
@@ -369,9 +375,9 @@ int runCompare(const mp::TrainOptions &mixedOptions, const char *argv0) {
   std::printf("per-op comparison of %s against f32: one batch of %lld test "
               "rows through mp.predict, parameters from %s; relative error "
               "= ||%s - f32|| / ||f32||\n",
-              mixedOptions.precision.c_str(), (long long)b,
+              precision.c_str(), (long long)b,
               checkpointPath.empty() ? "the seed" : checkpointPath.c_str(),
-              mixedOptions.precision.c_str());
+              precision.c_str());
   if (mp::printComparison(referenceRun, mixedRun, compareTop, stdout) == 0)
     return fail("no probed op of the mixed-precision run matched the f32 run");
   return 0;
@@ -388,25 +394,22 @@ mp::DataRows rowsOf(const mp::DataSplit &split) {
 }
 
 /// mp-run infer with --calibrate, --precision int8 or --time-batches.
-int runInferSession(mp::Session &trained, const mp::DataSplit &train,
-                    const mp::DataSplit &test) {
+int runInferSession(mp::Session &trained, mp::InferOptions options,
+                    const mp::DataSplit &train, const mp::DataSplit &test) {
   std::string error;
-  mp::InferOptions options;
+  bool int8 = options.mode == mp::InferOptions::Mode::Int8;
   if (calibrateBatches > 0) {
-    if (precision != "f32")
+    if (int8 || options.precision != mp::FloatPrecision::F32)
       return fail("--calibrate measures the f32 model; drop --precision");
     options.mode = mp::InferOptions::Mode::Calibrate;
-  } else if (precision == "int8") {
+  } else if (int8) {
     if (calibrationPath.empty())
       return fail("--precision int8 needs --calibration FILE (write one "
                   "with --calibrate N)");
-    options.mode = mp::InferOptions::Mode::Int8;
     options.calibrationPath = calibrationPath;
-    options.method = quantMethod;
     options.percentile = quantPercentile;
     options.perChannel = quantPerChannel;
     options.maxError = quantMaxError;
-    options.fallback = quantFallback;
     options.reportPath = quantReport;
     if (quantMeasure > 0) {
       std::map<std::string, double> errors;
@@ -417,12 +420,7 @@ int runInferSession(mp::Session &trained, const mp::DataSplit &train,
         std::printf("measured error of '%s' against f32: %.4f%s\n", id.c_str(),
                     e, e > quantMaxError ? " (falls back)" : "");
     }
-  } else {
-    options.precision = precision;
   }
-  // The measurement above ran on the CPU; the session itself runs where
-  // --device says.
-  options.device = device;
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<mp::InferSession> session =
       mp::InferSession::create(modelPath, options, trained.parameters(), error);
@@ -445,7 +443,7 @@ int runInferSession(mp::Session &trained, const mp::DataSplit &train,
     return 0;
   }
 
-  if (precision == "int8") {
+  if (int8) {
     // The f32 reference, from the trained session.
     double reference = mp::accuracy(trained, test.view(), error);
     if (reference < 0)
@@ -505,9 +503,6 @@ extern "C" int mp_run_main(int argc, char **argv) {
   if (command != "train" && command != "infer" && command != "compare")
     return fail("unknown command '" + command +
                 "': expected 'train', 'infer' or 'compare'");
-  if (command == "train" && precision == "int8")
-    return fail("--precision int8 is for infer (post-training quantization "
-                "of a trained checkpoint)");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint");
   if (command == "infer" && checkpointPath.empty())
@@ -524,17 +519,34 @@ extern "C" int mp_run_main(int argc, char **argv) {
     checkpointPath = path;
   }
 
+  // The flags' text, parsed by the library (the C API and Python parse
+  // theirs there too). int8 runs on f32 parameters; the quantized model is
+  // compiled apart.
   mp::TrainOptions options;
-  // int8 runs on f32 parameters; the quantized model is compiled apart.
-  options.precision = precision == "int8" ? "f32" : precision.getValue();
-  options.lossScale = lossScale;
-  options.optimizer = optimizer;
+  mp::InferOptions inferOptions;
+  std::string error;
+  if (command == "train" && precision == "int8")
+    return fail("--precision int8 is for infer (post-training quantization "
+                "of a trained checkpoint)");
+  if ((command == "infer"
+           ? !mp::parseInferPrecision(precision, inferOptions, error)
+           : !mp::parsePrecision(precision, inferOptions.precision, error)) ||
+      !mp::parseLossScale(lossScale, options.lossScale, error) ||
+      !mp::parseOptimizer(optimizer, options.optimizer, error) ||
+      !mp::parseDevice(device, options.device, error) ||
+      !mp::parseQuantMethod(quantMethod, inferOptions.method, error) ||
+      !mp::parseQuantFallback(quantFallback, inferOptions.fallback, error))
+    return fail(error);
+  bool int8 = inferOptions.mode == mp::InferOptions::Mode::Int8;
+  options.precision = inferOptions.precision;
   options.lr = lr;
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.seed = seed;
-  options.device = device;
-  if (device == "cuda") {
+  // The measurements of --quant-measure run on the CPU; the session itself
+  // runs where --device says.
+  inferOptions.device = options.device;
+  if (options.device == mp::Device::Cuda) {
     if (llvm::StringRef(modelPath).ends_with(".mpa") ||
         mp::Session::isArtifact(modelPath))
       return fail("--device cuda compiles the model (.mlir); artifacts are "
@@ -545,8 +557,6 @@ extern "C" int mp_run_main(int argc, char **argv) {
     if (checkNumerics || command == "compare")
       return fail("--device cuda: --check-numerics and compare run on the "
                   "CPU (drop --device cuda)");
-  } else if (device != "cpu") {
-    return fail("bad --device '" + device + "': expected cpu or cuda");
   }
   if (command == "compare") {
     if (llvm::StringRef(modelPath).ends_with(".mpa") ||
@@ -563,7 +573,6 @@ extern "C" int mp_run_main(int argc, char **argv) {
   bool fromArtifact = llvm::StringRef(modelPath).ends_with(".mpa") ||
                       mp::Session::isArtifact(modelPath);
   auto start = std::chrono::steady_clock::now();
-  std::string error;
   std::unique_ptr<mp::Session> session =
       fromArtifact ? mp::Session::open(modelPath, error, &seed.getValue())
                    : mp::Session::create(modelPath, options, error);
@@ -572,9 +581,11 @@ extern "C" int mp_run_main(int argc, char **argv) {
   if (scheme != mp::InitScheme::HeUniform)
     session->initialiseParameters(seed, scheme);
   if (fromArtifact) {
-    if (int status = checkArtifactOptions(*session))
+    if (int status = checkArtifactOptions(*session, options))
       return status;
-    precision = session->trainOptions().precision;
+    precision =
+        mlir::mp::stringifyFloatPrecision(session->trainOptions().precision)
+            .str();
   }
   double compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -608,8 +619,8 @@ extern "C" int mp_run_main(int argc, char **argv) {
     if (!mp::restoreCheckpoint(*session, checkpointPath, /*withState=*/false,
                                position, error))
       return fail(error);
-    if (calibrateBatches > 0 || precision == "int8" || timeBatches > 0)
-      return runInferSession(*session, train, test);
+    if (calibrateBatches > 0 || int8 || timeBatches > 0)
+      return runInferSession(*session, inferOptions, train, test);
     auto inferStart = std::chrono::steady_clock::now();
     InferenceObserver observer;
     observer.checker = checker.get();

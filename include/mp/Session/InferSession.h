@@ -23,30 +23,31 @@ namespace mp {
 struct InferOptions {
   enum class Mode { Float, Calibrate, Int8 };
   Mode mode = Mode::Float;
-  /// Float mode: f32, f16 or bf16.
-  std::string precision = "f32";
+  /// Float mode: the precision @predict computes in.
+  FloatPrecision precision = FloatPrecision::F32;
   /// Int8 mode: the --mp-quantize options, with the pass's defaults
   /// (declared once, in Passes.td).
   std::string calibrationPath;
-  std::string method = mlir::mp::stringifyQuantizationMethod(
-                           mlir::mp::MPQuantizeOptions().method)
-                           .str();
+  QuantizationMethod method = mlir::mp::MPQuantizeOptions().method;
   double percentile = mlir::mp::MPQuantizeOptions().percentile;
   bool perChannel = mlir::mp::MPQuantizeOptions().perChannel;
   double maxError = mlir::mp::MPQuantizeOptions().maxError;
-  std::string fallback =
-      mlir::mp::stringifyFloatPrecision(mlir::mp::MPQuantizeOptions().fallback)
-          .str();
+  FloatPrecision fallback = mlir::mp::MPQuantizeOptions().fallback;
   std::string reportPath;
   /// Ops (result ids) forced to fall back, and probes on every eligible
   /// op's f32 result (to measure errors against the f32 model).
   std::vector<std::string> fallbackOps;
   bool probeOutputs = false;
-  /// cpu, or cuda: @predict (and the one-time weight conversion) lowered
+  /// Cpu, or Cuda: @predict (and the one-time weight conversion) lowered
   /// with --mp-lower-gpu{device-memory=true}; weights stay in device
   /// memory. Calibration probes run on the CPU only.
-  std::string device = "cpu";
+  Device device = Device::Cpu;
 };
+
+/// Inference's --precision: f32, f16 or bf16 (Mode::Float), or int8
+/// (Mode::Int8); false with an error for anything else.
+bool parseInferPrecision(llvm::StringRef text, InferOptions &options,
+                         std::string &error);
 
 class InferSession {
 public:

@@ -13,6 +13,7 @@
 #define MP_SESSION_SESSION_H
 
 #include "mp/Session/CudaDevice.h"
+#include "mp/Session/Options.h"
 #include "mp/Transforms/Passes.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -62,20 +63,18 @@ bool initialiseTensor(HostTensor &tensor, InitScheme scheme,
                       std::mt19937_64 &rng, std::string &error);
 
 struct TrainOptions {
-  std::string precision = "f32"; // f32 | f16 | bf16
-  std::string lossScale;         // dynamic | static:N | none | "" (auto)
+  FloatPrecision precision = FloatPrecision::F32;
+  LossScaleOption lossScale;
   // The optimizer pass's own defaults (Passes.td), declared there once.
-  std::string optimizer = mlir::mp::stringifyOptimizerAlgorithm(
-                              mlir::mp::MPOptimizerOptions().algorithm)
-                              .str();
+  OptimizerAlgorithm optimizer = mlir::mp::MPOptimizerOptions().algorithm;
   double lr = mlir::mp::MPOptimizerOptions().learningRate;
   double momentum = mlir::mp::MPOptimizerOptions().momentum;
   double weightDecay = mlir::mp::MPOptimizerOptions().weightDecay;
   uint64_t seed = 0;
-  /// cpu, or cuda: the step is lowered with --mp-lower-gpu (device memory)
+  /// Cpu, or Cuda: the step is lowered with --mp-lower-gpu (device memory)
   /// and runs on the GPU; parameters, optimizer state and loss-scale state
   /// stay in device memory between steps.
-  std::string device = "cpu";
+  Device device = Device::Cpu;
   /// Probes after each op (--mp-check-numerics) for a numerics checker
   /// (EveryOp) or an op-by-op comparison with FP32 (ComputeOps: without
   /// conversions, so FP32 and mixed runs name their ops alike).
@@ -248,8 +247,8 @@ private:
   std::unique_ptr<mlir::ExecutionEngine> engine;
   void *library = nullptr; // dlopen handle of an artifact
   TrainOptions compiledOptions;
-  std::string scaleMode;
-  double initScale = 65536.0;
+  /// compiledOptions.lossScale resolved for the precision.
+  LossScalingMode scaleMode = LossScalingMode::None;
   bool hasPredict = false;
   bool vectorized = true;
 

@@ -1,0 +1,68 @@
+//===- Options.h - the session's typed options and their text forms -*- C++
+//-*-//
+//
+// Sessions take enums (the passes' own, from the MP dialect); mp-run's
+// flags, the C API's strings and Python's keywords are text, parsed here
+// once so that every front end accepts the same spellings and refuses a bad
+// one with the same message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_SESSION_OPTIONS_H
+#define MP_SESSION_OPTIONS_H
+
+#include "mp/Transforms/Passes.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace mp {
+
+using mlir::mp::FloatPrecision;
+using mlir::mp::LossScalingMode;
+using mlir::mp::OptimizerAlgorithm;
+using mlir::mp::QuantizationMethod;
+
+/// Where a session's compiled code runs.
+enum class Device { Cpu, Cuda };
+
+/// --loss-scale: a mode (Auto: dynamic for f16, none for bf16 and f32) and,
+/// for Static, the scale.
+struct LossScaleOption {
+  LossScalingMode mode = LossScalingMode::Auto;
+  double initial = 65536.0;
+
+  /// The text form parseLossScale reads back: "" for Auto, "none",
+  /// "dynamic", "static:N".
+  std::string str() const;
+  bool operator==(const LossScaleOption &other) const {
+    return mode == other.mode &&
+           (mode != LossScalingMode::Static || initial == other.initial);
+  }
+};
+
+/// The mode a run uses: Auto resolved for `precision`; an explicit mode
+/// other than none with f32 is an error (f32 does not underflow).
+bool resolveLossScale(const LossScaleOption &option, FloatPrecision precision,
+                      LossScalingMode &mode, std::string &error);
+
+// Text forms. Each parser returns false with an error naming the flag and
+// the values it takes.
+bool parsePrecision(llvm::StringRef text, FloatPrecision &precision,
+                    std::string &error);
+bool parseLossScale(llvm::StringRef text, LossScaleOption &option,
+                    std::string &error);
+bool parseOptimizer(llvm::StringRef text, OptimizerAlgorithm &algorithm,
+                    std::string &error);
+bool parseDevice(llvm::StringRef text, Device &device, std::string &error);
+llvm::StringRef stringifyDevice(Device device);
+bool parseQuantMethod(llvm::StringRef text, QuantizationMethod &method,
+                      std::string &error);
+/// An INT8 fallback precision: f32 or f16 (bf16 is refused).
+bool parseQuantFallback(llvm::StringRef text, FloatPrecision &precision,
+                        std::string &error);
+
+} // namespace mp
+
+#endif // MP_SESSION_OPTIONS_H
