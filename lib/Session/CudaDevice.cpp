@@ -1,6 +1,7 @@
 //===- CudaDevice.cpp - libmprt_cuda for mp-run's --device cuda -----------===//
 
 #include "mp/Session/CudaDevice.h"
+#include "mprt/mprt_cuda.h" // the types only: the functions come from dlsym
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -72,6 +73,9 @@ std::unique_ptr<CudaDevice> CudaDevice::open(std::string &error) {
   bind(device->streamDestroy, "mgpuStreamDestroy");
   bind(device->releaseCached, "mprt_cuda_release_cached");
   bind(device->poolStats, "mprt_cuda_pool_get_stats");
+  bind(device->deviceInfo, "mprt_cuda_get_device_info");
+  bind(device->setTf32Mode, "mprt_cuda_gemm_set_tf32");
+  bind(device->tf32Mode, "mprt_cuda_gemm_tf32");
   if (!ok)
     return nullptr;
   char why[512] = "";
@@ -118,10 +122,28 @@ void CudaDevice::download(void *host, const void *device, size_t bytes) {
 }
 
 uint64_t CudaDevice::poolPeakBytes() {
-  uint64_t stats[5] = {}; // mprt_cuda_pool_stats: five uint64_t fields
-  poolStats(stats);
-  return stats[2];
+  mprt_cuda_pool_stats stats = {};
+  poolStats(&stats);
+  return stats.peak_bytes;
 }
+
+bool CudaDevice::properties(GpuProperties &out, std::string &error) {
+  mprt_cuda_device_info info = {};
+  if (deviceInfo(&info) != MPRT_OK) {
+    error = std::string("CUDA: ") + lastError();
+    return false;
+  }
+  out.name = info.name;
+  out.computeMajor = info.compute_major;
+  out.computeMinor = info.compute_minor;
+  out.multiprocessors = info.multiprocessors;
+  out.totalBytes = info.total_bytes;
+  return true;
+}
+
+void CudaDevice::setTf32(bool enabled) { setTf32Mode(enabled ? 1 : 0); }
+
+bool CudaDevice::tf32() { return tf32Mode() != 0; }
 
 bool CudaDevice::check(std::string &error) {
   if (checkErrors() == 0)

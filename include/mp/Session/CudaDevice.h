@@ -15,7 +15,19 @@
 #include <memory>
 #include <string>
 
+// mprt_cuda.h's types, which lib/Session/CudaDevice.cpp includes.
+struct mprt_cuda_pool_stats;
+struct mprt_cuda_device_info;
+
 namespace mp {
+
+/// What the GPU is (mprt_cuda_get_device_info).
+struct GpuProperties {
+  std::string name;
+  int computeMajor = 0, computeMinor = 0;
+  int multiprocessors = 0;
+  uint64_t totalBytes = 0;
+};
 
 class CudaDevice {
 public:
@@ -38,6 +50,12 @@ public:
   bool check(std::string &error);
   /// The device pool's peak bytes (in use plus cached) so far.
   uint64_t poolPeakBytes();
+  /// The device's name, compute capability and memory; false with `error`
+  /// when the query fails.
+  bool properties(GpuProperties &out, std::string &error);
+  /// f32 products on TF32 tensor cores (cuBLASLt FAST_TF32) or in f32.
+  void setTf32(bool enabled);
+  bool tf32();
 
 private:
   CudaDevice() = default;
@@ -53,7 +71,10 @@ private:
   void (*streamDestroy)(void *) = nullptr;
   int (*releaseCached)() = nullptr;
   void (*streamSynchronize)(void *) = nullptr;
-  void (*poolStats)(void *) = nullptr;
+  void (*poolStats)(mprt_cuda_pool_stats *) = nullptr;
+  int (*deviceInfo)(mprt_cuda_device_info *) = nullptr;
+  void (*setTf32Mode)(int32_t) = nullptr;
+  int32_t (*tf32Mode)() = nullptr;
   void *stream = nullptr;
   bool counted = false; // in openDevices
 };

@@ -121,6 +121,32 @@ mprt_status mprt_cuda_gemm_sync(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                                 int64_t batch, int64_t stride_a,
                                 int64_t stride_b, int64_t stride_c);
 
+/* What the device the library drives is (cuDeviceGetName and
+ * cuDeviceGetAttribute), for choosing a precision by the hardware
+ * (`mp-run --precision auto`, `mp-run info`). */
+typedef struct mprt_cuda_device_info {
+  char name[256];        /* NUL-terminated */
+  int32_t compute_major; /* compute capability, e.g. 9 and 0 for sm_90 */
+  int32_t compute_minor;
+  int32_t multiprocessors;
+  uint64_t total_bytes; /* device memory */
+} mprt_cuda_device_info;
+
+/* Fills `out` for the device in use (device 0 unless
+ * mgpuSetDefaultDevice chose another). Errors: MPRT_ERROR_ARGUMENT (NULL
+ * out), MPRT_ERROR_DEVICE (no driver or device, a failing query). */
+mprt_status mprt_cuda_get_device_info(mprt_cuda_device_info *out);
+
+/* Whether f32 products (MPRT_GEMM_F32) run on TF32 tensor cores:
+ * cuBLASLt's CUBLAS_COMPUTE_32F_FAST_TF32 instead of CUBLAS_COMPUTE_32F
+ * (inputs rounded to 10-bit significands, f32 accumulation; sm_80 and
+ * newer). Off by default; the environment variable MPRT_CUDA_TF32=1 turns
+ * it on at the first product; mprt_cuda_gemm_set_tf32 sets it later for
+ * the products that follow (plans are cached per compute type).
+ * f16, bf16 and s8 products are unaffected. */
+void mprt_cuda_gemm_set_tf32(int32_t enabled);
+int32_t mprt_cuda_gemm_tf32(void);
+
 #ifdef __cplusplus
 }
 #endif
