@@ -4,8 +4,8 @@
 // the int8 rewrite handles it, its threshold, scales and estimated error, and
 // whether it runs in int8 or falls back (QuantizePlan.cpp); what the rewrite
 // then did (Quantize.cpp); and the JSON report of it all (QuantizeReport.cpp).
-// Decisions carry enums; the report spells them out. Private to
-// lib/Transforms.
+// Decisions carry enums; the report spells them out (in the enums' order:
+// keep QuantizeReport.cpp in step). Private to lib/Transforms.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,9 +95,6 @@ LogicalResult planFunction(func::FuncOp func,
                            const llvm::StringMap<CalibrationEntry> &entries,
                            const PlanOptions &options,
                            std::vector<Decision> &decisions);
-
-/// "f32", "f16" or "int8".
-StringRef stringifyOpPrecision(OpPrecision precision);
 
 /// Writes the JSON report of `decisions` to `path` (docs/quantization.md);
 /// fails with `error` when the file cannot be written.

@@ -19,70 +19,41 @@ using namespace mlir;
 using namespace mlir::mp;
 using namespace mlir::mp::quantize;
 
-StringRef mlir::mp::quantize::stringifyOpPrecision(OpPrecision precision) {
-  switch (precision) {
-  case OpPrecision::F16:
-    return "f16";
-  case OpPrecision::Int8:
-    return "int8";
-  case OpPrecision::F32:
-    break;
-  }
-  return "f32";
+// The report's words for the decisions' enums, in the enums' order.
+
+static StringRef nameOf(OpPrecision precision) {
+  static const char *const names[] = {"f32", "f16", "int8"};
+  return names[static_cast<int>(precision)];
 }
 
-static StringRef stringifyUnsupported(Unsupported unsupported) {
-  switch (unsupported) {
-  case Unsupported::OpKind:
-    return "not quantized: int8 rewriting supports linalg.matmul and "
-           "linalg.conv_2d_nchw_fchw";
-  case Unsupported::NonF32Operands:
-    return "not quantized: operands are not all f32";
-  case Unsupported::MatmulLayout:
-    return "not quantized: matmul with a transposed A or broadcast "
-           "operands (plain and transposed-B matmuls are quantized)";
-  case Unsupported::NonZeroAccumulator:
-    return "not quantized: accumulates into a value other than a "
-           "zero fill";
-  case Unsupported::NoActivationId:
-    return "not quantized: its input has no calibration id (a "
-           "constant or an uncounted op)";
-  case Unsupported::None:
-    break;
-  }
-  return "";
+static StringRef nameOf(Unsupported unsupported) {
+  static const char *const names[] = {
+      "",
+      "not quantized: int8 rewriting supports linalg.matmul and "
+      "linalg.conv_2d_nchw_fchw",
+      "not quantized: operands are not all f32",
+      "not quantized: matmul with a transposed A or broadcast operands "
+      "(plain and transposed-B matmuls are quantized)",
+      "not quantized: accumulates into a value other than a zero fill",
+      "not quantized: its input has no calibration id (a constant or an "
+      "uncounted op)"};
+  return names[static_cast<int>(unsupported)];
 }
 
-static StringRef stringifyWeightSource(WeightSource weights) {
-  switch (weights) {
-  case WeightSource::Hoisted:
-    return "hoisted";
-  case WeightSource::Constant:
-    return "constant";
-  case WeightSource::Inline:
-    return "inline";
-  case WeightSource::None:
-    break;
-  }
-  return "";
+static StringRef nameOf(WeightSource weights) {
+  static const char *const names[] = {"", "hoisted", "constant", "inline"};
+  return names[static_cast<int>(weights)];
 }
 
-static StringRef stringifyDequantization(Dequantization dequantize) {
-  switch (dequantize) {
-  case Dequantization::Fused:
-    return "fused";
-  case Dequantization::Separate:
-    return "separate";
-  case Dequantization::None:
-    break;
-  }
-  return "";
+static StringRef nameOf(Dequantization dequantize) {
+  static const char *const names[] = {"", "fused", "separate"};
+  return names[static_cast<int>(dequantize)];
 }
 
 /// The report's sentence for a decision.
 static std::string reasonText(const Decision &d, const PlanOptions &options) {
   if (d.unsupported != Unsupported::None)
-    return stringifyUnsupported(d.unsupported).str();
+    return nameOf(d.unsupported).str();
   if (!d.fellBack())
     return "int8: estimated error within max-error";
   std::string reason;
@@ -92,7 +63,7 @@ static std::string reasonText(const Decision &d, const PlanOptions &options) {
   if (d.namedInFallbackOps)
     reason += (reason.empty() ? "" : "; ") +
               std::string("fallback-ops names '") + d.resultId + "'";
-  reason += "; runs in " + stringifyOpPrecision(d.precision).str();
+  reason += "; runs in " + nameOf(d.precision).str();
   return reason;
 }
 
@@ -104,7 +75,7 @@ LogicalResult mlir::mp::quantize::writeReport(StringRef path, StringRef mode,
   llvm::json::Array ops;
   std::map<std::string, int64_t> counts;
   for (const Decision &d : decisions) {
-    std::string precision = stringifyOpPrecision(d.precision).str();
+    std::string precision = nameOf(d.precision).str();
     llvm::json::Object entry{{"function", d.function},
                              {"op", d.opName},
                              {"location", d.location},
@@ -122,8 +93,8 @@ LogicalResult mlir::mp::quantize::writeReport(StringRef path, StringRef mode,
       entry["estimated_error"] = d.error;
     }
     if (d.precision == OpPrecision::Int8) {
-      entry["weights"] = stringifyWeightSource(d.weights);
-      entry["dequantize"] = stringifyDequantization(d.dequantize);
+      entry["weights"] = nameOf(d.weights);
+      entry["dequantize"] = nameOf(d.dequantize);
       entry["bias_in_i32"] = d.biasInI32;
     }
     ops.push_back(std::move(entry));
@@ -137,7 +108,7 @@ LogicalResult mlir::mp::quantize::writeReport(StringRef path, StringRef mode,
       {"method", stringifyQuantizationMethod(options.method)},
       {"per_channel", options.perChannel},
       {"max_error", options.maxError},
-      {"fallback", stringifyOpPrecision(options.fallback)},
+      {"fallback", nameOf(options.fallback)},
       {"calibration", calibration.str()},
       {"ops", std::move(ops)},
       {"totals", std::move(totals)}};
