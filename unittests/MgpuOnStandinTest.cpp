@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "StandinFixture.h"
+
 #include "mprt/mgpu.h"
 #include "mprt/mprt_cuda.h"
 #include "standin.h"
@@ -19,14 +21,13 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <dlfcn.h>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
 namespace {
+
+using mprt_test::readFile;
 
 // The stand-in reads its memory size at its first allocation: 256 MiB, so
 // that running out of memory is cheap to test.
@@ -35,46 +36,19 @@ const bool kSmallDevice = [] {
   return true;
 }();
 
-class MgpuOnStandin : public ::testing::Test {
+class MgpuOnStandin : public mprt_test::CudaStandinTest {
 protected:
-  void SetUp() override {
-    mprt_cuda_set_error_mode(MPRT_CUDA_ERRORS_RECORD);
-    char why[512];
-    ASSERT_TRUE(mprt_cuda_available(why, sizeof(why))) << why;
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    ASSERT_NE(driver, nullptr);
-    getStats = reinterpret_cast<decltype(getStats)>(
-        dlsym(driver, "mp_cuda_standin_get_stats"));
-    checkRange = reinterpret_cast<decltype(checkRange)>(
-        dlsym(driver, "mp_cuda_standin_check_range"));
-    ASSERT_NE(getStats, nullptr)
-        << "libcuda.so.1 is not the stand-in: is LD_LIBRARY_PATH "
-           "build/lib/cuda-standin?";
-    ASSERT_NE(checkRange, nullptr);
-    ASSERT_EQ(mprt_cuda_check(), MPRT_OK) << mprt_last_error();
-    getStats(&before);
-  }
   void TearDown() override {
-    mprt_cuda_check();
+    CudaStandinTest::TearDown();
     mprt_cuda_release_cached();
   }
 
-  mp_cuda_standin_stats now() {
-    mp_cuda_standin_stats s;
-    getStats(&s);
-    return s;
-  }
   /// The recorded error(s), cleared; "" when none is pending.
   static std::string takeError() {
     if (mprt_cuda_check() == MPRT_OK)
       return "";
     return mprt_last_error();
   }
-
-  void (*getStats)(mp_cuda_standin_stats *) = nullptr;
-  int (*checkRange)(const void *, uint64_t, const char *,
-                    const char *) = nullptr;
-  mp_cuda_standin_stats before;
 };
 
 #define EXPECT_CONTAINS(text, part)                                            \
@@ -83,13 +57,6 @@ protected:
     EXPECT_NE(whole.find(part), std::string::npos)                             \
         << "'" << whole << "' lacks '" << (part) << "'";                       \
   } while (0)
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST_F(MgpuOnStandin, EventsOrderStreamsWithoutError) {
   void *producer = mgpuStreamCreate();

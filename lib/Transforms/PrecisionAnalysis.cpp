@@ -45,6 +45,28 @@ static bool touchesFloatTensors(Operation *op) {
          llvm::any_of(op->getResultTypes(), isFloatTensor);
 }
 
+/// Ops that look at a tensor's shape only; they accept any element type.
+static bool isShapeOnly(Operation *op) {
+  return isa<tensor::DimOp, tensor::RankOp>(op);
+}
+
+/// Calls `visit` on the ops of `func`'s graph, in pre-order: ops on float
+/// tensors other than returns, constants, empty tensors and shape queries.
+/// The bodies of linalg ops and pads (scalar code the op owns) are not
+/// entered.
+static void forEachGraphOp(func::FuncOp func,
+                           llvm::function_ref<void(Operation *)> visit) {
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == func.getOperation())
+      return WalkResult::advance();
+    if (!isa<func::ReturnOp, arith::ConstantOp, tensor::EmptyOp>(op) &&
+        !isShapeOnly(op) && touchesFloatTensors(op))
+      visit(op);
+    return isa<linalg::LinalgOp, tensor::PadOp>(op) ? WalkResult::skip()
+                                                    : WalkResult::advance();
+  });
+}
+
 /// Number of elements, with dynamic dimensions counted as 1024.
 static int64_t numElements(Type type) {
   auto tensor = cast<RankedTensorType>(type);
@@ -286,30 +308,21 @@ std::string mlir::mp::valueId(Value value, StringRef functionName,
   return base;
 }
 
-static bool isShapeOnly(Operation *op);
-
 llvm::DenseMap<Value, std::string> mlir::mp::valueIds(func::FuncOp func) {
-  // The same walk and ordinals as PrecisionGraphBuilder::classifyAll.
+  // The same ops and ordinals as PrecisionGraphBuilder::classifyAll.
   llvm::DenseMap<Value, std::string> ids;
   StringRef name = func.getSymName();
   for (BlockArgument arg : func.getArguments())
     if (isFloatTensor(arg.getType()))
       ids[arg] = valueId(arg, name, 0);
   unsigned ordinal = 0;
-  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (op == func.getOperation())
-      return WalkResult::advance();
-    bool ownsBody = isa<linalg::LinalgOp, tensor::PadOp>(op);
-    if (isa<func::ReturnOp, arith::ConstantOp, tensor::EmptyOp>(op) ||
-        isShapeOnly(op) || !touchesFloatTensors(op))
-      return ownsBody ? WalkResult::skip() : WalkResult::advance();
-    if (llvm::any_of(op->getResultTypes(), isFloatTensor)) {
-      for (Value result : op->getResults())
-        if (isFloatTensor(result.getType()))
-          ids[result] = valueId(result, name, ordinal);
-      ++ordinal;
-    }
-    return ownsBody ? WalkResult::skip() : WalkResult::advance();
+  forEachGraphOp(func, [&](Operation *op) {
+    if (!llvm::any_of(op->getResultTypes(), isFloatTensor))
+      return;
+    for (Value result : op->getResults())
+      if (isFloatTensor(result.getType()))
+        ids[result] = valueId(result, name, ordinal);
+    ++ordinal;
   });
   return ids;
 }
@@ -385,11 +398,6 @@ mlir::mp::readCalibrationStats(StringRef path, std::string &error) {
 // The graph and its minimum cut
 //===----------------------------------------------------------------------===//
 
-/// Ops that look at a tensor's shape only; they accept any element type.
-static bool isShapeOnly(Operation *op) {
-  return isa<tensor::DimOp, tensor::RankOp>(op);
-}
-
 /// Fills of constants: the rewrite re-creates them in any element type for
 /// free, so converting their results costs nothing. (Constants and empty
 /// tensors are not analysed at all, for the same reason.)
@@ -440,7 +448,7 @@ private:
   struct Node {
     int in = -1, out = -1;
   };
-  LogicalResult classifyAll(func::FuncOp func);
+  void classifyAll(func::FuncOp func);
   void applyRanges(func::FuncOp func);
   void buildAndSolve(func::FuncOp func);
   OpDecision &decisionOf(Operation *op) {
@@ -471,16 +479,9 @@ private:
 } // namespace mp
 } // namespace mlir
 
-LogicalResult PrecisionGraphBuilder::classifyAll(func::FuncOp func) {
+void PrecisionGraphBuilder::classifyAll(func::FuncOp func) {
   unsigned ordinal = 0;
-  WalkResult walk = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (op == func.getOperation())
-      return WalkResult::advance();
-    // Bodies of linalg ops and pads are scalar code the op owns.
-    bool ownsBody = isa<linalg::LinalgOp, tensor::PadOp>(op);
-    if (isa<func::ReturnOp, arith::ConstantOp, tensor::EmptyOp>(op) ||
-        isShapeOnly(op) || !touchesFloatTensors(op))
-      return ownsBody ? WalkResult::skip() : WalkResult::advance();
+  forEachGraphOp(func, [&](Operation *op) {
     if (llvm::any_of(op->getResultTypes(), isFloatTensor))
       ordinals[op] = ordinal++;
 
@@ -540,9 +541,7 @@ LogicalResult PrecisionGraphBuilder::classifyAll(func::FuncOp func) {
     functionOps.push_back(op);
     if (isFreeSource(op))
       freeSources.insert(op);
-    return ownsBody ? WalkResult::skip() : WalkResult::advance();
   });
-  return failure(walk.wasInterrupted());
 }
 
 void PrecisionGraphBuilder::applyRanges(func::FuncOp func) {
@@ -736,8 +735,7 @@ LogicalResult PrecisionGraphBuilder::analyse(func::FuncOp func) {
   freeSources.clear();
   functionOps.clear();
   ordinals.clear();
-  if (failed(classifyAll(func)))
-    return failure();
+  classifyAll(func);
   applyRanges(func);
   buildAndSolve(func);
   return success();

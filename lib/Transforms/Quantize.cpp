@@ -6,31 +6,24 @@
 // consumer's loop. Ops whose estimated quantization error is too large keep
 // a floating-point type.
 //
+// The pass validates its options, has each function planned
+// (QuantizePlan.cpp), rewrites the ops the plan sends to int8 or f16,
+// hoists argument weights into @<f>_quantize_weights, and writes the report
+// (QuantizeReport.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "QuantizeBuilders.h"
+#include "QuantizePlan.h"
 
 #include "mp/Dialect/MP/IR/MPOps.h"
-#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
-#include "mp/Transforms/PrecisionAnalysis.h"
-#include "mp/Transforms/Quantization.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
-
-#include <cmath>
-#include <limits>
-#include <map>
 
 namespace mlir {
 namespace mp {
@@ -49,23 +42,6 @@ namespace {
 // The pass
 //===----------------------------------------------------------------------===//
 
-/// What the pass decided for one eligible op.
-struct Decision {
-  Operation *op = nullptr;
-  std::string function, opName, location, activationId, weightId, resultId;
-  std::string precision = "f32"; // int8 | f32 | f16
-  std::string reason;
-  /// Fell back because the estimated error exceeds max-error.
-  bool exceedsMaxError = false;
-  double threshold = 0, activationScale = 0;
-  double activationError = 0, weightError = -1, error = 0;
-  std::string weights;    // hoisted | constant | inline
-  std::string dequantize; // fused | separate
-  bool biasInI32 = false;
-  /// The f32 value standing for the op's result after the rewrite.
-  Value result;
-};
-
 /// An argument weight quantized once by the weights function.
 struct HoistedWeight {
   unsigned argIndex;
@@ -80,8 +56,6 @@ struct QuantizePass : mp::impl::MPQuantizeBase<QuantizePass> {
   void runOnOperation() override;
 
 private:
-  LogicalResult plan(func::FuncOp func,
-                     const llvm::StringMap<CalibrationEntry> &entries);
   void rewrite(Decision &decision, func::FuncOp func);
   std::pair<Value, Value> weightFor(OpBuilder &b, Decision &decision,
                                     func::FuncOp func, Value w,
@@ -94,86 +68,6 @@ private:
   std::vector<HoistedWeight> hoisted;
 };
 
-LogicalResult
-QuantizePass::plan(func::FuncOp func,
-                   const llvm::StringMap<CalibrationEntry> &entries) {
-  llvm::DenseMap<Value, std::string> ids = valueIds(func);
-  bool ok = true;
-  func.walk([&](Operation *op) {
-    if (!isCalibrationTarget(op))
-      return;
-    if (isa<tosa::TosaOp>(op)) {
-      op->emitError() << op->getName()
-                      << " must be imported to linalg before quantization; "
-                         "run --mp-import first (and calibrate the imported "
-                         "module)";
-      ok = false;
-      return;
-    }
-    Decision d;
-    d.op = op;
-    d.function = func.getSymName().str();
-    d.opName = op->getName().getStringRef().str();
-    d.location = locationText(op->getLoc());
-    auto linalgOp = cast<linalg::LinalgOp>(op);
-    Value act = linalgOp.getDpsInputOperand(0)->get();
-    Value weight = linalgOp.getDpsInputOperand(1)->get();
-    d.activationId = ids.lookup(act);
-    d.weightId = ids.lookup(weight);
-    d.resultId = ids.lookup(op->getResult(0));
-    d.result = op->getResult(0);
-    auto allF32 = llvm::all_of(op->getOperandTypes(), [](Type t) {
-      return cast<RankedTensorType>(t).getElementType().isF32();
-    });
-    if (!isa<linalg::MatmulOp, linalg::Conv2DNchwFchwOp>(op)) {
-      d.reason = "not quantized: int8 rewriting supports linalg.matmul and "
-                 "linalg.conv_2d_nchw_fchw";
-    } else if (!allF32) {
-      d.reason = "not quantized: operands are not all f32";
-    } else if (auto matmul = dyn_cast<linalg::MatmulOp>(op);
-               matmul && !matmul.getIndexingMaps().empty() &&
-               matmul.hasUserDefinedMaps() && !isTransposedBMatmul(op)) {
-      d.reason = "not quantized: matmul with a transposed A or broadcast "
-                 "operands (plain and transposed-B matmuls are quantized)";
-    } else if (!isZeroFill(linalgOp.getDpsInitOperand(0)->get())) {
-      d.reason = "not quantized: accumulates into a value other than a "
-                 "zero fill";
-    } else if (d.activationId.empty()) {
-      d.reason = "not quantized: its input has no calibration id (a "
-                 "constant or an uncounted op)";
-    } else {
-      auto entry = entries.find(d.activationId);
-      if (entry == entries.end()) {
-        op->emitError() << "no calibration data for '" << d.activationId
-                        << "', the input of this " << op->getName()
-                        << "; calibrate this module first (mp-run infer "
-                           "--calibrate N, or --mp-calibrate and a run)";
-        ok = false;
-        return;
-      }
-      d.threshold = chooseThreshold(entry->second, method, percentile);
-      d.activationScale = d.threshold > 0 ? d.threshold / 127.0 : 1.0;
-      d.activationError = estimateRelativeError(entry->second, d.threshold);
-      DenseElementsAttr constant;
-      if (matchPattern(weight, m_Constant(&constant))) {
-        d.weightError =
-            quantizeConstant(constant, isa<linalg::MatmulOp>(op) ? 1 : 0,
-                             perChannel)
-                .error;
-      } else {
-        auto w = entries.find(d.weightId);
-        if (!d.weightId.empty() && w != entries.end())
-          d.weightError = estimateRelativeError(w->second, w->second.absMax);
-      }
-      double we = std::max(d.weightError, 0.0);
-      d.error = std::sqrt(d.activationError * d.activationError + we * we);
-      d.precision = "int8";
-    }
-    decisions.push_back(std::move(d));
-  });
-  return success(ok);
-}
-
 std::pair<Value, Value> QuantizePass::weightFor(OpBuilder &b,
                                                 Decision &decision,
                                                 func::FuncOp func, Value w,
@@ -182,7 +76,7 @@ std::pair<Value, Value> QuantizePass::weightFor(OpBuilder &b,
   DenseElementsAttr constant;
   if (matchPattern(w, m_Constant(&constant))) {
     ConstantWeight c = quantizeConstant(constant, channelDim, perChannel);
-    decision.weights = "constant";
+    decision.weights = WeightSource::Constant;
     auto type = cast<RankedTensorType>(w.getType());
     Value q = arith::ConstantOp::create(
         b, loc,
@@ -198,7 +92,7 @@ std::pair<Value, Value> QuantizePass::weightFor(OpBuilder &b,
   }
   auto arg = dyn_cast<BlockArgument>(w);
   if (hoistWeights && arg && arg.getOwner() == &func.getBody().front()) {
-    decision.weights = "hoisted";
+    decision.weights = WeightSource::Hoisted;
     auto [it, inserted] =
         hoistedIndex.try_emplace({w, channelDim}, hoisted.size());
     if (inserted) {
@@ -224,7 +118,7 @@ std::pair<Value, Value> QuantizePass::weightFor(OpBuilder &b,
     const HoistedWeight &h = hoisted[it->second];
     return {h.q, h.scale};
   }
-  decision.weights = "inline";
+  decision.weights = WeightSource::Inline;
   return quantizeWeightInIR(b, loc, w, channelDim, perChannel);
 }
 
@@ -237,7 +131,7 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
   Value result = op->getResult(0);
   auto resultType = cast<RankedTensorType>(result.getType());
 
-  if (d.precision == "f16") {
+  if (d.precision == OpPrecision::F16) {
     Type f16 = b.getF16Type();
     Operation *low = rebuildNamed(b, op,
                                   {castTensor(b, loc, act, f16),
@@ -363,7 +257,7 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
   if (consumer) {
     // Rebuild the consumer with the i32 accumulator and the scales as
     // inputs; its body dequantizes at the top.
-    d.dequantize = "fused";
+    d.dequantize = Dequantization::Fused;
     unsigned useIndex = consumerUse->getOperandNumber();
     AffineMap map = consumer.getMatchingIndexingMap(consumerUse);
     AffineMap channelMap = AffineMap::get(
@@ -397,7 +291,7 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
     consumer->replaceAllUsesWith(fused);
     consumer->erase();
   } else {
-    d.dequantize = "separate";
+    d.dequantize = Dequantization::Separate;
     unsigned rank = resultType.getRank();
     AffineMap id = b.getMultiDimIdentityMap(rank);
     AffineMap channelMap = AffineMap::get(
@@ -523,7 +417,6 @@ void QuantizePass::runOnOperation() {
   // The option parser offers f32 and f16; a caller may still set bf16.
   if (fallback == FloatPrecision::BF16)
     return fail("fallback must be f32 or f16, got 'bf16'");
-  std::string fallbackName = stringifyFloatPrecision(fallback).str();
   if (calibration.empty())
     return fail("needs calibration=FILE (statistics from mp-run infer "
                 "--calibrate N, see docs/quantization.md)");
@@ -532,6 +425,13 @@ void QuantizePass::runOnOperation() {
       readCalibrationEntries(calibration, error);
   if (failed(entries))
     return fail(error);
+  PlanOptions options{method,
+                      percentile,
+                      perChannel,
+                      maxError,
+                      {fallbackOps.begin(), fallbackOps.end()},
+                      fallback == FloatPrecision::F16 ? OpPrecision::F16
+                                                      : OpPrecision::F32};
 
   SmallVector<func::FuncOp> funcs;
   for (auto func : module.getOps<func::FuncOp>())
@@ -540,7 +440,7 @@ void QuantizePass::runOnOperation() {
   bool ok = true;
   for (func::FuncOp func : funcs) {
     size_t first = decisions.size();
-    if (failed(plan(func, *entries))) {
+    if (failed(planFunction(func, *entries, options, decisions))) {
       ok = false;
       continue;
     }
@@ -548,29 +448,12 @@ void QuantizePass::runOnOperation() {
     hoistedIndex.clear();
     for (size_t i = first; i < decisions.size(); ++i) {
       Decision &d = decisions[i];
-      if (d.precision != "int8")
-        continue;
-      bool named = llvm::is_contained(fallbackOps, d.resultId);
-      if (d.error > maxError || named) {
-        d.precision = fallbackName;
-        d.reason.clear();
-        d.exceedsMaxError = d.error > maxError;
-        if (d.exceedsMaxError)
-          d.reason = "estimated error " + std::to_string(d.error) +
-                     " exceeds max-error " +
-                     std::to_string(maxError.getValue());
-        if (named)
-          d.reason += (d.reason.empty() ? "" : "; ") +
-                      std::string("fallback-ops names '") + d.resultId + "'";
-        d.reason += "; runs in " + fallbackName;
+      if (d.fellBack())
         ++numFallbacks;
-        if (d.precision == "f16")
-          rewrite(d, func);
-        continue;
-      }
-      rewrite(d, func);
-      d.reason = "int8: estimated error within max-error";
-      ++numQuantized;
+      else if (d.precision == OpPrecision::Int8)
+        ++numQuantized;
+      if (d.precision != OpPrecision::F32)
+        rewrite(d, func);
     }
     if (probeOutputs)
       for (size_t i = first; i < decisions.size(); ++i)
@@ -580,50 +463,9 @@ void QuantizePass::runOnOperation() {
   if (!ok)
     return signalPassFailure();
 
-  if (report.empty())
-    return;
-  llvm::json::Array ops;
-  std::map<std::string, int64_t> counts;
-  for (const Decision &d : decisions) {
-    llvm::json::Object entry{
-        {"function", d.function}, {"op", d.opName},
-        {"location", d.location}, {"precision", d.precision},
-        {"reason", d.reason},     {"activation", d.activationId},
-        {"weight", d.weightId}};
-    if (!d.dequantize.empty() || d.precision != "f32" || d.exceedsMaxError) {
-      entry["threshold"] = d.threshold;
-      entry["activation_scale"] = d.activationScale;
-      entry["activation_error"] = d.activationError;
-      if (d.weightError >= 0)
-        entry["weight_error"] = d.weightError;
-      entry["estimated_error"] = d.error;
-    }
-    if (d.precision == "int8") {
-      entry["weights"] = d.weights;
-      entry["dequantize"] = d.dequantize;
-      entry["bias_in_i32"] = d.biasInI32;
-    }
-    ops.push_back(std::move(entry));
-    ++counts[d.precision];
-  }
-  llvm::json::Object totals;
-  for (const auto &[precision, n] : counts)
-    totals[precision] = n;
-  llvm::json::Object root{{"mode", mode.getValue()},
-                          {"method", stringifyQuantizationMethod(method)},
-                          {"per_channel", perChannel.getValue()},
-                          {"max_error", maxError.getValue()},
-                          {"fallback", fallbackName},
-                          {"calibration", calibration.getValue()},
-                          {"ops", std::move(ops)},
-                          {"totals", std::move(totals)}};
-  if (method == QuantizationMethod::Percentile)
-    root["percentile"] = percentile.getValue();
-  std::error_code ec;
-  llvm::raw_fd_ostream os(report, ec, llvm::sys::fs::OF_Text);
-  if (ec)
-    return fail("cannot write report '" + report + "': " + ec.message());
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  if (!report.empty() &&
+      failed(writeReport(report, mode, calibration, options, decisions, error)))
+    return fail(error);
 }
 
 } // namespace

@@ -8,55 +8,21 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "StandinFixture.h"
+
 #include "mprt/mgpu.h"
 #include "mprt/mprt_cuda.h"
 #include "standin.h"
 
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
 
-class MprtCudaOnStandin : public ::testing::Test {
-protected:
-  void SetUp() override {
-    mprt_cuda_set_error_mode(MPRT_CUDA_ERRORS_RECORD);
-    char why[512];
-    ASSERT_TRUE(mprt_cuda_available(why, sizeof(why))) << why;
-    // The driver libmprt_cuda opened must be the stand-in.
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    ASSERT_NE(driver, nullptr);
-    getStats = reinterpret_cast<decltype(getStats)>(
-        dlsym(driver, "mp_cuda_standin_get_stats"));
-    ASSERT_NE(getStats, nullptr)
-        << "libcuda.so.1 is not the stand-in: is LD_LIBRARY_PATH "
-           "build/lib/cuda-standin?";
-    ASSERT_EQ(mprt_cuda_check(), MPRT_OK) << mprt_last_error();
-    getStats(&before);
-  }
-  void TearDown() override { mprt_cuda_check(); }
-
-  mp_cuda_standin_stats now() {
-    mp_cuda_standin_stats s;
-    getStats(&s);
-    return s;
-  }
-
-  void (*getStats)(mp_cuda_standin_stats *) = nullptr;
-  mp_cuda_standin_stats before;
-};
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using MprtCudaOnStandin = mprt_test::CudaStandinTest;
+using mprt_test::readFile;
 
 template <typename T> void *upload(const std::vector<T> &v) {
   void *p = mgpuMemAlloc(v.size() * sizeof(T), nullptr, false);
