@@ -31,7 +31,9 @@ extern "C" {
 typedef struct mp_session mp_session;
 
 typedef struct mp_session_options {
-  const char *precision;  /* "f32" (default), "f16" or "bf16" */
+  const char *precision;  /* "f32" (default), "f16", "bf16" or "auto" (what
+                             the hardware has: mp_session_precision_decision
+                             says what was chosen and why) */
   const char *loss_scale; /* "" (default: dynamic for f16, none otherwise),
                              "dynamic", "none" or "static:N" */
   const char *optimizer;  /* "sgd" (default), "adam" or "adamw" */
@@ -42,6 +44,9 @@ typedef struct mp_session_options {
   const char *device;     /* "cpu" (default) or "cuda": the step runs on
                              the GPU (libmprt_cuda.so), parameters and
                              state stay in device memory (docs/gpu.md) */
+  int tf32;               /* -1 (default: on for "auto" on GPUs of sm_80 and
+                             newer, else off), 0 or 1: f32 products on TF32
+                             tensor cores ("cuda" only) */
 } mp_session_options;
 
 /* Fills `options` with the defaults above. */
@@ -62,6 +67,17 @@ int mp_session_create(const char *model_path,
  * error. The result works with every mp_session_* function below. */
 int mp_session_open(const char *artifact_path, mp_session **out);
 void mp_session_free(mp_session *session);
+
+/* The precision the session trains in ("f32", "f16", "bf16"), and what
+ * "auto" chose and why ("precision auto -> bf16: AVX512-BF16 present"; ""
+ * when the precision was given). Owned by the session. */
+const char *mp_session_precision(const mp_session *session);
+const char *mp_session_precision_decision(const mp_session *session);
+
+/* What `mp-run info` prints: the CPU's features and what each precision
+ * runs on, the GPU's (or why there is none), and what "auto" picks on each.
+ * Valid until this thread's next call. */
+const char *mp_hardware_report(void);
 
 /* The model's static batch size, elements per sample of x, classes. */
 int64_t mp_session_batch_size(const mp_session *session);

@@ -9,6 +9,7 @@
 #include "mp-c/Session.h"
 
 #include "mp/Session/Calibration.h"
+#include "mp/Session/Hardware.h"
 #include "mp/Session/InferSession.h"
 #include "mp/Session/Session.h"
 #include "mp/Session/Trainer.h"
@@ -83,6 +84,7 @@ void mp_session_options_init(mp_session_options *options) {
   options->weight_decay = defaults.weightDecay;
   options->seed = defaults.seed;
   options->device = device.c_str();
+  options->tf32 = -1;
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -99,8 +101,7 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   const mp_session_options &o = options ? *options : defaults;
   mp::TrainOptions train; // a NULL string keeps the library's default
   std::string error;
-  if ((o.precision &&
-       !mp::parsePrecision(o.precision, train.precision, error)) ||
+  if ((o.precision && !mp::parseTrainPrecision(o.precision, train, error)) ||
       (o.loss_scale &&
        !mp::parseLossScale(o.loss_scale, train.lossScale, error)) ||
       (o.optimizer &&
@@ -111,6 +112,8 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   train.momentum = o.momentum;
   train.weightDecay = o.weight_decay;
   train.seed = o.seed;
+  if (o.tf32 >= 0)
+    train.tf32 = o.tf32 != 0;
   std::unique_ptr<mp::Session> session =
       mp::Session::create(model_path, train, error);
   if (!session)
@@ -149,6 +152,24 @@ int64_t mp_session_num_classes(const mp_session *s) {
 size_t mp_session_count(const mp_session *s, int kind) {
   std::vector<mp::HostTensor> *tensors = tensorsOf(s, kind);
   return tensors ? tensors->size() : 0;
+}
+
+const char *mp_session_precision(const mp_session *s) {
+  if (!s || !s->session)
+    return "";
+  return mlir::mp::stringifyFloatPrecision(
+             s->session->trainOptions().precision)
+      .data(); // ODS spellings are string literals
+}
+
+const char *mp_session_precision_decision(const mp_session *s) {
+  return s && s->session ? s->session->precisionDecision().c_str() : "";
+}
+
+const char *mp_hardware_report(void) {
+  thread_local std::string report; // as mp_last_error: one per thread
+  report = mp::describeHardware(mp::detectHardware());
+  return report.c_str();
 }
 
 const char *mp_session_name(const mp_session *s, int kind, size_t index) {

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
 #include "mp/Session/Session.h"
 
@@ -324,13 +325,24 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
 }
 
 bool Session::writeArtifact(
-    const std::string &modelPath, const TrainOptions &options,
+    const std::string &modelPath, const TrainOptions &requested,
     const std::string &outputPath, const std::string &linker,
     std::string &error,
     llvm::function_ref<void(const std::string &)> progress) {
-  if (options.probes != TrainOptions::Probes::None) {
+  if (requested.probes != TrainOptions::Probes::None) {
     error = "artifacts do not carry numerics probes";
     return false;
+  }
+  // An artifact is CPU code for this machine's CPU: auto picks for it.
+  HardwareInfo cpu = detectCpu();
+  if (requested.tf32.value_or(false) && !checkTf32(cpu, Device::Cpu, error))
+    return false;
+  TrainOptions options = requested;
+  if (options.automaticPrecision) {
+    PrecisionChoice choice = choosePrecision(cpu, Device::Cpu);
+    options.precision = choice.precision;
+    options.automaticPrecision = false;
+    progress(choice.line());
   }
   // What does not need the compilation fails before it.
   llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName(linker);

@@ -84,6 +84,7 @@ public:
   bool trainStep(TrainingState &training, const float *x, const float *labels,
                  StepResult &result, std::string &error) override {
     syncToDevice(training);
+    cuda->setTf32(entries.tf32); // process-wide: sessions may differ
     Buffers &d = buffers;
     StepState &scalars = training.scalars;
     cuda->upload(d.x, x,
@@ -136,6 +137,7 @@ public:
   bool predict(TrainingState &training, const float *x, float *logits,
                std::string &error) override {
     syncToDevice(training);
+    cuda->setTf32(entries.tf32);
     Buffers &d = buffers;
     cuda->upload(d.x, x,
                  static_cast<size_t>(entries.batch * entries.features) *

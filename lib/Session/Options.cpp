@@ -169,6 +169,16 @@ bool parseQuantFallback(llvm::StringRef text, FloatPrecision &precision,
   return refuse("--quant-fallback", text, "f32 or f16", error);
 }
 
+bool parseTrainPrecision(llvm::StringRef text, TrainOptions &options,
+                         std::string &error) {
+  options.automaticPrecision = text == "auto";
+  std::string ignored;
+  if (options.automaticPrecision ||
+      parsePrecision(text, options.precision, ignored))
+    return true;
+  return refuse("--precision", text, "f32, f16, bf16 or auto", error);
+}
+
 bool parseInferPrecision(llvm::StringRef text, InferOptions &options,
                          std::string &error) {
   if (text == "int8") {

@@ -3,6 +3,7 @@
 #include "mp/Session/Session.h"
 #include "StepBackend.h"
 #include "mp/Session/CudaDevice.h"
+#include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
 
 #include "mp/Transforms/AttrNames.h"
@@ -215,15 +216,39 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   return true;
 }
 
-bool Session::compile(const std::string &modelPath, const TrainOptions &options,
-                      std::string &error) {
+bool Session::compile(const std::string &modelPath,
+                      const TrainOptions &requested, std::string &error) {
+  // The GPU is opened after lowering, so that a machine without one still
+  // compiles the step (and says so) before it reports the missing device;
+  // unless the precision or TF32 depends on what the GPU is.
+  std::unique_ptr<CudaDevice> cuda;
+  HardwareInfo hardware = detectCpu();
+  bool gpu = requested.device == Device::Cuda;
+  if (gpu && (requested.automaticPrecision || requested.tf32.value_or(false))) {
+    GpuProperties properties;
+    if (!(cuda = CudaDevice::open(error)) ||
+        !cuda->properties(properties, error))
+      return false;
+    hardware.gpu = properties;
+  }
+  TrainOptions options = requested;
+  if (options.automaticPrecision) {
+    PrecisionChoice choice = choosePrecision(hardware, options.device);
+    options.precision = choice.precision;
+    options.automaticPrecision = false;
+    if (!options.tf32 && gpu)
+      options.tf32 = choice.tf32;
+    decision = choice.line();
+  }
+  if (options.tf32.value_or(false) &&
+      !checkTf32(hardware, options.device, error))
+    return false;
+  entries.tf32 = options.tf32.value_or(false);
+
   OwningOpRef<ModuleOp> module;
   if (!lower(modelPath, options, module, error))
     return false;
-  // The GPU is opened after lowering, so that a machine without one still
-  // compiles the step (and says so) before it reports the missing device.
-  std::unique_ptr<CudaDevice> cuda;
-  if (options.device == Device::Cuda && !(cuda = CudaDevice::open(error)))
+  if (gpu && !cuda && !(cuda = CudaDevice::open(error)))
     return false;
   if (!(engine = compileModule(*module, cuda.get(), error)))
     return false;

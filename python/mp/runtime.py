@@ -37,7 +37,8 @@ class _Options(ctypes.Structure):
     _fields_ = [("precision", ctypes.c_char_p), ("loss_scale", ctypes.c_char_p),
                 ("optimizer", ctypes.c_char_p), ("lr", ctypes.c_double),
                 ("momentum", ctypes.c_double), ("weight_decay", ctypes.c_double),
-                ("seed", ctypes.c_uint64), ("device", ctypes.c_char_p)]
+                ("seed", ctypes.c_uint64), ("device", ctypes.c_char_p),
+                ("tf32", ctypes.c_int)]
 
 
 class _InferOptions(ctypes.Structure):
@@ -94,6 +95,9 @@ def library():
         "mp_session_num_classes": (ctypes.c_int64, [P]),
         "mp_session_count": (S, [P, ctypes.c_int]),
         "mp_session_name": (ctypes.c_char_p, [P, ctypes.c_int, S]),
+        "mp_session_precision": (ctypes.c_char_p, [P]),
+        "mp_session_precision_decision": (ctypes.c_char_p, [P]),
+        "mp_hardware_report": (ctypes.c_char_p, []),
         "mp_session_rank": (S, [P, ctypes.c_int, S]),
         "mp_session_shape": (ctypes.POINTER(ctypes.c_int64), [P, ctypes.c_int, S]),
         "mp_session_get": (ctypes.c_int, [P, ctypes.c_int, S, f32p, S]),
@@ -159,6 +163,12 @@ def _pointer(array):
     return array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
 
 
+def hardware_report():
+    """What `mp-run info` prints: the CPU's (and GPU's) features, what each
+    precision runs on, and what precision="auto" picks."""
+    return library().mp_hardware_report().decode()
+
+
 def epoch_order(rows, epoch, seed=0):
     """The row order of epoch `epoch` (1, 2, ...) of a run seeded `seed`
     (mp-run train --seed, Session.fit): the library's Fisher-Yates shuffle
@@ -187,10 +197,13 @@ class Session:
     optimizer, mixed precision) and prediction, JIT-compiled for this CPU."""
 
     def __init__(self, model_path, precision=None, loss_scale=None, optimizer=None,
-                 lr=None, momentum=None, weight_decay=None, seed=None, device=None):
+                 lr=None, momentum=None, weight_decay=None, seed=None, device=None,
+                 tf32=None):
         """Options left None take the library's defaults
         (mp_session_options_init: f32, loss scale by precision, SGD, lr
-        0.05, momentum 0.9, no weight decay, seed 0, the CPU)."""
+        0.05, momentum 0.9, no weight decay, seed 0, the CPU, TF32 as
+        precision="auto" picks it). precision="auto" chooses by the
+        hardware; `precision` and `precision_decision` say what and why."""
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
@@ -202,6 +215,8 @@ class Session:
                             ("weight_decay", weight_decay), ("seed", seed)):
             if value is not None:
                 setattr(options, name, value)
+        if tf32 is not None:
+            options.tf32 = 1 if tf32 else 0
         handle = ctypes.c_void_p()
         _check(lib.mp_session_create(os.fspath(model_path).encode(),
                                      ctypes.byref(options), ctypes.byref(handle)))
@@ -224,6 +239,8 @@ class Session:
         self.batch_size = lib.mp_session_batch_size(handle)
         self.num_features = lib.mp_session_num_features(handle)
         self.num_classes = lib.mp_session_num_classes(handle)
+        self.precision = lib.mp_session_precision(handle).decode()
+        self.precision_decision = lib.mp_session_precision_decision(handle).decode()
         self._index = {}
         for kind in (PARAMETERS, STATE):
             for i in range(lib.mp_session_count(handle, kind)):

@@ -7,6 +7,8 @@
 
 #include "mprt/mprt.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -67,27 +69,65 @@ uint32_t detect() { return 0; }
 } // namespace
 #endif
 
+namespace {
+
+const struct {
+  uint32_t bit;
+  const char *name;
+} featureNames[] = {{MPRT_CPU_AVX2, "avx2"},
+                    {MPRT_CPU_F16C, "f16c"},
+                    {MPRT_CPU_AVX512F, "avx512f"},
+                    {MPRT_CPU_AVX512_VNNI, "avx512_vnni"},
+                    {MPRT_CPU_AVX512_BF16, "avx512_bf16"},
+                    {MPRT_CPU_AVX512_FP16, "avx512_fp16"},
+                    {MPRT_CPU_AVX_VNNI, "avx_vnni"},
+                    {MPRT_CPU_AMX_INT8, "amx_int8"},
+                    {MPRT_CPU_AMX_BF16, "amx_bf16"}};
+
+/// The features MPRT_CPU_DISABLE names (comma- or space-separated), to run
+/// as a CPU without them would: kernels and precision choices follow.
+uint32_t disabledFeatures() {
+  const char *text = std::getenv("MPRT_CPU_DISABLE");
+  if (!text)
+    return 0;
+  uint32_t mask = 0;
+  std::string list(text);
+  for (char &c : list)
+    if (c == ',')
+      c = ' ';
+  size_t start = 0;
+  while ((start = list.find_first_not_of(' ', start)) != std::string::npos) {
+    size_t end = list.find(' ', start);
+    std::string name = list.substr(start, end - start);
+    bool known = false;
+    for (const auto &entry : featureNames)
+      if (name == entry.name) {
+        mask |= entry.bit;
+        known = true;
+      }
+    if (!known)
+      std::fprintf(stderr,
+                   "mprt: warning: MPRT_CPU_DISABLE names '%s', which is not "
+                   "a feature mprt detects (%s)\n",
+                   name.c_str(),
+                   "avx2 f16c avx512f avx512_vnni avx512_bf16 avx512_fp16 "
+                   "avx_vnni amx_int8 amx_bf16");
+    start = end;
+  }
+  return mask;
+}
+
+} // namespace
+
 extern "C" uint32_t mprt_cpu_features(void) {
-  static const uint32_t features = detect();
+  static const uint32_t features = detect() & ~disabledFeatures();
   return features;
 }
 
 extern "C" const char *mprt_cpu_features_string(void) {
   static const std::string text = [] {
-    static const struct {
-      uint32_t bit;
-      const char *name;
-    } names[] = {{MPRT_CPU_AVX2, "avx2"},
-                 {MPRT_CPU_F16C, "f16c"},
-                 {MPRT_CPU_AVX512F, "avx512f"},
-                 {MPRT_CPU_AVX512_VNNI, "avx512_vnni"},
-                 {MPRT_CPU_AVX512_BF16, "avx512_bf16"},
-                 {MPRT_CPU_AVX512_FP16, "avx512_fp16"},
-                 {MPRT_CPU_AVX_VNNI, "avx_vnni"},
-                 {MPRT_CPU_AMX_INT8, "amx_int8"},
-                 {MPRT_CPU_AMX_BF16, "amx_bf16"}};
     std::string out;
-    for (const auto &entry : names)
+    for (const auto &entry : featureNames)
       if (mprt_cpu_features() & entry.bit)
         out += (out.empty() ? "" : " ") + std::string(entry.name);
     return out.empty() ? std::string("none") : out;

@@ -20,7 +20,9 @@
 #include <immintrin.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <cstring>
 #include <vector>
 
@@ -277,6 +279,61 @@ extern "C" int32_t mprt_gemm_f16_mode(void) {
   if (features & (MPRT_CPU_AVX512_BF16 | MPRT_CPU_AMX_BF16))
     return MPRT_F16_GEMM_BF16;
   return MPRT_F16_GEMM_F32;
+}
+
+extern "C" mprt_status mprt_gemm_describe(int32_t type, char *out,
+                                          size_t n) {
+  mprt::clearError();
+  if (!out || n == 0)
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "mprt_gemm_describe: no output buffer");
+  auto kernel = [](dnnl_data_type_t ab, dnnl_data_type_t c) {
+    std::string name = mprt::matmulImplementation(ab, c);
+    return name.empty() ? std::string() : "oneDNN matmul " + name;
+  };
+  const std::string sgemm = "oneDNN sgemm";
+  std::string text;
+  switch (type) {
+  case MPRT_GEMM_F32:
+    text = sgemm + " (f32)";
+    break;
+  case MPRT_GEMM_BF16:
+    text = kernel(dnnl_bf16, dnnl_f32);
+    text = text.empty() ? "inputs widened to f32, " + sgemm
+                        : text + " (bf16 inputs, f32 accumulation)";
+    break;
+  case MPRT_GEMM_F16:
+    switch (mprt_gemm_f16_mode()) {
+    case MPRT_F16_GEMM_NATIVE:
+      text = kernel(dnnl_f16, dnnl_f32);
+      if (!text.empty()) {
+        text += " (f16 inputs, f32 accumulation)";
+        break;
+      }
+      [[fallthrough]];
+    case MPRT_F16_GEMM_BF16:
+      text = kernel(dnnl_bf16, dnnl_f32);
+      if (!text.empty()) {
+        text = "inputs rounded to bf16, " + text + " (f32 accumulation)";
+        break;
+      }
+      [[fallthrough]];
+    default:
+      text = std::string("inputs widened to f32") +
+             (hasF16C() ? " (F16C)" : "") + ", " + sgemm;
+    }
+    break;
+  case MPRT_GEMM_S8:
+    text = kernel(dnnl_s8, dnnl_s32);
+    text = text.empty() ? "oneDNN gemm_s8s8s32 (int32 accumulation)"
+                        : text + " (s8 inputs, int32 accumulation)";
+    break;
+  default:
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "mprt_gemm_describe: bad type %d", type);
+  }
+  std::snprintf(out, n, "%s", text.c_str());
+  return MPRT_OK;
 }
 
 extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,

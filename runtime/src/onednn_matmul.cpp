@@ -37,16 +37,15 @@ MatmulCache &cache() {
   return *instance;
 }
 
-/// Builds the primitive; leaves `usable` false when oneDNN has no
-/// implementation.
-CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
-                         int64_t lda, int64_t ldb, int64_t ldc, bool transA,
-                         bool transB, dnnl_data_type_t abType,
-                         dnnl_data_type_t cType) {
-  CachedMatmul entry;
-  if (!c.engine)
-    return entry;
-  dnnl_memory_desc_t aDesc, bDesc, cDesc;
+/// The memory and primitive descriptors of C += op(A) op(B); false (and
+/// no `pd`) when oneDNN has no implementation.
+bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
+                    int64_t lda, int64_t ldb, int64_t ldc, bool transA,
+                    bool transB, dnnl_data_type_t abType,
+                    dnnl_data_type_t cType, dnnl_memory_desc_t &aDesc,
+                    dnnl_memory_desc_t &bDesc, dnnl_memory_desc_t &cDesc,
+                    dnnl_primitive_desc_t &pd) {
+  pd = nullptr;
   dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
   dnnl_dims_t aStrides = {transA ? 1 : lda, transA ? lda : 1};
   dnnl_dims_t bStrides = {transB ? 1 : ldb, transB ? ldb : 1};
@@ -54,7 +53,6 @@ CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
   dnnl_matmul_desc_t matmul;
   dnnl_primitive_attr_t attr = nullptr;
   dnnl_post_ops_t postOps = nullptr;
-  dnnl_primitive_desc_t pd = nullptr;
   bool ok = dnnl_memory_desc_init_by_strides(&aDesc, 2, aDims, abType,
                                              aStrides) == dnnl_success &&
             dnnl_memory_desc_init_by_strides(&bDesc, 2, bDims, abType,
@@ -68,22 +66,42 @@ CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
             // C += ...: linalg.matmul accumulates into its output.
             dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success &&
             dnnl_primitive_attr_set_post_ops(attr, postOps) == dnnl_success &&
-            dnnl_primitive_desc_create(&pd, &matmul, attr, c.engine, nullptr) ==
-                dnnl_success &&
-            dnnl_primitive_create(&entry.primitive, pd) == dnnl_success &&
-            dnnl_memory_create(&entry.a, &aDesc, c.engine, DNNL_MEMORY_NONE) ==
-                dnnl_success &&
-            dnnl_memory_create(&entry.b, &bDesc, c.engine, DNNL_MEMORY_NONE) ==
-                dnnl_success &&
-            dnnl_memory_create(&entry.c, &cDesc, c.engine, DNNL_MEMORY_NONE) ==
+            dnnl_primitive_desc_create(&pd, &matmul, attr, engine, nullptr) ==
                 dnnl_success;
-  entry.usable = ok;
-  if (pd)
+  if (!ok && pd) {
     dnnl_primitive_desc_destroy(pd);
+    pd = nullptr;
+  }
   if (postOps)
     dnnl_post_ops_destroy(postOps);
   if (attr)
     dnnl_primitive_attr_destroy(attr);
+  return ok;
+}
+
+/// Builds the primitive; leaves `usable` false when oneDNN has no
+/// implementation.
+CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
+                         int64_t lda, int64_t ldb, int64_t ldc, bool transA,
+                         bool transB, dnnl_data_type_t abType,
+                         dnnl_data_type_t cType) {
+  CachedMatmul entry;
+  if (!c.engine)
+    return entry;
+  dnnl_memory_desc_t aDesc, bDesc, cDesc;
+  dnnl_primitive_desc_t pd = nullptr;
+  entry.usable =
+      describeMatmul(c.engine, m, n, k, lda, ldb, ldc, transA, transB, abType,
+                     cType, aDesc, bDesc, cDesc, pd) &&
+      dnnl_primitive_create(&entry.primitive, pd) == dnnl_success &&
+      dnnl_memory_create(&entry.a, &aDesc, c.engine, DNNL_MEMORY_NONE) ==
+          dnnl_success &&
+      dnnl_memory_create(&entry.b, &bDesc, c.engine, DNNL_MEMORY_NONE) ==
+          dnnl_success &&
+      dnnl_memory_create(&entry.c, &cDesc, c.engine, DNNL_MEMORY_NONE) ==
+          dnnl_success;
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
   return entry;
 }
 
@@ -122,4 +140,28 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
   return dnnl_primitive_execute(entry.primitive, matmuls.stream, 3, args) ==
              dnnl_success &&
          dnnl_stream_wait(matmuls.stream) == dnnl_success;
+}
+
+std::string mprt::matmulImplementation(dnnl_data_type_t abType,
+                                       dnnl_data_type_t cType) {
+  MatmulCache &matmuls = cache();
+  if (!matmuls.engine)
+    return "";
+  // A product the size of a layer's: oneDNN picks kernels by ISA and type,
+  // not by this shape.
+  constexpr int64_t kSize = 256;
+  dnnl_memory_desc_t aDesc, bDesc, cDesc;
+  dnnl_primitive_desc_t pd = nullptr;
+  std::lock_guard<std::mutex> lock(matmuls.mutex);
+  if (!describeMatmul(matmuls.engine, kSize, kSize, kSize, kSize, kSize, kSize,
+                      false, false, abType, cType, aDesc, bDesc, cDesc, pd))
+    return "";
+  const char *name = nullptr;
+  std::string text;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) ==
+          dnnl_success &&
+      name)
+    text = name;
+  dnnl_primitive_desc_destroy(pd);
+  return text;
 }

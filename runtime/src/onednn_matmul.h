@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cstdint>
+#include <string>
 
 namespace mprt {
 
@@ -24,6 +25,12 @@ bool runCachedMatmul(const void *a, int64_t lda, const void *b, int64_t ldb,
                      void *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                      bool transA, bool transB, dnnl_data_type_t abType,
                      dnnl_data_type_t cType);
+
+/// The name of the kernel oneDNN picks for A(`abType`) B -> C(`cType`) on
+/// this CPU ("brg:avx512_core_bf16", "gemm:jit", ...), or "" when it has
+/// none.
+std::string matmulImplementation(dnnl_data_type_t abType,
+                                 dnnl_data_type_t cType);
 
 } // namespace mprt
 

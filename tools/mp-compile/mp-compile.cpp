@@ -26,7 +26,8 @@ static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
 static cl::opt<std::string> outputPath("o", cl::Required,
                                        cl::desc("Artifact to write (.mpa)"),
                                        cl::value_desc("file"));
-static cl::opt<std::string> precision("precision", cl::desc("f32 | f16 | bf16"),
+static cl::opt<std::string> precision("precision",
+                                      cl::desc("f32 | f16 | bf16 | auto (what this CPU has)"),
                                       cl::init("f32"));
 static cl::opt<std::string>
     lossScale("loss-scale",
@@ -64,7 +65,7 @@ int main(int argc, char **argv) {
       "load\n");
   mp::TrainOptions options;
   std::string error;
-  if (!mp::parsePrecision(precision, options.precision, error) ||
+  if (!mp::parseTrainPrecision(precision, options, error) ||
       !mp::parseLossScale(lossScale, options.lossScale, error) ||
       !mp::parseOptimizer(optimizer, options.optimizer, error)) {
     llvm::errs() << "mp-compile: error: " << error << "\n";

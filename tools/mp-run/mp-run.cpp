@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Session/Calibration.h"
+#include "mp/Session/Hardware.h"
 #include "mp/Session/InferSession.h"
 #include "mp/Session/Numerics.h"
 #include "mp/Session/Session.h"
@@ -44,14 +45,22 @@ static const mp::TrainerOptions trainerDefaults;
 static const mp::InferOptions inferDefaults;
 
 static cl::opt<std::string> command(cl::Positional, cl::Required,
-                                    cl::desc("<train|infer|compare>"));
+                                    cl::desc("<train|infer|compare|info>"));
 static cl::opt<std::string>
-    modelPath(cl::Positional, cl::Required,
+    modelPath(cl::Positional, cl::Optional,
               cl::desc("<model.mlir | artifact.mpa (from mp-compile)>"));
-static cl::opt<std::string> precision("precision",
-                                      cl::desc("f32 | f16 | bf16 (infer "
-                                               "also: int8)"),
-                                      cl::init("f32"));
+static cl::opt<std::string>
+    precision("precision",
+              cl::desc("f32 | f16 | bf16 | auto (what the hardware has: "
+                       "bf16 units, else f16 ones, else f32; `mp-run info` "
+                       "shows the choice) (infer also: int8)"),
+              cl::init("f32"));
+static cl::opt<bool>
+    tf32("tf32",
+         cl::desc("--device cuda: f32 products on TF32 tensor cores (sm_80+; "
+                  "on by default there with --precision auto; "
+                  "--tf32=false turns it off)"),
+         cl::init(false));
 static cl::opt<std::string>
     lossScale("loss-scale",
               cl::desc("dynamic | static:N | none (default: dynamic for "
@@ -322,11 +331,24 @@ int checkArtifactOptions(const mp::Session &session,
         mlir::mp::stringifyOptimizerAlgorithm(compiled.optimizer).str() +
         " (and its loss scale and hyperparameters): compile options cannot "
         "change when it runs; run mp-compile again");
+  if (given.automaticPrecision)
+    return fail("artifact '" + modelPath + "' was compiled with --precision " +
+                mlir::mp::stringifyFloatPrecision(compiled.precision).str() +
+                ": --precision auto chooses when compiling (mp-compile "
+                "--precision auto)");
+  if (given.tf32.value_or(false))
+    return fail("--tf32: artifacts are CPU code, and the CPU has no TF32");
   if (checkNumerics)
     return fail("--check-numerics needs the model (.mlir), not an artifact");
   if (calibrateBatches > 0 || timeBatches > 0)
     return fail("--calibrate and --time-batches need the model (.mlir), not "
                 "an artifact");
+  return 0;
+}
+
+/// mp-run info: what the machine offers and what --precision auto picks.
+int runInfo() {
+  std::printf("%s", mp::describeHardware(mp::detectHardware()).c_str());
   return 0;
 }
 
@@ -500,9 +522,16 @@ extern "C" int mp_run_main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-run: train models in mixed precision\n");
-  if (command != "train" && command != "infer" && command != "compare")
+  if (command != "train" && command != "infer" && command != "compare" &&
+      command != "info")
     return fail("unknown command '" + command +
-                "': expected 'train', 'infer' or 'compare'");
+                "': expected 'train', 'infer', 'compare' or 'info'");
+  if (command == "info")
+    return modelPath.empty() ? runInfo()
+                             : fail("info takes no model: it describes the "
+                                    "machine");
+  if (modelPath.empty())
+    return fail(command + " needs a model (.mlir) or an artifact (.mpa)");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint");
   if (command == "infer" && checkpointPath.empty())
@@ -528,9 +557,13 @@ extern "C" int mp_run_main(int argc, char **argv) {
   if (command == "train" && precision == "int8")
     return fail("--precision int8 is for infer (post-training quantization "
                 "of a trained checkpoint)");
-  if ((command == "infer"
-           ? !mp::parseInferPrecision(precision, inferOptions, error)
-           : !mp::parsePrecision(precision, inferOptions.precision, error)) ||
+  bool parsedPrecision =
+      command == "compare"
+          ? mp::parsePrecision(precision, options.precision, error)
+      : command == "infer" && precision != "auto"
+          ? mp::parseInferPrecision(precision, inferOptions, error)
+          : mp::parseTrainPrecision(precision, options, error);
+  if (!parsedPrecision ||
       !mp::parseLossScale(lossScale, options.lossScale, error) ||
       !mp::parseOptimizer(optimizer, options.optimizer, error) ||
       !mp::parseDevice(device, options.device, error) ||
@@ -538,7 +571,10 @@ extern "C" int mp_run_main(int argc, char **argv) {
       !mp::parseQuantFallback(quantFallback, inferOptions.fallback, error))
     return fail(error);
   bool int8 = inferOptions.mode == mp::InferOptions::Mode::Int8;
-  options.precision = inferOptions.precision;
+  if (command == "infer" && precision != "auto")
+    options.precision = inferOptions.precision;
+  if (tf32.getNumOccurrences())
+    options.tf32 = tf32;
   options.lr = lr;
   options.momentum = momentum;
   options.weightDecay = weightDecay;
@@ -580,12 +616,19 @@ extern "C" int mp_run_main(int argc, char **argv) {
     return fail(error);
   if (scheme != mp::InitScheme::HeUniform)
     session->initialiseParameters(seed, scheme);
-  if (fromArtifact) {
+  if (fromArtifact)
     if (int status = checkArtifactOptions(*session, options))
       return status;
-    precision =
-        mlir::mp::stringifyFloatPrecision(session->trainOptions().precision)
-            .str();
+  // The precision the session runs in (an artifact's, or auto's choice),
+  // and why, first.
+  precision =
+      mlir::mp::stringifyFloatPrecision(session->trainOptions().precision)
+          .str();
+  if (inferOptions.mode == mp::InferOptions::Mode::Float)
+    inferOptions.precision = session->trainOptions().precision;
+  if (!session->precisionDecision().empty()) {
+    std::printf("%s\n", session->precisionDecision().c_str());
+    std::fflush(stdout);
   }
   double compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -64,6 +65,13 @@ bool initialiseTensor(HostTensor &tensor, InitScheme scheme,
 
 struct TrainOptions {
   FloatPrecision precision = FloatPrecision::F32;
+  /// --precision auto: the session replaces `precision` (and an unset
+  /// `tf32`) by what the hardware supports (Hardware.h) and says why in
+  /// Session::precisionDecision.
+  bool automaticPrecision = false;
+  /// f32 products on TF32 tensor cores (Cuda, sm_80+); unset: on where
+  /// --precision auto chose it, else off.
+  std::optional<bool> tf32;
   LossScaleOption lossScale;
   // The optimizer pass's own defaults (Passes.td), declared there once.
   OptimizerAlgorithm optimizer = mlir::mp::MPOptimizerOptions().algorithm;
@@ -93,6 +101,9 @@ struct CompiledEntries {
   /// The step writes the new parameters and state over the old ones (the
   /// lowering marked the entry mp.in_place_updates; docs/memory.md).
   bool inPlaceUpdates = false;
+  /// f32 products run on TF32 tensor cores (a GPU session's setting of
+  /// libmprt_cuda, made before every call).
+  bool tf32 = false;
 };
 
 /// Scalars of the training state that travel with the parameters.
@@ -128,6 +139,10 @@ struct RunPosition {
   int64_t batch = 0;
 };
 
+/// Training's --precision: f32, f16, bf16, or auto (automaticPrecision).
+bool parseTrainPrecision(llvm::StringRef text, TrainOptions &options,
+                         std::string &error);
+
 class Session {
 public:
   ~Session();
@@ -161,8 +176,11 @@ public:
           [](const std::string &) {});
 
   /// The options the session was compiled with (for an artifact: those
-  /// mp-compile was given).
+  /// mp-compile was given), with --precision auto resolved.
   const TrainOptions &trainOptions() const { return compiledOptions; }
+  /// What --precision auto chose and why ("precision auto -> bf16:
+  /// AVX512-BF16 present"); empty when the precision was given.
+  const std::string &precisionDecision() const { return decision; }
 
   /// Batch size, features (elements per sample) and classes read from the
   /// loss signature.
@@ -222,7 +240,7 @@ public:
 
 private:
   Session();
-  bool compile(const std::string &modelPath, const TrainOptions &options,
+  bool compile(const std::string &modelPath, const TrainOptions &requested,
                std::string &error);
   /// Runs the session's pipelines on `modelPath` (training step, mixed
   /// precision, CPU lowering to the LLVM dialect) into `module` and fills
@@ -247,6 +265,7 @@ private:
   std::unique_ptr<mlir::ExecutionEngine> engine;
   void *library = nullptr; // dlopen handle of an artifact
   TrainOptions compiledOptions;
+  std::string decision;
   /// compiledOptions.lossScale resolved for the precision.
   LossScalingMode scaleMode = LossScalingMode::None;
   bool hasPredict = false;

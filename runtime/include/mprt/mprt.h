@@ -322,6 +322,13 @@ typedef enum mprt_f16_gemm_mode MPRT_ENUM_BASE {
 } mprt_f16_gemm_mode;
 
 void mprt_gemm_set_f16_mode(int32_t mode);
+
+/* How mprt_gemm runs products of `type` (an mprt_gemm_type) on this CPU, in
+ * words: the oneDNN kernel (the implementation oneDNN itself names, such as
+ * "brg:avx512_core_bf16") and any conversion of the inputs first ("inputs
+ * rounded to bf16, ..."). Written to `out`, NUL-terminated, at most `n`
+ * bytes. Errors: MPRT_ERROR_ARGUMENT (NULL out, n == 0, a bad type). */
+mprt_status mprt_gemm_describe(int32_t type, char *out, size_t n);
 /* The mode f16 products run in now: NATIVE, BF16 or F32 (never AUTO). */
 int32_t mprt_gemm_f16_mode(void);
 
@@ -478,7 +485,10 @@ void mprt_memref_copy(int64_t element_bytes, const mprt_unranked_memref *src,
 #define MPRT_CPU_AMX_BF16 (1u << 8)
 
 /* The MPRT_CPU_* bits this CPU and OS support (AVX-512 and AMX bits only
- * when the OS saves their registers). 0 on non-x86 hosts. */
+ * when the OS saves their registers). 0 on non-x86 hosts. The environment
+ * variable MPRT_CPU_DISABLE (names as mprt_cpu_features_string writes
+ * them, comma-separated) takes features away, so that a run behaves as on
+ * a CPU without them (kernels, `--precision auto`); it cannot add any. */
 uint32_t mprt_cpu_features(void);
 
 /* The same as space-separated names ("avx2 f16c avx512f avx512_vnni ..."),
