@@ -24,6 +24,7 @@ struct DriverState {
   bool ok = false;
   std::string why;
   CUcontext context = nullptr;
+  CUdevice device = 0;
 };
 
 std::atomic<int> requestedDevice{0};
@@ -86,10 +87,11 @@ DriverState &state() {
                 std::to_string(count) + " found)";
       return st;
     }
-    CUdevice device;
+    CUdevice device = 0;
     r = d.cuDeviceGet(&device, ordinal);
     if (r == CUDA_SUCCESS)
       r = d.cuDevicePrimaryCtxRetain(&st->context, device);
+    st->device = device;
     if (r != CUDA_SUCCESS) {
       st->why = "cannot open CUDA device " + std::to_string(ordinal) + ": " +
                 describe(d, r);
@@ -129,6 +131,8 @@ const Driver *driver(std::string *why) {
 }
 
 CUcontext primaryContext() { return state().context; }
+
+CUdevice currentDevice() { return state().device; }
 
 std::string resultText(CUresult result) {
   return describe(state().driver, result);
@@ -216,6 +220,54 @@ mprt_status mprt_cuda_check(void) {
     return mprt::fail(MPRT_ERROR_DEVICE, "%s (and %u later error%s)",
                       message.c_str(), more, more == 1 ? "" : "s");
   return mprt::fail(MPRT_ERROR_DEVICE, "%s", message.c_str());
+}
+
+mprt_status mprt_cuda_get_device_info(mprt_cuda_device_info *out) {
+  constexpr const char *fn = "mprt_cuda_get_device_info";
+  mprt::clearError();
+  if (!out)
+    return mprt::fail(MPRT_ERROR_ARGUMENT, "%s: out is NULL", fn);
+  std::string why;
+  const Driver *d = driver(&why);
+  if (!d)
+    return mprt::fail(MPRT_ERROR_DEVICE, "%s: no usable GPU: %s", fn,
+                      why.c_str());
+  // Filled aside: `out` is only written when every query succeeded.
+  mprt_cuda_device_info info;
+  memset(&info, 0, sizeof(info));
+  CUdevice device = currentDevice();
+  CUresult r = d->cuDeviceGetName(info.name, sizeof(info.name), device);
+  if (r != CUDA_SUCCESS)
+    return mprt::fail(MPRT_ERROR_DEVICE, "%s: cuDeviceGetName failed: %s", fn,
+                      resultText(r).c_str());
+  info.name[sizeof(info.name) - 1] = 0;
+  const struct {
+    CUdevice_attribute attribute;
+    const char *name;
+    int32_t *to;
+  } attributes[] = {{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                     "COMPUTE_CAPABILITY_MAJOR", &info.compute_major},
+                    {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                     "COMPUTE_CAPABILITY_MINOR", &info.compute_minor},
+                    {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                     "MULTIPROCESSOR_COUNT", &info.multiprocessors}};
+  for (const auto &a : attributes) {
+    int value = 0;
+    r = d->cuDeviceGetAttribute(&value, a.attribute, device);
+    if (r != CUDA_SUCCESS)
+      return mprt::fail(MPRT_ERROR_DEVICE,
+                        "%s: cuDeviceGetAttribute(%s) failed: %s", fn, a.name,
+                        resultText(r).c_str());
+    *a.to = value;
+  }
+  size_t bytes = 0;
+  r = d->cuDeviceTotalMem(&bytes, device);
+  if (r != CUDA_SUCCESS)
+    return mprt::fail(MPRT_ERROR_DEVICE, "%s: cuDeviceTotalMem failed: %s", fn,
+                      resultText(r).c_str());
+  info.total_bytes = bytes;
+  *out = info;
+  return MPRT_OK;
 }
 
 /// MLIR's gpu.set_default_device. One device per process here: choosing

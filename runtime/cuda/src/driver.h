@@ -28,6 +28,7 @@ namespace mprt::cuda {
   X(cuDeviceGet)                                                               \
   X(cuDeviceGetName)                                                           \
   X(cuDeviceGetAttribute)                                                      \
+  X(cuDeviceTotalMem)                                                          \
   X(cuDevicePrimaryCtxRetain)                                                  \
   X(cuCtxPushCurrent)                                                          \
   X(cuCtxPopCurrent)                                                           \
@@ -69,6 +70,10 @@ const Driver *driver(std::string *why = nullptr);
 
 /// The primary context of the default device (valid once driver() is).
 CUcontext primaryContext();
+
+/// The device in use: the one mgpuSetDefaultDevice asked for before the
+/// driver started, else device 0 (valid once driver() is).
+CUdevice currentDevice();
 
 /// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for a result code.
 std::string resultText(CUresult result);

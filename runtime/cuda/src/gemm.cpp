@@ -16,6 +16,11 @@
 // (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES) and into the plan's cache key,
 // so an algorithm chosen for aligned operands is never run on misaligned ones.
 //
+// TF32: f32 products use CUBLAS_COMPUTE_32F_FAST_TF32 instead of
+// CUBLAS_COMPUTE_32F while the switch is on (mprt_cuda_gemm_set_tf32, or
+// MPRT_CUDA_TF32=1 read at the first product); the compute type is part of
+// the plan's key, so a switch between products takes effect at once.
+//
 // int8: cuBLASLt's int8 kernels (IMMA) take regular column-major operands
 // only in the "TN" form (A' transposed, B' not), with m, k and the leading
 // dimensions multiples of 4 and 4-byte aligned pointers (cuBLAS
@@ -38,8 +43,10 @@
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <map>
@@ -76,12 +83,30 @@ constexpr uint64_t kWorkspaceBytes = 32ull << 20;
 // cuBLASLt's default (and largest) assumed alignment.
 constexpr uint32_t kMaxAlignment = 256;
 
-// One plan per shape, layout, type, batch and alignment: m, n, k, lda, ldb,
-// ldc, flags, type, batch, strideA, strideB, strideC (strides 0 when batch
-// is 1), and the alignments of A, B and C in bytes.
+// One plan per shape, layout, type, batch, alignment and compute type: m, n,
+// k, lda, ldb, ldc, flags, type, batch, strideA, strideB, strideC (strides 0
+// when batch is 1), the alignments of A, B and C in bytes, and the
+// cublasComputeType_t (FAST_TF32 or not for f32).
 using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                            int32_t, int32_t, int64_t, int64_t, int64_t, int64_t,
-                           uint32_t, uint32_t, uint32_t>;
+                           uint32_t, uint32_t, uint32_t, int32_t>;
+
+/// Whether f32 products run on TF32 tensor cores: -1 until decided (by
+/// mprt_cuda_gemm_set_tf32, or from MPRT_CUDA_TF32 when first needed), then
+/// 0 or 1.
+std::atomic<int> tf32Mode{-1};
+
+bool tf32Enabled() {
+  int mode = tf32Mode.load();
+  if (mode < 0) {
+    const char *env = getenv("MPRT_CUDA_TF32");
+    int fromEnv = env && strcmp(env, "1") == 0 ? 1 : 0;
+    // A concurrent mprt_cuda_gemm_set_tf32 wins.
+    if (tf32Mode.compare_exchange_strong(mode, fromEnv))
+      mode = fromEnv;
+  }
+  return mode == 1;
+}
 
 /// The alignment of every matrix of a batch that starts at \p address, the
 /// matrices \p strideBytes apart: the largest power of two that divides
@@ -446,7 +471,7 @@ bool readsInPlace(const Plan &plan) {
 mprt_status makePlan(const char *fn, State &s, const PlanKey &key,
                      bool stageAll, Plan &plan) {
   auto [m, n, k, lda, ldb, ldc, flags, type, count, strideA, strideB, strideC,
-        alignA, alignB, alignC] = key;
+        alignA, alignB, alignC, compute] = key;
   const Lt &lt = s.lt;
   cudaDataType_t inType = CUDA_R_32F, outType = CUDA_R_32F;
   switch (type) {
@@ -482,13 +507,17 @@ mprt_status makePlan(const char *fn, State &s, const PlanKey &key,
                       /*stageAll=*/true, plan, found);
     }
   } else {
-    st = describe(s, inType, outType, CUDA_R_32F, CUBLAS_COMPUTE_32F, opA, a,
-                  opB, b, c, count, plan, found);
+    st = describe(s, inType, outType, CUDA_R_32F,
+                  static_cast<cublasComputeType_t>(compute), opA, a, opB, b, c,
+                  count, plan, found);
   }
+  const char *what = compute == CUBLAS_COMPUTE_32F_FAST_TF32
+                         ? "f32 (TF32 compute)"
+                         : typeName(type);
   if (st != CUBLAS_STATUS_SUCCESS)
     return mprt::fail(MPRT_ERROR_DEVICE,
-                      "%s: cannot describe the %s product: %s", fn,
-                      typeName(type), statusText(lt, st).c_str());
+                      "%s: cannot describe the %s product: %s", fn, what,
+                      statusText(lt, st).c_str());
   if (!found) {
     char batchText[96] = "";
     if (count > 1)
@@ -499,10 +528,10 @@ mprt_status makePlan(const char *fn, State &s, const PlanKey &key,
                       "%s: cuBLASLt has no algorithm for %s m=%lld n=%lld "
                       "k=%lld lda=%lld ldb=%lld ldc=%lld%s%s%s alignments "
                       "%u,%u,%u",
-                      fn, typeName(type), (long long)m, (long long)n,
-                      (long long)k, (long long)lda, (long long)ldb,
-                      (long long)ldc, batchText, transA ? " trans-a" : "",
-                      transB ? " trans-b" : "", alignA, alignB, alignC);
+                      fn, what, (long long)m, (long long)n, (long long)k,
+                      (long long)lda, (long long)ldb, (long long)ldc, batchText,
+                      transA ? " trans-a" : "", transB ? " trans-b" : "",
+                      alignA, alignB, alignC);
   }
   return MPRT_OK;
 }
@@ -700,8 +729,16 @@ mprt_status gemm(const char *fn, int64_t a, int64_t lda, int64_t b, int64_t ldb,
   uint32_t alignA = alignmentOf(a, strideA * inBytes),
            alignB = alignmentOf(b, strideB * inBytes),
            alignC = alignmentOf(c, strideC * outBytes);
-  PlanKey key{m,     n,       k,       lda,     ldb,    ldc,    flags, type,
-              batch, strideA, strideB, strideC, alignA, alignB, alignC};
+  // f32 on TF32 tensor cores while the switch is on; f16 and bf16 always
+  // with f32 compute, s8 with s32.
+  cublasComputeType_t compute = type == MPRT_GEMM_S8 ? CUBLAS_COMPUTE_32I
+                                : type == MPRT_GEMM_F32 && tf32Enabled()
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
+  PlanKey key{m,      n,       k,       lda,
+              ldb,    ldc,     flags,   type,
+              batch,  strideA, strideB, strideC,
+              alignA, alignB,  alignC,  static_cast<int32_t>(compute)};
   auto it = s.plans.find(key);
   if (it == s.plans.end()) {
     Plan plan;
@@ -824,3 +861,9 @@ extern "C" mprt_status mprt_cuda_release_cached(void) {
   }
   return mprt_cuda_pool_trim();
 }
+
+extern "C" void mprt_cuda_gemm_set_tf32(int32_t enabled) {
+  tf32Mode = enabled ? 1 : 0;
+}
+
+extern "C" int32_t mprt_cuda_gemm_tf32(void) { return tf32Enabled() ? 1 : 0; }

@@ -15,6 +15,12 @@
 // alignments, 256 bytes unless set), D not overlapping A or B, nor its own
 // batches.
 //
+// CUBLAS_COMPUTE_32F_FAST_TF32 (f32 inputs only) is emulated: each element
+// of A and B is rounded to TF32 (a 10-bit significand, to nearest, ties to
+// even) before the f32 products and sums, as on sm_80 and newer; on a device
+// that reports an older compute capability (MPRT_CUDA_STANDIN_COMPUTE_
+// CAPABILITY), which has no TF32 tensor cores, the product stays f32.
+//
 // The heuristic returns one algorithm, except that s8 products are only
 // offered in the "TN" form (op(A) = T, op(B) = N) with m, k and leading
 // dimensions multiples of 4 and 4-byte aligned operands, as int8
@@ -279,6 +285,20 @@ void store(cudaDataType type, void *base, uint64_t index, double v) {
   }
 }
 
+/// Rounds an f32 to TF32, what FAST_TF32 compute reads: the 13 low bits of
+/// the significand go, to nearest, ties to even (a carry may reach the
+/// exponent, and infinity). NaN and infinity stay as they are.
+float roundToTf32(float f) {
+  if (!std::isfinite(f))
+    return f;
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  bits += 0xfffu + ((bits >> 13) & 1);
+  bits &= ~0x1fffu;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
 /// Element offset of (row, col) of batch `p`.
 uint64_t offset(const Layout &l, uint64_t row, uint64_t col, uint64_t p) {
   uint64_t inMatrix =
@@ -384,6 +404,10 @@ bool supported(const MatmulDesc &d, const Layout &a, const Layout &b,
     return false;
   bool floating =
       a.type == CUDA_R_32F || a.type == CUDA_R_16F || a.type == CUDA_R_16BF;
+  // FAST_TF32 takes f32 inputs and results only.
+  if (d.compute == CUBLAS_COMPUTE_32F_FAST_TF32)
+    return a.type == CUDA_R_32F && c.type == CUDA_R_32F &&
+           d.scale == CUDA_R_32F;
   if (floating)
     return (d.compute == CUBLAS_COMPUTE_32F ||
             d.compute == CUBLAS_COMPUTE_32F_PEDANTIC) &&
@@ -397,8 +421,9 @@ bool supported(const MatmulDesc &d, const Layout &a, const Layout &b,
 }
 
 /// D = alpha op(A) op(B) + beta C, one batch at a time: op(A) and op(B) are
-/// widened into dense column-major copies, and columns of D are computed
-/// eight at a time so that each column of op(A) is read once per eight.
+/// widened into dense column-major copies (rounded to TF32 for FAST_TF32 on
+/// a device with TF32 tensor cores), and columns of D are computed eight at
+/// a time so that each column of op(A) is read once per eight.
 void multiply(const MatmulDesc &d, double alpha, const void *A, const Layout &a,
               const void *B, const Layout &b, double beta, const void *C,
               const Layout &c, void *D, const Layout &dl) {
@@ -406,6 +431,9 @@ void multiply(const MatmulDesc &d, double alpha, const void *A, const Layout &a,
   opShape(a, d.transA, m, k);
   opShape(b, d.transB, k2, n);
   bool integer = a.type == CUDA_R_8I;
+  // TF32 tensor cores came with sm_80; older devices compute in f32.
+  bool tf32 = d.compute == CUBLAS_COMPUTE_32F_FAST_TF32 &&
+              mp_cuda_standin_compute_capability() >= 80;
   std::vector<float> af(m * k), bf(k * n), acc(m * 8);
   std::vector<int64_t> accI(integer ? m * 8 : 0);
   for (int32_t p = 0; p < a.batch; ++p) {
@@ -419,6 +447,12 @@ void multiply(const MatmulDesc &d, double alpha, const void *A, const Layout &a,
         bf[l + j * k] = static_cast<float>(load(
             b.type, B,
             d.transB == CUBLAS_OP_N ? offset(b, l, j, p) : offset(b, j, l, p)));
+    if (tf32) {
+      for (float &x : af)
+        x = roundToTf32(x);
+      for (float &x : bf)
+        x = roundToTf32(x);
+    }
     for (uint64_t j0 = 0; j0 < n; j0 += 8) {
       uint64_t width = std::min<uint64_t>(8, n - j0);
       if (integer) {

@@ -30,6 +30,11 @@
 // GiB), so tests can run out of it. MPRT_CUDA_STANDIN_PAGEABLE=1 gives the
 // device pageable memory access (attribute PAGEABLE_MEMORY_ACCESS = 1): host
 // pointers are then accepted where the device reads memory.
+// MPRT_CUDA_STANDIN_COMPUTE_CAPABILITY=M.N (e.g. 7.5, 8.0) makes the device
+// report that compute capability (attributes COMPUTE_CAPABILITY_MAJOR and
+// MINOR, read at each query, so a test may change it in between) instead of
+// 9.0, for tests of what is chosen by the hardware; modules are still
+// loaded and checked as for sm_90, the target the lowering supports.
 // MPRT_CUDA_STANDIN_PTXAS=PATH assembles each PTX module with that ptxas for
 // sm_90 (a real check of the PTX, at the cost of a process per module); its
 // errors fail the load with CUDA_ERROR_INVALID_PTX and are the JIT log, as with
@@ -90,6 +95,27 @@ bool pageableAccess() {
   return env && strcmp(env, "1") == 0;
 }
 
+/// The compute capability the device reports, as major * 10 + minor:
+/// $MPRT_CUDA_STANDIN_COMPUTE_CAPABILITY ("7.5"), else kDeviceArch. Read at
+/// each call; a malformed value is reported once and ignored.
+int computeCapability() {
+  const char *env = getenv("MPRT_CUDA_STANDIN_COMPUTE_CAPABILITY");
+  if (!env || !*env)
+    return kDeviceArch;
+  unsigned major = 0, minor = 0;
+  char end = 0;
+  if (sscanf(env, "%u.%u%c", &major, &minor, &end) == 2 && major >= 1 &&
+      major <= 99 && minor <= 9)
+    return static_cast<int>(major * 10 + minor);
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    fprintf(stderr,
+            "cuda-standin: MPRT_CUDA_STANDIN_COMPUTE_CAPABILITY=%s is not "
+            "MAJOR.MINOR (e.g. 7.5); the device stays at %d.%d\n",
+            env, kDeviceArch / 10, kDeviceArch % 10);
+  return kDeviceArch;
+}
+
 int deviceAttribute(CUdevice_attribute attribute) {
   switch (attribute) {
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
@@ -138,9 +164,9 @@ int deviceAttribute(CUdevice_attribute attribute) {
   case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
     return 3;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-    return kDeviceArch / 10;
+    return computeCapability() / 10;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-    return kDeviceArch % 10;
+    return computeCapability() % 10;
   case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
   case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
     return pageableAccess() ? 1 : 0;
@@ -1003,6 +1029,8 @@ CUresult cuDeviceGetCount(int *count) {
   *count = 1;
   return CUDA_SUCCESS;
 }
+
+int mp_cuda_standin_compute_capability(void) { return computeCapability(); }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   MP_STANDIN_LOCK;

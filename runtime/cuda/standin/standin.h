@@ -43,6 +43,11 @@ int mp_cuda_standin_check_range(const void *ptr, uint64_t bytes,
  * stream; else records a violation and returns 0. */
 int mp_cuda_standin_check_stream(CUstream stream, const char *function);
 
+/* The compute capability the device reports, major * 10 + minor (90, or
+ * MPRT_CUDA_STANDIN_COMPUTE_CAPABILITY's), without the checks of
+ * cuDeviceGetAttribute: what the cuBLASLt stand-in computes depends on it. */
+int mp_cuda_standin_compute_capability(void);
+
 /* Records a violation of `function` (printf-style message); `pointer` says
  * whether it counts as an invalid pointer too. */
 void mp_cuda_standin_violation(const char *function, int pointer,

@@ -270,6 +270,19 @@ TEST_F(CudaRuntime, GemmSyncWithoutGpuIsRecorded) {
   expectNoError();
 }
 
+TEST_F(CudaRuntime, DeviceInfoErrors) {
+  // NULL is refused before the driver is asked, everywhere.
+  EXPECT_EQ(mprt_cuda_get_device_info(nullptr), MPRT_ERROR_ARGUMENT);
+  EXPECT_STREQ(mprt_last_error(), "mprt_cuda_get_device_info: out is NULL");
+  std::string why = unavailableReason();
+  if (why.empty())
+    GTEST_SKIP() << "a GPU is usable: the no-GPU error is not checked";
+  mprt_cuda_device_info info;
+  EXPECT_EQ(mprt_cuda_get_device_info(&info), MPRT_ERROR_DEVICE);
+  EXPECT_EQ(std::string(mprt_last_error()),
+            "mprt_cuda_get_device_info: no usable GPU: " + why);
+}
+
 TEST_F(CudaRuntimeDeathTest, GemmSyncExitsWithTheMessage) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // A bad argument exits in every environment.
@@ -700,6 +713,56 @@ TEST_F(CudaRuntime, GemmSyncRoundedC) {
     checkRoundedGemmSync<__nv_bfloat16>(MPRT_GEMM_BF16, 2, 32, 64, 200, flags);
   }
   checkRoundedGemmSync<__half>(MPRT_GEMM_F16, 2, 16, 8, 0, 0);
+  expectNoError();
+}
+
+TEST_F(CudaRuntime, DeviceInfo) {
+  SKIP_WITHOUT_GPU();
+  mprt_cuda_device_info info;
+  ASSERT_EQ(mprt_cuda_get_device_info(&info), MPRT_OK) << mprt_last_error();
+  EXPECT_GT(strlen(info.name), 0u);
+  EXPECT_GE(info.compute_major, 5);
+  EXPECT_LE(info.compute_minor, 9);
+  EXPECT_GT(info.multiprocessors, 0);
+  EXPECT_GT(info.total_bytes, 1ull << 30);
+  printf("device: %s, sm_%d%d, %d multiprocessors, %llu MiB\n", info.name,
+         info.compute_major, info.compute_minor, info.multiprocessors,
+         (unsigned long long)(info.total_bytes >> 20));
+}
+
+TEST_F(CudaRuntime, GemmF32OnTf32TensorCores) {
+  SKIP_WITHOUT_GPU();
+  mprt_cuda_device_info info;
+  ASSERT_EQ(mprt_cuda_get_device_info(&info), MPRT_OK) << mprt_last_error();
+  if (info.compute_major < 8)
+    GTEST_SKIP() << "sm_" << info.compute_major << info.compute_minor
+                 << " has no TF32 tensor cores";
+  // 1 + 2^-12 is 1 in TF32 however the inputs are rounded (nearest or
+  // truncated): each sum is k (TF32) or k (1 + 2^-12) (f32), both exact.
+  constexpr int64_t m = 256, n = 256, k = 256;
+  std::vector<float> a(m * k, 1 + std::ldexp(1.0f, -12)), b(k * n, 1.0f);
+  DeviceBuffer da(a.size() * 4), db(b.size() * 4), dc(m * n * 4);
+  da.upload(a);
+  db.upload(b);
+  for (bool tf32 : {false, true, false}) {
+    mprt_cuda_gemm_set_tf32(tf32 ? 1 : 0);
+    std::vector<float> c(m * n, 0.0f);
+    dc.upload(c);
+    ASSERT_EQ(mprt_cuda_gemm_sync(da.address(), k, db.address(), n,
+                                  dc.address(), n, m, n, k, 0, MPRT_GEMM_F32, 1,
+                                  0, 0, 0),
+              MPRT_OK)
+        << mprt_last_error();
+    dc.download(c);
+    float want = tf32 ? float(k) : float(k) * (1 + std::ldexp(1.0f, -12));
+    for (int64_t i = 0; i < m * n; ++i)
+      ASSERT_EQ(c[i], want)
+          << (tf32 ? "TF32 (did cuBLASLt choose a kernel without TF32 "
+                     "tensor cores?)"
+                   : "f32")
+          << " element " << i;
+  }
+  mprt_cuda_gemm_set_tf32(0);
   expectNoError();
 }
 
