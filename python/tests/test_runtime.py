@@ -4,6 +4,8 @@ against PyTorch training the same model from the same initial weights on
 the same batches; checkpoints; errors.
 """
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -309,3 +311,25 @@ def test_gpu_bench_planned_memory_is_optional(tmp_path, monkeypatch):
     assert gpu_bench.planned_bytes(str(step)) is None
     monkeypatch.delenv("MP_BUILD_DIR")
     assert gpu_bench.planned_bytes(str(tmp_path / "missing.mlir")) is None
+
+
+def test_precision_auto_follows_the_hardware_report(tmp_path):
+    """precision="auto" trains in what hardware_report() says the CPU
+    picks, says why, and checkpoints the precision it chose."""
+    report = runtime.hardware_report()
+    chosen = [line.split("--device cpu: ", 1)[1] for line in report.splitlines()
+              if "--device cpu: " in line]
+    assert len(chosen) == 1, report
+    session = runtime.Session(EXAMPLE, precision="auto")
+    assert session.precision_decision == chosen[0]
+    assert chosen[0].startswith(f"precision auto -> {session.precision}: ")
+    assert runtime.Session(EXAMPLE, precision="bf16").precision_decision == ""
+    data = _digits()
+    session.train_step(data["x_train"][:BATCH], data["y_train"][:BATCH])
+    path = tmp_path / "auto.npz"
+    session.save(path)
+    with np.load(path) as members:
+        metadata = json.loads(bytes(members["__metadata__"]))
+    assert metadata["precision"] == session.precision
+    with pytest.raises(runtime.MPError, match="the CPU has no TF32"):
+        runtime.Session(EXAMPLE, precision="auto", tf32=True)

@@ -621,11 +621,12 @@ extern "C" int mp_run_main(int argc, char **argv) {
       return status;
   // The precision the session runs in (an artifact's, or auto's choice),
   // and why, first.
-  precision =
-      mlir::mp::stringifyFloatPrecision(session->trainOptions().precision)
-          .str();
-  if (inferOptions.mode == mp::InferOptions::Mode::Float)
+  if (!int8) {
+    precision =
+        mlir::mp::stringifyFloatPrecision(session->trainOptions().precision)
+            .str();
     inferOptions.precision = session->trainOptions().precision;
+  }
   if (!session->precisionDecision().empty()) {
     std::printf("%s\n", session->precisionDecision().c_str());
     std::fflush(stdout);
