@@ -140,6 +140,12 @@ stage1() {
     "$MP_BUILD_DIR/bin/mprt-cuda-unittests" --gtest_color=no || return
   step "train f16, 1 epoch, --device cuda" train.log 120 \
     mp-run train "$ex" --device cuda --precision f16 --epochs 1 || return
+  # What the GPU is, and --precision auto's choice (bf16 + TF32 on sm_80+).
+  step "mp-run info" train.log 60 mp-run info || return
+  step "train auto, 3 epochs, --device cuda" train.log 180 \
+    mp-run train "$ex" --device cuda --precision auto --epochs 3 || return
+  step "train f32 with --tf32, 3 epochs, --device cuda" train.log 180 \
+    mp-run train "$ex" --device cuda --precision f32 --tf32 --epochs 3 || return
   step "Python Session on the GPU vs the CPU" train.log 180 \
     "$python" "$root/scripts/gpu_session_check.py" || return
   # test/mp-run/cuda-train.test's commands.

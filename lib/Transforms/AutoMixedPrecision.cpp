@@ -511,7 +511,8 @@ struct AutoMixedPrecisionPass
     int64_t casts = 0, bytes = 0;
     module.walk([&](Operation *op) {
       op->removeAttr(kDecisionAttrName);
-      if (isCastGeneric(op)) {
+      // On tensors only: a cast on memrefs (bufferized input) has no result.
+      if (isCastGeneric(op) && op->getNumResults() == 1) {
         ++casts;
         Value in = op->getOperand(0), out = op->getResult(0);
         bytes += staticElements(in.getType()) *

@@ -402,6 +402,7 @@ void QuantizePass::finishHoisting(func::FuncOp func) {
 
 void QuantizePass::runOnOperation() {
   ModuleOp module = getOperation();
+  decisions.clear(); // a pass instance may run on several modules
   auto fail = [&](const Twine &message) {
     emitError(module.getLoc()) << "--mp-quantize: " << message;
     signalPassFailure();

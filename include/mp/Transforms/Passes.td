@@ -540,6 +540,7 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
     "::mlir::func::FuncDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::mp::MPDialect", // mp.observe probes (probe-outputs)
     "::mlir::tensor::TensorDialect"
   ];
   let statistics = [

@@ -7,6 +7,10 @@
 // RUN: mp-opt %s --mp-quantize="calibration=%t.stats.json method=percentile percentile=99.9 max-error=0.07 report=%t.p999.json" -o /dev/null
 // RUN: mp-opt %s --mp-quantize="calibration=%t.stats.json method=percentile percentile=99.99 max-error=0.07 report=%t.p9999.json" -o /dev/null
 // RUN: mp-opt %s --mp-quantize="calibration=%t.stats.json method=entropy max-error=0.07 report=%t.entropy.json" -o /dev/null
+// A module without mp attributes still gets its output probes (the pass
+// loads the mp dialect for mp.observe; it used to crash here).
+// RUN: mp-opt %s --mp-quantize="calibration=%t.stats.json probe-outputs=true" | FileCheck %s --check-prefix=PROBE
+// PROBE: mp.observe
 // RUN: python3 -c "import json,sys; [print(f, round(json.load(open(p))['ops'][0]['threshold'], 2), json.load(open(p))['ops'][0]['precision']) for f, p in zip(['minmax','p999','p9999','entropy'], sys.argv[1:])]" %t.minmax.json %t.p999.json %t.p9999.json %t.entropy.json | FileCheck %s
 // max |x| = 40 clips nothing, but rounding noise on a sigma-1 bulk with a
 // step of 40/127 is about 9% of the signal: above max-error (7%), f32.
