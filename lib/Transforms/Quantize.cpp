@@ -407,8 +407,6 @@ void QuantizePass::runOnOperation() {
     emitError(module.getLoc()) << "--mp-quantize: " << message;
     signalPassFailure();
   };
-  if (mode != "int8")
-    return fail("mode must be int8, got '" + mode + "'");
   if (!(percentile > 0 && percentile <= 100))
     return fail("percentile must lie in (0, 100], got " +
                 std::to_string(percentile.getValue()));
@@ -465,7 +463,7 @@ void QuantizePass::runOnOperation() {
     return signalPassFailure();
 
   if (!report.empty() &&
-      failed(writeReport(report, mode, calibration, options, decisions, error)))
+      failed(writeReport(report, stringifyQuantizationMode(mode), calibration, options, decisions, error)))
     return fail(error);
 }
 

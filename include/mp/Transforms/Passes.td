@@ -496,8 +496,11 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"int8\"",
-           "Quantization mode (int8)">,
+    Option<"mode", "mode", "::mlir::mp::QuantizationMode",
+           /*default=*/"::mlir::mp::QuantizationMode::Int8",
+           "Quantization mode", [{::llvm::cl::values(
+      clEnumValN(::mlir::mp::QuantizationMode::Int8, "int8",
+                 "signed 8-bit, symmetric"))}]>,
     Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
            "Calibration statistics file (required; docs/calibration-stats.md)">,
     Option<"method", "method", "::mlir::mp::QuantizationMethod",

@@ -2,7 +2,7 @@
 // RUN: not mp-opt %s --mp-quantize 2>&1 | FileCheck %s --check-prefix=NOFILE
 // NOFILE: error: --mp-quantize: needs calibration=FILE
 // RUN: not mp-opt %s --mp-quantize="mode=int4 calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=MODE
-// MODE: error: --mp-quantize: mode must be int8, got 'int4'
+// MODE: for the --mode option: Cannot find option named 'int4'!
 // RUN: not mp-opt %s --mp-quantize="method=mse calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=METHOD
 // METHOD: for the --method option: Cannot find option named 'mse'!
 // RUN: not mp-opt %s --mp-quantize="method=percentile percentile=0 calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=PCT

@@ -76,6 +76,14 @@ def MP_OptimizerAlgorithm : I32EnumAttr<"OptimizerAlgorithm",
   let genSpecializedAttr = 0;
 }
 
+def MP_QuantizationMode : I32EnumAttr<"QuantizationMode",
+    "the integer type --mp-quantize quantizes to", [
+  I32EnumAttrCase<"Int8", 0, "int8">
+]> {
+  let cppNamespace = "::mlir::mp";
+  let genSpecializedAttr = 0;
+}
+
 def MP_QuantizationMethod : I32EnumAttr<"QuantizationMethod",
     "how --mp-quantize picks an activation's clipping threshold", [
   I32EnumAttrCase<"MinMax", 0, "minmax">,
