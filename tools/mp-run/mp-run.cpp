@@ -318,6 +318,11 @@ int checkArtifactOptions(const mp::Session &session,
   auto differs = [](const auto &flag, const auto &value, const auto &other) {
     return flag.getNumOccurrences() && !(value == other);
   };
+  if (given.automaticPrecision)
+    return fail("artifact '" + modelPath + "' was compiled with --precision " +
+                mlir::mp::stringifyFloatPrecision(compiled.precision).str() +
+                ": --precision auto chooses when compiling (mp-compile "
+                "--precision auto)");
   if (differs(precision, given.precision, compiled.precision) ||
       differs(lossScale, given.lossScale, compiled.lossScale) ||
       differs(optimizer, given.optimizer, compiled.optimizer) ||
@@ -331,11 +336,6 @@ int checkArtifactOptions(const mp::Session &session,
         mlir::mp::stringifyOptimizerAlgorithm(compiled.optimizer).str() +
         " (and its loss scale and hyperparameters): compile options cannot "
         "change when it runs; run mp-compile again");
-  if (given.automaticPrecision)
-    return fail("artifact '" + modelPath + "' was compiled with --precision " +
-                mlir::mp::stringifyFloatPrecision(compiled.precision).str() +
-                ": --precision auto chooses when compiling (mp-compile "
-                "--precision auto)");
   if (given.tf32.value_or(false))
     return fail("--tf32: artifacts are CPU code, and the CPU has no TF32");
   if (checkNumerics)
