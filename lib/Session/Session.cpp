@@ -51,7 +51,8 @@ bool parseLossScale(const std::string &text, const std::string &precision,
     mode = "none";
     return true;
   }
-  if (text.empty() || text == "dynamic" || text == "none") {
+  if (text.empty() || text == "dynamic" || text == "adaptive" ||
+      text == "none") {
     // Default: dynamic for f16; none for bf16, whose range is FP32's.
     mode = !text.empty() ? text : precision == "f16" ? "dynamic" : "none";
     return true;
@@ -65,7 +66,7 @@ bool parseLossScale(const std::string &text, const std::string &precision,
     }
   }
   error = "bad --loss-scale '" + text +
-          "': expected dynamic, none or static:N with N > 0";
+          "': expected dynamic, adaptive, none or static:N with N > 0";
   return false;
 }
 
