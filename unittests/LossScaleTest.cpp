@@ -102,15 +102,32 @@ TEST(AdaptiveLossScale, TargetClampsToOneAndTwoToThe24) {
   EXPECT_EQ(adaptiveLossScaleTarget(4096.0f, 0.0f, adaptive()), 4096.0f);
 }
 
-TEST(AdaptiveLossScale, GrowsAtOnce) {
+TEST(AdaptiveLossScale, GrowsByOnePowerOfTwoAStep) {
+  // Scaled amax 1 at 2^16: 2^29 would fit (clamped to 2^24); one step
+  // doubles the scale.
   LossScaleState next =
       updateAdaptiveLossScale({65536.0f, 0}, false, 1.0f, adaptive());
-  // Scaled amax 1 at 2^16: 2^29 would fit; clamped to 2^24.
-  EXPECT_EQ(next.scale, 16777216.0f);
+  EXPECT_EQ(next.scale, 131072.0f);
   EXPECT_EQ(next.growthTracker, 0);
-  next = updateAdaptiveLossScale({1024.0f, 1}, false, 1000.0f, adaptive());
-  EXPECT_EQ(next.scale, 8192.0f);
-  EXPECT_EQ(next.growthTracker, 0);
+  // amax 1000 at 1024 leaves room for 8192: 2048, 4096, 8192 over three
+  // steps whose gradients stay the same unscaled (amax doubles each time),
+  // then it stays.
+  LossScaleState state{1024.0f, 1};
+  float unscaled = 1000.0f / 1024.0f;
+  for (float want : {2048.0f, 4096.0f, 8192.0f, 8192.0f}) {
+    state = updateAdaptiveLossScale(state, false, unscaled * state.scale,
+                                    adaptive());
+    EXPECT_EQ(state.scale, want);
+    EXPECT_EQ(state.growthTracker, 0);
+  }
+  // A scale that is not a power of two grows to the next one.
+  EXPECT_EQ(
+      updateAdaptiveLossScale({1000.0f, 0}, false, 1.0f, adaptive()).scale,
+      1024.0f);
+  // Never above 2^24.
+  EXPECT_EQ(
+      updateAdaptiveLossScale({16777216.0f, 0}, false, 1e-6f, adaptive()).scale,
+      16777216.0f);
 }
 
 TEST(AdaptiveLossScale, HysteresisIgnoresOneOutlier) {
@@ -152,9 +169,9 @@ TEST(AdaptiveLossScale, OverflowHalvesAndCoolsDown) {
   state = updateAdaptiveLossScale(state, false, 1.0f, params);
   EXPECT_EQ(state.scale, 2048.0f);
   EXPECT_EQ(state.growthTracker, 0);
-  // Cooled down: growth again (2048 * 8188 lies just below 2^24).
+  // Cooled down: growth again.
   state = updateAdaptiveLossScale(state, false, 1.0f, params);
-  EXPECT_EQ(state.scale, 8388608.0f);
+  EXPECT_EQ(state.scale, 4096.0f);
   // The scale never backs off below 1.
   EXPECT_EQ(updateAdaptiveLossScale({1.0f, 0}, true, 0.0f, params).scale, 1.0f);
 }

@@ -274,12 +274,13 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
 
     `mode=adaptive` measures, in the same reduction as the inf/nan check,
     the largest magnitude of the scaled gradients (`mp.unscale ... amax
-    f32`), returned as a last result `f32 {mp.grad_amax}`; the next scale
-    is the largest power of two that keeps it `margin` times below f16's
-    largest value (65504), within [1, 2^24]. A lower scale is taken only
-    after `hysteresis` clean steps in a row ask for it; a step with inf/nan
-    is skipped and halves the scale (backoff-factor), after which the scale
-    does not grow for growth-interval clean steps.
+    f32`), returned as a last result `f32 {mp.grad_amax}`; the scale
+    aims at the largest power of two that keeps it `margin` times below
+    f16's largest value (65504), within [1, 2^24]: it grows towards it by
+    one power of two a step, and falls to it once `hysteresis` clean steps
+    in a row ask for less; a step with inf/nan is skipped and halves the
+    scale (backoff-factor), after which the scale does not grow for
+    growth-interval clean steps.
 
     `mode=auto` (the default) is `dynamic` for `dtype=f16` and `none` for
     `dtype=bf16`, whose range equals FP32's, and for `dtype=f32`; any mode

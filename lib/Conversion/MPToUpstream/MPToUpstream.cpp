@@ -308,17 +308,21 @@ struct AdaptScaleLowering : OpConversionPattern<AdaptScaleOp> {
     // bound = scale / amax * (limit / margin), i.e. bound with its
     // mantissa cleared, clamped to [min_scale, max_scale]; the scale itself
     // when amax is not positive (nothing measured).
-    Value bound = arith::MulFOp::create(
-        rewriter, loc, arith::DivFOp::create(rewriter, loc, scale, amax),
-        f32(limit / margin));
     Type i32 = rewriter.getI32Type();
-    Value bits = arith::BitcastOp::create(rewriter, loc, i32, bound);
     Value mask = arith::ConstantOp::create(
         rewriter, loc,
         rewriter.getIntegerAttr(i32, static_cast<int32_t>(0xFF800000u)));
-    Value power = arith::BitcastOp::create(
-        rewriter, loc, rewriter.getF32Type(),
-        arith::AndIOp::create(rewriter, loc, bits, mask));
+    // The largest power of two at most x >= 0: x with its mantissa cleared.
+    auto powerOfTwoAtMost = [&](Value x) -> Value {
+      Value bits = arith::BitcastOp::create(rewriter, loc, i32, x);
+      return arith::BitcastOp::create(
+          rewriter, loc, rewriter.getF32Type(),
+          arith::AndIOp::create(rewriter, loc, bits, mask));
+    };
+    Value bound = arith::MulFOp::create(
+        rewriter, loc, arith::DivFOp::create(rewriter, loc, scale, amax),
+        f32(limit / margin));
+    Value power = powerOfTwoAtMost(bound);
     Value clamped = arith::MinimumFOp::create(
         rewriter, loc,
         arith::MaximumFOp::create(rewriter, loc, power, minScale), maxScale);
@@ -329,8 +333,8 @@ struct AdaptScaleLowering : OpConversionPattern<AdaptScaleOp> {
     Value coolingDown = cmpi(arith::CmpIPredicate::slt, tracker, zero);
     Value counted = arith::AddIOp::create(rewriter, loc, tracker, one);
     Value coolScale = arith::MinimumFOp::create(rewriter, loc, target, scale);
-    // Otherwise a target at or above the scale is taken; a lower one after
-    // `hysteresis` clean steps in a row asked for it.
+    // Otherwise a target at or above the scale is taken (capped); a lower
+    // one after `hysteresis` clean steps in a row asked for it.
     Value wantsLess = cmpf(arith::CmpFPredicate::OLT, target, scale);
     Value lowerNow =
         cmpi(arith::CmpIPredicate::sge, counted, integer(op.getHysteresis()));
@@ -339,7 +343,11 @@ struct AdaptScaleLowering : OpConversionPattern<AdaptScaleOp> {
         arith::XOrIOp::create(rewriter, loc, lowerNow,
                               arith::ConstantOp::create(
                                   rewriter, loc, rewriter.getBoolAttr(true))));
-    Value warmScale = select(waits, scale, target);
+    // Up by one power of two a step at most (a lower target is below it).
+    Value growthCap = powerOfTwoAtMost(
+        arith::MulFOp::create(rewriter, loc, scale, f32(2.0f)));
+    Value capped = arith::MinimumFOp::create(rewriter, loc, target, growthCap);
+    Value warmScale = select(waits, scale, capped);
     Value warmTracker = select(waits, counted, zero);
     Value cleanScale = select(coolingDown, coolScale, warmScale);
     Value cleanTracker = select(coolingDown, counted, warmTracker);

@@ -148,18 +148,19 @@ func.func @unscale_amax(%a: tensor<4xf16>, %b: tensor<3xf64>, %s: f32)
 
 // The adaptive scaler: target = bound with its mantissa cleared (the
 // largest power of two at most scale / amax * limit / margin = 65504 / 8),
-// clamped; hysteresis and cool-down through the tracker; backoff on inf.
+// clamped; growth capped at the power of two at most 2 * scale; hysteresis
+// and cool-down through the tracker; backoff on inf.
 // CHECK-LABEL: func.func @adapt_scale
 // CHECK-SAME: (%[[S:.*]]: f32, %[[T:.*]]: i64, %[[F:.*]]: i1, %[[A:.*]]: f32)
 // CHECK-DAG: %[[MIN:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-DAG: %[[MAX:.*]] = arith.constant 0x4B800000 : f32
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i64
 // CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[MASK:.*]] = arith.constant -8388608 : i32
 // CHECK-DAG: %[[LM:.*]] = arith.constant 8.188000e+03 : f32
 // CHECK: %[[RATIO:.*]] = arith.divf %[[S]], %[[A]] : f32
 // CHECK: %[[BOUND:.*]] = arith.mulf %[[RATIO]], %[[LM]] : f32
 // CHECK: %[[BITS:.*]] = arith.bitcast %[[BOUND]] : f32 to i32
-// CHECK: %[[MASK:.*]] = arith.constant -8388608 : i32
 // CHECK: %[[POW:.*]] = arith.andi %[[BITS]], %[[MASK]] : i32
 // CHECK: %[[P:.*]] = arith.bitcast %[[POW]] : i32 to f32
 // CHECK: %[[LO:.*]] = arith.maximumf %[[P]], %[[MIN]] : f32
@@ -174,7 +175,12 @@ func.func @unscale_amax(%a: tensor<4xf16>, %b: tensor<3xf64>, %s: f32)
 // CHECK: %[[NOW:.*]] = arith.cmpi sge, %[[COUNT]], %[[H]] : i64
 // CHECK: %[[NOTNOW:.*]] = arith.xori %[[NOW]], %{{.*}} : i1
 // CHECK: %[[WAIT:.*]] = arith.andi %[[LESS]], %[[NOTNOW]] : i1
-// CHECK: %[[WS:.*]] = arith.select %[[WAIT]], %[[S]], %[[TARGET]] : f32
+// CHECK: %[[DOUBLE:.*]] = arith.mulf %[[S]], %{{.*}} : f32
+// CHECK: %[[DBITS:.*]] = arith.bitcast %[[DOUBLE]] : f32 to i32
+// CHECK: %[[DPOW:.*]] = arith.andi %[[DBITS]], %[[MASK]] : i32
+// CHECK: %[[CAP:.*]] = arith.bitcast %[[DPOW]] : i32 to f32
+// CHECK: %[[CAPPED:.*]] = arith.minimumf %[[TARGET]], %[[CAP]] : f32
+// CHECK: %[[WS:.*]] = arith.select %[[WAIT]], %[[S]], %[[CAPPED]] : f32
 // CHECK: %[[WT:.*]] = arith.select %[[WAIT]], %[[COUNT]], %[[ZERO]] : i64
 // CHECK: %[[CS:.*]] = arith.select %[[COOL]], %[[COOLSCALE]], %[[WS]] : f32
 // CHECK: %[[CT:.*]] = arith.select %[[COOL]], %[[COUNT]], %[[WT]] : i64

@@ -132,48 +132,66 @@ func.func @unscale() {
 // steps with (found_inf, amax); mp.adapt_scale's lowering must agree with
 // updateAdaptiveLossScale (unittests/LossScaleTest.cpp).
 func.func @adaptive() {
-  %flags = arith.constant dense<[false, false, false, false, false, true,
-                                 false, false, false, false, false, false,
-                                 true]> : tensor<13xi1>
-  %amaxes = arith.constant dense<[1000.0, 20000.0, 5000.0, 20000.0, 40000.0,
-                                  0.0, 1.0, 4000.0, 8000.0, 0.0, 64.0,
-                                  1.0e-30, 0.0]> : tensor<13xf32>
+  %flags = arith.constant dense<[false, false, false, false, false, false,
+                                 false, true, false, false, false, false,
+                                 false, false]> : tensor<14xi1>
+  %amaxes = arith.constant dense<[1000.0, 2000.0, 4000.0, 30000.0, 8000.0,
+                                  30000.0, 60000.0, 0.0, 1.0, 20000.0,
+                                  8000.0, 0.0, 64.0, 1.0e-30]> : tensor<14xf32>
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c13 = arith.constant 13 : index
+  %c14 = arith.constant 14 : index
   %scale0 = arith.constant 1024.0 : f32
   %tracker0 = arith.constant 0 : i32
-  %r:2 = scf.for %i = %c0 to %c13 step %c1
+  %r:2 = scf.for %i = %c0 to %c14 step %c1
       iter_args(%scale = %scale0, %tracker = %tracker0) -> (f32, i32) {
-    %inf = tensor.extract %flags[%i] : tensor<13xi1>
-    %amax = tensor.extract %amaxes[%i] : tensor<13xf32>
+    %inf = tensor.extract %flags[%i] : tensor<14xi1>
+    %amax = tensor.extract %amaxes[%i] : tensor<14xf32>
     %s, %t = mp.adapt_scale %scale, %tracker, %inf, %amax
         {margin = 8.0 : f32, hysteresis = 2 : i64, growth_interval = 3 : i64}
         : i32
     func.call @printState(%i, %s, %t) : (index, f32, i32) -> ()
     scf.yield %s, %t : f32, i32
   }
+  // Clamped to [1, 2^24].
+  %false = arith.constant false
+  %top = arith.constant 16777216.0 : f32
+  %tiny = arith.constant 1.0e-30 : f32
+  %two = arith.constant 2.0 : f32
+  %huge = arith.constant 60000.0 : f32
+  %zero = arith.constant 0 : i32
+  %s1, %t1 = mp.adapt_scale %top, %zero, %false, %tiny
+      {margin = 8.0 : f32, hysteresis = 1 : i64} : i32
+  %s2, %t2 = mp.adapt_scale %two, %zero, %false, %huge
+      {margin = 8.0 : f32, hysteresis = 1 : i64} : i32
+  call @printF32(%s1) : (f32) -> ()
+  call @printComma() : () -> ()
+  call @printF32(%s2) : (f32) -> ()
+  call @printNewline() : () -> ()
   return
 }
-// amax 1000 at 1024 leaves room for 8192: taken at once.
-// CHECK-NEXT: 0, 8192, 0
-// One step asking for less (2048) only counts...
-// CHECK-NEXT: 1, 8192, 1
+// amax 1000 at 1024 leaves room for 8192: one power of two a step.
+// CHECK-NEXT: 0, 2048, 0
+// CHECK-NEXT: 1, 4096, 0
 // CHECK-NEXT: 2, 8192, 0
+// One step asking for less (2048) only counts; a normal step resets it...
 // CHECK-NEXT: 3, 8192, 1
+// CHECK-NEXT: 4, 8192, 0
 // ...two in a row lower the scale, to the last target.
-// CHECK-NEXT: 4, 1024, 0
-// inf/nan: halve, cool down for 3 clean steps (no growth, falls at once).
-// CHECK-NEXT: 5, 512, -3
-// CHECK-NEXT: 6, 512, -2
-// CHECK-NEXT: 7, 512, -1
-// CHECK-NEXT: 8, 512, 0
+// CHECK-NEXT: 5, 8192, 1
+// CHECK-NEXT: 6, 1024, 0
+// inf/nan: halve, cool down for 3 clean steps: no growth, and a lower
+// target is taken at once.
+// CHECK-NEXT: 7, 512, -3
+// CHECK-NEXT: 8, 512, -2
+// CHECK-NEXT: 9, 128, -1
+// CHECK-NEXT: 10, 128, 0
 // amax 0 measured nothing.
-// CHECK-NEXT: 9, 512, 0
-// CHECK-NEXT: 10, 32768, 0
-// Clamped to 2^24; backoff from there.
-// CHECK-NEXT: 11, 1.67772e+07, 0
-// CHECK-NEXT: 12, 8.38861e+06, -3
+// CHECK-NEXT: 11, 128, 0
+// CHECK-NEXT: 12, 256, 0
+// CHECK-NEXT: 13, 512, 0
+// Clamped to [1, 2^24].
+// CHECK-NEXT: {{^}}1.67772e+07, 1{{$}}
 
 // Unscaling with amax: the largest |g| of the scaled gradients over all of
 // them, and found_inf from the same reduction.

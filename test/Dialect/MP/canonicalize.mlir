@@ -46,11 +46,11 @@ func.func @fold_update_scale() -> (f32, i32, f32, i32, f32, i32) {
 // -----
 
 // A constant state folds through the adaptive scaler too. At 1024 with
-// margin 8: amax 1000 asks for 8192 (taken at once), amax 40000 for 128
-// (one such step only counts: hysteresis 2), an overflow halves and starts
-// the cool-down (-growth_interval).
+// margin 8: amax 1000 asks for 8192 (one power of two a step: 2048),
+// amax 40000 for 128 (one such step only counts: hysteresis 2), an
+// overflow halves and starts the cool-down (-growth_interval).
 // CHECK-LABEL: func.func @fold_adapt_scale
-// CHECK-DAG: %[[GROWN:.*]] = arith.constant 8.192000e+03 : f32
+// CHECK-DAG: %[[GROWN:.*]] = arith.constant 2.048000e+03 : f32
 // CHECK-DAG: %[[SAME:.*]] = arith.constant 1.024000e+03 : f32
 // CHECK-DAG: %[[HALF:.*]] = arith.constant 5.120000e+02 : f32
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i32

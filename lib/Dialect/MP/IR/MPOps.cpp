@@ -33,19 +33,25 @@ LossScaleState mlir::mp::updateLossScale(LossScaleState state, bool foundInf,
   return {state.scale, cleanSteps};
 }
 
+/// The largest power of two at most `value` (>= 0): `value` with its
+/// mantissa cleared (inf stays inf). The lowering of mp.adapt_scale does
+/// the same on the bits.
+static float powerOfTwoAtMost(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  bits &= 0xFF800000u;
+  float power;
+  std::memcpy(&power, &bits, sizeof(power));
+  return power;
+}
+
 float mlir::mp::adaptiveLossScaleTarget(float scale, float amax,
                                         const AdaptiveLossScaleParams &params) {
   if (!(amax > 0.0f))
     return scale;
-  // bound = limit / margin * scale / amax; the largest power of two at most
-  // bound is bound with its mantissa cleared (bound >= 0; inf stays inf).
   float bound = scale / amax * (params.limit / params.margin);
-  uint32_t bits;
-  std::memcpy(&bits, &bound, sizeof(bits));
-  bits &= 0xFF800000u;
-  float power;
-  std::memcpy(&power, &bits, sizeof(power));
-  return std::min(std::max(power, params.minScale), params.maxScale);
+  return std::min(std::max(powerOfTwoAtMost(bound), params.minScale),
+                  params.maxScale);
 }
 
 LossScaleState
@@ -59,8 +65,10 @@ mlir::mp::updateAdaptiveLossScale(LossScaleState state, bool foundInf,
   // Cooling down after an overflow: the scale may fall, not grow.
   if (state.growthTracker < 0)
     return {std::min(target, state.scale), state.growthTracker + 1};
+  // Growth: by one power of two a step at most, so that one step with
+  // unusually small gradients does not raise the scale far for the next.
   if (target >= state.scale)
-    return {target, 0};
+    return {std::min(target, powerOfTwoAtMost(state.scale * 2.0f)), 0};
   // Lower only when `hysteresis` clean steps in a row asked for less.
   int64_t below = state.growthTracker + 1;
   if (below >= params.hysteresis)

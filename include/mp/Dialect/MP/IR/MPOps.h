@@ -67,7 +67,10 @@ float adaptiveLossScaleTarget(float scale, float amax,
                               const AdaptiveLossScaleParams &params);
 
 /// One step of the adaptive scaler; the reference the folder and the
-/// lowering of mp.adapt_scale follow.
+/// lowering of mp.adapt_scale follow. After a clean step the scale moves
+/// towards adaptiveLossScaleTarget: up by at most one power of two, down
+/// at once but only after `hysteresis` clean steps in a row asked for less
+/// (at once while cooling down after an overflow, when it does not grow).
 LossScaleState updateAdaptiveLossScale(LossScaleState state, bool foundInf,
                                        float amax,
                                        const AdaptiveLossScaleParams &params);

@@ -153,10 +153,11 @@ def MP_AdaptScaleOp : MP_Op<"adapt_scale",
       scale may fall but does not grow;
     * cooling down (tracker < 0): the scale becomes min(scale, target) and
       the tracker counts up towards 0;
-    * otherwise, a target at or above the scale is taken at once (tracker
-      0); a target below it only after `hysteresis` clean steps in a row
-      asked for less (the tracker counts them), so that one outlier does not
-      lower the scale.
+    * otherwise, a target above the scale is approached by one power of
+      two a step (one step with unusually small gradients does not raise
+      the scale far for the next), tracker 0; a target below it is taken
+      only after `hysteresis` clean steps in a row asked for less (the
+      tracker counts them), so that one outlier does not lower the scale.
 
     A step whose `amax` is zero (or not positive) measured nothing: its
     target is the current scale. The growth tracker is the session's loss
