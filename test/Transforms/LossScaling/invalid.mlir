@@ -11,6 +11,8 @@
 // MARGIN: error: adaptive loss scaling needs 1 <= margin < inf and hysteresis >= 1
 // RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling="mode=adaptive hysteresis=0" 2>&1 | FileCheck %s --check-prefix=MARGIN
 // RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling="mode=adaptive margin=inf" 2>&1 | FileCheck %s --check-prefix=MARGIN
+// RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling="mode=adaptive margin=1e300" 2>&1 | FileCheck %s --check-prefix=MARGIN
+// RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling="mode=adaptive margin=nan" 2>&1 | FileCheck %s --check-prefix=MARGIN
 // RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling="mode=adaptive growth-interval=4294967296" 2>&1 | FileCheck %s --check-prefix=TRACKER
 // TRACKER: error: adaptive loss scaling needs growth_interval and hysteresis to fit the step's i32 growth tracker
 // RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling="mode=adaptive margin=two" 2>&1 | FileCheck %s --check-prefix=TYPED

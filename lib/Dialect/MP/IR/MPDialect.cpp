@@ -76,8 +76,10 @@ LogicalResult LossScalingAttr::verify(
   if (!marginValue || !hysteresis)
     return emitError() << "adaptive loss scaling needs a margin and a "
                           "hysteresis";
+  // The step computes in f32: a margin beyond f32's range would be inf.
   double margin = marginValue->convertToDouble();
-  if (!(margin >= 1) || std::isinf(margin) || *hysteresis < 1)
+  if (!(margin >= 1) || std::isinf(static_cast<float>(margin)) ||
+      *hysteresis < 1)
     return emitError() << "adaptive loss scaling needs 1 <= margin < inf and "
                           "hysteresis >= 1";
   // The step's growth tracker is an i32: it counts the hysteresis up and
