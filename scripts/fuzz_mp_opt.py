@@ -76,6 +76,13 @@ ATTR_VALUES = ['"f32"', '"f16"', '"bf16"', '"i8"', '"w1"', '""', '"x.m"',
                "#mp.loss_scaling<mode = static, init_scale = -1.000000e+00, "
                "growth_factor = 2.000000e+00, backoff_factor = 5.000000e-01, "
                "growth_interval = 0, clip_norm = 0.000000e+00>",
+               "#mp.loss_scaling<mode = adaptive, init_scale = 6.553600e+04, "
+               "growth_factor = 2.000000e+00, backoff_factor = 5.000000e-01, "
+               "growth_interval = 2000, clip_norm = 0.000000e+00, "
+               "margin = 8.000000e+00, hysteresis = 2>",
+               "#mp.loss_scaling<mode = adaptive, init_scale = 6.553600e+04, "
+               "growth_factor = 2.000000e+00, backoff_factor = 5.000000e-01, "
+               "growth_interval = 2000, clip_norm = 0.000000e+00>",
                "#mp.loss_scaling<mode = sometimes>"]
 OP_NAMES = ["linalg.generic", "linalg.matmul", "linalg.softmax", "math.exp",
             "arith.addf", "linalg.conv_2d_nhwc_hwcf", "tosa.matmul",
@@ -432,18 +439,20 @@ def pass_args(rng, tmpdir, kinds=None):
         options = []
         if rng.random() < 0.5:
             options.append("mode=" + rng.choice(["dynamic", "static", "none",
-                                                 "bogus"]))
+                                                 "adaptive", "bogus"]))
         if rng.random() < 0.5:
             options.append("dtype=" + rng.choice(["f16", "bf16", "f8"]))
         for name, default in [("init-scale", "65536.0"),
                               ("growth-factor", "2.0"),
                               ("backoff-factor", "0.5"),
-                              ("clip-norm", "0.0")]:
+                              ("clip-norm", "0.0"), ("margin", "8.0")]:
             if rng.random() < 0.2:
                 options.append(name + "=" + _double(rng, default))
         if rng.random() < 0.2:
             options.append("growth-interval=" +
                            rng.choice(["0", "-1", "1", "2000"]))
+        if rng.random() < 0.2:
+            options.append("hysteresis=" + rng.choice(["0", "-1", "1", "2"]))
         # Loss scaling works on what autodiff built; the inputs of its own
         # tests already hold gradient functions.
         prefix = ["--mp-autodiff"] if rng.random() < 0.5 else []

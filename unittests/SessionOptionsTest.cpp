@@ -10,8 +10,8 @@ using namespace mp;
 namespace {
 
 TEST(SessionOptions, LossScaleTextReadsBack) {
-  for (const char *text : {"", "none", "dynamic", "static:1024", "static:0.5",
-                           "static:3.0000000000000004"}) {
+  for (const char *text : {"", "none", "dynamic", "adaptive", "static:1024",
+                           "static:0.5", "static:3.0000000000000004"}) {
     LossScaleOption option;
     std::string error;
     ASSERT_TRUE(parseLossScale(text, option, error)) << text << ": " << error;

@@ -10,7 +10,8 @@ using namespace mlir::mp;
 
 LogicalResult mlir::mp::checkGradientFunction(func::FuncOp grad, bool scaled,
                                               StringRef pass,
-                                              GradientFunctionInfo &info) {
+                                              GradientFunctionInfo &info,
+                                              bool amax) {
   auto error = [&]() {
     return grad.emitError()
            << pass << ": gradient function '@" << grad.getSymName() << "' ";
@@ -47,11 +48,16 @@ LogicalResult mlir::mp::checkGradientFunction(func::FuncOp grad, bool scaled,
   if (info.paramIndices.empty())
     return error() << "has no '" << kParamAttrName << "' arguments";
 
-  unsigned expected = 1 + info.paramIndices.size() + (scaled ? 1 : 0);
+  amax = scaled && amax;
+  unsigned expected =
+      1 + info.paramIndices.size() + (scaled ? 1 : 0) + (amax ? 1 : 0);
   if (ret.getNumOperands() != expected)
     return error() << "returns " << ret.getNumOperands() << " values; expected "
                    << expected << " (the loss, " << info.paramIndices.size()
-                   << " gradient(s)" << (scaled ? " and found_inf)" : ")");
+                   << " gradient(s)"
+                   << (amax     ? ", found_inf and amax)"
+                       : scaled ? " and found_inf)"
+                                : ")");
   Type lossType = ret.getOperand(0).getType();
   if (!isa<FloatType>(getElementTypeOrSelf(lossType)) ||
       (isa<ShapedType>(lossType) &&
@@ -72,8 +78,16 @@ LogicalResult mlir::mp::checkGradientFunction(func::FuncOp grad, bool scaled,
                      << "' (a float tensor of shape " << param << "), got "
                      << ret.getOperand(1 + k).getType();
   }
-  if (scaled && !ret.getOperands().back().getType().isInteger(1))
-    return error() << "has loss scaling but its last result (found_inf) is "
-                   << ret.getOperands().back().getType() << ", not i1";
+  if (scaled) {
+    Type foundInf = ret.getOperand(1 + info.paramIndices.size()).getType();
+    if (!foundInf.isInteger(1))
+      return error() << "has loss scaling but its result #"
+                     << 1 + info.paramIndices.size() << " (found_inf) is "
+                     << foundInf << ", not i1";
+  }
+  if (amax && !ret.getOperands().back().getType().isF32())
+    return error() << "has adaptive loss scaling but its last result (amax) "
+                      "is "
+                   << ret.getOperands().back().getType() << ", not f32";
   return success();
 }

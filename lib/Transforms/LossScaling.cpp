@@ -62,11 +62,15 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
     if (resolved == LossScalingMode::Auto)
       resolved = dtype == FloatPrecision::F16 ? LossScalingMode::Dynamic
                                               : LossScalingMode::None;
+    // Margin and hysteresis are recorded for the adaptive scaler only.
+    bool adaptive = resolved == LossScalingMode::Adaptive;
     // The settings are checked where they are recorded: by the attribute.
     LossScalingAttr settings = LossScalingAttr::getChecked(
         [&] { return emitError(module.getLoc()); }, &getContext(), resolved,
         APFloat(initScale), APFloat(growthFactor), APFloat(backoffFactor),
-        static_cast<int64_t>(growthInterval), APFloat(clipNorm));
+        static_cast<int64_t>(growthInterval), APFloat(clipNorm),
+        adaptive ? std::optional<APFloat>(APFloat(margin)) : std::nullopt,
+        adaptive ? std::optional<int64_t>(hysteresis) : std::nullopt);
     if (!settings)
       return signalPassFailure();
     bool found = false;
@@ -142,16 +146,22 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
 
     OpBuilder b(ret);
     SmallVector<Value> grads(ret.getOperands().drop_front());
-    Value foundInf;
+    Value foundInf, amax;
     if (scaled) {
       SmallVector<Type> unscaledTypes;
       for (Value g : grads)
         unscaledTypes.push_back(
             cast<RankedTensorType>(g.getType()).clone(b.getF32Type()));
-      unscaledTypes.push_back(b.getI1Type()); // found_inf
-      auto unscale = UnscaleOp::create(b, loc, unscaledTypes, grads, scale);
+      // Adaptive scaling measures the scaled gradients' amax in the same
+      // pass over them as the inf/nan check.
+      Type amaxType = settings.getMode() == LossScalingMode::Adaptive
+                          ? b.getF32Type()
+                          : Type();
+      auto unscale = UnscaleOp::create(b, loc, unscaledTypes, b.getI1Type(),
+                                       amaxType, grads, scale);
       grads.assign(unscale.getUnscaled().begin(), unscale.getUnscaled().end());
       foundInf = unscale.getFoundInf();
+      amax = unscale.getAmax();
     }
     if (clipNorm > 0) {
       Value total;
@@ -187,6 +197,11 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
       results.push_back(foundInf);
       resultAttrs.push_back(attrs.getDictionaryAttr(
           attrs.getNamedAttr(kFoundInfAttrName, attrs.getUnitAttr())));
+    }
+    if (amax) {
+      results.push_back(amax);
+      resultAttrs.push_back(attrs.getDictionaryAttr(
+          attrs.getNamedAttr(kGradAmaxAttrName, attrs.getUnitAttr())));
     }
     func::ReturnOp::create(b, loc, results);
     ret.erase();

@@ -77,10 +77,12 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   auto scaling = grad->getAttrOfType<LossScalingAttr>(kLossScalingAttrName);
   LossScalingMode mode = scaling ? scaling.getMode() : LossScalingMode::None;
   bool scaled = mode != LossScalingMode::None;
+  bool adaptive = mode == LossScalingMode::Adaptive;
 
   // Loss arguments: the gradient function's, less its scale argument.
   GradientFunctionInfo info;
-  if (failed(checkGradientFunction(grad, scaled, "mp-optimizer", info)))
+  if (failed(checkGradientFunction(grad, scaled, "mp-optimizer", info,
+                                   /*amax=*/adaptive)))
     return failure();
   unsigned numLossArgs = info.numLossArgs;
   SmallVector<unsigned> paramIndices = info.paramIndices;
@@ -147,8 +149,12 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   for (Operation &op : gradBody.without_terminator())
     b.clone(op, mapping);
   Value loss = mapping.lookup(gradReturn->getOperand(0));
+  // After the gradients: found_inf, then (adaptive) the gradients' amax.
+  unsigned numGrads = paramIndices.size();
   Value foundInf =
-      scaled ? mapping.lookup(gradReturn->getOperands().back()) : Value();
+      scaled ? mapping.lookup(gradReturn->getOperand(1 + numGrads)) : Value();
+  Value amax =
+      adaptive ? mapping.lookup(gradReturn->getOperand(2 + numGrads)) : Value();
 
   // Scalars of the update.
   auto constant = [&](double v) -> Value {
@@ -257,6 +263,19 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
           b.getF32FloatAttr(scaling.getBackoffFactor().convertToDouble()),
           b.getI64IntegerAttr(scaling.getGrowthInterval()),
           b.getF32FloatAttr(1.0f), b.getF32FloatAttr(16777216.0f));
+      newScale = update.getNewScale();
+      newTracker = update.getNewGrowthTracker();
+    }
+    if (adaptive) {
+      auto update = AdaptScaleOp::create(
+          b, loc, f32, i32, scale, tracker, foundInf, amax,
+          // The dialect verified that adaptive mode records both.
+          b.getF32FloatAttr(scaling.getMargin()->convertToDouble()),
+          b.getI64IntegerAttr(*scaling.getHysteresis()),
+          b.getF32FloatAttr(scaling.getBackoffFactor().convertToDouble()),
+          b.getI64IntegerAttr(scaling.getGrowthInterval()),
+          b.getF32FloatAttr(1.0f), b.getF32FloatAttr(16777216.0f),
+          b.getF32FloatAttr(65504.0f));
       newScale = update.getNewScale();
       newTracker = update.getNewGrowthTracker();
     }

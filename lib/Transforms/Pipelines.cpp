@@ -33,6 +33,8 @@ void mlir::mp::buildTrainPipeline(OpPassManager &pm,
   scaling.initScale = options.initScale;
   scaling.growthInterval = options.growthInterval;
   scaling.clipNorm = options.clipNorm;
+  scaling.margin = options.margin;
+  scaling.hysteresis = options.hysteresis;
   pm.addPass(createMPLossScaling(scaling));
   MPOptimizerOptions optimizer;
   optimizer.algorithm = options.optimizer;

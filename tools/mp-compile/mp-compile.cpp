@@ -31,8 +31,8 @@ static cl::opt<std::string> precision("precision",
                                       cl::init("f32"));
 static cl::opt<std::string>
     lossScale("loss-scale",
-              cl::desc("dynamic | static:N | none (default: dynamic for "
-                       "f16, none for bf16 and f32)"),
+              cl::desc("dynamic | adaptive | static:N | none (default: "
+                       "dynamic for f16, none for bf16 and f32)"),
               cl::init(""));
 static cl::opt<std::string> optimizer(
     "optimizer", cl::desc("sgd | adam | adamw"),

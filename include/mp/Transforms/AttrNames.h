@@ -75,7 +75,8 @@ constexpr llvm::StringLiteral kSavedAttrName =
 /// Roles of the training step's scalar arguments and results
 /// (--mp-loss-scaling, --mp-optimizer): the step counter, the loss scale
 /// and its growth tracker, the loss, whether the step was taken, and the
-/// inf/nan flag of the unscaled gradients.
+/// inf/nan flag of the unscaled gradients and (adaptive loss scaling) the
+/// largest magnitude of the scaled gradients.
 constexpr llvm::StringLiteral kStepAttrName =
     MPDialect::StepAttrHelper::getNameStr();
 constexpr llvm::StringLiteral kLossScaleAttrName =
@@ -86,6 +87,8 @@ constexpr llvm::StringLiteral kSteppedAttrName =
     MPDialect::SteppedAttrHelper::getNameStr();
 constexpr llvm::StringLiteral kFoundInfAttrName =
     MPDialect::FoundInfAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kGradAmaxAttrName =
+    MPDialect::GradAmaxAttrHelper::getNameStr();
 
 /// On a session entry's argument: the index of the argument whose buffer
 /// this new value may overwrite (the session); on the entry, after

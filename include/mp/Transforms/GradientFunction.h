@@ -29,10 +29,12 @@ struct GradientFunctionInfo {
 /// --mp-loss-scaling) produces: one block ending in func.return; mp.param
 /// arguments (names the dialect verified) on ranked float tensors; results
 /// (loss, one gradient of the parameter's shape per parameter[, found_inf
-/// i1]), with a trailing f32 scale argument when `scaled`. `pass` names the
-/// pass in messages. Emits an error on `grad` and fails otherwise.
+/// i1][, amax f32 with `amax`: adaptive scaling]), with a trailing f32 scale
+/// argument when `scaled`. `pass` names the pass in messages. Emits an
+/// error on `grad` and fails otherwise.
 LogicalResult checkGradientFunction(func::FuncOp grad, bool scaled,
-                                    StringRef pass, GradientFunctionInfo &info);
+                                    StringRef pass, GradientFunctionInfo &info,
+                                    bool amax = false);
 
 } // namespace mp
 } // namespace mlir

@@ -267,9 +267,20 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
 
     The function records its settings in `mp.loss_scaling`, a
     `#mp.loss_scaling<mode = ..., init_scale = ..., ...>` (mode, initial
-    scale, growth and backoff factors, growth interval, clip norm) for
-    `--mp-optimizer`, which guards the update with `found_inf` and moves the
-    scale with `mp.update_scale` (dynamic mode).
+    scale, growth and backoff factors, growth interval, clip norm, margin,
+    hysteresis) for `--mp-optimizer`, which guards the update with
+    `found_inf` and moves the scale with `mp.update_scale` (dynamic mode) or
+    `mp.adapt_scale` (adaptive mode).
+
+    `mode=adaptive` measures, in the same reduction as the inf/nan check,
+    the largest magnitude of the scaled gradients (`mp.unscale ... amax
+    f32`), returned as a last result `f32 {mp.grad_amax}`; the scale
+    aims at the largest power of two that keeps it `margin` times below
+    f16's largest value (65504), within [1, 2^24]: it grows towards it by
+    one power of two a step, and falls to it once `hysteresis` clean steps
+    in a row ask for less; a step with inf/nan is skipped and halves the
+    scale (backoff-factor), after which the scale does not grow for
+    growth-interval clean steps.
 
     `mode=auto` (the default) is `dynamic` for `dtype=f16` and `none` for
     `dtype=bf16`, whose range equals FP32's, and for `dtype=f32`; any mode
@@ -288,6 +299,14 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
     func.func @loss_grad(%x: ..., %w: ..., %scale: f32 {mp.loss_scale})
         -> (f32, tensor<6x3xf32> {mp.grad = "w"}, i1 {mp.found_inf})
     ```
+
+    After, with `mode=adaptive`:
+
+    ```mlir
+    func.func @loss_grad(%x: ..., %w: ..., %scale: f32 {mp.loss_scale})
+        -> (f32, tensor<6x3xf32> {mp.grad = "w"}, i1 {mp.found_inf},
+            f32 {mp.grad_amax})
+    ```
   }];
   let options = [
     Option<"mode", "mode", "::mlir::mp::LossScalingMode",
@@ -297,6 +316,9 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
                  "dynamic for dtype=f16, none otherwise"),
       clEnumValN(::mlir::mp::LossScalingMode::Dynamic, "dynamic",
                  "back off on inf/nan, grow after clean steps"),
+      clEnumValN(::mlir::mp::LossScalingMode::Adaptive, "adaptive",
+                 "the largest power of two that keeps the measured "
+                 "gradient amax margin below f16's maximum"),
       clEnumValN(::mlir::mp::LossScalingMode::Static, "static",
                  "a fixed scale (init-scale)"),
       clEnumValN(::mlir::mp::LossScalingMode::None, "none", "no scaling"))}]>,
@@ -311,9 +333,16 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
     Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5",
            "Scale multiplier after a step with inf/nan">,
     Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
-           "Clean steps before the scale grows">,
+           "Clean steps before the scale grows (adaptive: clean steps after "
+           "an overflow before it may grow again)">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
-           "Clip unscaled gradients to this global L2 norm (0: off)">
+           "Clip unscaled gradients to this global L2 norm (0: off)">,
+    Option<"margin", "margin", "double", /*default=*/"8.0",
+           "Adaptive: the scaled gradients' amax is kept this many times "
+           "below f16's maximum (>= 1)">,
+    Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"2",
+           "Adaptive: clean steps in a row that must ask for a lower scale "
+           "before it falls (>= 1)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -350,9 +379,11 @@ def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
     keeps it
     there. With loss scaling, the update is applied only when `found_inf`
     is false (otherwise parameters, state and step are returned unchanged,
-    bit for bit) and, in dynamic mode, the scale moves with
-    `mp.update_scale`. Without loss scaling the scale and tracker pass
-    through and `stepped` is true.
+    bit for bit) and the scale moves with `mp.update_scale` (dynamic mode)
+    or with `mp.adapt_scale` from the gradients' measured amax (adaptive
+    mode; the growth tracker is its hysteresis and cool-down counter).
+    Without loss scaling the scale and tracker pass through and `stepped`
+    is true.
   }];
   let options = [
     Option<"algorithm", "algorithm", "::mlir::mp::OptimizerAlgorithm",

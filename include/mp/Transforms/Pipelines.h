@@ -35,6 +35,9 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
                      "dynamic for dtype=f16, none otherwise"),
           clEnumValN(LossScalingMode::Dynamic, "dynamic",
                      "back off on inf/nan, grow after clean steps"),
+          clEnumValN(LossScalingMode::Adaptive, "adaptive",
+                     "the largest power of two that keeps the measured "
+                     "gradient amax margin below f16's maximum"),
           clEnumValN(LossScalingMode::Static, "static",
                      "a fixed scale (init-scale)"),
           clEnumValN(LossScalingMode::None, "none", "no scaling"))};
@@ -48,6 +51,16 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
   Option<double> clipNorm{*this, "clip-norm",
                           llvm::cl::desc("Global gradient-norm clip (0: off)"),
                           llvm::cl::init(MPLossScalingOptions().clipNorm)};
+  Option<double> margin{
+      *this, "margin",
+      llvm::cl::desc("Adaptive loss scaling: keep the scaled gradients' amax "
+                     "this many times below f16's maximum"),
+      llvm::cl::init(MPLossScalingOptions().margin)};
+  Option<int64_t> hysteresis{
+      *this, "hysteresis",
+      llvm::cl::desc("Adaptive loss scaling: clean steps in a row that must "
+                     "ask for a lower scale before it falls"),
+      llvm::cl::init(MPLossScalingOptions().hysteresis)};
   Option<OptimizerAlgorithm> optimizer{
       *this, "optimizer", llvm::cl::desc("Update rule"),
       llvm::cl::init(MPOptimizerOptions().algorithm),

@@ -67,6 +67,69 @@ Value orNonFinite(OpBuilder &b, Location loc, Value flags, Value input,
   return reduce.getResult(0);
 }
 
+/// `amax` (a rank-0 f32 tensor; a fresh zero when null) maxed with the
+/// largest |x| over the float tensor `input` (the scaled gradient, `wide`
+/// widening an element to the compute type), and with +inf where
+/// `transform` of an element (the unscaled value) is inf or nan. One
+/// reduction both measures the amax adaptive loss scaling needs and checks
+/// for inf/nan: the result is +inf exactly when a value was not finite.
+/// Chained through one tensor like orNonFinite's flags.
+Value maxMagnitudeOrInf(
+    OpBuilder &b, Location loc, Value amax, Value input, Type resultElementType,
+    function_ref<Value(OpBuilder &, Location, Value)> wide,
+    function_ref<Value(OpBuilder &, Location, Value)> transform) {
+  auto type = cast<RankedTensorType>(input.getType());
+  unsigned rank = type.getRank();
+  Type f32 = b.getF32Type();
+  if (!amax) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, f32);
+    amax = linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
+               .getResult(0);
+  }
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                 AffineMap::get(rank, 0, b.getContext())};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  auto eltType = cast<FloatType>(resultElementType);
+  Value resultInf = arith::ConstantOp::create(
+      b, loc,
+      b.getFloatAttr(eltType, APFloat::getInf(eltType.getFloatSemantics())));
+  Value inf =
+      eltType == f32
+          ? resultInf
+          : arith::ConstantOp::create(
+                b, loc,
+                b.getF32FloatAttr(std::numeric_limits<float>::infinity()));
+  auto reduce = linalg::GenericOp::create(
+      b, loc, amax.getType(), ValueRange{input}, ValueRange{amax}, maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value x = wide(nb, nloc, args[0]);
+        Value unscaled = math::AbsFOp::create(nb, nloc, transform(nb, nloc, x));
+        // "uge" is true when unordered (nan) or |x| >= inf (inf).
+        Value nonFinite = arith::CmpFOp::create(
+            nb, nloc, arith::CmpFPredicate::UGE, unscaled, resultInf);
+        Value magnitude = math::AbsFOp::create(nb, nloc, x);
+        if (!magnitude.getType().isF32()) {
+          // A finite f64 beyond f32's range still counts as finite.
+          auto wideType = cast<FloatType>(magnitude.getType());
+          Value largest = arith::ConstantOp::create(
+              nb, nloc,
+              nb.getFloatAttr(wideType, std::numeric_limits<float>::max()));
+          magnitude = arith::TruncFOp::create(
+              nb, nloc, f32,
+              arith::MinimumFOp::create(nb, nloc, magnitude, largest));
+        }
+        Value contribution =
+            arith::SelectOp::create(nb, nloc, nonFinite, inf, magnitude);
+        linalg::YieldOp::create(
+            nb, nloc,
+            arith::MaximumFOp::create(nb, nloc, args[1], contribution)
+                .getResult());
+      });
+  return reduce.getResult(0);
+}
+
 struct ScaleLossLowering : OpConversionPattern<ScaleLossOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -100,8 +163,11 @@ struct UnscaleLowering : OpConversionPattern<UnscaleOp> {
                                           rewriter.getF32FloatAttr(1.0f));
     Value inverseScale =
         arith::DivFOp::create(rewriter, loc, one, adaptor.getScale());
+    bool measureAmax = static_cast<bool>(op.getAmax());
     SmallVector<Value> results;
-    Value flags;
+    // The chained inf/nan flags, or (with amax) the chained max |g| that is
+    // +inf when a value was not finite.
+    Value checked;
     for (auto [grad, resultType] :
          llvm::zip(adaptor.getGrads(), op.getUnscaled().getTypes())) {
       Type resultElt = cast<RankedTensorType>(resultType).getElementType();
@@ -111,22 +177,41 @@ struct UnscaleLowering : OpConversionPattern<UnscaleOp> {
                              : Type(rewriter.getF32Type());
       Value inverse =
           convertFloatScalar(rewriter, loc, inverseScale, computeType);
-      auto unscale = [&](OpBuilder &b, Location l, Value x) {
-        Value wide = convertFloatScalar(b, l, x, computeType);
+      auto widen = [&](OpBuilder &b, Location l, Value x) {
+        return convertFloatScalar(b, l, x, computeType);
+      };
+      auto multiply = [&](OpBuilder &b, Location l, Value wide) {
         Value product = arith::MulFOp::create(b, l, wide, inverse);
         return convertFloatScalar(b, l, product, resultElt);
+      };
+      auto unscale = [&](OpBuilder &b, Location l, Value x) {
+        return multiply(b, l, widen(b, l, x));
       };
       Value unscaled = mapElements(rewriter, loc, grad, resultElt, unscale);
       // Check the result (an unscaled value can still overflow its type),
       // recomputed from the gradient: the unscaled tensor then has one
       // reader, the optimizer's update, and is fused into it instead of
       // being held as a copy of every gradient.
-      flags = orNonFinite(rewriter, loc, flags, grad, resultElt, unscale);
+      checked = measureAmax ? maxMagnitudeOrInf(rewriter, loc, checked, grad,
+                                                resultElt, widen, multiply)
+                            : orNonFinite(rewriter, loc, checked, grad,
+                                          resultElt, unscale);
       results.push_back(unscaled);
     }
     // The verifier guarantees at least one gradient, hence one check.
-    results.push_back(
-        tensor::ExtractOp::create(rewriter, loc, flags, ValueRange{}));
+    Value total =
+        tensor::ExtractOp::create(rewriter, loc, checked, ValueRange{});
+    if (!measureAmax) {
+      results.push_back(total);
+      rewriter.replaceOp(op, results);
+      return success();
+    }
+    Value inf = arith::ConstantOp::create(
+        rewriter, loc,
+        rewriter.getF32FloatAttr(std::numeric_limits<float>::infinity()));
+    results.push_back(arith::CmpFOp::create(
+        rewriter, loc, arith::CmpFPredicate::UGE, total, inf));
+    results.push_back(total);
     rewriter.replaceOp(op, results);
     return success();
   }
@@ -184,6 +269,104 @@ struct UpdateScaleLowering : OpConversionPattern<UpdateScaleOp> {
   }
 };
 
+struct AdaptScaleLowering : OpConversionPattern<AdaptScaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AdaptScaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    // updateAdaptiveLossScale (MPOps.cpp), step by step.
+    Location loc = op.getLoc();
+    Type trackerType = op.getGrowthTracker().getType();
+    auto f32 = [&](float value) -> Value {
+      return arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getF32FloatAttr(value));
+    };
+    auto integer = [&](int64_t value) -> Value {
+      return arith::ConstantOp::create(
+          rewriter, loc, rewriter.getIntegerAttr(trackerType, value));
+    };
+    auto select = [&](Value condition, Value a, Value b) -> Value {
+      return arith::SelectOp::create(rewriter, loc, condition, a, b);
+    };
+    auto cmpf = [&](arith::CmpFPredicate predicate, Value a, Value b) {
+      return arith::CmpFOp::create(rewriter, loc, predicate, a, b);
+    };
+    auto cmpi = [&](arith::CmpIPredicate predicate, Value a, Value b) {
+      return arith::CmpIOp::create(rewriter, loc, predicate, a, b);
+    };
+    float margin = op.getMargin().convertToFloat();
+    float limit = op.getLimit().convertToFloat();
+    Value minScale = f32(op.getMinScale().convertToFloat());
+    Value maxScale = f32(op.getMaxScale().convertToFloat());
+    Value zero = integer(0);
+    Value one = integer(1);
+    Value scale = adaptor.getScale();
+    Value tracker = adaptor.getGrowthTracker();
+    Value amax = adaptor.getAmax();
+
+    // The target: the largest power of two at most
+    // bound = scale / amax * (limit / margin), i.e. bound with its
+    // mantissa cleared, clamped to [min_scale, max_scale]; the scale itself
+    // when amax is not positive (nothing measured).
+    Type i32 = rewriter.getI32Type();
+    Value mask = arith::ConstantOp::create(
+        rewriter, loc,
+        rewriter.getIntegerAttr(i32, static_cast<int32_t>(0xFF800000u)));
+    // The largest power of two at most x >= 0: x with its mantissa cleared.
+    auto powerOfTwoAtMost = [&](Value x) -> Value {
+      Value bits = arith::BitcastOp::create(rewriter, loc, i32, x);
+      return arith::BitcastOp::create(
+          rewriter, loc, rewriter.getF32Type(),
+          arith::AndIOp::create(rewriter, loc, bits, mask));
+    };
+    Value bound = arith::MulFOp::create(
+        rewriter, loc, arith::DivFOp::create(rewriter, loc, scale, amax),
+        f32(limit / margin));
+    Value power = powerOfTwoAtMost(bound);
+    Value clamped = arith::MinimumFOp::create(
+        rewriter, loc,
+        arith::MaximumFOp::create(rewriter, loc, power, minScale), maxScale);
+    Value measured = cmpf(arith::CmpFPredicate::OGT, amax, f32(0.0f));
+    Value target = select(measured, clamped, scale);
+
+    // Cooling down after an overflow (tracker < 0): may fall, not grow.
+    Value coolingDown = cmpi(arith::CmpIPredicate::slt, tracker, zero);
+    Value counted = arith::AddIOp::create(rewriter, loc, tracker, one);
+    Value coolScale = arith::MinimumFOp::create(rewriter, loc, target, scale);
+    // Otherwise a target at or above the scale is taken (capped); a lower
+    // one after `hysteresis` clean steps in a row asked for it.
+    Value wantsLess = cmpf(arith::CmpFPredicate::OLT, target, scale);
+    Value lowerNow =
+        cmpi(arith::CmpIPredicate::sge, counted, integer(op.getHysteresis()));
+    Value waits = arith::AndIOp::create(
+        rewriter, loc, wantsLess,
+        arith::XOrIOp::create(rewriter, loc, lowerNow,
+                              arith::ConstantOp::create(
+                                  rewriter, loc, rewriter.getBoolAttr(true))));
+    // Up by one power of two a step at most (a lower target is below it).
+    Value growthCap = powerOfTwoAtMost(
+        arith::MulFOp::create(rewriter, loc, scale, f32(2.0f)));
+    Value capped = arith::MinimumFOp::create(rewriter, loc, target, growthCap);
+    Value warmScale = select(waits, scale, capped);
+    Value warmTracker = select(waits, counted, zero);
+    Value cleanScale = select(coolingDown, coolScale, warmScale);
+    Value cleanTracker = select(coolingDown, counted, warmTracker);
+
+    // Step with inf/nan: back off, then cool down.
+    Value backedOffScale = arith::MaximumFOp::create(
+        rewriter, loc,
+        arith::MulFOp::create(rewriter, loc, scale,
+                              f32(op.getBackoffFactor().convertToFloat())),
+        minScale);
+    Value foundInf = adaptor.getFoundInf();
+    Value newScale = select(foundInf, backedOffScale, cleanScale);
+    Value newTracker =
+        select(foundInf, integer(-op.getGrowthInterval()), cleanTracker);
+    rewriter.replaceOp(op, {newScale, newTracker});
+    return success();
+  }
+};
+
 struct ObserveLowering : OpConversionPattern<ObserveOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -209,7 +392,7 @@ struct ConvertMPToUpstreamPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(context);
     patterns.add<ScaleLossLowering, UnscaleLowering, UpdateScaleLowering,
-                 ObserveLowering>(context);
+                 AdaptScaleLowering, ObserveLowering>(context);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

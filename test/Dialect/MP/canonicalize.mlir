@@ -45,6 +45,45 @@ func.func @fold_update_scale() -> (f32, i32, f32, i32, f32, i32) {
 
 // -----
 
+// A constant state folds through the adaptive scaler too. At 1024 with
+// margin 8: amax 1000 asks for 8192 (one power of two a step: 2048),
+// amax 40000 for 128 (one such step only counts: hysteresis 2), an
+// overflow halves and starts the cool-down (-growth_interval).
+// CHECK-LABEL: func.func @fold_adapt_scale
+// CHECK-DAG: %[[GROWN:.*]] = arith.constant 2.048000e+03 : f32
+// CHECK-DAG: %[[SAME:.*]] = arith.constant 1.024000e+03 : f32
+// CHECK-DAG: %[[HALF:.*]] = arith.constant 5.120000e+02 : f32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[COOL:.*]] = arith.constant -2000 : i32
+// CHECK-NOT: mp.adapt_scale
+// CHECK: return %[[GROWN]], %[[ZERO]], %[[SAME]], %[[ONE]], %[[HALF]], %[[COOL]]
+func.func @fold_adapt_scale() -> (f32, i32, f32, i32, f32, i32) {
+  %scale = arith.constant 1024.0 : f32
+  %t0 = arith.constant 0 : i32
+  %true = arith.constant true
+  %false = arith.constant false
+  %small = arith.constant 1000.0 : f32
+  %large = arith.constant 40000.0 : f32
+  %s0, %n0 = mp.adapt_scale %scale, %t0, %false, %small {margin = 8.0 : f32, hysteresis = 2 : i64} : i32
+  %s1, %n1 = mp.adapt_scale %scale, %t0, %false, %large {margin = 8.0 : f32, hysteresis = 2 : i64} : i32
+  %s2, %n2 = mp.adapt_scale %scale, %t0, %true, %small {margin = 8.0 : f32, hysteresis = 2 : i64} : i32
+  return %s0, %n0, %s1, %n1, %s2, %n2 : f32, i32, f32, i32, f32, i32
+}
+
+// A scale that is not constant stays.
+// CHECK-LABEL: func.func @adapt_scale_not_constant
+// CHECK: mp.adapt_scale
+func.func @adapt_scale_not_constant(%scale: f32) -> (f32, i32) {
+  %t0 = arith.constant 0 : i32
+  %false = arith.constant false
+  %amax = arith.constant 1.0 : f32
+  %s, %n = mp.adapt_scale %scale, %t0, %false, %amax {margin = 8.0 : f32, hysteresis = 2 : i64} : i32
+  return %s, %n : f32, i32
+}
+
+// -----
+
 // An unused probe is kept (it records statistics); unused pure ops are not.
 // CHECK-LABEL: func.func @probe_not_erased
 // CHECK-NOT: mp.scale_loss

@@ -3,7 +3,7 @@
 
 func.func @unscale_no_grads(%s: f32) {
   // expected-error @+1 {{'mp.unscale' op needs at least one gradient}}
-  %found = "mp.unscale"(%s) : (f32) -> i1
+  %found = "mp.unscale"(%s) <{resultSegmentSizes = array<i32: 0, 1, 0>}> : (f32) -> i1
   return
 }
 
@@ -129,6 +129,94 @@ func.func @tracker_result_type(%s: f32, %t: i32, %f: i1) {
 
 // -----
 
+func.func @unscale_two_amax(%a: tensor<4xf32>, %s: f32) {
+  // expected-error @+1 {{'mp.unscale' op result group starting at #2 requires 0 or 1 element, but found 2}}
+  %u, %found, %m:2 = "mp.unscale"(%a, %s) <{resultSegmentSizes = array<i32: 1, 1, 2>}> : (tensor<4xf32>, f32) -> (tensor<4xf32>, i1, f32, f32)
+  return
+}
+
+// -----
+
+func.func @unscale_amax_f16(%a: tensor<4xf32>, %s: f32) {
+  // expected-error @+1 {{'mp.unscale' op result #2 must be 32-bit float, but got 'f16'}}
+  %u, %found, %m = "mp.unscale"(%a, %s) <{resultSegmentSizes = array<i32: 1, 1, 1>}> : (tensor<4xf32>, f32) -> (tensor<4xf32>, i1, f16)
+  return
+}
+
+// -----
+
+func.func @adapt_margin(%s: f32, %t: i32, %f: i1, %m: f32) {
+  // expected-error @+1 {{'mp.adapt_scale' op margin must be finite and at least 1, got 0.5}}
+  %a, %b = mp.adapt_scale %s, %t, %f, %m {margin = 0.5 : f32, hysteresis = 2 : i64} : i32
+  return
+}
+
+// -----
+
+func.func @adapt_hysteresis(%s: f32, %t: i32, %f: i1, %m: f32) {
+  // expected-error @+1 {{'mp.adapt_scale' op hysteresis must be at least 1, got 0}}
+  %a, %b = mp.adapt_scale %s, %t, %f, %m {margin = 8.0 : f32, hysteresis = 0 : i64} : i32
+  return
+}
+
+// -----
+
+func.func @adapt_needs_margin(%s: f32, %t: i32, %f: i1, %m: f32) {
+  // expected-error @+1 {{'mp.adapt_scale' op requires attribute 'margin'}}
+  %a, %b = mp.adapt_scale %s, %t, %f, %m {hysteresis = 2 : i64} : i32
+  return
+}
+
+// -----
+
+func.func @adapt_backoff(%s: f32, %t: i32, %f: i1, %m: f32) {
+  // expected-error @+1 {{'mp.adapt_scale' op backoff_factor must lie in (0, 1), got 1}}
+  %a, %b = mp.adapt_scale %s, %t, %f, %m {margin = 8.0 : f32, hysteresis = 2 : i64, backoff_factor = 1.0 : f32} : i32
+  return
+}
+
+// -----
+
+func.func @adapt_growth_interval(%s: f32, %t: i32, %f: i1, %m: f32) {
+  // expected-error @+1 {{'mp.adapt_scale' op growth_interval must be at least 1, got 0}}
+  %a, %b = mp.adapt_scale %s, %t, %f, %m {margin = 8.0 : f32, hysteresis = 2 : i64, growth_interval = 0 : i64} : i32
+  return
+}
+
+// -----
+
+func.func @adapt_min_above_max(%s: f32, %t: i32, %f: i1, %m: f32) {
+  // expected-error @+1 {{'mp.adapt_scale' op needs 0 < min_scale <= max_scale < inf, got min_scale = 8, max_scale = 4}}
+  %a, %b = mp.adapt_scale %s, %t, %f, %m {margin = 8.0 : f32, hysteresis = 2 : i64, min_scale = 8.0 : f32, max_scale = 4.0 : f32} : i32
+  return
+}
+
+// -----
+
+func.func @adapt_limit(%s: f32, %t: i32, %f: i1, %m: f32) {
+  // expected-error @+1 {{'mp.adapt_scale' op limit must be finite and positive, got inf}}
+  %a, %b = mp.adapt_scale %s, %t, %f, %m {margin = 8.0 : f32, hysteresis = 2 : i64, limit = 0x7F800000 : f32} : i32
+  return
+}
+
+// -----
+
+func.func @adapt_tracker_overflow(%s: f32, %t: i32, %f: i1, %m: f32) {
+  // expected-error @+1 {{'mp.adapt_scale' op growth_interval 2000 and hysteresis 4294967296 must fit the i32 growth tracker}}
+  %a, %b = mp.adapt_scale %s, %t, %f, %m {margin = 8.0 : f32, hysteresis = 4294967296 : i64} : i32
+  return
+}
+
+// -----
+
+func.func @adapt_amax_type(%s: f32, %t: i32, %f: i1, %m: f16) {
+  // expected-error @+1 {{'mp.adapt_scale' op operand #3 must be 32-bit float}}
+  %a, %b = "mp.adapt_scale"(%s, %t, %f, %m) <{margin = 8.0 : f32, hysteresis = 2 : i64}> : (f32, i32, i1, f16) -> (f32, i32)
+  return
+}
+
+// -----
+
 func.func @observe_empty_id(%x: tensor<4xf32>) {
   // expected-error @+1 {{'mp.observe' op needs a non-empty probe id}}
   %0 = mp.observe %x as "" : tensor<4xf32>
@@ -202,14 +290,49 @@ func.func @loss_scaling_backoff() attributes {mp.loss_scaling = #mp.loss_scaling
 
 // -----
 
-// expected-error @+1 {{loss-scaling mode must be dynamic, static or none (auto is resolved by --mp-loss-scaling)}}
+// expected-error @+1 {{adaptive loss scaling needs 1 <= margin < inf and hysteresis >= 1}}
+func.func @loss_scaling_margin() attributes {mp.loss_scaling = #mp.loss_scaling<mode = adaptive, init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000, clip_norm = 0.0, margin = 0.5, hysteresis = 2>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{adaptive loss scaling needs 1 <= margin < inf and hysteresis >= 1}}
+func.func @loss_scaling_hysteresis() attributes {mp.loss_scaling = #mp.loss_scaling<mode = adaptive, init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000, clip_norm = 0.0, margin = 8.0, hysteresis = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{adaptive loss scaling needs growth_interval and hysteresis to fit the step's i32 growth tracker}}
+func.func @loss_scaling_interval_i32() attributes {mp.loss_scaling = #mp.loss_scaling<mode = adaptive, init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 4294967296, clip_norm = 0.0, margin = 8.0, hysteresis = 2>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{adaptive loss scaling needs a margin and a hysteresis}}
+func.func @loss_scaling_adaptive_no_margin() attributes {mp.loss_scaling = #mp.loss_scaling<mode = adaptive, init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000, clip_norm = 0.0, hysteresis = 2>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{margin and hysteresis are settings of adaptive loss scaling only, not of mode dynamic}}
+func.func @loss_scaling_dynamic_margin() attributes {mp.loss_scaling = #mp.loss_scaling<mode = dynamic, init_scale = 65536.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000, clip_norm = 0.0, margin = 8.0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{loss-scaling mode must be dynamic, adaptive, static or none (auto is resolved by --mp-loss-scaling)}}
 func.func @loss_scaling_auto() attributes {mp.loss_scaling = #mp.loss_scaling<mode = auto, init_scale = 1.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 1, clip_norm = 0.0>} {
   return
 }
 
 // -----
 
-// expected-error @+2 {{expected ::mlir::mp::LossScalingMode to be one of: none, static, dynamic, auto}}
+// expected-error @+2 {{expected ::mlir::mp::LossScalingMode to be one of: none, static, dynamic, auto, adaptive}}
 // expected-error @+1 {{failed to parse MP_LossScalingAttr parameter 'mode'}}
 func.func @loss_scaling_mode() attributes {mp.loss_scaling = #mp.loss_scaling<mode = sometimes, init_scale = 1.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 1, clip_norm = 0.0>} {
   return

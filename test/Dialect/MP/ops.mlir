@@ -24,6 +24,30 @@ func.func @unscale(%a: tensor<64x32xf16>, %b: tensor<?xbf16>, %c: tensor<f32>, %
   return %u#0, %u#1, %u#2, %found : tensor<64x32xf32>, tensor<?xbf16>, tensor<f32>, i1
 }
 
+// With an amax result (adaptive loss scaling).
+// CHECK-LABEL: func.func @unscale_amax
+// CHECK-SAME: (%[[A:.*]]: tensor<64x32xf16>, %[[S:.*]]: f32)
+func.func @unscale_amax(%a: tensor<64x32xf16>, %s: f32)
+    -> (tensor<64x32xf32>, i1, f32) {
+  // CHECK: %[[U:.*]], %[[FOUND:.*]], %[[AMAX:.*]] = mp.unscale %[[A]] by %[[S]] : tensor<64x32xf16> -> tensor<64x32xf32> amax f32
+  %u, %found, %amax = mp.unscale %a by %s : tensor<64x32xf16> -> tensor<64x32xf32> amax f32
+  // CHECK: return %[[U]], %[[FOUND]], %[[AMAX]]
+  return %u, %found, %amax : tensor<64x32xf32>, i1, f32
+}
+
+// Required attributes (margin, hysteresis) are printed, defaults are not.
+// CHECK-LABEL: func.func @adapt_scale
+func.func @adapt_scale(%s: f32, %t32: i32, %t64: i64, %inf: i1, %amax: f32) -> (f32, i32, f32, i64) {
+  // CHECK: mp.adapt_scale %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {hysteresis = 2 : i64, margin = 8.000000e+00 : f32} : i32
+  %s1, %t1 = mp.adapt_scale %s, %t32, %inf, %amax {margin = 8.0 : f32, hysteresis = 2 : i64} : i32
+  // CHECK: mp.adapt_scale %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {backoff_factor = 2.500000e-01 : f32, growth_interval = 100 : i64, hysteresis = 3 : i64, limit = 4.480000e+02 : f32, margin = 2.000000e+00 : f32, max_scale = 1.024000e+03 : f32, min_scale = 1.250000e-01 : f32} : i64
+  %s2, %t2 = mp.adapt_scale %s, %t64, %inf, %amax
+      {margin = 2.0 : f32, hysteresis = 3 : i64, backoff_factor = 0.25 : f32,
+       growth_interval = 100 : i64, min_scale = 0.125 : f32,
+       max_scale = 1024.0 : f32, limit = 448.0 : f32} : i64
+  return %s1, %t1, %s2, %t2 : f32, i32, f32, i64
+}
+
 // Default attributes are not printed; others are.
 // CHECK-LABEL: func.func @update_scale
 func.func @update_scale(%s: f32, %t32: i32, %t64: i64, %inf: i1) -> (f32, i32, f32, i64) {
@@ -70,4 +94,20 @@ func.func @loss_grad(%w: tensor<4xf32> {mp.param = "w"}, %s: f32 {mp.loss_scale}
                     clip_norm = 0.0>} {
   %f = arith.constant {mp.seed} false
   return %s, %w, %f : f32, tensor<4xf32>, i1
+}
+
+// The adaptive scaler's record holds its margin and hysteresis; the amax
+// result carries its role.
+// CHECK-LABEL: func.func @loss_grad_adaptive
+// CHECK-SAME: -> (f32, tensor<4xf32> {mp.grad = "w"}, i1 {mp.found_inf}, f32 {mp.grad_amax})
+// CHECK-SAME: mp.loss_scaling = #mp.loss_scaling<mode = adaptive, init_scale = 6.553600e+04, growth_factor = 2.000000e+00, backoff_factor = 5.000000e-01, growth_interval = 2000, clip_norm = 0.000000e+00, margin = 4.000000e+00, hysteresis = 3>
+func.func @loss_grad_adaptive(%w: tensor<4xf32> {mp.param = "w"}, %s: f32 {mp.loss_scale})
+    -> (f32, tensor<4xf32> {mp.grad = "w"}, i1 {mp.found_inf}, f32 {mp.grad_amax})
+    attributes {mp.gradient_of = @loss,
+                mp.loss_scaling = #mp.loss_scaling<mode = adaptive,
+                    init_scale = 65536.0, growth_factor = 2.0,
+                    backoff_factor = 0.5, growth_interval = 2000,
+                    clip_norm = 0.0, hysteresis = 3, margin = 4.0>} {
+  %f = arith.constant {mp.seed} false
+  return %s, %w, %f, %s : f32, tensor<4xf32>, i1, f32
 }

@@ -38,6 +38,33 @@ func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}, %s: f32) -> (f32, tenso
 
 // -----
 
+// Adaptive scaling recorded, but no amax result after found_inf.
+// expected-error @+1 {{mp-optimizer: gradient function '@loss_grad' returns 3 values; expected 4 (the loss, 1 gradient(s), found_inf and amax)}}
+func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}, %s: f32) -> (f32, tensor<1xf32>, i1) attributes {mp.gradient_of = @loss, mp.loss_scaling = #mp.loss_scaling<mode = adaptive, init_scale = 1024.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000, clip_norm = 0.0, margin = 8.0, hysteresis = 2>} {
+  %f = arith.constant false
+  return %s, %w, %f : f32, tensor<1xf32>, i1
+}
+
+// -----
+
+// An amax that is not f32.
+// expected-error @+1 {{mp-optimizer: gradient function '@loss_grad' has adaptive loss scaling but its last result (amax) is 'i1', not f32}}
+func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}, %s: f32) -> (f32, tensor<1xf32>, i1, i1) attributes {mp.gradient_of = @loss, mp.loss_scaling = #mp.loss_scaling<mode = adaptive, init_scale = 1024.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000, clip_norm = 0.0, margin = 8.0, hysteresis = 2>} {
+  %f = arith.constant false
+  return %s, %w, %f, %f : f32, tensor<1xf32>, i1, i1
+}
+
+// -----
+
+// found_inf and amax swapped.
+// expected-error @+1 {{mp-optimizer: gradient function '@loss_grad' has loss scaling but its result #2 (found_inf) is 'f32', not i1}}
+func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}, %s: f32) -> (f32, tensor<1xf32>, f32, i1) attributes {mp.gradient_of = @loss, mp.loss_scaling = #mp.loss_scaling<mode = adaptive, init_scale = 1024.0, growth_factor = 2.0, backoff_factor = 0.5, growth_interval = 2000, clip_norm = 0.0, margin = 8.0, hysteresis = 2>} {
+  %f = arith.constant false
+  return %s, %w, %s, %f : f32, tensor<1xf32>, f32, i1
+}
+
+// -----
+
 // Loss scaling as a hand-built dictionary.
 // expected-error @+1 {{'mp.loss_scaling' must be #mp.loss_scaling<...>, got {mode = 1 : i64}}}
 func.func @loss_grad(%w: tensor<1xf32> {mp.param = "w"}) -> (f32, tensor<1xf32>) attributes {mp.gradient_of = @loss, mp.loss_scaling = {mode = 1}} {

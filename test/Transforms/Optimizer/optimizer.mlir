@@ -1,6 +1,7 @@
 // --mp-optimizer builds @train_step.
 // RUN: mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling --mp-optimizer | FileCheck %s --check-prefix=SGD
 // RUN: mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling=mode=none --mp-optimizer=algorithm=adam | FileCheck %s --check-prefix=ADAM
+// RUN: mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-loss-scaling="mode=adaptive margin=4 hysteresis=3 growth-interval=50" --mp-optimizer | FileCheck %s --check-prefix=ADAPT
 // RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-optimizer=algorithm=lion 2>&1 | FileCheck %s --check-prefix=ALGO
 // RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-autodiff --mp-optimizer=lr=0 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not mp-opt %S/../../Training/Inputs/quadratic.mlir --mp-optimizer 2>&1 | FileCheck %s --check-prefix=NOGRAD
@@ -34,6 +35,19 @@
 // ADAM: math.sqrt
 // ADAM-NOT: mp.update_scale
 // ADAM: return
+
+// Adaptive scaling: the same signature (scale and tracker in and out); the
+// gradients' amax from mp.unscale moves the scale with mp.adapt_scale, with
+// the recorded settings.
+// ADAPT-LABEL: func.func @train_step
+// ADAPT-SAME: %[[SCALE:[^:]*]]: f32 {mp.loss_scale}, %[[TRACKER:[^:]*]]: i32 {mp.growth_tracker})
+// ADAPT-SAME: -> (tensor<1xf32> {mp.param = "w"}, tensor<1xf32> {mp.state = "w.momentum"}, i32 {mp.step}, f32 {mp.loss_scale}, i32 {mp.growth_tracker}, f32 {mp.loss}, i1 {mp.stepped})
+// ADAPT: %{{.*}}, %[[INF:.*]], %[[AMAX:.*]] = mp.unscale %{{.*}} by %[[SCALE]] : tensor<1xf32> -> tensor<1xf32> amax f32
+// ADAPT: arith.select %[[INF]]
+// ADAPT-NOT: mp.update_scale
+// ADAPT: %[[NS:.*]], %[[NT:.*]] = mp.adapt_scale %[[SCALE]], %[[TRACKER]], %[[INF]], %[[AMAX]] {growth_interval = 50 : i64, hysteresis = 3 : i64, margin = 4.000000e+00 : f32} : i32
+// ADAPT-NOT: mp.update_scale
+// ADAPT: return %{{.*}}, %{{.*}}, %{{.*}}, %[[NS]], %[[NT]], %{{.*}}, %{{.*}}
 
 // ALGO: for the --algorithm option: Cannot find option named 'lion'!
 // LR: error: optimizer needs lr > 0

@@ -46,18 +46,19 @@ void MPDialect::initialize() {
       >();
 }
 
-LogicalResult
-LossScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                        LossScalingMode mode, APFloat initScaleValue,
-                        APFloat growthFactorValue, APFloat backoffFactorValue,
-                        int64_t growthInterval, APFloat clipNormValue) {
+LogicalResult LossScalingAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, LossScalingMode mode,
+    APFloat initScaleValue, APFloat growthFactorValue,
+    APFloat backoffFactorValue, int64_t growthInterval, APFloat clipNormValue,
+    std::optional<APFloat> marginValue, std::optional<int64_t> hysteresis) {
   double initScale = initScaleValue.convertToDouble();
   double growthFactor = growthFactorValue.convertToDouble();
   double backoffFactor = backoffFactorValue.convertToDouble();
   double clipNorm = clipNormValue.convertToDouble();
   if (mode == LossScalingMode::Auto)
-    return emitError() << "loss-scaling mode must be dynamic, static or none "
-                          "(auto is resolved by --mp-loss-scaling)";
+    return emitError() << "loss-scaling mode must be dynamic, adaptive, "
+                          "static or none (auto is resolved by "
+                          "--mp-loss-scaling)";
   if (!(initScale > 0) || std::isinf(initScale) || !(growthFactor > 1) ||
       !(backoffFactor > 0 && backoffFactor < 1) || growthInterval < 1 ||
       !(clipNorm >= 0))
@@ -65,6 +66,27 @@ LossScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
            << "loss scaling needs init_scale > 0, growth_factor > 1, "
               "0 < backoff_factor < 1, growth_interval >= 1 and "
               "clip_norm >= 0";
+  if (mode != LossScalingMode::Adaptive) {
+    if (marginValue || hysteresis)
+      return emitError() << "margin and hysteresis are settings of adaptive "
+                            "loss scaling only, not of mode "
+                         << stringifyLossScalingMode(mode);
+    return success();
+  }
+  if (!marginValue || !hysteresis)
+    return emitError() << "adaptive loss scaling needs a margin and a "
+                          "hysteresis";
+  // The step computes in f32: a margin beyond f32's range would be inf.
+  double margin = marginValue->convertToDouble();
+  if (!(margin >= 1) || std::isinf(static_cast<float>(margin)) ||
+      *hysteresis < 1)
+    return emitError() << "adaptive loss scaling needs 1 <= margin < inf and "
+                          "hysteresis >= 1";
+  // The step's growth tracker is an i32: it counts the hysteresis up and
+  // the cool-down after an overflow from -growth_interval.
+  if (growthInterval > INT32_MAX || *hysteresis > INT32_MAX)
+    return emitError() << "adaptive loss scaling needs growth_interval and "
+                          "hysteresis to fit the step's i32 growth tracker";
   return success();
 }
 
@@ -136,6 +158,7 @@ const ContractAttr *lookupContract(StringRef name) {
       {D::GrowthTrackerAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
       {D::SteppedAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
       {D::FoundInfAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
+      {D::GradAmaxAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
       {D::SeedAttrHelper::getNameStr(), OnOp, isUnit, "a unit"},
       {D::SavedAttrHelper::getNameStr(), OnOp, isUnit, "a unit"},
       {D::PrecisionAttrHelper::getNameStr(), OnOp, isPrecision,

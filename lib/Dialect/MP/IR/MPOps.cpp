@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::mp;
@@ -30,6 +31,49 @@ LossScaleState mlir::mp::updateLossScale(LossScaleState state, bool foundInf,
   if (cleanSteps >= params.growthInterval)
     return {std::min(state.scale * params.growthFactor, params.maxScale), 0};
   return {state.scale, cleanSteps};
+}
+
+/// The largest power of two at most `value` (>= 0): `value` with its
+/// mantissa cleared (inf stays inf). The lowering of mp.adapt_scale does
+/// the same on the bits.
+static float powerOfTwoAtMost(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  bits &= 0xFF800000u;
+  float power;
+  std::memcpy(&power, &bits, sizeof(power));
+  return power;
+}
+
+float mlir::mp::adaptiveLossScaleTarget(float scale, float amax,
+                                        const AdaptiveLossScaleParams &params) {
+  if (!(amax > 0.0f))
+    return scale;
+  float bound = scale / amax * (params.limit / params.margin);
+  return std::min(std::max(powerOfTwoAtMost(bound), params.minScale),
+                  params.maxScale);
+}
+
+LossScaleState
+mlir::mp::updateAdaptiveLossScale(LossScaleState state, bool foundInf,
+                                  float amax,
+                                  const AdaptiveLossScaleParams &params) {
+  if (foundInf)
+    return {std::max(state.scale * params.backoffFactor, params.minScale),
+            -params.growthInterval};
+  float target = adaptiveLossScaleTarget(state.scale, amax, params);
+  // Cooling down after an overflow: the scale may fall, not grow.
+  if (state.growthTracker < 0)
+    return {std::min(target, state.scale), state.growthTracker + 1};
+  // Growth: by one power of two a step at most, so that one step with
+  // unusually small gradients does not raise the scale far for the next.
+  if (target >= state.scale)
+    return {std::min(target, powerOfTwoAtMost(state.scale * 2.0f)), 0};
+  // Lower only when `hysteresis` clean steps in a row asked for less.
+  int64_t below = state.growthTracker + 1;
+  if (below >= params.hysteresis)
+    return {target, 0};
+  return {state.scale, below};
 }
 
 //===----------------------------------------------------------------------===//
@@ -133,6 +177,73 @@ LogicalResult UpdateScaleOp::fold(FoldAdaptor adaptor,
   LossScaleState next = updateLossScale(
       {static_cast<float>(scale.getValueAsDouble()), tracker.getInt()},
       foundInf.getValue().getBoolValue(), getParams(*this));
+  Builder builder(getContext());
+  results.push_back(builder.getF32FloatAttr(next.scale));
+  results.push_back(
+      builder.getIntegerAttr(getGrowthTracker().getType(), next.growthTracker));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AdaptScaleOp
+//===----------------------------------------------------------------------===//
+
+static AdaptiveLossScaleParams getParams(AdaptScaleOp op) {
+  AdaptiveLossScaleParams params(op.getMargin().convertToFloat(),
+                                 op.getHysteresis());
+  params.backoffFactor = op.getBackoffFactor().convertToFloat();
+  params.growthInterval = op.getGrowthInterval();
+  params.minScale = op.getMinScale().convertToFloat();
+  params.maxScale = op.getMaxScale().convertToFloat();
+  params.limit = op.getLimit().convertToFloat();
+  return params;
+}
+
+LogicalResult AdaptScaleOp::verify() {
+  AdaptiveLossScaleParams params = getParams(*this);
+  if (!(params.margin >= 1.0f) || std::isinf(params.margin))
+    return emitOpError("margin must be finite and at least 1, got ")
+           << formatFloat(params.margin);
+  if (params.hysteresis < 1)
+    return emitOpError("hysteresis must be at least 1, got ")
+           << params.hysteresis;
+  if (!(params.backoffFactor > 0.0f && params.backoffFactor < 1.0f))
+    return emitOpError("backoff_factor must lie in (0, 1), got ")
+           << formatFloat(params.backoffFactor);
+  if (params.growthInterval < 1)
+    return emitOpError("growth_interval must be at least 1, got ")
+           << params.growthInterval;
+  if (!(params.minScale > 0.0f) || std::isinf(params.maxScale) ||
+      !(params.minScale <= params.maxScale))
+    return emitOpError("needs 0 < min_scale <= max_scale < inf, got "
+                       "min_scale = ")
+           << formatFloat(params.minScale)
+           << ", max_scale = " << formatFloat(params.maxScale);
+  if (!(params.limit > 0.0f) || std::isinf(params.limit))
+    return emitOpError("limit must be finite and positive, got ")
+           << formatFloat(params.limit);
+  unsigned trackerWidth = getGrowthTracker().getType().getIntOrFloatBitWidth();
+  int64_t trackerMax =
+      trackerWidth < 64 ? (int64_t(1) << (trackerWidth - 1)) - 1 : INT64_MAX;
+  if (params.growthInterval > trackerMax || params.hysteresis > trackerMax)
+    return emitOpError("growth_interval ")
+           << params.growthInterval << " and hysteresis " << params.hysteresis
+           << " must fit the i" << trackerWidth << " growth tracker";
+  return success();
+}
+
+LogicalResult AdaptScaleOp::fold(FoldAdaptor adaptor,
+                                 SmallVectorImpl<OpFoldResult> &results) {
+  auto scale = dyn_cast_if_present<FloatAttr>(adaptor.getScale());
+  auto tracker = dyn_cast_if_present<IntegerAttr>(adaptor.getGrowthTracker());
+  auto foundInf = dyn_cast_if_present<IntegerAttr>(adaptor.getFoundInf());
+  auto amax = dyn_cast_if_present<FloatAttr>(adaptor.getAmax());
+  if (!scale || !tracker || !foundInf || !amax)
+    return failure();
+  LossScaleState next = updateAdaptiveLossScale(
+      {static_cast<float>(scale.getValueAsDouble()), tracker.getInt()},
+      foundInf.getValue().getBoolValue(),
+      static_cast<float>(amax.getValueAsDouble()), getParams(*this));
   Builder builder(getContext());
   results.push_back(builder.getF32FloatAttr(next.scale));
   results.push_back(

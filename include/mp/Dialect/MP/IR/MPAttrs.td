@@ -54,7 +54,8 @@ def MP_LossScalingMode : I32EnumAttr<"LossScalingMode",
   I32EnumAttrCase<"None", 0, "none">,
   I32EnumAttrCase<"Static", 1, "static">,
   I32EnumAttrCase<"Dynamic", 2, "dynamic">,
-  I32EnumAttrCase<"Auto", 3, "auto">
+  I32EnumAttrCase<"Auto", 3, "auto">,
+  I32EnumAttrCase<"Adaptive", 4, "adaptive">
 ]> {
   let cppNamespace = "::mlir::mp";
   let genSpecializedAttr = 0;
@@ -62,6 +63,9 @@ def MP_LossScalingMode : I32EnumAttr<"LossScalingMode",
     * `none`: no scaling;
     * `static`: a fixed scale;
     * `dynamic`: the scale backs off on inf/nan and grows after clean steps;
+    * `adaptive`: the scale is set from the largest finite gradient
+      magnitude each step measures (`mp.adapt_scale`), and backs off on
+      inf/nan;
     * `auto`: only as a pass option: `dynamic` for f16, `none` otherwise.
   }];
 }
@@ -140,22 +144,37 @@ def MP_F64Parameter : APFloatParameter<"a 64-bit float"> {
   let printer = "$_printer.printFloat($_self)";
 }
 
+// The same, optional: absent from the text and std::nullopt when unset.
+def MP_OptionalF64Parameter
+    : OptionalParameter<"std::optional<::llvm::APFloat>", "a 64-bit float"> {
+  let parser = [{[&]() -> ::mlir::FailureOr<std::optional<::llvm::APFloat>> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return std::optional<::llvm::APFloat>(::llvm::APFloat(value));
+  }()}];
+  let printer = "$_printer.printFloat(*$_self)";
+}
+
 def MP_LossScalingAttr : AttrDef<MP_Dialect, "LossScaling"> {
   let mnemonic = "loss_scaling";
   let summary = "the loss-scaling settings applied to a gradient function";
   let description = [{
     `--mp-loss-scaling` records on the gradient function how it scaled it;
     `--mp-optimizer` reads the mode (whether a scale argument and a
-    `found_inf` result exist, whether `mp.update_scale` moves the scale) and
-    the dynamic scaler's factors and interval.
+    `found_inf` result exist, whether `mp.update_scale` or, in adaptive
+    mode, `mp.adapt_scale` moves the scale) and the scaler's factors and
+    interval; `margin` and `hysteresis`, the adaptive scaler's (see
+    `mp.adapt_scale`), are recorded in adaptive mode and only there.
 
     Example:
 
     ```mlir
     func.func @loss_grad(...) attributes {mp.loss_scaling =
-        #mp.loss_scaling<mode = dynamic, init_scale = 65536.0,
+        #mp.loss_scaling<mode = adaptive, init_scale = 65536.0,
                          growth_factor = 2.0, backoff_factor = 0.5,
-                         growth_interval = 2000, clip_norm = 0.0>}
+                         growth_interval = 2000, clip_norm = 0.0,
+                         margin = 8.0, hysteresis = 2>}
     ```
   }];
   let parameters = (ins
@@ -164,7 +183,9 @@ def MP_LossScalingAttr : AttrDef<MP_Dialect, "LossScaling"> {
     MP_F64Parameter:$growth_factor,
     MP_F64Parameter:$backoff_factor,
     "int64_t":$growth_interval,
-    MP_F64Parameter:$clip_norm);
+    MP_F64Parameter:$clip_norm,
+    MP_OptionalF64Parameter:$margin,
+    OptionalParameter<"std::optional<int64_t>">:$hysteresis);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

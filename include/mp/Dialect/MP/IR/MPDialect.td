@@ -20,8 +20,8 @@ def MP_Dialect : Dialect {
     The `mp` dialect carries the parts of a mixed-precision program that
     upstream MLIR has no ops for:
 
-    * dynamic loss scaling for FP16 training (`mp.scale_loss`, `mp.unscale`,
-      `mp.update_scale`), written as explicit IR so that the skipped step and
+    * dynamic and adaptive loss scaling for FP16 training (`mp.scale_loss`,
+      `mp.unscale`, `mp.update_scale`, `mp.adapt_scale`), written as explicit IR so that the skipped step and
       the scale update can be seen, tested and lowered like any other code;
     * calibration probes for INT8 quantization (`mp.observe`);
     * attributes that record the precision decided for each op
@@ -61,6 +61,7 @@ def MP_Dialect : Dialect {
     "::mlir::UnitAttr":$growth_tracker,
     "::mlir::UnitAttr":$stepped,
     "::mlir::UnitAttr":$found_inf,
+    "::mlir::UnitAttr":$grad_amax,
     // Ops.
     "::mlir::UnitAttr":$seed,
     "::mlir::UnitAttr":$saved,

@@ -20,7 +20,8 @@
 namespace mlir {
 namespace mp {
 
-/// Dynamic loss-scale state: the scale and the clean steps since it changed.
+/// Loss-scale state: the scale and its growth tracker (dynamic: the clean
+/// steps since the scale changed; adaptive: see AdaptiveLossScaleParams).
 struct LossScaleState {
   float scale;
   int64_t growthTracker;
@@ -39,6 +40,40 @@ struct LossScaleParams {
 /// lowering follow.
 LossScaleState updateLossScale(LossScaleState state, bool foundInf,
                                const LossScaleParams &params);
+
+/// Parameters of the adaptive loss scaler (mp.adapt_scale). Its growth
+/// tracker counts, when >= 0, the clean steps in a row whose target was
+/// below the scale (hysteresis) and, when < 0, the clean steps left of the
+/// cool-down after an overflow (no growth).
+/// The margin and the hysteresis have no default here: theirs are the
+/// options' (--mp-loss-scaling, Passes.td).
+struct AdaptiveLossScaleParams {
+  AdaptiveLossScaleParams(float margin, int64_t hysteresis)
+      : margin(margin), hysteresis(hysteresis) {}
+  float margin;
+  int64_t hysteresis;
+  float backoffFactor = 0.5f;
+  int64_t growthInterval = 2000; // the cool-down after an overflow
+  float minScale = 1.0f;
+  float maxScale = 16777216.0f;
+  float limit = 65504.0f; // f16's largest finite value
+};
+
+/// The scale the adaptive scaler aims for after a clean step at `scale`
+/// whose scaled gradients' largest magnitude was `amax`: the largest power
+/// of two p with amax * (p / scale) <= limit / margin, clamped to
+/// [minScale, maxScale]; `scale` itself when amax is not positive.
+float adaptiveLossScaleTarget(float scale, float amax,
+                              const AdaptiveLossScaleParams &params);
+
+/// One step of the adaptive scaler; the reference the folder and the
+/// lowering of mp.adapt_scale follow. After a clean step the scale moves
+/// towards adaptiveLossScaleTarget: up by at most one power of two, down
+/// at once but only after `hysteresis` clean steps in a row asked for less
+/// (at once while cooling down after an overflow, when it does not grow).
+LossScaleState updateAdaptiveLossScale(LossScaleState state, bool foundInf,
+                                       float amax,
+                                       const AdaptiveLossScaleParams &params);
 
 } // namespace mp
 } // namespace mlir

@@ -45,7 +45,7 @@ def MP_ScaleLossOp : MP_Op<"scale_loss",
 // mp.unscale
 //===----------------------------------------------------------------------===//
 
-def MP_UnscaleOp : MP_Op<"unscale", [Pure]> {
+def MP_UnscaleOp : MP_Op<"unscale", [Pure, AttrSizedResultSegments]> {
   let summary = "divide gradients by the loss scale and detect inf/nan";
   let description = [{
     Multiplies each gradient by `1 / scale`, computing in FP32 (or FP64 for
@@ -58,17 +58,27 @@ def MP_UnscaleOp : MP_Op<"unscale", [Pure]> {
     gradient's, or a wider float (`f32`, `f64`) so that FP16 gradients reach
     the FP32 master weights without another cast.
 
+    With an `amax` result (adaptive loss scaling), the op also returns the
+    largest magnitude of the *scaled* gradients, `max |g|` over every
+    element of every gradient, measured in the same pass over the elements
+    as the inf/nan check (the lowering folds both into one reduction per
+    gradient). It is meaningful only when `found_inf` is false.
+
     Example:
 
     ```mlir
     %g:2, %found_inf = mp.unscale %dw1, %dw2 by %scale
         : tensor<64x32xf16>, tensor<32xf32> -> tensor<64x32xf32>, tensor<32xf32>
+    %h, %inf, %amax = mp.unscale %dw by %scale
+        : tensor<64x32xf16> -> tensor<64x32xf32> amax f32
     ```
   }];
   let arguments = (ins Variadic<MP_FloatTensor>:$grads, F32:$scale);
-  let results = (outs Variadic<MP_FloatTensor>:$unscaled, I1:$found_inf);
+  let results = (outs Variadic<MP_FloatTensor>:$unscaled, I1:$found_inf,
+                 Optional<F32>:$amax);
   let assemblyFormat = [{
     $grads `by` $scale attr-dict `:` type($grads) `->` type($unscaled)
+    (`amax` type($amax)^)?
   }];
   let hasVerifier = 1;
 }
@@ -112,6 +122,68 @@ def MP_UpdateScaleOp : MP_Op<"update_scale",
   let results = (outs F32:$new_scale, MP_GrowthTracker:$new_growth_tracker);
   let assemblyFormat = [{
     $scale `,` $growth_tracker `,` $found_inf attr-dict `:`
+    type($growth_tracker)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// mp.adapt_scale
+//===----------------------------------------------------------------------===//
+
+def MP_AdaptScaleOp : MP_Op<"adapt_scale",
+    [Pure, AllTypesMatch<["growth_tracker", "new_growth_tracker"]>]> {
+  let summary = "set the next loss scale from the measured gradient amax";
+  let description = [{
+    Adaptive loss scaling: instead of growing the scale until it overflows,
+    the step measures `amax`, the largest magnitude of its scaled gradients
+    (`mp.unscale ... amax f32`), and this op picks the next scale from it.
+    The target is the largest power of two `p` with
+
+        amax * (p / scale) <= limit / margin
+
+    (the gradients rescaled to `p` stay `margin` times below `limit`, f16's
+    largest finite value by default), clamped to [`min_scale`,
+    `max_scale`]. Given this step's `found_inf`:
+
+    * `found_inf` true: the step was skipped; the scale is multiplied by
+      `backoff_factor` (not below `min_scale`), as in dynamic scaling, and
+      the tracker becomes `-growth_interval`: a cool-down during which the
+      scale may fall but does not grow;
+    * cooling down (tracker < 0): the scale becomes min(scale, target) and
+      the tracker counts up towards 0;
+    * otherwise, a target above the scale is approached by one power of
+      two a step (one step with unusually small gradients does not raise
+      the scale far for the next), tracker 0; a target below it is taken
+      only after `hysteresis` clean steps in a row asked for less (the
+      tracker counts them), so that one outlier does not lower the scale.
+
+    A step whose `amax` is zero (or not positive) measured nothing: its
+    target is the current scale. The growth tracker is the session's loss
+    scaling scalar, so adaptive and dynamic steps have one signature.
+    `updateAdaptiveLossScale` (MPOps.h) is the reference the folder and the
+    lowering follow.
+
+    Example:
+
+    ```mlir
+    %new_scale, %new_tracker = mp.adapt_scale %scale, %tracker, %found_inf,
+        %amax {margin = 8.0 : f32, hysteresis = 2 : i64} : i32
+    ```
+  }];
+  let arguments = (ins F32:$scale, MP_GrowthTracker:$growth_tracker,
+                   I1:$found_inf, F32:$amax,
+                   F32Attr:$margin,
+                   I64Attr:$hysteresis,
+                   DefaultValuedAttr<F32Attr, "0.5">:$backoff_factor,
+                   DefaultValuedAttr<I64Attr, "2000">:$growth_interval,
+                   DefaultValuedAttr<F32Attr, "1.0">:$min_scale,
+                   DefaultValuedAttr<F32Attr, "16777216.0">:$max_scale,
+                   DefaultValuedAttr<F32Attr, "65504.0">:$limit);
+  let results = (outs F32:$new_scale, MP_GrowthTracker:$new_growth_tracker);
+  let assemblyFormat = [{
+    $scale `,` $growth_tracker `,` $found_inf `,` $amax attr-dict `:`
     type($growth_tracker)
   }];
   let hasVerifier = 1;
