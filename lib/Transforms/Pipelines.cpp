@@ -160,9 +160,6 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
     return errorHandler("mp-lower-gpu: chip must be an NVIDIA sm_NN target "
                         "such as sm_80 or sm_90, got '" +
                         options.chip + "'");
-  if (options.format != "isa" && options.format != "fatbin")
-    return errorHandler("mp-lower-gpu: format must be isa or fatbin, got '" +
-                        options.format + "'");
   if (options.blockSize < 1 || options.blockSize > 1024)
     return errorHandler("mp-lower-gpu: block-size must be in [1, 1024], got " +
                         Twine(options.blockSize));
@@ -248,7 +245,8 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
     pm.addPass(createMPGpuRequireLibdevice());
   pm.addPass(createGpuToLLVMConversionPass());
   GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = options.format;
+  binary.compilationTarget =
+      options.format == GpuBinaryFormat::Fatbin ? "fatbin" : "isa";
   binary.toolkitPath = toolkit;
   pm.addPass(createGpuModuleToBinaryPass(binary));
   pm.addPass(createConvertMathToLLVMPass());

@@ -107,6 +107,9 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
 /// dialect; the result runs under MLIR's ExecutionEngine (mp-run) or
 /// mlir-runner.
 void buildLowerCpuPipeline(OpPassManager &pm, const LowerCpuOptions &options);
+/// What gpu.binary holds (upstream's gpu-module-to-binary `format`).
+enum class GpuBinaryFormat { Isa, Fatbin };
+
 struct LowerGpuOptions : public PassPipelineOptions<LowerGpuOptions> {
   Option<std::string> chip{*this, "chip",
                            llvm::cl::desc("NVIDIA target: sm_80 or sm_90"),
@@ -116,12 +119,15 @@ struct LowerGpuOptions : public PassPipelineOptions<LowerGpuOptions> {
       llvm::cl::desc("NVPTX features (PTX ISA version); PTX 8.0 covers "
                      "sm_80 and sm_90 and needs CUDA 12 or newer"),
       llvm::cl::init("+ptx80")};
-  Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("What gpu.binary holds: isa (PTX text; the driver "
-                     "compiles it when it loads) or fatbin (needs ptxas and "
-                     "fatbinary, from PATH or /usr/local/cuda/bin)"),
-      llvm::cl::init("isa")};
+  Option<GpuBinaryFormat> format{
+      *this, "format", llvm::cl::desc("What gpu.binary holds"),
+      llvm::cl::init(GpuBinaryFormat::Isa),
+      llvm::cl::values(
+          clEnumValN(GpuBinaryFormat::Isa, "isa",
+                     "PTX text; the driver compiles it when it loads"),
+          clEnumValN(GpuBinaryFormat::Fatbin, "fatbin",
+                     "needs ptxas and fatbinary, from PATH or "
+                     "/usr/local/cuda/bin"))};
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("Threads per block, 1 to 1024"),
                             llvm::cl::init(256)};
@@ -158,7 +164,7 @@ struct LowerGpuOptions : public PassPipelineOptions<LowerGpuOptions> {
 /// serialized into gpu.binary; host code calls the mgpu* runtime functions.
 /// With deviceMemory, every buffer is device memory (--mp-gpu-device-memory,
 /// then gpu-async-region after outlining).
-/// Fails (through \p errorHandler) on an unknown chip or format.
+/// Fails (through \p errorHandler) on an unknown chip or a bad block size.
 LogicalResult
 buildLowerGpuPipeline(OpPassManager &pm, const LowerGpuOptions &options,
                       function_ref<LogicalResult(const Twine &)> errorHandler);
