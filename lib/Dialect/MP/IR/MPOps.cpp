@@ -141,23 +141,33 @@ static LossScaleParams getParams(UpdateScaleOp op) {
   return params;
 }
 
+/// What dynamic and adaptive scaling share: the backoff on inf/nan, the
+/// growth interval and the scale's range.
+template <typename Params>
+static LogicalResult verifyBackoffAndRange(Operation *op,
+                                           const Params &params) {
+  if (!(params.backoffFactor > 0.0f && params.backoffFactor < 1.0f))
+    return op->emitOpError("backoff_factor must lie in (0, 1), got ")
+           << formatFloat(params.backoffFactor);
+  if (params.growthInterval < 1)
+    return op->emitOpError("growth_interval must be at least 1, got ")
+           << params.growthInterval;
+  if (!(params.minScale > 0.0f) || std::isinf(params.maxScale) ||
+      !(params.minScale <= params.maxScale))
+    return op->emitOpError("needs 0 < min_scale <= max_scale < inf, got "
+                       "min_scale = ")
+           << formatFloat(params.minScale)
+           << ", max_scale = " << formatFloat(params.maxScale);
+  return success();
+}
+
 LogicalResult UpdateScaleOp::verify() {
   LossScaleParams params = getParams(*this);
   if (!(params.growthFactor > 1.0f) || std::isinf(params.growthFactor))
     return emitOpError("growth_factor must be finite and greater than 1, got ")
            << formatFloat(params.growthFactor);
-  if (!(params.backoffFactor > 0.0f && params.backoffFactor < 1.0f))
-    return emitOpError("backoff_factor must lie in (0, 1), got ")
-           << formatFloat(params.backoffFactor);
-  if (params.growthInterval < 1)
-    return emitOpError("growth_interval must be at least 1, got ")
-           << params.growthInterval;
-  if (!(params.minScale > 0.0f) || std::isinf(params.maxScale) ||
-      !(params.minScale <= params.maxScale))
-    return emitOpError("needs 0 < min_scale <= max_scale < inf, got "
-                       "min_scale = ")
-           << formatFloat(params.minScale)
-           << ", max_scale = " << formatFloat(params.maxScale);
+  if (failed(verifyBackoffAndRange(*this, params)))
+    return failure();
   unsigned trackerWidth = getGrowthTracker().getType().getIntOrFloatBitWidth();
   if (trackerWidth < 64 &&
       params.growthInterval > (int64_t(1) << (trackerWidth - 1)) - 1)
@@ -207,18 +217,8 @@ LogicalResult AdaptScaleOp::verify() {
   if (params.hysteresis < 1)
     return emitOpError("hysteresis must be at least 1, got ")
            << params.hysteresis;
-  if (!(params.backoffFactor > 0.0f && params.backoffFactor < 1.0f))
-    return emitOpError("backoff_factor must lie in (0, 1), got ")
-           << formatFloat(params.backoffFactor);
-  if (params.growthInterval < 1)
-    return emitOpError("growth_interval must be at least 1, got ")
-           << params.growthInterval;
-  if (!(params.minScale > 0.0f) || std::isinf(params.maxScale) ||
-      !(params.minScale <= params.maxScale))
-    return emitOpError("needs 0 < min_scale <= max_scale < inf, got "
-                       "min_scale = ")
-           << formatFloat(params.minScale)
-           << ", max_scale = " << formatFloat(params.maxScale);
+  if (failed(verifyBackoffAndRange(*this, params)))
+    return failure();
   if (!(params.limit > 0.0f) || std::isinf(params.limit))
     return emitOpError("limit must be finite and positive, got ")
            << formatFloat(params.limit);
