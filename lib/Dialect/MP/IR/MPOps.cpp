@@ -155,7 +155,7 @@ static LogicalResult verifyBackoffAndRange(Operation *op,
   if (!(params.minScale > 0.0f) || std::isinf(params.maxScale) ||
       !(params.minScale <= params.maxScale))
     return op->emitOpError("needs 0 < min_scale <= max_scale < inf, got "
-                       "min_scale = ")
+                           "min_scale = ")
            << formatFloat(params.minScale)
            << ", max_scale = " << formatFloat(params.maxScale);
   return success();
