@@ -26,6 +26,33 @@ using namespace mlir::mp;
 
 namespace {
 
+/// `accumulator`, or when it is null a fresh rank-0 tensor holding `init`.
+Value scalarAccumulator(OpBuilder &b, Location loc, Value accumulator,
+                        TypedAttr init) {
+  if (accumulator)
+    return accumulator;
+  Value value = arith::ConstantOp::create(b, loc, init);
+  Value empty =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, init.getType());
+  return linalg::FillOp::create(b, loc, ValueRange{value}, ValueRange{empty})
+      .getResult(0);
+}
+
+/// A reduction of every element of `input` into the rank-0 `accumulator`
+/// by `body` (block arguments: the element, the accumulator).
+Value reduceAll(OpBuilder &b, Location loc, Value input, Value accumulator,
+                function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+  unsigned rank = cast<RankedTensorType>(input.getType()).getRank();
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                 AffineMap::get(rank, 0, b.getContext())};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  return linalg::GenericOp::create(b, loc, accumulator.getType(),
+                                   ValueRange{input}, ValueRange{accumulator},
+                                   maps, iterators, body)
+      .getResult(0);
+}
+
 /// `flags` (a rank-0 i1 tensor; a fresh false one when null) or'ed with
 /// whether `transform` (of element type `resultElementType`) of any element
 /// of the float tensor `input` is inf or nan. Chaining the checks of all
@@ -34,27 +61,13 @@ namespace {
 Value orNonFinite(OpBuilder &b, Location loc, Value flags, Value input,
                   Type resultElementType,
                   function_ref<Value(OpBuilder &, Location, Value)> transform) {
-  auto type = cast<RankedTensorType>(input.getType());
-  unsigned rank = type.getRank();
-  if (!flags) {
-    Value falseValue = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
-    Value empty =
-        tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getI1Type());
-    flags = linalg::FillOp::create(b, loc, ValueRange{falseValue},
-                                   ValueRange{empty})
-                .getResult(0);
-  }
-  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
-                                 AffineMap::get(rank, 0, b.getContext())};
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::reduction);
+  flags = scalarAccumulator(b, loc, flags, b.getBoolAttr(false));
   auto eltType = cast<FloatType>(resultElementType);
   Value inf = arith::ConstantOp::create(
       b, loc,
       b.getFloatAttr(eltType, APFloat::getInf(eltType.getFloatSemantics())));
-  auto reduce = linalg::GenericOp::create(
-      b, loc, flags.getType(), ValueRange{input}, ValueRange{flags}, maps,
-      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+  return reduceAll(
+      b, loc, input, flags, [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value magnitude =
             math::AbsFOp::create(nb, nloc, transform(nb, nloc, args[0]));
         // "uge" is true when unordered (nan) or |x| >= inf (inf).
@@ -64,7 +77,6 @@ Value orNonFinite(OpBuilder &b, Location loc, Value flags, Value input,
             nb, nloc,
             arith::OrIOp::create(nb, nloc, args[1], nonFinite).getResult());
       });
-  return reduce.getResult(0);
 }
 
 /// `amax` (a rank-0 f32 tensor; a fresh zero when null) maxed with the
@@ -78,19 +90,8 @@ Value maxMagnitudeOrInf(
     OpBuilder &b, Location loc, Value amax, Value input, Type resultElementType,
     function_ref<Value(OpBuilder &, Location, Value)> wide,
     function_ref<Value(OpBuilder &, Location, Value)> transform) {
-  auto type = cast<RankedTensorType>(input.getType());
-  unsigned rank = type.getRank();
   Type f32 = b.getF32Type();
-  if (!amax) {
-    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, f32);
-    amax = linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
-               .getResult(0);
-  }
-  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
-                                 AffineMap::get(rank, 0, b.getContext())};
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::reduction);
+  amax = scalarAccumulator(b, loc, amax, b.getF32FloatAttr(0.0f));
   auto eltType = cast<FloatType>(resultElementType);
   Value resultInf = arith::ConstantOp::create(
       b, loc,
@@ -101,9 +102,8 @@ Value maxMagnitudeOrInf(
           : arith::ConstantOp::create(
                 b, loc,
                 b.getF32FloatAttr(std::numeric_limits<float>::infinity()));
-  auto reduce = linalg::GenericOp::create(
-      b, loc, amax.getType(), ValueRange{input}, ValueRange{amax}, maps,
-      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+  return reduceAll(
+      b, loc, input, amax, [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value x = wide(nb, nloc, args[0]);
         Value unscaled = math::AbsFOp::create(nb, nloc, transform(nb, nloc, x));
         // "uge" is true when unordered (nan) or |x| >= inf (inf).
@@ -127,7 +127,6 @@ Value maxMagnitudeOrInf(
             arith::MaximumFOp::create(nb, nloc, args[1], contribution)
                 .getResult());
       });
-  return reduce.getResult(0);
 }
 
 struct ScaleLossLowering : OpConversionPattern<ScaleLossOp> {
