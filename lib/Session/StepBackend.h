@@ -45,6 +45,7 @@ protected:
   /// counting a skipped step.
   static void finishStep(TrainingState &training, StepState next,
                          int32_t stepped, StepResult &result) {
+    result.scale = training.scalars.scale;
     next.skipped = training.scalars.skipped + (stepped ? 0 : 1);
     training.scalars = next;
     result.stepped = stepped != 0;

@@ -126,7 +126,13 @@ struct TrainingState {
 
 struct StepResult {
   float loss = 0;
+  /// False when the step was skipped (inf/nan gradients).
   bool stepped = false;
+  /// Global L2 norm of the unscaled f32 gradients the update used, before
+  /// clipping (inf/nan when they overflowed).
+  float gradNorm = 0;
+  /// The loss scale the step ran with (1 without loss scaling).
+  float scale = 1;
 };
 
 /// Where in a run a checkpoint was taken: after `batch` batches of the
