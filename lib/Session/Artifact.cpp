@@ -241,6 +241,7 @@ llvm::json::Object Session::artifactMetadata() const {
            {"momentum", o.momentum},
            {"weight_decay", o.weightDecay},
            {"accumulate", o.accumulate},
+           {"keep_f32", llvm::json::Array(o.keepF32)},
            {"seed", std::to_string(o.seed)}}},
       {"batch", entries.batch},
       {"features", entries.features},
@@ -299,6 +300,11 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   if (!window || *window < 1 || *window > INT32_MAX)
     return bad("accumulate");
   compiledOptions.accumulate = *window;
+  compiledOptions.keepF32.clear();
+  if (const llvm::json::Array *pins = o->getArray("keep_f32"))
+    for (const llvm::json::Value &pin : *pins)
+      if (std::optional<llvm::StringRef> text = pin.getAsString())
+        compiledOptions.keepF32.push_back(text->str());
   entries.window = *window;
   entries.windowOverflow = scaleMode != LossScalingMode::None;
   entries.windowAmax = scaleMode == LossScalingMode::Adaptive;

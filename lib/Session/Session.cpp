@@ -5,6 +5,7 @@
 #include "mp/Session/CudaDevice.h"
 #include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
+#include "mp/Session/PrecisionPins.h"
 
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
@@ -76,6 +77,8 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   DiagnosticText collected(context.get());
   std::string &diagnostics = collected.text;
   if (!(module = parseModel(modelPath, context.get(), collected, error)))
+    return false;
+  if (!pinOpsToF32(*module, options.keepF32, error))
     return false;
 
   func::FuncOp loss, predictFn;
@@ -418,6 +421,14 @@ bool Session::predict(const float *x, float *logits, std::string &error) {
   return backend->predict(training, x, logits, error);
 }
 
+static llvm::json::Array
+keepF32Json(const std::vector<std::string> &locations) {
+  llvm::json::Array array;
+  for (const std::string &location : locations)
+    array.push_back(location);
+  return array;
+}
+
 bool Session::saveCheckpoint(const std::string &path,
                              const RunPosition &position,
                              const std::string &previousPath,
@@ -468,6 +479,7 @@ bool Session::saveCheckpoint(const std::string &path,
            {"loss_scale", mlir::mp::stringifyLossScalingMode(scaleMode)},
            {"init_scale", compiledOptions.lossScale.initial},
            {"accumulate", compiledOptions.accumulate},
+           {"keep_f32", keepF32Json(compiledOptions.keepF32)},
            {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -49,6 +49,9 @@ static cl::opt<int64_t>
                cl::desc("Micro-batches per optimizer step (gradient "
                         "accumulation)"),
                cl::init(trainDefaults.accumulate));
+static cl::list<std::string>
+    keepF32("keep-f32", cl::desc("Keep the op at this source location "
+                                 "(FILE:LINE:COL or LINE:COL) in f32"));
 static cl::opt<uint64_t>
     seed("seed",
          cl::desc("Default seed of the parameters' initialisation when the "
@@ -80,6 +83,7 @@ int main(int argc, char **argv) {
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.accumulate = accumulate;
+  options.keepF32.assign(keepF32.begin(), keepF32.end());
   options.seed = seed;
   auto start = std::chrono::steady_clock::now();
   bool ok = mp::Session::writeArtifact(

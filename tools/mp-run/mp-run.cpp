@@ -81,6 +81,11 @@ static cl::opt<int64_t>
                cl::desc("Micro-batches per optimizer step: gradients summed "
                         "in f32 over N batches, one update per window"),
                cl::init(trainDefaults.accumulate));
+static cl::list<std::string>
+    keepF32("keep-f32",
+            cl::desc("Keep the op at this source location (FILE:LINE:COL or "
+                     "LINE:COL, as --check-numerics names it) and its "
+                     "derivative in f32; repeatable"));
 static cl::opt<unsigned> epochs("epochs", cl::desc("Passes over the data"),
                                 cl::init(trainerDefaults.epochs));
 static cl::opt<int>
@@ -334,7 +339,8 @@ int checkArtifactOptions(const mp::Session &session,
       differs(lr, given.lr, compiled.lr) ||
       differs(momentum, given.momentum, compiled.momentum) ||
       differs(weightDecay, given.weightDecay, compiled.weightDecay) ||
-      differs(accumulate, given.accumulate, compiled.accumulate))
+      differs(accumulate, given.accumulate, compiled.accumulate) ||
+      differs(keepF32, given.keepF32, compiled.keepF32))
     return fail(
         "artifact '" + modelPath + "' was compiled with --precision " +
         mlir::mp::stringifyFloatPrecision(compiled.precision).str() +
@@ -585,6 +591,7 @@ extern "C" int mp_run_main(int argc, char **argv) {
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.accumulate = accumulate;
+  options.keepF32.assign(keepF32.begin(), keepF32.end());
   options.seed = seed;
   // The measurements of --quant-measure run on the CPU; the session itself
   // runs where --device says.

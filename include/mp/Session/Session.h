@@ -80,6 +80,9 @@ struct TrainOptions {
   double weightDecay = mlir::mp::MPOptimizerOptions().weightDecay;
   /// Micro-batches per optimizer step (gradient accumulation; 1: none).
   int64_t accumulate = 1;
+  /// Source locations of ops kept in f32 whatever the precision
+  /// (PrecisionPins.h; mp-run --keep-f32).
+  std::vector<std::string> keepF32;
   uint64_t seed = 0;
   /// Cpu, or Cuda: the step is lowered with --mp-lower-gpu (device memory)
   /// and runs on the GPU; parameters, optimizer state and loss-scale state

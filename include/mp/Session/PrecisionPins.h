@@ -1,0 +1,31 @@
+//===- PrecisionPins.h - keep chosen ops of a model in f32 ------*- C++ -*-===//
+//
+// A run's precision plan can keep ops in f32 that the model itself does not
+// pin: mp-run's --keep-f32 FILE:LINE:COL (and, in time, the session's own
+// repair of a run that overflows) names them by the source location that
+// --check-numerics reports, which survives autodiff and the AMP rewrite.
+// Pinning sets `mp.precision = #mp.precision<f32>` on the op in the parsed
+// model before the training pipeline runs; autodiff pins the ops of its
+// derivative too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_SESSION_PRECISIONPINS_H
+#define MP_SESSION_PRECISIONPINS_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace mp {
+
+/// Pins to f32 every op of `module`'s functions whose location is one of
+/// `locations`: "FILE:LINE:COL" as --check-numerics prints it, or
+/// "LINE:COL" (any file). A location no op has is an error that says so.
+bool pinOpsToF32(mlir::ModuleOp module,
+                 const std::vector<std::string> &locations, std::string &error);
+
+} // namespace mp
+
+#endif // MP_SESSION_PRECISIONPINS_H
