@@ -94,8 +94,8 @@ std::string format(const char *fmt, double a, double b = 0, double c = 0,
 /// Where the overflow began, as far as this step's probes know.
 std::string overflowSource(bool probes, const NumericsEvent *event) {
   if (!probes)
-    return "; rerun with --check-numerics to name the first op that "
-           "overflowed";
+    return "; rerun with --check-numerics to name the first op whose "
+           "output had inf/nan";
   if (!event)
     return "; the numerics probes saw no inf/nan in this step";
   if (event->nonfinite)
@@ -209,9 +209,9 @@ StabilityMonitor::observe(int64_t step, const StepResult &result,
   if (update(StabilityIssue::ScalePinned, pinnedHolds, step))
     report(StabilityIssue::ScalePinned,
            format("a step was skipped at the loss scale's floor (%g): the "
-                  "gradients overflow without scaling, so a smaller scale "
-                  "cannot help; lower the learning rate or keep the "
-                  "overflowing op in f32",
+                  "gradients overflow f16 unscaled, so no scale can help; make "
+                  "the loss smaller (a mean, not a sum), keep the "
+                  "overflowing op in f32, or train in bf16",
                   opts.minScale),
            true);
 
