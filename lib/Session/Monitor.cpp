@@ -21,9 +21,13 @@ bool validateMonitorOptions(const MonitorOptions &o, std::string &error) {
   if (o.historyLength < 1)
     return bad("history length must be at least 1 (got " +
                std::to_string(o.historyLength) + ")");
-  if (!(o.spikeFactor > 1) || !std::isfinite(o.spikeFactor))
-    return bad("spike-factor must be a finite number greater than 1 (got " +
-               std::to_string(o.spikeFactor) + ")");
+  if (!(o.spikeFactor > 1) || !std::isfinite(o.spikeFactor)) {
+    char got[32];
+    std::snprintf(got, sizeof(got), "%g", o.spikeFactor);
+    return bad(std::string("spike-factor must be a finite number greater "
+                           "than 1 (got ") +
+               got + ")");
+  }
   if (o.minSpikeSteps < 1 || o.minSpikeSteps > o.historyLength)
     return bad("the steps before spikes are judged must be between 1 and the "
                "history length (" +
@@ -242,7 +246,8 @@ std::string StabilityMonitor::summary() const {
         reported, [&](const StabilityReport &r) { return r.issue == issue; });
     issues += (issues.empty() ? "" : ", ") +
               stringifyStabilityIssue(issue).str() + " on " +
-              std::to_string(state[i].steps) + " steps";
+              std::to_string(state[i].steps) +
+              (state[i].steps == 1 ? " step" : " steps");
     if (first != reported.end())
       issues += " (first at step " + std::to_string(first->step) + ")";
   }

@@ -593,6 +593,15 @@ extern "C" int mp_run_main(int argc, char **argv) {
        overflowLimit.getNumOccurrences()))
     return fail("--stats, --monitor, --spike-factor, --overflow-window and "
                 "--overflow-limit are for train");
+  mp::MonitorOptions monitorOptions;
+  monitorOptions.spikeFactor = spikeFactor;
+  monitorOptions.overflowWindow = overflowWindow;
+  monitorOptions.overflowLimit = overflowLimit;
+  {
+    std::string error; // refused before the model is compiled
+    if (!mp::validateMonitorOptions(monitorOptions, error))
+      return fail(error);
+  }
   mp::InitScheme scheme;
   if (!mp::parseInitScheme(initScheme, scheme))
     return fail("bad --init '" + initScheme +
@@ -771,9 +780,7 @@ extern "C" int mp_run_main(int argc, char **argv) {
   observer.checker = checker.get();
   mp::MonitorConfig monitorConfig;
   monitorConfig.checks = monitor == MonitorSwitch::On;
-  monitorConfig.options.spikeFactor = spikeFactor;
-  monitorConfig.options.overflowWindow = overflowWindow;
-  monitorConfig.options.overflowLimit = overflowLimit;
+  monitorConfig.options = monitorOptions;
   monitorConfig.statsPath = statsPath;
   monitorConfig.header = mp::describeRun(modelPath, session->trainOptions());
   monitorConfig.numerics = checker.get();
