@@ -90,7 +90,7 @@ namespace {
 
 std::string format(const char *fmt, double a, double b = 0, double c = 0,
                    double d = 0) {
-  char text[256];
+  char text[512];
   std::snprintf(text, sizeof(text), fmt, a, b, c, d);
   return text;
 }
