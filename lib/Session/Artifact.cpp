@@ -53,7 +53,7 @@ namespace mp {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'P', 'A', 'R', 'T', 'I', 'F', 'x'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kTrailerSize = 40;
 
 struct Trailer {

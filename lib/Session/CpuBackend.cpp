@@ -46,6 +46,7 @@ public:
     args.addMemRef(&next.growthTracker, {});
     args.addMemRef(&result.loss, {});
     args.addMemRef(&stepped, {});
+    args.addMemRef(&result.gradNorm, {});
     entries.train(args.get().data());
     if (!inPlace) {
       std::swap(training.params, nextParams);

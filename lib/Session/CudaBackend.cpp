@@ -29,7 +29,7 @@ public:
           cuda->release(buffer);
     for (void *buffer :
          {d.x, d.labels, d.logits, d.step, d.scale, d.tracker, d.nextStep,
-          d.nextScale, d.nextTracker, d.loss, d.stepped})
+          d.nextScale, d.nextTracker, d.loss, d.stepped, d.gradNorm})
       cuda->release(buffer);
   }
 
@@ -56,8 +56,9 @@ public:
     d.x = cuda->allocate(sample * entries.features);
     d.labels = cuda->allocate(sample * entries.classes);
     d.logits = cuda->allocate(sample * entries.classes);
-    for (void **scalar : {&d.step, &d.scale, &d.tracker, &d.nextStep,
-                          &d.nextScale, &d.nextTracker, &d.loss, &d.stepped})
+    for (void **scalar :
+         {&d.step, &d.scale, &d.tracker, &d.nextStep, &d.nextScale,
+          &d.nextTracker, &d.loss, &d.stepped, &d.gradNorm})
       *scalar = cuda->allocate(sizeof(int32_t));
     deviceStale = true; // parameters are initialised on the host
     return cuda->check(error);
@@ -110,8 +111,8 @@ public:
       args.addMemRef(d.nextParams[i], training.params[i].shape);
     for (size_t i = 0; i < training.state.size(); ++i)
       args.addMemRef(d.nextState[i], training.state[i].shape);
-    for (void *scalar :
-         {d.nextStep, d.nextScale, d.nextTracker, d.loss, d.stepped})
+    for (void *scalar : {d.nextStep, d.nextScale, d.nextTracker, d.loss,
+                         d.stepped, d.gradNorm})
       args.addMemRef(scalar, {});
     entries.train(args.get().data());
     StepState next;
@@ -121,6 +122,7 @@ public:
     cuda->download(&next.growthTracker, d.nextTracker, sizeof(int32_t));
     cuda->download(&result.loss, d.loss, sizeof(float));
     cuda->download(&stepped, d.stepped, sizeof(int32_t));
+    cuda->download(&result.gradNorm, d.gradNorm, sizeof(float));
     if (!cuda->check(error))
       return false;
     // The new parameters and state stay on the device: swap the buffers
@@ -177,7 +179,7 @@ private:
     // 0-d buffers: the step's scalar inputs and results.
     void *step = nullptr, *scale = nullptr, *tracker = nullptr;
     void *nextStep = nullptr, *nextScale = nullptr, *nextTracker = nullptr;
-    void *loss = nullptr, *stepped = nullptr;
+    void *loss = nullptr, *stepped = nullptr, *gradNorm = nullptr;
   } buffers;
   bool hostStale = false;   // the device has newer parameters/state
   bool deviceStale = false; // the host copies may have been changed

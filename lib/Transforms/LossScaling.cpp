@@ -1,7 +1,6 @@
 //===- LossScaling.cpp - scale the seed, unscale and check gradients ------===//
 
 #include "mp/Dialect/MP/IR/MPOps.h"
-#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/GradientFunction.h"
 #include "mp/Transforms/Passes.h"
@@ -19,39 +18,6 @@ using namespace mlir;
 using namespace mlir::mp;
 
 namespace {
-
-/// `total` (a rank-0 f32 tensor; a fresh zero when null) plus the sum of
-/// squares of `input`, in f32. Chaining every gradient through one total
-/// leaves a single scalar for the host to read (on a GPU, one copy and
-/// wait instead of one a gradient).
-Value addSumOfSquares(OpBuilder &b, Location loc, Value total, Value input) {
-  auto type = cast<RankedTensorType>(input.getType());
-  unsigned rank = type.getRank();
-  if (!total) {
-    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-    Value empty =
-        tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getF32Type());
-    total = linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
-                .getResult(0);
-  }
-  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
-                                 AffineMap::get(rank, 0, b.getContext())};
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::reduction);
-  return linalg::GenericOp::create(
-             b, loc, total.getType(), ValueRange{input}, ValueRange{total},
-             maps, iterators,
-             [](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value x = args[0];
-               if (!x.getType().isF32())
-                 x = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), x);
-               Value sq = arith::MulFOp::create(nb, nloc, x, x);
-               linalg::YieldOp::create(
-                   nb, nloc,
-                   arith::AddFOp::create(nb, nloc, args[1], sq).getResult());
-             })
-      .getResult(0);
-}
 
 struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
   using Base::Base;
@@ -162,31 +128,6 @@ struct LossScalingPass : mp::impl::MPLossScalingBase<LossScalingPass> {
       grads.assign(unscale.getUnscaled().begin(), unscale.getUnscaled().end());
       foundInf = unscale.getFoundInf();
       amax = unscale.getAmax();
-    }
-    if (clipNorm > 0) {
-      Value total;
-      for (Value g : grads)
-        total = addSumOfSquares(b, loc, total, g);
-      Value norm = math::SqrtOp::create(
-          b, loc, tensor::ExtractOp::create(b, loc, total, ValueRange{}));
-      Value tiny = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1e-6f));
-      Value limit = arith::ConstantOp::create(
-          b, loc, b.getF32FloatAttr(static_cast<float>(clipNorm)));
-      Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
-      Value factor = arith::MinimumFOp::create(
-          b, loc, one,
-          arith::DivFOp::create(b, loc, limit,
-                                arith::AddFOp::create(b, loc, norm, tiny)));
-      for (Value &g : grads) {
-        Type element = cast<RankedTensorType>(g.getType()).getElementType();
-        g = mapElements(
-            b, loc, g, element, [&](OpBuilder &nb, Location nloc, Value x) {
-              Value f = factor;
-              if (x.getType() != f.getType())
-                f = arith::TruncFOp::create(nb, nloc, x.getType(), f);
-              return arith::MulFOp::create(nb, nloc, x, f).getResult();
-            });
-      }
     }
 
     SmallVector<Value> results{ret.getOperand(0)};

@@ -26,6 +26,61 @@ using namespace mlir::mp;
 
 namespace {
 
+/// A rank-0 f32 tensor holding 0.
+Value zeroScalarTensor(OpBuilder &b, Location loc) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  Value empty =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getF32Type());
+  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
+      .getResult(0);
+}
+
+/// `total` (a rank-0 f32 tensor) plus the sum of squares of the window's
+/// gradient of one parameter: `gradient` (f32), or with an accumulator
+/// (accumulator + gradient) * `invWindow`. Chaining every gradient through
+/// one total leaves a single scalar for the host to read.
+///
+/// A gradient that mp.unscale made is recomputed from the scaled one, as
+/// mp.unscale's own inf/nan check does: the unscaled tensor keeps one
+/// reader, the update, which it is fused into instead of being held as a
+/// copy of every gradient.
+Value addSumOfSquares(OpBuilder &b, Location loc, Value total, Value gradient,
+                      Value accumulator, Value invWindow) {
+  Value source = gradient, inverseScale;
+  if (auto unscale = gradient.getDefiningOp<UnscaleOp>()) {
+    source = unscale.getGrads()[cast<OpResult>(gradient).getResultNumber()];
+    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+    inverseScale = arith::DivFOp::create(b, loc, one, unscale.getScale());
+  }
+  unsigned rank = cast<RankedTensorType>(source.getType()).getRank();
+  SmallVector<Value> ins{source};
+  if (accumulator)
+    ins.push_back(accumulator);
+  SmallVector<AffineMap> maps(ins.size(), b.getMultiDimIdentityMap(rank));
+  maps.push_back(AffineMap::get(rank, 0, b.getContext()));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  auto sum = linalg::GenericOp::create(
+      b, loc, total.getType(), ins, ValueRange{total}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value g = args[0];
+        if (!g.getType().isF32())
+          g = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), g);
+        if (inverseScale)
+          g = arith::MulFOp::create(nb, nloc, g, inverseScale);
+        if (accumulator)
+          g = arith::MulFOp::create(
+              nb, nloc, arith::AddFOp::create(nb, nloc, args[1], g), invWindow);
+        Value sq = arith::MulFOp::create(nb, nloc, g, g);
+        linalg::YieldOp::create(
+            nb, nloc,
+            arith::AddFOp::create(nb, nloc, args.back(), sq).getResult());
+      });
+  sum->setAttr(kPrecisionAttrName,
+               FloatPrecisionAttr::get(b.getContext(), FloatPrecision::F32));
+  return sum.getResult(0);
+}
+
 struct OptimizerPass : mp::impl::MPOptimizerBase<OptimizerPass> {
   using Base::Base;
 
@@ -33,10 +88,11 @@ struct OptimizerPass : mp::impl::MPOptimizerBase<OptimizerPass> {
     ModuleOp module = getOperation();
     if (!(learningRate > 0) || momentum < 0 || momentum >= 1 ||
         weightDecay < 0 || !(beta1 >= 0 && beta1 < 1) ||
-        !(beta2 >= 0 && beta2 < 1) || !(epsilon > 0)) {
+        !(beta2 >= 0 && beta2 < 1) || !(epsilon > 0) || accumulate < 1 ||
+        accumulate > INT32_MAX) {
       emitError(module.getLoc())
           << "optimizer needs lr > 0, 0 <= momentum < 1, weight-decay >= 0, "
-             "0 <= beta1, beta2 < 1 and epsilon > 0";
+             "0 <= beta1, beta2 < 1, epsilon > 0 and 1 <= accumulate < 2^31";
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> gradients;
@@ -50,12 +106,17 @@ struct OptimizerPass : mp::impl::MPOptimizerBase<OptimizerPass> {
       return signalPassFailure();
     }
     SymbolTable symbols(module);
-    if (symbols.lookup(stepName)) {
-      emitError(module.getLoc())
-          << "cannot create '@" << stepName << "': the symbol already exists";
-      return signalPassFailure();
-    }
+    std::string accumulateName = stepName + "_accumulate";
+    for (StringRef name : {StringRef(stepName), StringRef(accumulateName)})
+      if ((name == stepName || accumulate > 1) && symbols.lookup(name)) {
+        emitError(module.getLoc())
+            << "cannot create '@" << name << "': the symbol already exists";
+        return signalPassFailure();
+      }
     if (failed(buildStep(gradients.front(), symbols)))
+      return signalPassFailure();
+    if (accumulate > 1 &&
+        failed(buildAccumulate(gradients.front(), accumulateName, symbols)))
       return signalPassFailure();
   }
 
@@ -66,29 +127,66 @@ struct OptimizerPass : mp::impl::MPOptimizerBase<OptimizerPass> {
     return {"m", "v"};
   }
 
+  /// What the gradient function says about itself, checked once.
+  struct Gradient {
+    func::FuncOp func;
+    GradientFunctionInfo info;
+    LossScalingAttr scaling; // null: no loss scaling
+    bool scaled = false, adaptive = false;
+    double clipNorm = 0;
+  };
+  LogicalResult checkGradient(func::FuncOp grad, Gradient &gradient);
+
+  /// The gradient function's body cloned at `b`'s insertion point, its
+  /// loss arguments mapped to `lossArgs` and its scale argument to `scale`.
+  /// Returns the loss, the f32 gradients and (with scaling) found_inf and
+  /// (adaptive) the scaled gradients' amax.
+  struct Inlined {
+    Value loss, foundInf, amax;
+    SmallVector<Value> grads;
+  };
+  Inlined inlineGradient(OpBuilder &b, const Gradient &gradient,
+                         ValueRange lossArgs, Value scale);
+
+  /// The window state arguments (accumulate > 1) appended to a function's
+  /// argument list: a f32 accumulator per parameter, the overflow flag
+  /// (with scaling) and the amax (adaptive).
+  void appendWindowArgs(const Gradient &gradient, SmallVector<Type> &argTypes,
+                        SmallVector<DictionaryAttr> &argAttrs);
+
   LogicalResult buildStep(func::FuncOp grad, SymbolTable &symbols);
+  LogicalResult buildAccumulate(func::FuncOp grad, StringRef name,
+                                SymbolTable &symbols);
+
+  DictionaryAttr named(StringRef key, Attribute value) {
+    Builder attrs(&getContext());
+    return attrs.getDictionaryAttr(attrs.getNamedAttr(key, value));
+  }
+  DictionaryAttr role(StringRef key) {
+    return named(key, UnitAttr::get(&getContext()));
+  }
 };
 
-LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
-                                       SymbolTable &symbols) {
-  MLIRContext *context = &getContext();
-  Builder attrs(context);
+LogicalResult OptimizerPass::checkGradient(func::FuncOp grad,
+                                           Gradient &gradient) {
+  gradient.func = grad;
   // The dialect verifies mp.loss_scaling; absent, there is no scaling.
-  auto scaling = grad->getAttrOfType<LossScalingAttr>(kLossScalingAttrName);
-  LossScalingMode mode = scaling ? scaling.getMode() : LossScalingMode::None;
-  bool scaled = mode != LossScalingMode::None;
-  bool adaptive = mode == LossScalingMode::Adaptive;
-
-  // Loss arguments: the gradient function's, less its scale argument.
-  GradientFunctionInfo info;
-  if (failed(checkGradientFunction(grad, scaled, "mp-optimizer", info,
-                                   /*amax=*/adaptive)))
+  gradient.scaling = grad->getAttrOfType<LossScalingAttr>(kLossScalingAttrName);
+  LossScalingMode mode =
+      gradient.scaling ? gradient.scaling.getMode() : LossScalingMode::None;
+  gradient.scaled = mode != LossScalingMode::None;
+  gradient.adaptive = mode == LossScalingMode::Adaptive;
+  // --mp-loss-scaling records the clip norm; it applies to the gradient the
+  // update uses, so to the whole window when accumulating.
+  gradient.clipNorm =
+      gradient.scaling ? gradient.scaling.getClipNorm().convertToDouble() : 0;
+  if (failed(checkGradientFunction(grad, gradient.scaled, "mp-optimizer",
+                                   gradient.info,
+                                   /*amax=*/gradient.adaptive)))
     return failure();
-  unsigned numLossArgs = info.numLossArgs;
-  SmallVector<unsigned> paramIndices = info.paramIndices;
   // The update runs on FP32 master weights and FP32 gradients.
   Operation *gradReturn = grad.getBody().front().getTerminator();
-  for (auto [k, p] : llvm::enumerate(paramIndices)) {
+  for (auto [k, p] : llvm::enumerate(gradient.info.paramIndices)) {
     Type paramType = grad.getArgument(p).getType();
     Type gradType = gradReturn->getOperand(1 + k).getType();
     if (!getElementTypeOrSelf(paramType).isF32() ||
@@ -99,6 +197,70 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
              << "' and its gradient must be f32 (master weights), got "
              << paramType << " and " << gradType;
   }
+  return success();
+}
+
+OptimizerPass::Inlined OptimizerPass::inlineGradient(OpBuilder &b,
+                                                     const Gradient &gradient,
+                                                     ValueRange lossArgs,
+                                                     Value scale) {
+  func::FuncOp grad = gradient.func;
+  IRMapping mapping;
+  for (auto [from, to] : llvm::zip(
+           grad.getArguments().take_front(gradient.info.numLossArgs), lossArgs))
+    mapping.map(from, to);
+  if (gradient.scaled)
+    mapping.map(grad.getArgument(gradient.info.numLossArgs), scale);
+  Block &body = grad.getBody().front();
+  for (Operation &op : body.without_terminator())
+    b.clone(op, mapping);
+  Operation *ret = body.getTerminator();
+  Inlined result;
+  result.loss = mapping.lookup(ret->getOperand(0));
+  unsigned numGrads = gradient.info.paramIndices.size();
+  for (unsigned k = 0; k < numGrads; ++k)
+    result.grads.push_back(mapping.lookup(ret->getOperand(1 + k)));
+  // After the gradients: found_inf, then (adaptive) the gradients' amax.
+  if (gradient.scaled)
+    result.foundInf = mapping.lookup(ret->getOperand(1 + numGrads));
+  if (gradient.adaptive)
+    result.amax = mapping.lookup(ret->getOperand(2 + numGrads));
+  return result;
+}
+
+void OptimizerPass::appendWindowArgs(const Gradient &gradient,
+                                     SmallVector<Type> &argTypes,
+                                     SmallVector<DictionaryAttr> &argAttrs) {
+  func::FuncOp grad = gradient.func;
+  for (unsigned p : gradient.info.paramIndices) {
+    argTypes.push_back(grad.getArgument(p).getType());
+    argAttrs.push_back(
+        named(kAccumulatorAttrName, grad.getArgAttr(p, kParamAttrName)));
+  }
+  Builder b(&getContext());
+  if (gradient.scaled) {
+    argTypes.push_back(b.getI32Type());
+    argAttrs.push_back(role(kWindowOverflowAttrName));
+  }
+  if (gradient.adaptive) {
+    argTypes.push_back(b.getF32Type());
+    argAttrs.push_back(role(kWindowAmaxAttrName));
+  }
+}
+
+LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
+                                       SymbolTable &symbols) {
+  MLIRContext *context = &getContext();
+  Builder attrs(context);
+  Gradient gradient;
+  if (failed(checkGradient(grad, gradient)))
+    return failure();
+  LossScalingAttr scaling = gradient.scaling;
+  LossScalingMode mode = scaling ? scaling.getMode() : LossScalingMode::None;
+  bool adaptive = gradient.adaptive;
+  unsigned numLossArgs = gradient.info.numLossArgs;
+  SmallVector<unsigned> paramIndices = gradient.info.paramIndices;
+  bool accumulating = accumulate > 1;
 
   Type f32 = Float32Type::get(context), i32 = IntegerType::get(context, 32);
   SmallVector<Type> argTypes;
@@ -108,9 +270,6 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
     argAttrs.push_back(grad.getArgAttrDict(i) ? grad.getArgAttrDict(i)
                                               : DictionaryAttr::get(context));
   }
-  auto named = [&](StringRef key, Attribute value) {
-    return attrs.getDictionaryAttr(attrs.getNamedAttr(key, value));
-  };
   SmallVector<DictionaryAttr> stateAttrs;
   for (unsigned p : paramIndices)
     for (StringRef slot : stateNames()) {
@@ -121,9 +280,11 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
       argAttrs.push_back(stateAttrs.back());
     }
   argTypes.append({i32, f32, i32});
-  argAttrs.append({named(kStepAttrName, attrs.getUnitAttr()),
-                   named(kLossScaleAttrName, attrs.getUnitAttr()),
-                   named(kGrowthTrackerAttrName, attrs.getUnitAttr())});
+  argAttrs.append({role(kStepAttrName), role(kLossScaleAttrName),
+                   role(kGrowthTrackerAttrName)});
+  unsigned windowBase = argTypes.size();
+  if (accumulating)
+    appendWindowArgs(gradient, argTypes, argAttrs);
 
   OpBuilder b(context);
   b.setInsertionPointAfter(grad);
@@ -131,30 +292,61 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   auto step = func::FuncOp::create(b, loc, stepName,
                                    FunctionType::get(context, argTypes, {}));
   symbols.insert(step);
+  if (accumulating)
+    step->setAttr(kAccumulateAttrName, b.getI64IntegerAttr(accumulate));
   Block *entry = step.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
-  // Inline the gradient computation.
-  IRMapping mapping;
-  for (unsigned i = 0; i < numLossArgs; ++i)
-    mapping.map(grad.getArgument(i), step.getArgument(i));
   unsigned stateBase = numLossArgs;
   unsigned numState = paramIndices.size() * stateNames().size();
   Value stepCount = step.getArgument(stateBase + numState);
   Value scale = step.getArgument(stateBase + numState + 1);
   Value tracker = step.getArgument(stateBase + numState + 2);
-  if (scaled)
-    mapping.map(grad.getArgument(numLossArgs), scale);
-  Block &gradBody = grad.getBody().front();
-  for (Operation &op : gradBody.without_terminator())
-    b.clone(op, mapping);
-  Value loss = mapping.lookup(gradReturn->getOperand(0));
-  // After the gradients: found_inf, then (adaptive) the gradients' amax.
-  unsigned numGrads = paramIndices.size();
-  Value foundInf =
-      scaled ? mapping.lookup(gradReturn->getOperand(1 + numGrads)) : Value();
-  Value amax =
-      adaptive ? mapping.lookup(gradReturn->getOperand(2 + numGrads)) : Value();
+  Inlined inlined = inlineGradient(
+      b, gradient, step.getArguments().take_front(numLossArgs), scale);
+  Value loss = inlined.loss, foundInf = inlined.foundInf, amax = inlined.amax;
+
+  // With accumulation the update uses the window's mean gradient,
+  // (accumulator + this micro-batch's gradient) / N, and the window
+  // overflowed when any of its micro-batches did.
+  SmallVector<Value> accumulators;
+  Value invWindow;
+  if (accumulating) {
+    unsigned next = windowBase;
+    for (unsigned k = 0; k < paramIndices.size(); ++k)
+      accumulators.push_back(step.getArgument(next++));
+    invWindow = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(1.0f / static_cast<float>(accumulate)));
+    if (gradient.scaled) {
+      Value zero = arith::ConstantIntOp::create(b, loc, i32, 0);
+      Value earlier = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                            step.getArgument(next++), zero);
+      foundInf = arith::OrIOp::create(b, loc, foundInf, earlier);
+    }
+    if (adaptive)
+      amax = arith::MaximumFOp::create(b, loc, amax, step.getArgument(next++));
+  }
+
+  // The global L2 norm of the gradient the update uses, before clipping:
+  // a result of every step (the stability monitor's gradient norm) and
+  // what clipping scales by.
+  Value total = zeroScalarTensor(b, loc);
+  for (auto [k, g] : llvm::enumerate(inlined.grads))
+    total = addSumOfSquares(
+        b, loc, total, g, accumulating ? accumulators[k] : Value(), invWindow);
+  Value gradNorm = math::SqrtOp::create(
+      b, loc, tensor::ExtractOp::create(b, loc, total, ValueRange{}));
+  Value clipFactor;
+  if (gradient.clipNorm > 0) {
+    Value tiny = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1e-6f));
+    Value limit = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(static_cast<float>(gradient.clipNorm)));
+    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+    clipFactor = arith::MinimumFOp::create(
+        b, loc, one,
+        arith::DivFOp::create(b, loc, limit,
+                              arith::AddFOp::create(b, loc, gradNorm, tiny)));
+  }
 
   // Scalars of the update.
   auto constant = [&](double v) -> Value {
@@ -178,14 +370,17 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   SmallVector<Value> newParams, newStates;
   for (auto [k, p] : llvm::enumerate(paramIndices)) {
     Value param = step.getArgument(p);
-    Value g = mapping.lookup(gradReturn->getOperand(1 + k));
     SmallVector<Value> states;
     for (unsigned s = 0; s < stateNames().size(); ++s)
       states.push_back(
           step.getArgument(stateBase + k * stateNames().size() + s));
     auto type = cast<RankedTensorType>(param.getType());
     AffineMap id = b.getMultiDimIdentityMap(type.getRank());
-    SmallVector<Value> ins{param, g};
+    // ins: w, g[, accumulator], state...
+    SmallVector<Value> ins{param, inlined.grads[k]};
+    if (accumulating)
+      ins.push_back(accumulators[k]);
+    unsigned firstState = ins.size();
     ins.append(states);
     SmallVector<Value> outs;
     SmallVector<Type> outTypes;
@@ -216,24 +411,29 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
           auto yield = [&](SmallVector<Value> values) {
             if (foundInf)
               for (size_t o = 0; o < values.size(); ++o) {
-                Value old = args[o == 0 ? 0 : 1 + o]; // ins: w, g, state...
+                Value old = args[o == 0 ? 0 : firstState + o - 1];
                 values[o] =
                     arith::SelectOp::create(nb, l, foundInf, old, values[o]);
               }
             linalg::YieldOp::create(nb, l, values);
           };
           Value w = args[0], gr = args[1];
+          if (accumulating)
+            gr = mul(add(args[2], gr), invWindow);
+          if (clipFactor)
+            gr = mul(gr, clipFactor);
           if (algorithm == OptimizerAlgorithm::Sgd) {
             Value decayed = add(gr, mul(wd, w));
-            Value v = add(mul(c(momentum), args[2]), decayed);
+            Value v = add(mul(c(momentum), args[firstState]), decayed);
             Value newW = arith::SubFOp::create(nb, l, w, mul(lr, v));
             yield({newW, v});
             return;
           }
           if (algorithm == OptimizerAlgorithm::Adam)
             gr = add(gr, mul(wd, w));
-          Value m = add(mul(c(beta1), args[2]), mul(c(1 - beta1), gr));
-          Value v = add(mul(c(beta2), args[3]), mul(c(1 - beta2), mul(gr, gr)));
+          Value m = add(mul(c(beta1), args[firstState]), mul(c(1 - beta1), gr));
+          Value v = add(mul(c(beta2), args[firstState + 1]),
+                        mul(c(1 - beta2), mul(gr, gr)));
           Value mHat = arith::DivFOp::create(nb, l, m, correction1);
           Value vHat = arith::DivFOp::create(nb, l, v, correction2);
           Value denom = add(math::SqrtOp::create(nb, l, vHat), c(epsilon));
@@ -283,7 +483,7 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
 
   SmallVector<Value> results(newParams);
   results.append(newStates);
-  results.append({newStep, newScale, newTracker, loss, stepped});
+  results.append({newStep, newScale, newTracker, loss, stepped, gradNorm});
   func::ReturnOp::create(b, loc, results);
   SmallVector<Type> resultTypes;
   for (Value v : results)
@@ -298,9 +498,94 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   resultAttrs.append(stateAttrs);
   for (StringRef name :
        {kStepAttrName, kLossScaleAttrName, kGrowthTrackerAttrName,
-        kLossAttrName, kSteppedAttrName})
-    resultAttrs.push_back(named(name, attrs.getUnitAttr()));
+        kLossAttrName, kSteppedAttrName, kGradNormAttrName})
+    resultAttrs.push_back(role(name));
   step.setAllResultAttrs(resultAttrs);
+  return success();
+}
+
+LogicalResult OptimizerPass::buildAccumulate(func::FuncOp grad, StringRef name,
+                                             SymbolTable &symbols) {
+  MLIRContext *context = &getContext();
+  Gradient gradient;
+  if (failed(checkGradient(grad, gradient)))
+    return failure();
+  unsigned numLossArgs = gradient.info.numLossArgs;
+  Type f32 = Float32Type::get(context), i32 = IntegerType::get(context, 32);
+
+  // (loss arguments, scale, window state) -> (window state, loss): the
+  // micro-batch's gradients added to the window's, nothing updated.
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i = 0; i < numLossArgs; ++i) {
+    argTypes.push_back(grad.getArgument(i).getType());
+    argAttrs.push_back(grad.getArgAttrDict(i) ? grad.getArgAttrDict(i)
+                                              : DictionaryAttr::get(context));
+  }
+  argTypes.push_back(f32);
+  argAttrs.push_back(role(kLossScaleAttrName));
+  unsigned windowBase = argTypes.size();
+  appendWindowArgs(gradient, argTypes, argAttrs);
+
+  OpBuilder b(context);
+  b.setInsertionPointAfter(symbols.lookup(stepName));
+  Location loc = grad.getLoc();
+  auto function = func::FuncOp::create(
+      b, loc, name, FunctionType::get(context, argTypes, {}));
+  symbols.insert(function);
+  function->setAttr(kAccumulationOfAttrName,
+                    FlatSymbolRefAttr::get(context, stepName));
+  Block *entry = function.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Inlined inlined = inlineGradient(
+      b, gradient, function.getArguments().take_front(numLossArgs),
+      function.getArgument(numLossArgs));
+
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  unsigned next = windowBase;
+  for (auto [k, g] : llvm::enumerate(inlined.grads)) {
+    Value accumulator = function.getArgument(next++);
+    auto sum = linalg::GenericOp::create(
+        b, loc, accumulator.getType(), ValueRange{accumulator, g},
+        ValueRange{tensor::EmptyOp::create(
+            b, loc, tensor::getMixedSizes(b, loc, accumulator), f32)},
+        SmallVector<AffineMap>(
+            3, b.getMultiDimIdentityMap(
+                   cast<RankedTensorType>(g.getType()).getRank())),
+        SmallVector<utils::IteratorType>(
+            cast<RankedTensorType>(g.getType()).getRank(),
+            utils::IteratorType::parallel),
+        [](OpBuilder &nb, Location l, ValueRange args) {
+          linalg::YieldOp::create(
+              nb, l,
+              arith::AddFOp::create(nb, l, args[0], args[1]).getResult());
+        });
+    sum->setAttr(kPrecisionAttrName,
+                 FloatPrecisionAttr::get(context, FloatPrecision::F32));
+    results.push_back(sum.getResult(0));
+    resultAttrs.push_back(argAttrs[windowBase + k]);
+  }
+  if (gradient.scaled) {
+    Value flag = arith::ExtUIOp::create(b, loc, i32, inlined.foundInf);
+    results.push_back(
+        arith::OrIOp::create(b, loc, function.getArgument(next++), flag));
+    resultAttrs.push_back(role(kWindowOverflowAttrName));
+  }
+  if (gradient.adaptive) {
+    results.push_back(arith::MaximumFOp::create(
+        b, loc, function.getArgument(next++), inlined.amax));
+    resultAttrs.push_back(role(kWindowAmaxAttrName));
+  }
+  results.push_back(inlined.loss);
+  resultAttrs.push_back(role(kLossAttrName));
+  func::ReturnOp::create(b, loc, results);
+  SmallVector<Type> resultTypes;
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  function.setFunctionType(FunctionType::get(context, argTypes, resultTypes));
+  function.setAllArgAttrs(argAttrs);
+  function.setAllResultAttrs(resultAttrs);
   return success();
 }
 

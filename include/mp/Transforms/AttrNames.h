@@ -89,6 +89,26 @@ constexpr llvm::StringLiteral kFoundInfAttrName =
     MPDialect::FoundInfAttrHelper::getNameStr();
 constexpr llvm::StringLiteral kGradAmaxAttrName =
     MPDialect::GradAmaxAttrHelper::getNameStr();
+/// The global L2 norm of the unscaled gradients the update used (before
+/// clipping), a result of every training step (--mp-optimizer).
+constexpr llvm::StringLiteral kGradNormAttrName =
+    MPDialect::GradNormAttrHelper::getNameStr();
+
+/// Gradient accumulation (--mp-optimizer accumulate=N): on the step, its
+/// window (micro-batches per update); on the function that only adds a
+/// micro-batch's gradients, the step it accumulates for; on their
+/// arguments and results, a parameter's f32 gradient sum and the window's
+/// overflow flag (i32) and scaled-gradient amax.
+constexpr llvm::StringLiteral kAccumulateAttrName =
+    MPDialect::AccumulateAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kAccumulationOfAttrName =
+    MPDialect::AccumulationOfAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kAccumulatorAttrName =
+    MPDialect::AccumulatorAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kWindowOverflowAttrName =
+    MPDialect::WindowOverflowAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kWindowAmaxAttrName =
+    MPDialect::WindowAmaxAttrHelper::getNameStr();
 
 /// On a session entry's argument: the index of the argument whose buffer
 /// this new value may overwrite (the session); on the entry, after

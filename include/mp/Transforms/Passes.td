@@ -262,8 +262,9 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
       2^-24;
     * the gradients are unscaled in FP32 by one `mp.unscale`, whose
       `found_inf` becomes a new last result `{mp.found_inf}`;
-    * with `clip-norm=C > 0`, unscaled gradients are scaled by
-      min(1, C / (||g||_2 + 1e-6)) over all parameters together.
+    * `clip-norm=C` is recorded for `--mp-optimizer`, which scales the
+      gradient its update uses by min(1, C / (||g||_2 + 1e-6)) over all
+      parameters together (0: off).
 
     The function records its settings in `mp.loss_scaling`, a
     `#mp.loss_scaling<mode = ..., init_scale = ..., ...>` (mode, initial
@@ -336,7 +337,8 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
            "Clean steps before the scale grows (adaptive: clean steps after "
            "an overflow before it may grow again)">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
-           "Clip unscaled gradients to this global L2 norm (0: off)">,
+           "Global L2 norm --mp-optimizer clips the update's gradient to "
+           "(0: off)">,
     Option<"margin", "margin", "double", /*default=*/"8.0",
            "Adaptive: the scaled gradients' amax is kept this many times "
            "below f16's maximum (>= 1)">,
@@ -365,7 +367,7 @@ def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
     @train_step(<loss arguments>, <optimizer state per parameter>,
                 %step: i32, %scale: f32, %growth_tracker: i32)
       -> (<new parameters>, <new optimizer state>, new step, new scale,
-          new growth tracker, loss: f32, stepped: i1)
+          new growth tracker, loss: f32, stepped: i1, grad_norm: f32)
     ```
 
     * `sgd`: v = momentum * v + (g + weight_decay * w); w -= lr * v
@@ -384,6 +386,28 @@ def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
     mode; the growth tracker is its hysteresis and cool-down counter).
     Without loss scaling the scale and tracker pass through and `stepped`
     is true.
+
+    `grad_norm` (`mp.grad_norm`) is the global L2 norm of the unscaled
+    gradient the update uses, before clipping (inf or nan when it
+    overflowed); with the `clip-norm` that `--mp-loss-scaling` recorded,
+    the gradient is scaled by min(1, clip / (grad_norm + 1e-6)).
+
+    `accumulate=N` (N >= 2) trains on windows of N micro-batches: a second
+    function `@<name>_accumulate` (`mp.accumulation_of = @<name>`) adds a
+    micro-batch's f32 gradients to the window's, and `@<name>` (`mp.accumulate
+    = N`) takes the last micro-batch and applies the update to the window's
+    mean gradient, (sum + g) / N, once. Both take the window's state after
+    their other arguments: one f32 sum per parameter (`mp.accumulator =
+    "<name>"`), with loss scaling an i32 overflow flag
+    (`mp.window_overflow`: a window with an overflow is skipped as a whole)
+    and with adaptive scaling the window's amax (`mp.window_amax`). The
+    caller keeps the scale fixed across a window and zeroes the window's
+    state after each update:
+
+    ```
+    @train_step_accumulate(<loss arguments>, %scale: f32, <window state>)
+      -> (<new window state>, loss: f32)
+    ```
   }];
   let options = [
     Option<"algorithm", "algorithm", "::mlir::mp::OptimizerAlgorithm",
@@ -408,7 +432,10 @@ def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
     Option<"epsilon", "epsilon", "double", /*default=*/"1e-8",
            "Adam denominator epsilon">,
     Option<"stepName", "name", "std::string", /*default=*/"\"train_step\"",
-           "Name of the function to build">
+           "Name of the function to build">,
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step (>= 2 also builds "
+           "@<name>_accumulate)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

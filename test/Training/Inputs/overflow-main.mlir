@@ -118,9 +118,9 @@ func.func @main() {
   %inf = arith.constant 0x7F800000 : f32
   %c0 = arith.constant 0 : index
   %xinf = tensor.insert %inf into %x[%c0, %c0] : tensor<4x6xf32>
-  %r:13 = func.call @train_step(%xinf, %labels, %w1, %b1s, %w2, %b2s, %mw1s, %mb1s, %mw2s, %mb2s, %step0, %scale0, %tracker0)
+  %r:14 = func.call @train_step(%xinf, %labels, %w1, %b1s, %w2, %b2s, %mw1s, %mb1s, %mw2s, %mb2s, %step0, %scale0, %tracker0)
       : (tensor<4x6xf32>, tensor<4x3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32)
-      -> (tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32, f32, i1)
+      -> (tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32, f32, i1, f32)
   %w1a = tensor.cast %r#0 : tensor<6x5xf32> to tensor<?x?xf32>
   %ch0 = func.call @changed(%w1a, %w1d) : (tensor<?x?xf32>, tensor<?x?xf32>) -> i64
   %w2a = tensor.cast %r#2 : tensor<5x3xf32> to tensor<?x?xf32>
@@ -129,21 +129,21 @@ func.func @main() {
   func.call @report(%r#12, %r#9, %r#10, %r#8, %ch0s) : (i1, f32, i32, i32, i64) -> ()
 
   // Three clean steps.
-  %q:13 = func.call @train_step(%x, %labels, %r#0, %r#1, %r#2, %r#3, %r#4, %r#5, %r#6, %r#7, %r#8, %r#9, %r#10)
+  %q:14 = func.call @train_step(%x, %labels, %r#0, %r#1, %r#2, %r#3, %r#4, %r#5, %r#6, %r#7, %r#8, %r#9, %r#10)
       : (tensor<4x6xf32>, tensor<4x3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32)
-      -> (tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32, f32, i1)
+      -> (tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32, f32, i1, f32)
   %w1q = tensor.cast %q#0 : tensor<6x5xf32> to tensor<?x?xf32>
   %ch1 = func.call @changed(%w1q, %w1a) : (tensor<?x?xf32>, tensor<?x?xf32>) -> i64
   func.call @report(%q#12, %q#9, %q#10, %q#8, %ch1) : (i1, f32, i32, i32, i64) -> ()
-  %u:13 = func.call @train_step(%x, %labels, %q#0, %q#1, %q#2, %q#3, %q#4, %q#5, %q#6, %q#7, %q#8, %q#9, %q#10)
+  %u:14 = func.call @train_step(%x, %labels, %q#0, %q#1, %q#2, %q#3, %q#4, %q#5, %q#6, %q#7, %q#8, %q#9, %q#10)
       : (tensor<4x6xf32>, tensor<4x3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32)
-      -> (tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32, f32, i1)
+      -> (tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32, f32, i1, f32)
   %w1u = tensor.cast %u#0 : tensor<6x5xf32> to tensor<?x?xf32>
   %ch2 = func.call @changed(%w1u, %w1q) : (tensor<?x?xf32>, tensor<?x?xf32>) -> i64
   func.call @report(%u#12, %u#9, %u#10, %u#8, %ch2) : (i1, f32, i32, i32, i64) -> ()
-  %v:13 = func.call @train_step(%x, %labels, %u#0, %u#1, %u#2, %u#3, %u#4, %u#5, %u#6, %u#7, %u#8, %u#9, %u#10)
+  %v:14 = func.call @train_step(%x, %labels, %u#0, %u#1, %u#2, %u#3, %u#4, %u#5, %u#6, %u#7, %u#8, %u#9, %u#10)
       : (tensor<4x6xf32>, tensor<4x3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32)
-      -> (tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32, f32, i1)
+      -> (tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, tensor<6x5xf32>, tensor<5xf32>, tensor<5x3xf32>, tensor<3xf32>, i32, f32, i32, f32, i1, f32)
   %w1v = tensor.cast %v#0 : tensor<6x5xf32> to tensor<?x?xf32>
   %ch3 = func.call @changed(%w1v, %w1u) : (tensor<?x?xf32>, tensor<?x?xf32>) -> i64
   func.call @report(%v#12, %v#9, %v#10, %v#8, %ch3) : (i1, f32, i32, i32, i64) -> ()

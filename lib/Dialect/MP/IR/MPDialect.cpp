@@ -121,6 +121,11 @@ bool isIndex(Attribute a) {
   auto i = dyn_cast<IntegerAttr>(a);
   return i && i.getType().isInteger(64) && i.getInt() >= 0;
 }
+bool isWindow(Attribute a) {
+  auto i = dyn_cast<IntegerAttr>(a);
+  return i && i.getType().isInteger(64) && i.getInt() >= 2 &&
+         i.getInt() <= INT32_MAX;
+}
 bool isLossScaling(Attribute a) { return isa<LossScalingAttr>(a); }
 bool isPrecision(Attribute a) { return isa<FloatPrecisionAttr>(a); }
 bool isDecision(Attribute a) { return isa<PrecisionDecisionAttr>(a); }
@@ -139,6 +144,10 @@ const ContractAttr *lookupContract(StringRef name) {
       {D::ConvertWeightsAttrHelper::getNameStr(), OnFunction, isSymbol,
        "a symbol reference (@function)"},
       {D::InPlaceUpdatesAttrHelper::getNameStr(), OnFunction, isUnit, "a unit"},
+      {D::AccumulationOfAttrHelper::getNameStr(), OnFunction, isSymbol,
+       "a symbol reference (@function)"},
+      {D::AccumulateAttrHelper::getNameStr(), OnFunction, isWindow,
+       "an i64 from 2 to 2^31-1 (micro-batches per optimizer step)"},
       {D::ParamAttrHelper::getNameStr(), OnValue, isName,
        "a non-empty string (the parameter's name)"},
       {D::GradAttrHelper::getNameStr(), OnValue, isName,
@@ -153,12 +162,17 @@ const ContractAttr *lookupContract(StringRef name) {
        "a non-empty string (the parameter's name)"},
       {D::UpdateOfAttrHelper::getNameStr(), OnValue, isIndex,
        "a non-negative i64 (an argument index)"},
+      {D::AccumulatorAttrHelper::getNameStr(), OnValue, isName,
+       "a non-empty string (the parameter's name)"},
       {D::StepAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
       {D::LossScaleAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
       {D::GrowthTrackerAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
       {D::SteppedAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
       {D::FoundInfAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
       {D::GradAmaxAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
+      {D::GradNormAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
+      {D::WindowOverflowAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
+      {D::WindowAmaxAttrHelper::getNameStr(), OnValue, isUnit, "a unit"},
       {D::SeedAttrHelper::getNameStr(), OnOp, isUnit, "a unit"},
       {D::SavedAttrHelper::getNameStr(), OnOp, isUnit, "a unit"},
       {D::PrecisionAttrHelper::getNameStr(), OnOp, isPrecision,

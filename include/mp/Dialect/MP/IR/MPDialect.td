@@ -47,6 +47,8 @@ def MP_Dialect : Dialect {
     "::mlir::FlatSymbolRefAttr":$quantize_weights,
     "::mlir::FlatSymbolRefAttr":$convert_weights,
     "::mlir::UnitAttr":$in_place_updates,
+    "::mlir::FlatSymbolRefAttr":$accumulation_of,
+    "::mlir::IntegerAttr":$accumulate,
     // Arguments and results: parameters and what is made from them.
     "::mlir::StringAttr":$param,
     "::mlir::StringAttr":$grad,
@@ -55,6 +57,7 @@ def MP_Dialect : Dialect {
     "::mlir::StringAttr":$qscale,
     "::mlir::StringAttr":$converted,
     "::mlir::IntegerAttr":$update_of,
+    "::mlir::StringAttr":$accumulator,
     // Roles of the training step's scalars.
     "::mlir::UnitAttr":$step,
     "::mlir::UnitAttr":$loss_scale,
@@ -62,6 +65,9 @@ def MP_Dialect : Dialect {
     "::mlir::UnitAttr":$stepped,
     "::mlir::UnitAttr":$found_inf,
     "::mlir::UnitAttr":$grad_amax,
+    "::mlir::UnitAttr":$grad_norm,
+    "::mlir::UnitAttr":$window_overflow,
+    "::mlir::UnitAttr":$window_amax,
     // Ops.
     "::mlir::UnitAttr":$seed,
     "::mlir::UnitAttr":$saved,
