@@ -47,6 +47,9 @@ typedef struct mp_session_options {
   int tf32;               /* -1 (default: on for "auto" on GPUs of sm_80 and
                              newer, else off), 0 or 1: f32 products on TF32
                              tensor cores ("cuda" only) */
+  int64_t accumulate;     /* 1 (default): micro-batches per optimizer step;
+                             N > 1 sums the gradients of N train_step calls
+                             in f32 and updates once, on the N-th */
 } mp_session_options;
 
 /* Fills `options` with the defaults above. */
@@ -124,7 +127,8 @@ int mp_session_init_parameters(mp_session *session, int scheme,
 
 /* One training step on a batch: x holds batch x features, labels batch x
  * classes (one-hot). `loss` and `stepped` (0 when the step was skipped for
- * inf/nan gradients) may be NULL. */
+ * inf/nan gradients, and for a micro-batch that only accumulated its
+ * gradients) may be NULL. */
 int mp_session_train_step(mp_session *session, const float *x,
                           const float *labels, float *loss, int *stepped);
 /* Logits (batch x classes) of a batch. */
@@ -135,6 +139,14 @@ int mp_session_predict(mp_session *session, const float *x, float *logits);
 int32_t mp_session_step(const mp_session *session);
 float mp_session_loss_scale(const mp_session *session);
 int32_t mp_session_growth_tracker(const mp_session *session);
+/* The global L2 norm of the unscaled gradients the last update used,
+ * before clipping (inf/nan when they overflowed; NaN before the first
+ * update). */
+float mp_session_grad_norm(const mp_session *session);
+/* Micro-batches per optimizer step (options.accumulate), and how many of
+ * the current window's have been accumulated. */
+int64_t mp_session_accumulation(const mp_session *session);
+int64_t mp_session_window_position(const mp_session *session);
 /* Steps skipped for inf/nan gradients since training began (restored by
  * mp_session_load). */
 int64_t mp_session_skipped_steps(const mp_session *session);

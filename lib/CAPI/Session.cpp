@@ -20,12 +20,14 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 
 struct mp_session {
   std::unique_ptr<mp::Session> session;
   std::string model; // the path it came from (stats files name it)
+  float gradNorm = std::numeric_limits<float>::quiet_NaN();
 };
 
 struct mp_infer {
@@ -93,6 +95,7 @@ void mp_session_options_init(mp_session_options *options) {
   options->seed = defaults.seed;
   options->device = device.c_str();
   options->tf32 = -1;
+  options->accumulate = defaults.accumulate;
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -120,6 +123,7 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   train.momentum = o.momentum;
   train.weightDecay = o.weight_decay;
   train.seed = o.seed;
+  train.accumulate = o.accumulate;
   if (o.tf32 >= 0)
     train.tf32 = o.tf32 != 0;
   std::unique_ptr<mp::Session> session =
@@ -231,6 +235,8 @@ int mp_session_train_step(mp_session *s, const float *x, const float *labels,
   std::string error;
   if (!s->session->trainStep(x, labels, result, error))
     return fail(error);
+  if (result.optimizerStep)
+    s->gradNorm = result.gradNorm;
   if (loss)
     *loss = result.loss;
   if (stepped)
@@ -318,6 +324,15 @@ float mp_session_loss_scale(const mp_session *s) {
 }
 int32_t mp_session_growth_tracker(const mp_session *s) {
   return s ? s->session->stepState().growthTracker : 0;
+}
+float mp_session_grad_norm(const mp_session *s) {
+  return s ? s->gradNorm : std::numeric_limits<float>::quiet_NaN();
+}
+int64_t mp_session_accumulation(const mp_session *s) {
+  return s ? s->session->accumulation() : 0;
+}
+int64_t mp_session_window_position(const mp_session *s) {
+  return s ? s->session->stepState().micro : 0;
 }
 int64_t mp_session_skipped_steps(const mp_session *s) {
   return s ? s->session->stepState().skipped : 0;

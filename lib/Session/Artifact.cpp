@@ -240,6 +240,7 @@ llvm::json::Object Session::artifactMetadata() const {
            {"lr", o.lr},
            {"momentum", o.momentum},
            {"weight_decay", o.weightDecay},
+           {"accumulate", o.accumulate},
            {"seed", std::to_string(o.seed)}}},
       {"batch", entries.batch},
       {"features", entries.features},
@@ -294,6 +295,13 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
       llvm::StringRef(seedText).getAsInteger(10, compiledOptions.seed))
     return bad("options");
   scaleMode = *mode;
+  std::optional<int64_t> window = o->getInteger("accumulate");
+  if (!window || *window < 1 || *window > INT32_MAX)
+    return bad("accumulate");
+  compiledOptions.accumulate = *window;
+  entries.window = *window;
+  entries.windowOverflow = scaleMode != LossScalingMode::None;
+  entries.windowAmax = scaleMode == LossScalingMode::Adaptive;
   std::optional<int64_t> b = metadata.getInteger("batch");
   std::optional<int64_t> f = metadata.getInteger("features");
   std::optional<int64_t> c = metadata.getInteger("classes");
@@ -321,6 +329,13 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
     return bad("parameters");
   if (!readTensors(metadata, "state", training.state))
     return bad("state");
+  training.sums.clear();
+  if (entries.window > 1)
+    for (const HostTensor &p : training.params) {
+      HostTensor sum = p;
+      sum.name = p.name + ".accumulator";
+      training.sums.push_back(sum);
+    }
   return true;
 }
 
@@ -477,6 +492,8 @@ bool Session::writeArtifact(
     importNames.push_back(name);
   metadata["imports"] = std::move(importNames);
   llvm::json::Object entries{{"train", "_mlir_mp_train_entry"}};
+  if (session->entries.window > 1)
+    entries["accumulate"] = "_mlir_mp_accumulate_entry";
   if (session->hasPredict)
     entries["predict"] = "_mlir_mp_predict_entry";
   metadata["entries"] = std::move(entries);
@@ -656,6 +673,9 @@ std::unique_ptr<Session> Session::open(const std::string &artifactPath,
   session->entries.train = resolve("train");
   if (!session->entries.train)
     return fail("lacks its training step entry");
+  if (session->entries.window > 1 &&
+      !(session->entries.accumulate = resolve("accumulate")))
+    return fail("lacks its gradient accumulation entry");
   if (session->hasPredict) {
     session->entries.predict = resolve("predict");
     if (!session->entries.predict)

@@ -18,6 +18,8 @@ public:
       nextParams = training.params;
       nextState = training.state;
     }
+    if (!entries.accumulateInPlace)
+      nextSums = training.sums;
   }
 
   bool trainStep(TrainingState &training, const float *x, const float *labels,
@@ -35,6 +37,8 @@ public:
     args.addMemRef(&scalars.step, {});
     args.addMemRef(&scalars.scale, {});
     args.addMemRef(&scalars.growthTracker, {});
+    if (entries.window > 1)
+      addWindow(args, training.sums, scalars);
     for (HostTensor &p : inPlace ? training.params : nextParams)
       args.addMemRef(p.data.data(), p.shape);
     for (HostTensor &s : inPlace ? training.state : nextState)
@@ -53,6 +57,31 @@ public:
       std::swap(training.state, nextState);
     }
     finishStep(training, next, stepped, result);
+    for (HostTensor &sum : training.sums)
+      std::fill(sum.data.begin(), sum.data.end(), 0.0f);
+    return true;
+  }
+
+  bool accumulate(TrainingState &training, const float *x, const float *labels,
+                  StepResult &result, std::string &error) override {
+    bool inPlace = entries.accumulateInPlace;
+    PackedArgs args;
+    args.addMemRef(const_cast<float *>(x), entries.inputShape);
+    args.addMemRef(const_cast<float *>(labels),
+                   {entries.batch, entries.classes});
+    for (HostTensor &p : training.params)
+      args.addMemRef(p.data.data(), p.shape);
+    StepState &scalars = training.scalars;
+    args.addMemRef(&scalars.scale, {});
+    addWindow(args, training.sums, scalars);
+    StepState next = scalars;
+    addWindow(args, inPlace ? training.sums : nextSums, next);
+    args.addMemRef(&result.loss, {});
+    entries.accumulate(args.get().data());
+    if (!inPlace)
+      std::swap(training.sums, nextSums);
+    scalars.windowOverflow = next.windowOverflow;
+    scalars.windowAmax = next.windowAmax;
     return true;
   }
 
@@ -68,10 +97,22 @@ public:
   }
 
 private:
+  /// The window's state as the entries take it: the sums, then the
+  /// overflow flag and the amax where the step has them.
+  void addWindow(PackedArgs &args, std::vector<HostTensor> &sums,
+                 StepState &scalars) {
+    for (HostTensor &s : sums)
+      args.addMemRef(s.data.data(), s.shape);
+    if (entries.windowOverflow)
+      args.addMemRef(&scalars.windowOverflow, {});
+    if (entries.windowAmax)
+      args.addMemRef(&scalars.windowAmax, {});
+  }
+
   CompiledEntries entries;
   // Where the step writes the new values unless it may overwrite the old
   // ones (then empty).
-  std::vector<HostTensor> nextParams, nextState;
+  std::vector<HostTensor> nextParams, nextState, nextSums;
 };
 
 } // namespace

@@ -27,9 +27,14 @@ public:
       if (!inPlaceUpdates || list == &d.params || list == &d.state)
         for (void *buffer : *list)
           cuda->release(buffer);
+    for (auto *list : {&d.sums, &d.nextSums})
+      if (!entries.accumulateInPlace || list == &d.sums)
+        for (void *buffer : *list)
+          cuda->release(buffer);
     for (void *buffer :
          {d.x, d.labels, d.logits, d.step, d.scale, d.tracker, d.nextStep,
-          d.nextScale, d.nextTracker, d.loss, d.stepped, d.gradNorm})
+          d.nextScale, d.nextTracker, d.loss, d.stepped, d.gradNorm, d.overflow,
+          d.amax, d.nextOverflow, d.nextAmax})
       cuda->release(buffer);
   }
 
@@ -52,6 +57,13 @@ public:
       for (const HostTensor &s : training.state)
         d.nextState.push_back(cuda->allocate(bytes(s)));
     }
+    for (const HostTensor &sum : training.sums)
+      d.sums.push_back(cuda->allocate(bytes(sum)));
+    if (entries.accumulateInPlace)
+      d.nextSums = d.sums;
+    else
+      for (const HostTensor &sum : training.sums)
+        d.nextSums.push_back(cuda->allocate(bytes(sum)));
     size_t sample = static_cast<size_t>(entries.batch) * sizeof(float);
     d.x = cuda->allocate(sample * entries.features);
     d.labels = cuda->allocate(sample * entries.classes);
@@ -75,6 +87,9 @@ public:
       for (size_t i = 0; i < training.state.size(); ++i)
         cuda->download(training.state[i].data.data(), buffers.state[i],
                        training.state[i].data.size() * sizeof(float));
+      for (size_t i = 0; i < training.sums.size(); ++i)
+        cuda->download(training.sums[i].data.data(), buffers.sums[i],
+                       training.sums[i].data.size() * sizeof(float));
       hostStale = false;
     }
     // The caller holds references to the host copies and may change them
@@ -88,15 +103,11 @@ public:
     cuda->setTf32(entries.tf32); // process-wide: sessions may differ
     Buffers &d = buffers;
     StepState &scalars = training.scalars;
-    cuda->upload(d.x, x,
-                 static_cast<size_t>(entries.batch * entries.features) *
-                     sizeof(float));
-    cuda->upload(d.labels, labels,
-                 static_cast<size_t>(entries.batch * entries.classes) *
-                     sizeof(float));
+    uploadBatch(x, labels);
     cuda->upload(d.step, &scalars.step, sizeof(int32_t));
     cuda->upload(d.scale, &scalars.scale, sizeof(float));
     cuda->upload(d.tracker, &scalars.growthTracker, sizeof(int32_t));
+    uploadWindowScalars(scalars);
     PackedArgs args;
     args.addMemRef(d.x, entries.inputShape);
     args.addMemRef(d.labels, {entries.batch, entries.classes});
@@ -107,6 +118,8 @@ public:
     args.addMemRef(d.step, {});
     args.addMemRef(d.scale, {});
     args.addMemRef(d.tracker, {});
+    if (entries.window > 1)
+      addWindow(args, training, d.sums, d.overflow, d.amax);
     for (size_t i = 0; i < training.params.size(); ++i)
       args.addMemRef(d.nextParams[i], training.params[i].shape);
     for (size_t i = 0; i < training.state.size(); ++i)
@@ -133,6 +146,42 @@ public:
     }
     hostStale = true;
     finishStep(training, next, stepped, result);
+    // The next window starts from zero sums (host copies and device).
+    for (size_t i = 0; i < training.sums.size(); ++i) {
+      HostTensor &sum = training.sums[i];
+      std::fill(sum.data.begin(), sum.data.end(), 0.0f);
+      cuda->upload(d.sums[i], sum.data.data(), sum.data.size() * sizeof(float));
+    }
+    return cuda->check(error);
+  }
+
+  bool accumulate(TrainingState &training, const float *x, const float *labels,
+                  StepResult &result, std::string &error) override {
+    syncToDevice(training);
+    cuda->setTf32(entries.tf32);
+    Buffers &d = buffers;
+    StepState &scalars = training.scalars;
+    uploadBatch(x, labels);
+    cuda->upload(d.scale, &scalars.scale, sizeof(float));
+    uploadWindowScalars(scalars);
+    PackedArgs args;
+    args.addMemRef(d.x, entries.inputShape);
+    args.addMemRef(d.labels, {entries.batch, entries.classes});
+    for (size_t i = 0; i < training.params.size(); ++i)
+      args.addMemRef(d.params[i], training.params[i].shape);
+    args.addMemRef(d.scale, {});
+    addWindow(args, training, d.sums, d.overflow, d.amax);
+    addWindow(args, training, d.nextSums, d.nextOverflow, d.nextAmax);
+    args.addMemRef(d.loss, {});
+    entries.accumulate(args.get().data());
+    cuda->download(&scalars.windowOverflow, d.nextOverflow, sizeof(int32_t));
+    cuda->download(&scalars.windowAmax, d.nextAmax, sizeof(float));
+    cuda->download(&result.loss, d.loss, sizeof(float));
+    if (!cuda->check(error))
+      return false;
+    if (!entries.accumulateInPlace)
+      std::swap(d.sums, d.nextSums);
+    hostStale = true;
     return true;
   }
 
@@ -157,6 +206,30 @@ public:
   }
 
 private:
+  void uploadBatch(const float *x, const float *labels) {
+    cuda->upload(buffers.x, x,
+                 static_cast<size_t>(entries.batch * entries.features) *
+                     sizeof(float));
+    cuda->upload(buffers.labels, labels,
+                 static_cast<size_t>(entries.batch * entries.classes) *
+                     sizeof(float));
+  }
+  void uploadWindowScalars(const StepState &scalars) {
+    cuda->upload(buffers.overflow, &scalars.windowOverflow, sizeof(int32_t));
+    cuda->upload(buffers.amax, &scalars.windowAmax, sizeof(float));
+  }
+  /// The window's state as the entries take it: the sums, then the
+  /// overflow flag and the amax where the step has them.
+  void addWindow(PackedArgs &args, const TrainingState &training,
+                 const std::vector<void *> &sums, void *overflow, void *amax) {
+    for (size_t i = 0; i < sums.size(); ++i)
+      args.addMemRef(sums[i], training.sums[i].shape);
+    if (entries.windowOverflow)
+      args.addMemRef(overflow, {});
+    if (entries.windowAmax)
+      args.addMemRef(amax, {});
+  }
+
   /// Sends host copies the caller may have changed back to the device.
   void syncToDevice(const TrainingState &training) {
     if (!deviceStale)
@@ -167,6 +240,9 @@ private:
     for (size_t i = 0; i < training.state.size(); ++i)
       cuda->upload(buffers.state[i], training.state[i].data.data(),
                    training.state[i].data.size() * sizeof(float));
+    for (size_t i = 0; i < training.sums.size(); ++i)
+      cuda->upload(buffers.sums[i], training.sums[i].data.data(),
+                   training.sums[i].data.size() * sizeof(float));
     deviceStale = false;
   }
 
@@ -175,6 +251,10 @@ private:
   bool inPlaceUpdates;
   struct Buffers {
     std::vector<void *> params, state, nextParams, nextState;
+    // Gradient accumulation: the window's sums and scalars.
+    std::vector<void *> sums, nextSums;
+    void *overflow = nullptr, *amax = nullptr;
+    void *nextOverflow = nullptr, *nextAmax = nullptr;
     void *x = nullptr, *labels = nullptr, *logits = nullptr;
     // 0-d buffers: the step's scalar inputs and results.
     void *step = nullptr, *scale = nullptr, *tracker = nullptr;

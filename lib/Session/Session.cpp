@@ -63,6 +63,11 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
                     OwningOpRef<ModuleOp> &module, std::string &error) {
   if (!resolveLossScale(options.lossScale, options.precision, scaleMode, error))
     return false;
+  if (options.accumulate < 1 || options.accumulate > INT32_MAX) {
+    error = "--accumulate must be a positive number of micro-batches, got " +
+            std::to_string(options.accumulate);
+    return false;
+  }
   compiledOptions = options;
 
   context = createSessionContext();
@@ -132,6 +137,7 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   pipeline.lr = options.lr;
   pipeline.momentum = options.momentum;
   pipeline.weightDecay = options.weightDecay;
+  pipeline.accumulate = options.accumulate;
   PassManager pm(context.get());
   mlir::mp::buildTrainPipeline(pm, pipeline);
   if (failed(pm.run(*module))) {
@@ -155,24 +161,45 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     }
   }
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
-  addEntry(*module, step, "mp_train_entry");
-  {
-    // The step's first results are the new parameters and state, in the
-    // order of its arguments after x and labels: say so, for
-    // mp-in-place-updates.
-    auto entry = module->lookupSymbol<func::FuncOp>("mp_train_entry");
-    unsigned updated = 0;
-    for (unsigned i = 0; i < step.getNumArguments(); ++i)
-      if (step.getArgAttr(i, mlir::mp::kParamAttrName) ||
-          step.getArgAttr(i, mlir::mp::kStateAttrName))
-        ++updated;
+  // The step's first results are the new parameters and state, in the
+  // order of its arguments after x and labels; the accumulation's first
+  // results are the new sums, in the order of its sum arguments: say so,
+  // for mp-in-place-updates.
+  auto markUpdates = [&](func::FuncOp callee, StringRef name,
+                         unsigned firstUpdated, unsigned updated) {
+    addEntry(*module, callee, name);
+    auto entry = module->lookupSymbol<func::FuncOp>(name);
     OpBuilder b(context.get());
+    unsigned numArgs = callee.getNumArguments();
     for (unsigned i = 0; i < updated; ++i)
-      if (entry.getArgument(step.getNumArguments() + i).getType() ==
-          entry.getArgument(2 + i).getType())
-        entry.setArgAttr(step.getNumArguments() + i,
-                         mlir::mp::kUpdateOfAttrName,
-                         b.getI64IntegerAttr(2 + i));
+      if (entry.getArgument(numArgs + i).getType() ==
+          entry.getArgument(firstUpdated + i).getType())
+        entry.setArgAttr(numArgs + i, mlir::mp::kUpdateOfAttrName,
+                         b.getI64IntegerAttr(firstUpdated + i));
+  };
+  unsigned updated = 0;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (step.getArgAttr(i, mlir::mp::kParamAttrName) ||
+        step.getArgAttr(i, mlir::mp::kStateAttrName))
+      ++updated;
+  markUpdates(step, "mp_train_entry", 2, updated);
+  entries.window = options.accumulate;
+  entries.windowOverflow = scaleMode != LossScalingMode::None;
+  entries.windowAmax = scaleMode == LossScalingMode::Adaptive;
+  if (options.accumulate > 1) {
+    auto accumulate =
+        module->lookupSymbol<func::FuncOp>("train_step_accumulate");
+    // x, labels, the parameters and the scale come before the sums.
+    markUpdates(accumulate, "mp_accumulate_entry",
+                3 + static_cast<unsigned>(training.params.size()),
+                static_cast<unsigned>(training.params.size()));
+    training.sums.clear();
+    for (const HostTensor &p : training.params) {
+      HostTensor sum = p;
+      sum.name = p.name + ".accumulator";
+      std::fill(sum.data.begin(), sum.data.end(), 0.0f);
+      training.sums.push_back(sum);
+    }
   }
   if (predictFn)
     addEntry(*module, predictFn, "mp_predict_entry");
@@ -209,10 +236,13 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   }
   // MP_IN_PLACE_UPDATES=0 keeps two sets of buffers anyway (to compare).
   const char *inPlace = std::getenv("MP_IN_PLACE_UPDATES");
-  auto entry = module->lookupSymbol<LLVM::LLVMFuncOp>("mp_train_entry");
-  entries.inPlaceUpdates = entry &&
-                           entry->hasAttr(mlir::mp::kInPlaceUpdatesAttrName) &&
-                           !(inPlace && std::string(inPlace) == "0");
+  auto inPlaceEntry = [&](StringRef name) {
+    auto entry = module->lookupSymbol<LLVM::LLVMFuncOp>(name);
+    return entry && entry->hasAttr(mlir::mp::kInPlaceUpdatesAttrName) &&
+           !(inPlace && std::string(inPlace) == "0");
+  };
+  entries.inPlaceUpdates = inPlaceEntry("mp_train_entry");
+  entries.accumulateInPlace = inPlaceEntry("mp_accumulate_entry");
   return true;
 }
 
@@ -258,6 +288,15 @@ bool Session::compile(const std::string &modelPath,
     return false;
   }
   entries.train = *train;
+  if (entries.window > 1) {
+    auto accumulate = engine->lookupPacked("mp_accumulate_entry");
+    if (!accumulate) {
+      error =
+          "JIT compilation failed: " + llvm::toString(accumulate.takeError());
+      return false;
+    }
+    entries.accumulate = *accumulate;
+  }
   if (hasPredict) {
     auto predict = engine->lookupPacked("mp_predict_entry");
     if (!predict) {
@@ -350,7 +389,25 @@ void Session::initialiseParameters(uint64_t seed, InitScheme scheme) {
 
 bool Session::trainStep(const float *x, const float *labels, StepResult &result,
                         std::string &error) {
-  return backend->trainStep(training, x, labels, result, error);
+  StepState &scalars = training.scalars;
+  if (scalars.micro + 1 < entries.window) {
+    // A micro-batch inside the window: its gradients join the window's.
+    result = StepResult();
+    result.scale = scalars.scale;
+    result.optimizerStep = false;
+    if (!backend->accumulate(training, x, labels, result, error))
+      return false;
+    ++scalars.micro;
+    return true;
+  }
+  // The last one (or the only one) updates; the window starts again.
+  if (!backend->trainStep(training, x, labels, result, error))
+    return false;
+  result.optimizerStep = true;
+  scalars.micro = 0;
+  scalars.windowOverflow = 0;
+  scalars.windowAmax = 0;
+  return true;
 }
 
 bool Session::predict(const float *x, float *logits, std::string &error) {
@@ -384,6 +441,9 @@ bool Session::saveCheckpoint(const std::string &path,
     ok = ok && add(t);
   for (const HostTensor &t : training.state)
     ok = ok && add(t);
+  // Inside an accumulation window: the window's sums so far.
+  for (const HostTensor &t : training.sums)
+    ok = ok && add(t);
   llvm::json::Object metadata{
       {"epoch", position.epoch},
       {"batch", position.batch},
@@ -393,6 +453,9 @@ bool Session::saveCheckpoint(const std::string &path,
       {"scale", static_cast<double>(training.scalars.scale)},
       {"growth_tracker", training.scalars.growthTracker},
       {"skipped", training.scalars.skipped},
+      {"micro", training.scalars.micro},
+      {"window_overflow", training.scalars.windowOverflow},
+      {"window_amax", static_cast<double>(training.scalars.windowAmax)},
       // What the step was compiled with, for the reader (loading ignores
       // it: a resumed run may change them).
       {"options",
@@ -404,6 +467,7 @@ bool Session::saveCheckpoint(const std::string &path,
            {"weight_decay", compiledOptions.weightDecay},
            {"loss_scale", mlir::mp::stringifyLossScalingMode(scaleMode)},
            {"init_scale", compiledOptions.lossScale.initial},
+           {"accumulate", compiledOptions.accumulate},
            {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -474,6 +538,22 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
       ok = false;
     }
   }
+  // A checkpoint taken inside an accumulation window continues it: its
+  // sums, with the same window (absent before accumulation existed: none).
+  int64_t micro = metadata.getInteger("micro").value_or(0);
+  if (ok && withState && micro > 0) {
+    if (micro >= entries.window) {
+      error = "checkpoint '" + path + "' was saved after " +
+              std::to_string(micro) +
+              " micro-batches of an accumulation window; this session "
+              "accumulates " +
+              std::to_string(entries.window) +
+              " per step: resume with the --accumulate it was saved with";
+      ok = false;
+    }
+    for (HostTensor &t : training.sums)
+      ok = ok && find(t);
+  }
   if (ok) {
     for (auto [tensor, data] : updates)
       std::copy(data, data + tensor->numElements(), tensor->data.begin());
@@ -483,6 +563,14 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
       training.scalars.growthTracker = static_cast<int32_t>(*tracker);
       // Absent in checkpoints written before the session counted skips.
       training.scalars.skipped = metadata.getInteger("skipped").value_or(0);
+      training.scalars.micro = micro;
+      training.scalars.windowOverflow = static_cast<int32_t>(
+          metadata.getInteger("window_overflow").value_or(0));
+      training.scalars.windowAmax =
+          static_cast<float>(metadata.getNumber("window_amax").value_or(0));
+      if (micro == 0)
+        for (HostTensor &t : training.sums)
+          std::fill(t.data.begin(), t.data.end(), 0.0f);
     }
     position.epoch = metadata.getInteger("epoch").value_or(-1);
     // Absent in checkpoints written before saves inside an epoch existed.

@@ -30,6 +30,13 @@ public:
   virtual bool trainStep(TrainingState &training, const float *x,
                          const float *labels, StepResult &result,
                          std::string &error) = 0;
+  /// Gradient accumulation: adds a micro-batch's gradients to the window's
+  /// sums and state (`training.sums`, the window scalars); `result` gets
+  /// the loss. With a window, `trainStep` also takes the sums, and zeroes
+  /// them and the window scalars after the update.
+  virtual bool accumulate(TrainingState &training, const float *x,
+                          const float *labels, StepResult &result,
+                          std::string &error) = 0;
   virtual bool predict(TrainingState &training, const float *x, float *logits,
                        std::string &error) = 0;
   /// Brings the host copies of parameters and state up to date before they
@@ -47,7 +54,7 @@ protected:
                          int32_t stepped, StepResult &result) {
     result.scale = training.scalars.scale;
     next.skipped = training.scalars.skipped + (stepped ? 0 : 1);
-    training.scalars = next;
+    training.scalars = next; // the window scalars start again from zero
     result.stepped = stepped != 0;
   }
 };

@@ -256,6 +256,19 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
               std::to_string(trainer->batches) + " batches an epoch";
       return nullptr;
     }
+    // Windows of micro-batches run over the whole run, epochs included: a
+    // checkpoint's place in its window follows from its position.
+    int64_t done = trainer->next.epoch * trainer->batches + trainer->next.batch;
+    int64_t micro = session.stepState().micro;
+    if (done % session.accumulation() != micro) {
+      error = "checkpoint '" + path + "' was saved " + std::to_string(micro) +
+              " micro-batches into an accumulation window, which does not "
+              "fit --accumulate " +
+              std::to_string(session.accumulation()) + " after " +
+              std::to_string(done) +
+              " batches: resume with the --accumulate it was saved with";
+      return nullptr;
+    }
   }
   return trainer;
 }
@@ -301,10 +314,12 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
     lossSum += result.loss;
     ++steps;
     next.batch = batch + 1;
-    // Saves inside the epoch; its last batch is saved at the epoch's end.
+    // Saves inside the epoch every N optimizer steps (windows, with
+    // gradient accumulation); its last batch is saved at the epoch's end.
+    int64_t window = session.accumulation();
     if (!options.checkpointPath.empty() && options.checkpointEvery &&
-        step % options.checkpointEvery == 0 && batch + 1 < batches &&
-        !save({epoch - 1, batch + 1}, error))
+        step % window == 0 && (step / window) % options.checkpointEvery == 0 &&
+        batch + 1 < batches && !save({epoch - 1, batch + 1}, error))
       return false;
   }
   double epochSeconds =

@@ -844,9 +844,21 @@ ReverseSweep::run(Value loss, ArrayRef<BlockArgument> params) {
     seed.getDefiningOp()->setAttr(kSeedAttrName, b.getUnitAttr());
     grads[loss] = seed;
   }
-  for (Operation *op : llvm::reverse(forward))
+  for (Operation *op : llvm::reverse(forward)) {
+    Operation *before = ret->getPrevNode();
     if (failed(differentiate(op, b)))
       return failure();
+    // A forward op pinned to a precision (mp.precision, the user's or the
+    // session's repair) pins the products and loops of its derivative too:
+    // they read the same values (a pinned product's weight gradient reads
+    // its f32 input), so leaving them to AMP would overflow where the
+    // forward op no longer does.
+    if (auto pin = op->getAttrOfType<FloatPrecisionAttr>(kPrecisionAttrName))
+      for (Operation *built = before ? before->getNextNode() : &body.front();
+           built != ret; built = built->getNextNode())
+        if (isa<linalg::LinalgOp>(built) && !isa<linalg::FillOp>(built))
+          built->setAttr(kPrecisionAttrName, pin);
+  }
 
   SmallVector<Value> result;
   for (BlockArgument param : params) {

@@ -41,6 +41,7 @@ void mlir::mp::buildTrainPipeline(OpPassManager &pm,
   optimizer.learningRate = options.lr;
   optimizer.momentum = options.momentum;
   optimizer.weightDecay = options.weightDecay;
+  optimizer.accumulate = options.accumulate;
   pm.addPass(createMPOptimizer(optimizer));
   // f32 training is the same step without the precision rewrite.
   if (options.dtype == FloatPrecision::F32)

@@ -40,7 +40,7 @@ class _Options(ctypes.Structure):
                 ("optimizer", ctypes.c_char_p), ("lr", ctypes.c_double),
                 ("momentum", ctypes.c_double), ("weight_decay", ctypes.c_double),
                 ("seed", ctypes.c_uint64), ("device", ctypes.c_char_p),
-                ("tf32", ctypes.c_int)]
+                ("tf32", ctypes.c_int), ("accumulate", ctypes.c_int64)]
 
 
 class _InferOptions(ctypes.Structure):
@@ -117,6 +117,9 @@ def library():
         "mp_session_step": (ctypes.c_int32, [P]),
         "mp_session_loss_scale": (ctypes.c_float, [P]),
         "mp_session_growth_tracker": (ctypes.c_int32, [P]),
+        "mp_session_grad_norm": (ctypes.c_float, [P]),
+        "mp_session_accumulation": (ctypes.c_int64, [P]),
+        "mp_session_window_position": (ctypes.c_int64, [P]),
         "mp_session_skipped_steps": (ctypes.c_int64, [P]),
         "mp_session_init_parameter": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_int,
                                                      ctypes.c_uint64]),
@@ -209,12 +212,14 @@ class Session:
 
     def __init__(self, model_path, precision=None, loss_scale=None, optimizer=None,
                  lr=None, momentum=None, weight_decay=None, seed=None, device=None,
-                 tf32=None):
+                 tf32=None, accumulate=None):
         """Options left None take the library's defaults
         (mp_session_options_init: f32, loss scale by precision, SGD, lr
         0.05, momentum 0.9, no weight decay, seed 0, the CPU, TF32 as
-        precision="auto" picks it). precision="auto" chooses by the
-        hardware; `precision` and `precision_decision` say what and why."""
+        precision="auto" picks it, no gradient accumulation).
+        precision="auto" chooses by the hardware; `precision` and
+        `precision_decision` say what and why. accumulate=N sums the
+        gradients of N train_step calls and updates on the N-th."""
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
@@ -223,7 +228,8 @@ class Session:
             if value is not None:
                 setattr(options, name, value.encode())
         for name, value in (("lr", lr), ("momentum", momentum),
-                            ("weight_decay", weight_decay), ("seed", seed)):
+                            ("weight_decay", weight_decay), ("seed", seed),
+                            ("accumulate", accumulate)):
             if value is not None:
                 setattr(options, name, value)
         if tf32 is not None:
@@ -290,7 +296,8 @@ class Session:
 
     def train_step(self, x, labels):
         """One step on a batch; returns (loss, stepped). `stepped` is False
-        when the step was skipped for inf/nan gradients (loss scaling)."""
+        when the step was skipped for inf/nan gradients (loss scaling), and
+        for a micro-batch that only accumulated its gradients."""
         x = _floats(x, (self.batch_size, self.num_features), "x")
         labels = _floats(labels, (self.batch_size, self.num_classes), "labels")
         loss, stepped = ctypes.c_float(), ctypes.c_int()
@@ -312,6 +319,22 @@ class Session:
     @property
     def loss_scale(self):
         return library().mp_session_loss_scale(self._handle)
+
+    @property
+    def grad_norm(self):
+        """The gradient norm of the last update (unscaled, before clipping;
+        NaN before the first)."""
+        return library().mp_session_grad_norm(self._handle)
+
+    @property
+    def accumulation(self):
+        """Micro-batches per optimizer step."""
+        return library().mp_session_accumulation(self._handle)
+
+    @property
+    def window_position(self):
+        """Micro-batches already accumulated in the current window."""
+        return library().mp_session_window_position(self._handle)
 
     @property
     def skipped_steps(self):

@@ -44,6 +44,11 @@ static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
                                 cl::init(trainDefaults.momentum));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
                                    cl::init(trainDefaults.weightDecay));
+static cl::opt<int64_t>
+    accumulate("accumulate",
+               cl::desc("Micro-batches per optimizer step (gradient "
+                        "accumulation)"),
+               cl::init(trainDefaults.accumulate));
 static cl::opt<uint64_t>
     seed("seed",
          cl::desc("Default seed of the parameters' initialisation when the "
@@ -74,6 +79,7 @@ int main(int argc, char **argv) {
   options.lr = lr;
   options.momentum = momentum;
   options.weightDecay = weightDecay;
+  options.accumulate = accumulate;
   options.seed = seed;
   auto start = std::chrono::steady_clock::now();
   bool ok = mp::Session::writeArtifact(

@@ -82,6 +82,11 @@ static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
                                 cl::init(trainDefaults.momentum));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
                                    cl::init(trainDefaults.weightDecay));
+static cl::opt<int64_t>
+    accumulate("accumulate",
+               cl::desc("Micro-batches per optimizer step: gradients summed "
+                        "in f32 over N batches, one update per window"),
+               cl::init(trainDefaults.accumulate));
 static cl::opt<unsigned> epochs("epochs", cl::desc("Passes over the data"),
                                 cl::init(trainerDefaults.epochs));
 static cl::opt<int>
@@ -113,7 +118,7 @@ static cl::opt<std::string>
                    cl::init(""));
 static cl::opt<unsigned> checkpointEvery(
     "checkpoint-every",
-    cl::desc("Also save the checkpoint every N training steps (0: only at "
+    cl::desc("Also save the checkpoint every N optimizer steps (0: only at "
              "the end of each epoch); the one it replaces is kept as "
              "FILE.prev"),
     cl::init(trainerDefaults.checkpointEvery));
@@ -367,7 +372,8 @@ int checkArtifactOptions(const mp::Session &session,
       differs(optimizer, given.optimizer, compiled.optimizer) ||
       differs(lr, given.lr, compiled.lr) ||
       differs(momentum, given.momentum, compiled.momentum) ||
-      differs(weightDecay, given.weightDecay, compiled.weightDecay))
+      differs(weightDecay, given.weightDecay, compiled.weightDecay) ||
+      differs(accumulate, given.accumulate, compiled.accumulate))
     return fail(
         "artifact '" + modelPath + "' was compiled with --precision " +
         mlir::mp::stringifyFloatPrecision(compiled.precision).str() +
@@ -644,6 +650,7 @@ extern "C" int mp_run_main(int argc, char **argv) {
   options.lr = lr;
   options.momentum = momentum;
   options.weightDecay = weightDecay;
+  options.accumulate = accumulate;
   options.seed = seed;
   // The measurements of --quant-measure run on the CPU; the session itself
   // runs where --device says.

@@ -78,6 +78,8 @@ struct TrainOptions {
   double lr = mlir::mp::MPOptimizerOptions().learningRate;
   double momentum = mlir::mp::MPOptimizerOptions().momentum;
   double weightDecay = mlir::mp::MPOptimizerOptions().weightDecay;
+  /// Micro-batches per optimizer step (gradient accumulation; 1: none).
+  int64_t accumulate = 1;
   uint64_t seed = 0;
   /// Cpu, or Cuda: the step is lowered with --mp-lower-gpu (device memory)
   /// and runs on the GPU; parameters, optimizer state and loss-scale state
@@ -96,6 +98,14 @@ struct TrainOptions {
 struct CompiledEntries {
   using PackedFn = void (*)(void **);
   PackedFn train = nullptr, predict = nullptr;
+  /// With gradient accumulation (window > 1): the entry that only adds a
+  /// micro-batch's gradients to the window's sums, and what the window's
+  /// state holds besides them (the overflow flag with loss scaling, the
+  /// amax with adaptive scaling).
+  PackedFn accumulate = nullptr;
+  int64_t window = 1;
+  bool windowOverflow = false, windowAmax = false;
+  bool accumulateInPlace = false;
   std::vector<int64_t> inputShape; // of x, batch first
   int64_t batch = 0, features = 0, classes = 0;
   /// The step writes the new parameters and state over the old ones (the
@@ -114,6 +124,11 @@ struct StepState {
   /// Steps skipped for inf/nan gradients since the run began (kept in
   /// checkpoints; not an input of the compiled step).
   int64_t skipped = 0;
+  /// Gradient accumulation: micro-batches already added to the current
+  /// window, whether one of them overflowed and their scaled-gradient amax.
+  int64_t micro = 0;
+  int32_t windowOverflow = 0;
+  float windowAmax = 0;
 };
 
 /// What training changes: parameters, optimizer state and the step's
@@ -121,6 +136,9 @@ struct StepState {
 /// copies of the device buffers).
 struct TrainingState {
   std::vector<HostTensor> params, state;
+  /// With gradient accumulation: the window's f32 gradient sum per
+  /// parameter ("<parameter>.accumulator"); empty otherwise.
+  std::vector<HostTensor> sums;
   StepState scalars;
 };
 
@@ -133,6 +151,10 @@ struct StepResult {
   float gradNorm = 0;
   /// The loss scale the step ran with (1 without loss scaling).
   float scale = 1;
+  /// False for a micro-batch that only added its gradients to the window
+  /// (--accumulate N): no update ran, and `stepped` and `gradNorm` say
+  /// nothing.
+  bool optimizerStep = true;
 };
 
 /// Where in a run a checkpoint was taken: after `batch` batches of the
@@ -194,6 +216,8 @@ public:
   int64_t numFeatures() const { return entries.features; }
   int64_t numClasses() const { return entries.classes; }
   bool canPredict() const { return hasPredict; }
+  /// Micro-batches per optimizer step (1 without gradient accumulation).
+  int64_t accumulation() const { return entries.window; }
   /// False when the loops had to stay scalar (see Session::compile).
   bool isVectorized() const { return vectorized; }
 
@@ -225,7 +249,9 @@ public:
   StepState &stepState() { return training.scalars; }
 
   /// One training step on a batch (x: batch x features, labels one-hot:
-  /// batch x classes). Updates parameters, state and scalars in place.
+  /// batch x classes). Updates parameters, state and scalars in place;
+  /// with gradient accumulation, only the last micro-batch of a window
+  /// updates them (the others add their gradients to the window's).
   bool trainStep(const float *x, const float *labels, StepResult &result,
                  std::string &error);
   /// Logits (batch x classes) for a batch.

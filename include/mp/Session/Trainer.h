@@ -107,7 +107,8 @@ struct TrainerOptions {
   /// Saved after every epoch (atomically; the one replaced is kept as
   /// FILE.prev) unless empty; a directory as resolveCheckpointPath says.
   std::string checkpointPath;
-  /// Also saved every N steps inside an epoch (0: only at epoch ends).
+  /// Also saved every N optimizer steps inside an epoch (with gradient
+  /// accumulation, every N windows; 0: only at epoch ends).
   int64_t checkpointEvery = 0;
   /// Continue from checkpointPath (parameters, optimizer state, the step's
   /// scalars and the position inside its epoch).

@@ -76,6 +76,11 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("Weight decay"),
                              llvm::cl::init(MPOptimizerOptions().weightDecay)};
+  Option<int64_t> accumulate{
+      *this, "accumulate",
+      llvm::cl::desc("Micro-batches per optimizer step (gradient "
+                     "accumulation)"),
+      llvm::cl::init(MPOptimizerOptions().accumulate)};
 };
 
 /// --mp-autodiff, --mp-loss-scaling, --mp-optimizer, then (dtype f16 or
