@@ -52,9 +52,10 @@ def read_stats(path):
         if not isinstance(s, dict) or any(
                 k not in s for k in ("step", "loss", "grad_norm", "scale", "skipped")):
             fail(where + " lacks step, loss, grad_norm, scale or skipped")
-        rows.append((number(s["step"], where), number(s["loss"], where),
-                     number(s["grad_norm"], where), number(s["scale"], where),
-                     bool(s["skipped"])))
+        # A micro-batch that only accumulated has no gradient norm (null).
+        norm = float("nan") if s["grad_norm"] is None else number(s["grad_norm"], where)
+        rows.append((number(s["step"], where), number(s["loss"], where), norm,
+                     number(s["scale"], where), bool(s["skipped"])))
     marks = []  # (step, color, label): a color per kind of report
     colors = {}
     palette = ["tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]

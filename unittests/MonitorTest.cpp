@@ -227,6 +227,37 @@ TEST(StabilityMonitor, GradientUnderflowAfterKZeroNorms) {
   EXPECT_EQ(n.observe(10, tiny).size(), 1u);
 }
 
+TEST(StabilityMonitor, MicroBatchesOnlyCountForTheLoss) {
+  // --accumulate 4: three micro-batches that only add their gradients (as
+  // Session::trainStep returns them: not stepped, no norm), then the
+  // window's update.
+  auto micro = [](float loss) {
+    StepResult r;
+    r.loss = loss;
+    r.scale = 65536;
+    r.optimizerStep = false;
+    return r;
+  };
+  StabilityMonitor m;
+  for (int64_t s = 1; s <= 400; ++s)
+    m.observe(s, s % 4 ? micro(1.0f) : healthy());
+  EXPECT_TRUE(m.reports().empty());
+  EXPECT_FALSE(m.steps()[0].optimizerStep);
+  EXPECT_TRUE(m.steps()[3].optimizerStep);
+  // The loss of a micro-batch is judged; overflow counts windows: 5
+  // skipped updates are 20 batches.
+  std::vector<StabilityReport> out = m.observe(401, micro(NAN));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].issue, StabilityIssue::NonFiniteLoss);
+  for (int64_t s = 402; s <= 419; ++s) // skipped updates at 404 ... 416
+    EXPECT_TRUE(m.observe(s, s % 4 ? micro(1.0f) : skipped()).empty()) << s;
+  out = m.observe(420, skipped());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].issue, StabilityIssue::RepeatedOverflow);
+  EXPECT_NE(out[0].message.find("5 of the last 50"), std::string::npos)
+      << out[0].message;
+}
+
 TEST(StabilityMonitor, ReportsNameTheProbedOp) {
   StabilityMonitor m;
   m.setProbesPresent(true);
@@ -318,6 +349,9 @@ TEST_F(StatsFile, WritesTheSchemaAndReadsItBack) {
   StepResult overflowed = healthy(INFINITY);
   overflowed.gradNorm = -INFINITY; // not a real norm: checks the spelling
   m.observe(3, overflowed, nullptr, 2);
+  StepResult accumulated = healthy(1.5f);
+  accumulated.optimizerStep = false;
+  m.observe(4, accumulated, nullptr, 2);
   m.recordPrecisionChange(3, "softmax -> f32");
   EpochReport epoch;
   epoch.epoch = 1;
@@ -340,7 +374,7 @@ TEST_F(StatsFile, WritesTheSchemaAndReadsItBack) {
   EXPECT_EQ(root->getString("precision"), "f16");
   EXPECT_EQ(root->getString("loss_scale"), "dynamic");
   const llvm::json::Array *steps = root->getArray("steps");
-  ASSERT_TRUE(steps && steps->size() == 3);
+  ASSERT_TRUE(steps && steps->size() == 4);
   const llvm::json::Object *second = (*steps)[1].getAsObject();
   EXPECT_EQ(second->getInteger("step"), 2);
   EXPECT_EQ(second->getString("loss"), "nan");
@@ -349,6 +383,11 @@ TEST_F(StatsFile, WritesTheSchemaAndReadsItBack) {
   EXPECT_EQ(second->getBoolean("skipped"), true);
   EXPECT_EQ((*steps)[2].getAsObject()->getString("grad_norm"), "-inf");
   EXPECT_EQ((*steps)[0].getAsObject()->getNumber("loss"), 2.5);
+  EXPECT_EQ((*steps)[0].getAsObject()->getBoolean("optimizer_step"), true);
+  const llvm::json::Object *micro = (*steps)[3].getAsObject();
+  EXPECT_EQ(micro->getBoolean("optimizer_step"), false);
+  EXPECT_EQ(micro->get("grad_norm")->kind(), llvm::json::Value::Null);
+  EXPECT_EQ(micro->getBoolean("skipped"), false);
   const llvm::json::Array *reports = root->getArray("reports");
   ASSERT_TRUE(reports && reports->size() == 1);
   EXPECT_EQ((*reports)[0].getAsObject()->getString("issue"), "nonfinite-loss");
@@ -364,7 +403,9 @@ TEST_F(StatsFile, WritesTheSchemaAndReadsItBack) {
 
   StatsContents back;
   ASSERT_TRUE(readStats(path, back, error)) << error;
-  ASSERT_EQ(back.steps.size(), 3u);
+  ASSERT_EQ(back.steps.size(), 4u);
+  EXPECT_FALSE(back.steps[3].optimizerStep);
+  EXPECT_TRUE(back.steps[2].optimizerStep);
   EXPECT_EQ(back.steps[0].loss, 2.5f);
   EXPECT_TRUE(std::isnan(back.steps[1].loss));
   EXPECT_FALSE(back.steps[1].stepped);

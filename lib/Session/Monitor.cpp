@@ -143,6 +143,9 @@ void StabilityMonitor::remember(const StepRecord &r) {
     if ((int64_t)recentLosses.size() > opts.historyLength)
       recentLosses.pop_front();
   }
+  // A micro-batch that only accumulated neither updated nor was skipped.
+  if (!r.optimizerStep)
+    return;
   recentSkips.push_back(!r.stepped);
   skipsInWindow += !r.stepped;
   if ((int64_t)recentSkips.size() > opts.overflowWindow) {
@@ -155,10 +158,22 @@ void StabilityMonitor::remember(const StepRecord &r) {
     zeroNormRun = r.gradNorm <= opts.underflowThreshold ? zeroNormRun + 1 : 0;
 }
 
+StepRecord StabilityMonitor::recordOf(int64_t step, const StepResult &result,
+                                      int64_t epoch) {
+  StepRecord r;
+  r.step = step;
+  r.epoch = epoch;
+  r.loss = result.loss;
+  r.gradNorm = result.gradNorm;
+  r.scale = result.scale;
+  r.stepped = result.stepped;
+  r.optimizerStep = result.optimizerStep;
+  return r;
+}
+
 void StabilityMonitor::record(int64_t step, const StepResult &result,
                               int64_t epoch) {
-  remember({step, epoch, result.loss, result.gradNorm, result.scale,
-            result.stepped});
+  remember(recordOf(step, result, epoch));
 }
 
 std::vector<StabilityReport>
@@ -195,7 +210,13 @@ StabilityMonitor::observe(int64_t step, const StepResult &result,
                format(" (spike factor %g)", opts.spikeFactor),
            numerics != nullptr);
 
-  remember({step, epoch, loss, result.gradNorm, result.scale, result.stepped});
+  remember(recordOf(step, result, epoch));
+  // The rest is about updates: a micro-batch that only accumulated leaves
+  // those issues as they were.
+  if (!result.optimizerStep) {
+    reported.insert(reported.end(), out.begin(), out.end());
+    return out;
+  }
 
   if (update(StabilityIssue::RepeatedOverflow,
              skipsInWindow >= opts.overflowLimit, step))
@@ -276,6 +297,7 @@ void StabilityMonitor::restore(std::vector<StepRecord> steps,
     result.stepped = r.stepped;
     result.gradNorm = r.gradNorm;
     result.scale = r.scale;
+    result.optimizerStep = r.optimizerStep;
     observe(r.step, result, nullptr, r.epoch);
   }
   reported = std::move(reports);

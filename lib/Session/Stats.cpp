@@ -99,9 +99,13 @@ void writeContents(llvm::raw_ostream &os, const StatsHeader &header,
     j.attribute("step", r.step);
     j.attribute("epoch", r.epoch);
     numberAttribute(j, "loss", r.loss);
-    numberAttribute(j, "grad_norm", r.gradNorm);
+    if (r.optimizerStep)
+      numberAttribute(j, "grad_norm", r.gradNorm);
+    else
+      j.attribute("grad_norm", nullptr);
     numberAttribute(j, "scale", r.scale);
-    j.attribute("skipped", !r.stepped);
+    j.attribute("skipped", r.optimizerStep && !r.stepped);
+    j.attribute("optimizer_step", r.optimizerStep);
   });
   const std::vector<StabilityReport> &reports = monitor.reports();
   list("reports", reports.size(), [&](llvm::json::OStream &j, size_t i) {
@@ -219,17 +223,26 @@ bool readStats(const std::string &path, StatsContents &contents,
     std::optional<int64_t> step = o ? o->getInteger("step") : std::nullopt;
     std::optional<double> loss, norm, scale;
     std::optional<bool> skipped;
+    bool update = true;
     if (o) {
+      update = o->getBoolean("optimizer_step").value_or(true);
       loss = readNumber(o->get("loss"));
-      norm = readNumber(o->get("grad_norm"));
+      // null for a micro-batch that only accumulated
+      norm = update ? readNumber(o->get("grad_norm")) : NAN;
       scale = readNumber(o->get("scale"));
       skipped = o->getBoolean("skipped");
     }
     if (!step || !loss || !norm || !scale || !skipped)
       return bad("a step lacks step, loss, grad_norm, scale or skipped");
-    contents.steps.push_back({*step, o->getInteger("epoch").value_or(0),
-                              (float)*loss, (float)*norm, (float)*scale,
-                              !*skipped});
+    StepRecord r;
+    r.step = *step;
+    r.epoch = o->getInteger("epoch").value_or(0);
+    r.loss = *loss;
+    r.gradNorm = *norm;
+    r.scale = *scale;
+    r.stepped = !*skipped;
+    r.optimizerStep = update;
+    contents.steps.push_back(r);
   }
   for (const llvm::json::Value &v : *reports) {
     const llvm::json::Object *o = v.getAsObject();

@@ -36,11 +36,11 @@ struct MonitorOptions {
   /// Spikes are judged once the history holds this many finite losses.
   int64_t minSpikeSteps = 10;
   /// Repeated overflow: overflowLimit skipped steps within the last
-  /// overflowWindow steps (1 <= limit <= window).
+  /// overflowWindow optimizer steps (1 <= limit <= window).
   int64_t overflowWindow = 50;
   int64_t overflowLimit = 5;
   /// Gradient underflow: the gradient norm at or below underflowThreshold
-  /// for underflowSteps stepped steps in a row.
+  /// for underflowSteps stepped optimizer steps in a row.
   double underflowThreshold = 1e-30;
   int64_t underflowSteps = 5;
   /// The loss scale's floor (mp.update_scale and mp.adapt_scale clamp at
@@ -89,6 +89,10 @@ struct StepRecord {
   float gradNorm = 0;
   float scale = 1;
   bool stepped = true;
+  /// False for a micro-batch that only added its gradients to an
+  /// accumulation window (StepResult::optimizerStep): its `stepped` and
+  /// `gradNorm` say nothing.
+  bool optimizerStep = true;
 };
 
 /// A change of the run's precision (self-healing precision, #20 §3).
@@ -111,7 +115,9 @@ public:
   /// issues it starts. `numerics` is the probes' event for this step, if
   /// any. Each issue is reported when it starts; while it persists it is
   /// not reported again, and after it clears it is reported again only
-  /// reportInterval steps after its previous report.
+  /// reportInterval steps after its previous report. Steps count batches
+  /// (micro-batches with gradient accumulation): the loss is judged on
+  /// every one, overflow, the scale and underflow on optimizer steps.
   std::vector<StabilityReport> observe(int64_t step, const StepResult &result,
                                        const NumericsEvent *numerics = nullptr,
                                        int64_t epoch = 0);
@@ -153,6 +159,8 @@ private:
   /// Notes whether `issue`'s condition holds at `step`; true when it is to
   /// be reported now.
   bool update(StabilityIssue issue, bool holds, int64_t step);
+  static StepRecord recordOf(int64_t step, const StepResult &result,
+                             int64_t epoch);
   void remember(const StepRecord &record);
   double medianLoss() const;
 

@@ -8,7 +8,9 @@
 //                "overflow_window": 50, "overflow_limit": 5,
 //                "underflow_steps": 5},
 //    "steps": [{"step": 1, "epoch": 1, "loss": 2.3, "grad_norm": 1.5,
-//               "scale": 65536, "skipped": false}, ...],
+//               "scale": 65536, "skipped": false, "optimizer_step": true},
+//              ...],   (a micro-batch that only accumulated: optimizer_step
+//                       false, grad_norm null, skipped false)
 //    "reports": [{"step": 5, "issue": "repeated-overflow", "message": "...",
 //                 "op": "..."}, ...],                    ("op" when known)
 //    "precision_changes": [{"step": 40, "change": "..."}, ...],

@@ -39,6 +39,12 @@ for s in steps:
 print("scales: %s" % " ".join("%gx%d" % (v, n) for v, n in runs))
 print("nonfinite loss at: %s" % " ".join(
     str(s["step"]) for s in steps if not math.isfinite(number(s["loss"]))))
+# Micro-batches that only accumulated (--accumulate N) have no norm and
+# are never skipped.
+micro = [s for s in steps if not s["optimizer_step"]]
+assert all(s["grad_norm"] is None and not s["skipped"] for s in micro), "micro"
+steps = [s for s in steps if s["optimizer_step"]]
+print("optimizer steps %d" % len(steps))
 # A step is skipped exactly when its gradients were not finite; a clean
 # step's norm is a positive number.
 norms = [number(s["grad_norm"]) for s in steps]
