@@ -233,10 +233,11 @@ StabilityMonitor::observe(int64_t step, const StepResult &result,
   bool pinnedHolds = (!result.stepped && atFloor) || (pinned.active && atFloor);
   if (update(StabilityIssue::ScalePinned, pinnedHolds, step))
     report(StabilityIssue::ScalePinned,
-           format("a step was skipped at the loss scale's floor (%g): the "
-                  "gradients overflow f16 unscaled, so no scale can help; make "
-                  "the loss smaller (a mean, not a sum), keep the "
-                  "overflowing op in f32, or train in bf16",
+           format("a step was skipped at the loss scale's floor (%g): it "
+                  "overflows f16 unscaled (in the forward pass, or with "
+                  "gradients that large), so no loss scale can help; keep "
+                  "the overflowing op in f32, make the loss smaller (a mean, "
+                  "not a sum), or train in bf16",
                   opts.minScale),
            true);
 
