@@ -70,7 +70,8 @@ public:
     d.logits = cuda->allocate(sample * entries.classes);
     for (void **scalar :
          {&d.step, &d.scale, &d.tracker, &d.nextStep, &d.nextScale,
-          &d.nextTracker, &d.loss, &d.stepped, &d.gradNorm})
+          &d.nextTracker, &d.loss, &d.stepped, &d.gradNorm, &d.overflow,
+          &d.amax, &d.nextOverflow, &d.nextAmax})
       *scalar = cuda->allocate(sizeof(int32_t));
     deviceStale = true; // parameters are initialised on the host
     return cuda->check(error);
