@@ -6,7 +6,7 @@
  *
  *   mp-capi-train MODEL.mlir DATA.npz [--precision P] [--epochs N]
  *                 [--seed S] [--checkpoint FILE] [--checkpoint-every N]
- *                 [--resume]
+ *                 [--resume] [--stats FILE]
  *
  * DATA.npz holds x_train, y_train, x_test, y_test (f32 matrices, labels
  * one-hot). python/tests/test_frontends_agree.py checks that it trains
@@ -43,7 +43,7 @@ static mprt_tensor *matrix(mprt_npz *npz, const char *name, int64_t columns) {
 static int usage(void) {
   fprintf(stderr, "usage: mp-capi-train MODEL.mlir DATA.npz [--precision P] "
                   "[--epochs N] [--seed S] [--checkpoint FILE] "
-                  "[--checkpoint-every N] [--resume]\n");
+                  "[--checkpoint-every N] [--resume] [--stats FILE]\n");
   return 2;
 }
 
@@ -68,6 +68,8 @@ int main(int argc, char **argv) {
       run.checkpoint_every = strtoll(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--resume"))
       run.resume = 1;
+    else if (!strcmp(argv[i], "--stats") && more)
+      run.stats_path = argv[++i];
     else
       return usage();
   }
@@ -111,7 +113,15 @@ int main(int argc, char **argv) {
            (long long)mp_trainer_epoch(trainer) + 1,
            (long long)mp_trainer_batch(trainer));
   while (!mp_trainer_finished(trainer)) {
-    if (mp_trainer_run_epoch(trainer, NULL)) {
+    int failed = mp_trainer_run_epoch(trainer, NULL);
+    /* The stability monitor's reports of the epoch, as mp-run warns. */
+    const mp_stability_report *reports = NULL;
+    int64_t count = mp_trainer_reports(trainer, &reports);
+    for (int64_t r = 0; r < count; ++r)
+      fprintf(stderr, "mp-capi-train: warning: step %lld: %s: %s\n",
+              (long long)reports[r].step, reports[r].issue,
+              reports[r].message);
+    if (failed) {
       fprintf(stderr, "mp-capi-train: error: %s\n", mp_last_error());
       goto done;
     }

@@ -171,6 +171,13 @@ typedef struct mp_trainer_options {
                                saved); a directory means DIR/checkpoint.npz */
   int64_t checkpoint_every; /* also every N steps (0: epoch ends only) */
   int resume;               /* continue from `checkpoint` (0) */
+  /* The stability monitor (docs/training.md): its checks (1; 0: off), and
+   * the run's history as JSON after every epoch (NULL or "": none). */
+  int monitor;
+  const char *stats_path;
+  double spike_factor;     /* a loss above this x the recent median: 10 */
+  int64_t overflow_window; /* overflow_limit skipped steps within */
+  int64_t overflow_limit;  /*   overflow_window steps: 5 within 50 */
 } mp_trainer_options;
 
 void mp_trainer_options_init(mp_trainer_options *options);
@@ -213,6 +220,23 @@ typedef struct mp_epoch_report {
  * mp_trainer_line the progress line mp-run prints for it. */
 int mp_trainer_run_epoch(mp_trainer *trainer, mp_epoch_report *report);
 const char *mp_trainer_line(const mp_trainer *trainer);
+
+/* What the stability monitor found in a step: `issue` is one of
+ * "nonfinite-loss", "loss-spike", "repeated-overflow", "scale-pinned",
+ * "gradient-underflow"; `op` the first op with inf/nan when probes ran,
+ * else "". */
+typedef struct mp_stability_report {
+  int64_t step;
+  const char *issue;
+  const char *message;
+  const char *op;
+} mp_stability_report;
+
+/* The reports of the last mp_trainer_run_epoch: their number, and in
+ * `*reports` (may be NULL) an array valid until the next run_epoch or
+ * mp_trainer_free. */
+int64_t mp_trainer_reports(const mp_trainer *trainer,
+                           const mp_stability_report **reports);
 
 /*===----------------------------------------------------------------------===*
  * Inference: a model's mp.predict compiled alone, in f32, f16, bf16 or INT8,

@@ -11,6 +11,7 @@
 #include "mp/Session/Calibration.h"
 #include "mp/Session/Hardware.h"
 #include "mp/Session/InferSession.h"
+#include "mp/Session/MonitorObserver.h"
 #include "mp/Session/Session.h"
 #include "mp/Session/Trainer.h"
 
@@ -18,12 +19,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
 
 struct mp_session {
   std::unique_ptr<mp::Session> session;
+  std::string model; // the path it came from (stats files name it)
   float gradNorm = std::numeric_limits<float>::quiet_NaN();
 };
 
@@ -34,6 +37,11 @@ struct mp_infer {
 struct mp_trainer {
   std::unique_ptr<mp::Trainer> trainer;
   std::string line; // the last epoch's progress line
+  std::unique_ptr<mp::MonitorObserver> monitor;
+  // The last epoch's reports (a deque: views point into its elements) and
+  // their C view.
+  std::deque<mp::StabilityReport> reports;
+  std::vector<mp_stability_report> reportViews;
 };
 
 namespace {
@@ -122,7 +130,7 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
       mp::Session::create(model_path, train, error);
   if (!session)
     return fail(error);
-  *out = new mp_session{std::move(session)};
+  *out = new mp_session{std::move(session), model_path};
   return succeed();
 }
 
@@ -137,7 +145,7 @@ int mp_session_open(const char *artifact_path, mp_session **out) {
       mp::Session::open(artifact_path, error);
   if (!session)
     return fail(error);
-  *out = new mp_session{std::move(session)};
+  *out = new mp_session{std::move(session), artifact_path};
   return succeed();
 }
 
@@ -354,11 +362,17 @@ void mp_trainer_options_init(mp_trainer_options *options) {
   if (!options)
     return;
   static const mp::TrainerOptions defaults;
+  static const mp::MonitorConfig monitor;
   options->epochs = defaults.epochs;
   options->seed = defaults.seed;
   options->checkpoint = defaults.checkpointPath.c_str();
   options->checkpoint_every = defaults.checkpointEvery;
   options->resume = defaults.resume ? 1 : 0;
+  options->monitor = monitor.checks ? 1 : 0;
+  options->stats_path = monitor.statsPath.c_str();
+  options->spike_factor = monitor.options.spikeFactor;
+  options->overflow_window = monitor.options.overflowWindow;
+  options->overflow_limit = monitor.options.overflowLimit;
 }
 
 int mp_epoch_order(int64_t rows, uint64_t seed, int64_t epoch,
@@ -395,7 +409,27 @@ int mp_trainer_create(mp_session *s, const float *x_train,
       run, error);
   if (!trainer)
     return fail(error);
-  *out = new mp_trainer{std::move(trainer), ""};
+  auto created = std::make_unique<mp_trainer>();
+  created->trainer = std::move(trainer);
+  mp::MonitorConfig monitor;
+  monitor.checks = o.monitor != 0;
+  monitor.statsPath = o.stats_path ? o.stats_path : "";
+  monitor.options.spikeFactor = o.spike_factor;
+  monitor.options.overflowWindow = o.overflow_window;
+  monitor.options.overflowLimit = o.overflow_limit;
+  monitor.header = mp::describeRun(s->model, s->session->trainOptions());
+  mp_trainer *raw = created.get();
+  monitor.onReport = [raw](const mp::StabilityReport &report) {
+    const mp::StabilityReport &r = raw->reports.emplace_back(report);
+    raw->reportViews.push_back({r.step,
+                                mp::stringifyStabilityIssue(r.issue).data(),
+                                r.message.c_str(), r.op.c_str()});
+  };
+  created->monitor = mp::MonitorObserver::create(std::move(monitor), nullptr,
+                                                 *created->trainer, error);
+  if (!created->monitor)
+    return fail(error);
+  *out = created.release();
   return succeed();
 }
 
@@ -416,8 +450,13 @@ int mp_trainer_run_epoch(mp_trainer *trainer, mp_epoch_report *report) {
     return fail("mp_trainer_run_epoch: NULL trainer");
   mp::EpochReport epoch;
   std::string error;
-  if (!trainer->trainer->runEpoch(epoch, error))
+  trainer->reports.clear();
+  trainer->reportViews.clear();
+  if (!trainer->trainer->runEpoch(epoch, error, trainer->monitor.get())) {
+    std::string ignored; // what the run did up to the failure, for plots
+    trainer->monitor->writeStats(ignored);
     return fail(error);
+  }
   trainer->line = mp::formatEpochLine(epoch);
   if (report) {
     report->epoch = epoch.epoch;
@@ -435,6 +474,17 @@ int mp_trainer_run_epoch(mp_trainer *trainer, mp_epoch_report *report) {
 
 const char *mp_trainer_line(const mp_trainer *trainer) {
   return trainer ? trainer->line.c_str() : "";
+}
+
+int64_t mp_trainer_reports(const mp_trainer *trainer,
+                           const mp_stability_report **reports) {
+  if (reports)
+    *reports = nullptr;
+  if (!trainer)
+    return 0;
+  if (reports)
+    *reports = trainer->reportViews.data();
+  return static_cast<int64_t>(trainer->reportViews.size());
 }
 
 void mp_infer_options_init(mp_infer_options *options) {

@@ -111,10 +111,16 @@ void NumericsChecker::beginStep(int64_t newStep) {
   haveNonfinite = haveOverRange = false;
 }
 
-bool NumericsChecker::endStep(NumericsEvent &event) {
+bool NumericsChecker::peekStep(NumericsEvent &event) const {
   if (!haveNonfinite && !haveOverRange)
     return false;
   event = haveNonfinite ? firstNonfinite : firstOverRange;
+  return true;
+}
+
+bool NumericsChecker::endStep(NumericsEvent &event) {
+  if (!peekStep(event))
+    return false;
   ++ops[event.id].firstSteps;
   return true;
 }

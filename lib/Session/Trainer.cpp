@@ -293,6 +293,8 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
   std::vector<float> x(b * f), y(b * c);
   double lossSum = 0;
   int64_t steps = 0;
+  if (observer)
+    observer->beforeEpoch(epoch);
   auto start = std::chrono::steady_clock::now();
   for (int64_t batch = next.batch; batch < batches; ++batch) {
     for (int64_t r = 0; r < b; ++r) {
@@ -345,7 +347,9 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
   }
   report.skipped = session.stepState().skipped;
   report.scale = session.stepState().scale;
-  return options.checkpointPath.empty() || save(next, error);
+  if (!options.checkpointPath.empty() && !save(next, error))
+    return false;
+  return !observer || observer->afterEpoch(report, error);
 }
 
 } // namespace mp

@@ -8,7 +8,8 @@ compile a model, train it step by step, predict and checkpoint, from numpy.
     logits = s.predict(x)
     s.save("run.npz")                           # mp-run reads it (--resume, infer)
     epochs = s.fit(x_train, y_train, x_test, y_test, epochs=10,
-                   checkpoint="run.npz")        # mp-run train's loop
+                   checkpoint="run.npz",        # mp-run train's loop
+                   stats="run.json")            # its history, for plots
     s = Session.open("model.mpa")               # an artifact from mp-compile
 
     calibrate("model.mlir", s, x_train, "stats.json", batches=10)
@@ -21,6 +22,7 @@ MP_SESSION_LIB to use another.
 
 import ctypes
 import os
+import sys
 
 import numpy as np
 
@@ -53,7 +55,14 @@ class _InferOptions(ctypes.Structure):
 class _TrainerOptions(ctypes.Structure):
     _fields_ = [("epochs", ctypes.c_int64), ("seed", ctypes.c_uint64),
                 ("checkpoint", ctypes.c_char_p), ("checkpoint_every", ctypes.c_int64),
-                ("resume", ctypes.c_int)]
+                ("resume", ctypes.c_int), ("monitor", ctypes.c_int),
+                ("stats_path", ctypes.c_char_p), ("spike_factor", ctypes.c_double),
+                ("overflow_window", ctypes.c_int64), ("overflow_limit", ctypes.c_int64)]
+
+
+class _StabilityReport(ctypes.Structure):
+    _fields_ = [("step", ctypes.c_int64), ("issue", ctypes.c_char_p),
+                ("message", ctypes.c_char_p), ("op", ctypes.c_char_p)]
 
 
 class _EpochReport(ctypes.Structure):
@@ -140,6 +149,8 @@ def library():
         "mp_trainer_finished": (ctypes.c_int, [P]),
         "mp_trainer_run_epoch": (ctypes.c_int, [P, ctypes.POINTER(_EpochReport)]),
         "mp_trainer_line": (ctypes.c_char_p, [P]),
+        "mp_trainer_reports": (ctypes.c_int64,
+                               [P, ctypes.POINTER(ctypes.POINTER(_StabilityReport))]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -347,7 +358,9 @@ class Session:
         _check(library().mp_session_save(self._handle, os.fspath(path).encode()))
 
     def fit(self, x_train, y_train, x_test=None, y_test=None, epochs=None, seed=None,
-            checkpoint=None, checkpoint_every=None, resume=False, verbose=False):
+            checkpoint=None, checkpoint_every=None, resume=False, verbose=False,
+            stats=None, monitor=True, spike_factor=None, overflow_window=None,
+            overflow_limit=None):
         """Trains as `mp-run train` does, with the same library code
         (mp_trainer_*): each epoch visits the training rows in the
         library's order for `seed`, one step per whole batch; after each
@@ -358,8 +371,15 @@ class Session:
         run (a resumed run's earlier epochs too). Options left None take
         the library's defaults (mp_trainer_options_init: 10 epochs, seed 0).
         Returns a dict per epoch trained (epoch, loss, accuracy (None
-        without test rows), steps, samples, seconds, skipped, scale, line);
-        `verbose` prints mp-run's progress line for each."""
+        without test rows), steps, samples, seconds, skipped, scale, line,
+        reports); `verbose` prints mp-run's progress line for each and the
+        stability monitor's reports (to stderr, as mp-run does).
+
+        The stability monitor (`monitor`, on by default; `spike_factor`,
+        `overflow_window`, `overflow_limit` as mp-run's flags) checks each
+        step; an epoch's `reports` are dicts (step, issue, message, op).
+        `stats` names the JSON file the run's history is written to after
+        every epoch (docs/training.md; scripts/plot_training.py plots it)."""
         lib = library()
         x_train = _rows(x_train, self.num_features, "x_train")
         y_train = _rows(y_train, self.num_classes, "y_train")
@@ -385,6 +405,15 @@ class Session:
         if checkpoint_every is not None:
             options.checkpoint_every = checkpoint_every
         options.resume = 1 if resume else 0
+        options.monitor = 1 if monitor else 0
+        if stats is not None:
+            options.stats_path = os.fspath(stats).encode()
+        if spike_factor is not None:
+            options.spike_factor = spike_factor
+        if overflow_window is not None:
+            options.overflow_window = overflow_window
+        if overflow_limit is not None:
+            options.overflow_limit = overflow_limit
         none = ctypes.POINTER(ctypes.c_float)()
         handle = ctypes.c_void_p()
         # The trainer keeps pointers to the rows: they stay referenced here
@@ -401,14 +430,23 @@ class Session:
                 report = _EpochReport()
                 _check(lib.mp_trainer_run_epoch(handle, ctypes.byref(report)))
                 line = lib.mp_trainer_line(handle).decode()
+                views = ctypes.POINTER(_StabilityReport)()
+                count = lib.mp_trainer_reports(handle, ctypes.byref(views))
+                reports = [{"step": views[i].step, "issue": views[i].issue.decode(),
+                            "message": views[i].message.decode(),
+                            "op": views[i].op.decode() or None} for i in range(count)]
                 if verbose:
+                    for r in reports:
+                        print("warning: step %d: %s: %s" % (r["step"], r["issue"],
+                                                           r["message"]),
+                              file=sys.stderr, flush=True)
                     print(line, flush=True)
                 epochs_run.append({
                     "epoch": report.epoch, "loss": report.loss,
                     "accuracy": report.accuracy if report.accuracy >= 0 else None,
                     "steps": report.steps, "samples": report.samples,
                     "seconds": report.seconds, "skipped": report.skipped,
-                    "scale": report.scale, "line": line})
+                    "scale": report.scale, "line": line, "reports": reports})
         finally:
             lib.mp_trainer_free(handle)
         return epochs_run

@@ -55,23 +55,28 @@ def data(tools):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, tools, data):
     """The same run from mp-run, the C program and Python: their
-    checkpoints (and the .prev each last save kept) and epoch lines."""
+    checkpoints (and the .prev each last save kept) and epoch lines; their
+    stats files under "stats"."""
     root = tmp_path_factory.mktemp("agree")
-    runs = {}
+    runs = {"stats": {}}
     options = ["--precision", "f16", "--epochs", EPOCHS, "--checkpoint-every", EVERY]
     out = _run(tools.tool("mp-run"), "train", MODEL, "--checkpoint", root / "mprun.npz",
-               *options)
+               "--stats", root / "mprun.json", *options)
     runs["mp-run"] = (root / "mprun.npz", _epoch_lines(out))
+    runs["stats"]["mp-run"] = root / "mprun.json"
     out = _run(tools.tool("mp-capi-train"), MODEL, data, "--checkpoint", root / "capi.npz",
-               *options)
+               "--stats", root / "capi.json", *options)
     runs["C API"] = (root / "capi.npz", _epoch_lines(out))
+    runs["stats"]["C API"] = root / "capi.json"
     splits = np.load(data)
     session = runtime.Session(MODEL, precision="f16")
     epochs = session.fit(splits["x_train"], splits["y_train"], splits["x_test"],
                          splits["y_test"], epochs=EPOCHS, checkpoint=root / "python.npz",
-                         checkpoint_every=EVERY)
+                         checkpoint_every=EVERY, stats=root / "python.json")
     runs["Python"] = (root / "python.npz",
                       _epoch_lines("\n".join(e["line"] for e in epochs)))
+    runs["stats"]["Python"] = root / "python.json"
+    runs["python epochs"] = epochs
     return runs
 
 
@@ -121,6 +126,56 @@ def test_resume_inside_an_epoch_is_identical(trained, tools, data, tmp_path):
     # loss is the mean of the resumed steps only).
     want = re.search(r"accuracy ([0-9.]+)%", lines[-1]).group(1)
     assert "%.2f" % epochs[-1]["accuracy"] == want
+
+
+def test_stats_files_are_identical(trained):
+    """The three front ends write the same stats file: every step's loss,
+    gradient norm and scale, the epochs, no reports on this healthy run
+    (nor in Python's epochs)."""
+    files = {name: json.loads(path.read_text()) for name, path in trained["stats"].items()}
+    reference = files["mp-run"]
+    assert len(reference["steps"]) == EPOCHS * 22
+    assert [e["epoch"] for e in reference["epochs"]] == list(range(1, EPOCHS + 1))
+    assert reference["reports"] == []
+    assert all(isinstance(s["grad_norm"], float) and s["grad_norm"] > 0
+               for s in reference["steps"])
+    assert os.path.basename(reference["model"]) == "digits_mlp.mlir"
+    for name, stats in files.items():
+        assert stats == reference, name
+    assert all(e["reports"] == [] for e in trained["python epochs"])
+
+
+def test_fit_reports_and_bad_monitor_options(data, tmp_path):
+    """Python's fit returns the monitor's reports per epoch (the loss x1024
+    in f16 overflows on its first 5 steps) and refuses bad options and an
+    unwritable stats path with the library's errors."""
+    with open(MODEL) as f:
+        model = f.read()
+    old = "%inv_batch = arith.constant 0.015625 : f32"
+    path = tmp_path / "x1024.mlir"
+    path.write_text(model.replace(old, "%inv_batch = arith.constant 16.0 : f32"))
+    splits = np.load(data)
+    x, y = splits["x_train"], splits["y_train"]
+    session = runtime.Session(str(path), precision="f16", lr=4.8828125e-05)
+    epochs = session.fit(x, y, epochs=1, stats=tmp_path / "run.json")
+    assert [(r["step"], r["issue"]) for r in epochs[0]["reports"]] == \
+        [(5, "repeated-overflow")], epochs[0]["reports"]
+    assert epochs[0]["reports"][0]["op"] is None  # no probes
+    assert "--check-numerics" in epochs[0]["reports"][0]["message"]
+    stats = json.loads((tmp_path / "run.json").read_text())
+    assert [s["step"] for s in stats["steps"] if s["skipped"]] == [1, 2, 3, 4, 5]
+    # The monitor off: no reports, the history still written.
+    session = runtime.Session(str(path), precision="f16", lr=4.8828125e-05)
+    epochs = session.fit(x, y, epochs=1, monitor=False, stats=tmp_path / "off.json")
+    assert epochs[0]["reports"] == []
+    assert len(json.loads((tmp_path / "off.json").read_text())["steps"]) == 22
+    with pytest.raises(runtime.MPError, match="overflow-limit must be between 1 and "
+                                              "overflow-window"):
+        session.fit(x, y, epochs=1, overflow_limit=0)
+    with pytest.raises(runtime.MPError, match="spike-factor must be"):
+        session.fit(x, y, epochs=1, spike_factor=0.5)
+    with pytest.raises(runtime.MPError, match="cannot write stats file"):
+        session.fit(x, y, epochs=1, stats=tmp_path / "no" / "dir" / "s.json")
 
 
 def _metadata(path):

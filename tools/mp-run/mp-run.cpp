@@ -14,12 +14,17 @@
 // listed by how far their mixed-precision output is from FP32's.
 // --check-numerics (train, infer): the first op per step whose output had
 // inf/nan or left FP16's range.
+// train's stability monitor (--monitor, on by default) warns on stderr of a
+// non-finite loss, loss spikes, repeated overflow, a loss scale pinned at
+// its floor and underflowing gradients; --stats FILE writes the run's
+// history as JSON (scripts/plot_training.py plots it).
 //
 //===----------------------------------------------------------------------===//
 
 #include "mp/Session/Calibration.h"
 #include "mp/Session/Hardware.h"
 #include "mp/Session/InferSession.h"
+#include "mp/Session/MonitorObserver.h"
 #include "mp/Session/Numerics.h"
 #include "mp/Session/Session.h"
 #include "mp/Session/Trainer.h"
@@ -43,6 +48,7 @@ namespace cl = llvm::cl;
 static const mp::TrainOptions trainDefaults;
 static const mp::TrainerOptions trainerDefaults;
 static const mp::InferOptions inferDefaults;
+static const mp::MonitorOptions monitorDefaults;
 
 static cl::opt<std::string> command(cl::Positional, cl::Required,
                                     cl::desc("<train|infer|compare|info>"));
@@ -127,6 +133,39 @@ static cl::opt<bool> checkNumerics(
              "step, the first op whose output had inf/nan or went beyond "
              "FP16's range, with a summary at the end"),
     cl::init(false));
+
+// The stability monitor (train only; docs/training.md).
+enum class MonitorSwitch { Off, On };
+static cl::opt<MonitorSwitch>
+    monitor("monitor",
+            cl::desc("train: warn (stderr) of a non-finite loss, loss spikes, "
+                     "repeated overflow, a loss scale pinned at its floor and "
+                     "gradients underflowing to zero"),
+            cl::values(clEnumValN(MonitorSwitch::On, "on", "check every step"),
+                       clEnumValN(MonitorSwitch::Off, "off", "no checks")),
+            cl::init(MonitorSwitch::On));
+// Named in mp_run_main (claimStatsFlag): LLVM registers a -stats of its own.
+static cl::opt<std::string>
+    statsPath(cl::desc("train: write the run's history (per step loss, "
+                       "gradient norm, scale, skipped; the monitor's reports; "
+                       "per epoch figures) as JSON to FILE, after every "
+                       "epoch (atomically)"),
+              cl::value_desc("FILE"), cl::init(""));
+static cl::opt<double>
+    spikeFactor("spike-factor",
+                cl::desc("Monitor: a loss above this factor times the "
+                         "median of the recent steps is a spike"),
+                cl::init(monitorDefaults.spikeFactor));
+static cl::opt<int> overflowWindow(
+    "overflow-window",
+    cl::desc("Monitor: the steps in which --overflow-limit skipped steps "
+             "are repeated overflow"),
+    cl::init(monitorDefaults.overflowWindow));
+static cl::opt<int>
+    overflowLimit("overflow-limit",
+                  cl::desc("Monitor: skipped steps within --overflow-window "
+                           "that are reported as repeated overflow"),
+                  cl::init(monitorDefaults.overflowLimit));
 static cl::opt<unsigned>
     compareTop("top", cl::desc("compare: how many ops to list (0: all)"),
                cl::init(20));
@@ -525,6 +564,17 @@ int runInferSession(mp::Session &trained, mp::InferOptions options,
   return 0;
 }
 
+/// LLVM's -stats (its statistics, which Debian's LLVM compiles out) is
+/// registered with LLVM's common options, after mp-run's static ones: it
+/// is dropped so that --stats names mp-run's stats file.
+void claimStatsFlag() {
+  auto &registered = cl::getRegisteredOptions();
+  auto llvmStats = registered.find("stats");
+  if (llvmStats != registered.end() && llvmStats->second != &statsPath)
+    llvmStats->second->removeArgument();
+  statsPath.setArgStr("stats");
+}
+
 } // namespace
 
 /// mp-run's whole command line. The tool's main only calls this, so the
@@ -532,6 +582,7 @@ int runInferSession(mp::Session &trained, mp::InferOptions options,
 /// and the launcher stays a few bytes.
 extern "C" int mp_run_main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  claimStatsFlag();
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-run: train models in mixed precision\n");
   if (command != "train" && command != "infer" && command != "compare" &&
@@ -548,6 +599,21 @@ extern "C" int mp_run_main(int argc, char **argv) {
     return fail("--resume needs --checkpoint");
   if (command == "infer" && checkpointPath.empty())
     return fail("infer needs --checkpoint (the trained parameters)");
+  if (command != "train" &&
+      (!statsPath.empty() || monitor.getNumOccurrences() ||
+       spikeFactor.getNumOccurrences() || overflowWindow.getNumOccurrences() ||
+       overflowLimit.getNumOccurrences()))
+    return fail("--stats, --monitor, --spike-factor, --overflow-window and "
+                "--overflow-limit are for train");
+  mp::MonitorOptions monitorOptions;
+  monitorOptions.spikeFactor = spikeFactor;
+  monitorOptions.overflowWindow = overflowWindow;
+  monitorOptions.overflowLimit = overflowLimit;
+  {
+    std::string error; // refused before the model is compiled
+    if (!mp::validateMonitorOptions(monitorOptions, error))
+      return fail(error);
+  }
   mp::InitScheme scheme;
   if (!mp::parseInitScheme(initScheme, scheme))
     return fail("bad --init '" + initScheme +
@@ -726,10 +792,29 @@ extern "C" int mp_run_main(int argc, char **argv) {
   TrainingObserver observer;
   observer.session = session.get();
   observer.checker = checker.get();
+  mp::MonitorConfig monitorConfig;
+  monitorConfig.checks = monitor == MonitorSwitch::On;
+  monitorConfig.options = monitorOptions;
+  monitorConfig.statsPath = statsPath;
+  monitorConfig.header = mp::describeRun(modelPath, session->trainOptions());
+  monitorConfig.numerics = checker.get();
+  monitorConfig.onReport = [](const mp::StabilityReport &report) {
+    std::fprintf(stderr, "mp-run: warning: %s\n",
+                 mp::formatReport(report).c_str());
+  };
+  std::unique_ptr<mp::MonitorObserver> monitorObserver =
+      mp::MonitorObserver::create(std::move(monitorConfig), &observer, *trainer,
+                                  error);
+  if (!monitorObserver)
+    return fail(error);
   while (!trainer->finished()) {
     mp::EpochReport report;
-    if (!trainer->runEpoch(report, error, &observer))
+    if (!trainer->runEpoch(report, error, monitorObserver.get())) {
+      // What the run did up to the failure is worth plotting.
+      std::string ignored;
+      monitorObserver->writeStats(ignored);
       return fail(error);
+    }
     std::printf("%s\n", mp::formatEpochLine(report).c_str());
     std::fflush(stdout);
   }
@@ -744,6 +829,14 @@ extern "C" int mp_run_main(int argc, char **argv) {
               "steps\n",
               acc, precision.c_str(), trained / std::max(trainSeconds, 1e-9),
               (long long)session->stepState().skipped);
+  if (monitor == MonitorSwitch::On)
+    std::printf("%s\n", monitorObserver->monitor().summary().c_str());
+  if (!statsPath.empty()) {
+    if (!monitorObserver->writeStats(error))
+      return fail(error);
+    std::printf("stats: %zu steps written to %s\n",
+                monitorObserver->monitor().steps().size(), statsPath.c_str());
+  }
   if (session->onDevice()) {
     std::printf("memory: parameters %.3f MB and optimizer state %.3f MB "
                 "stay in GPU memory (%s); the device pool held at most %llu "

@@ -51,6 +51,9 @@ public:
   void beginStep(int64_t step);
   /// The step's event, if one of its probes saw inf/nan or |x| > kF16Max.
   bool endStep(NumericsEvent &event);
+  /// The same event, for other readers of the step (the stability
+  /// monitor): not counted in the summary.
+  bool peekStep(NumericsEvent &event) const;
   /// Lines per op: steps where it was the first offender, steps with
   /// inf/nan, steps beyond FP16, largest finite |x|; origins first.
   void printSummary(std::FILE *out) const;

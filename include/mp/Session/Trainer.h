@@ -51,14 +51,24 @@ bool loadDataset(const std::string &path, int64_t features, int64_t classes,
 /// epoch, so a resumed run visits the rows as an uninterrupted one.
 std::vector<int64_t> epochOrder(int64_t rows, uint64_t seed, int64_t epoch);
 
+struct EpochReport;
+
 /// Called around the trainer's steps and predictions (memory meters,
 /// numerics checkers). Steps count from 1 over the whole run; prediction
 /// batches from 1 within one evaluation.
 class RunObserver {
 public:
   virtual ~RunObserver();
+  /// Before the first step of epoch `epoch` (1, 2, ...; also when a
+  /// resumed run starts inside it).
+  virtual void beforeEpoch(int64_t epoch) {}
   virtual void beforeStep(int64_t step) {}
   virtual void afterStep(int64_t step, const StepResult &result) {}
+  /// After the epoch's evaluation and checkpoint; false with `error` fails
+  /// the epoch (the stats file could not be written).
+  virtual bool afterEpoch(const EpochReport &report, std::string &error) {
+    return true;
+  }
   /// Around a held-out evaluation inside training (not training steps).
   virtual void beforeEvaluation() {}
   virtual void afterEvaluation() {}
