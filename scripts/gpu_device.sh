@@ -10,7 +10,8 @@
 # the first failing step ends the run (exit 1); a benchmark's missed
 # --require target is reported in the summary and the run goes on.
 # MP_DEVICE_SKIP=REGEX skips the steps whose names match. Logs go to $OUT
-# (6 files at most; $OUT defaults to gpu-device-out/), a summary table to
+# (7 files at most, the stats file of the accumulation run included; $OUT
+# defaults to gpu-device-out/), a summary table to
 # stdout.
 #   1  fail fast: mprt-cuda-unittests; one f16 epoch on the GPU; the Python
 #      Session on the GPU against the CPU (gpu_session_check.py); the commands
@@ -146,6 +147,11 @@ stage1() {
     mp-run train "$ex" --device cuda --precision auto --epochs 3 || return
   step "train f32 with --tf32, 3 epochs, --device cuda" train.log 180 \
     mp-run train "$ex" --device cuda --precision f32 --tf32 --epochs 3 || return
+  # Gradient accumulation's sums in device memory, and the monitor's stats
+  # (the step's gradient norm read back from the GPU) for plotting.
+  step "train f16, --accumulate 4, --stats, --device cuda" train.log 180 \
+    mp-run train "$ex" --device cuda --precision f16 --accumulate 4 --epochs 3 \
+      --stats "$out/stats-f16-accumulate4.json" || return
   step "Python Session on the GPU vs the CPU" train.log 180 \
     "$python" "$root/scripts/gpu_session_check.py" || return
   # test/mp-run/cuda-train.test's commands.

@@ -26,11 +26,7 @@ public:
                  StepResult &result, std::string &error) override {
     bool inPlace = entries.inPlaceUpdates;
     PackedArgs args;
-    args.addMemRef(const_cast<float *>(x), entries.inputShape);
-    args.addMemRef(const_cast<float *>(labels),
-                   {entries.batch, entries.classes});
-    for (HostTensor &p : training.params)
-      args.addMemRef(p.data.data(), p.shape);
+    addLossArgs(args, training, x, labels);
     for (HostTensor &s : training.state)
       args.addMemRef(s.data.data(), s.shape);
     StepState &scalars = training.scalars;
@@ -66,11 +62,7 @@ public:
                   StepResult &result, std::string &error) override {
     bool inPlace = entries.accumulateInPlace;
     PackedArgs args;
-    args.addMemRef(const_cast<float *>(x), entries.inputShape);
-    args.addMemRef(const_cast<float *>(labels),
-                   {entries.batch, entries.classes});
-    for (HostTensor &p : training.params)
-      args.addMemRef(p.data.data(), p.shape);
+    addLossArgs(args, training, x, labels);
     StepState &scalars = training.scalars;
     args.addMemRef(&scalars.scale, {});
     addWindow(args, training.sums, scalars);
@@ -97,6 +89,17 @@ public:
   }
 
 private:
+  /// The loss's arguments as both entries take them first: the batch and
+  /// the parameters.
+  void addLossArgs(PackedArgs &args, TrainingState &training, const float *x,
+                   const float *labels) {
+    args.addMemRef(const_cast<float *>(x), entries.inputShape);
+    args.addMemRef(const_cast<float *>(labels),
+                   {entries.batch, entries.classes});
+    for (HostTensor &p : training.params)
+      args.addMemRef(p.data.data(), p.shape);
+  }
+
   /// The window's state as the entries take it: the sums, then the
   /// overflow flag and the amax where the step has them.
   void addWindow(PackedArgs &args, std::vector<HostTensor> &sums,

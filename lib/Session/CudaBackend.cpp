@@ -110,10 +110,7 @@ public:
     cuda->upload(d.tracker, &scalars.growthTracker, sizeof(int32_t));
     uploadWindowScalars(scalars);
     PackedArgs args;
-    args.addMemRef(d.x, entries.inputShape);
-    args.addMemRef(d.labels, {entries.batch, entries.classes});
-    for (size_t i = 0; i < training.params.size(); ++i)
-      args.addMemRef(d.params[i], training.params[i].shape);
+    addLossArgs(args, training);
     for (size_t i = 0; i < training.state.size(); ++i)
       args.addMemRef(d.state[i], training.state[i].shape);
     args.addMemRef(d.step, {});
@@ -166,10 +163,7 @@ public:
     cuda->upload(d.scale, &scalars.scale, sizeof(float));
     uploadWindowScalars(scalars);
     PackedArgs args;
-    args.addMemRef(d.x, entries.inputShape);
-    args.addMemRef(d.labels, {entries.batch, entries.classes});
-    for (size_t i = 0; i < training.params.size(); ++i)
-      args.addMemRef(d.params[i], training.params[i].shape);
+    addLossArgs(args, training);
     args.addMemRef(d.scale, {});
     addWindow(args, training, d.sums, d.overflow, d.amax);
     addWindow(args, training, d.nextSums, d.nextOverflow, d.nextAmax);
@@ -214,6 +208,14 @@ private:
     cuda->upload(buffers.labels, labels,
                  static_cast<size_t>(entries.batch * entries.classes) *
                      sizeof(float));
+  }
+  /// The loss's arguments as both entries take them first: the batch (just
+  /// uploaded) and the parameters.
+  void addLossArgs(PackedArgs &args, const TrainingState &training) {
+    args.addMemRef(buffers.x, entries.inputShape);
+    args.addMemRef(buffers.labels, {entries.batch, entries.classes});
+    for (size_t i = 0; i < training.params.size(); ++i)
+      args.addMemRef(buffers.params[i], training.params[i].shape);
   }
   void uploadWindowScalars(const StepState &scalars) {
     cuda->upload(buffers.overflow, &scalars.windowOverflow, sizeof(int32_t));

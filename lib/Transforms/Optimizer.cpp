@@ -113,10 +113,11 @@ struct OptimizerPass : mp::impl::MPOptimizerBase<OptimizerPass> {
             << "cannot create '@" << name << "': the symbol already exists";
         return signalPassFailure();
       }
-    if (failed(buildStep(gradients.front(), symbols)))
-      return signalPassFailure();
-    if (accumulate > 1 &&
-        failed(buildAccumulate(gradients.front(), accumulateName, symbols)))
+    Gradient gradient;
+    if (failed(checkGradient(gradients.front(), gradient)) ||
+        failed(buildStep(gradient, symbols)) ||
+        (accumulate > 1 &&
+         failed(buildAccumulate(gradient, accumulateName, symbols))))
       return signalPassFailure();
   }
 
@@ -148,14 +149,27 @@ struct OptimizerPass : mp::impl::MPOptimizerBase<OptimizerPass> {
   Inlined inlineGradient(OpBuilder &b, const Gradient &gradient,
                          ValueRange lossArgs, Value scale);
 
+  /// The gradient function's loss arguments (x, labels, parameters), with
+  /// their attributes, as the first arguments of a function to build.
+  void appendLossArgs(const Gradient &gradient, SmallVector<Type> &argTypes,
+                      SmallVector<DictionaryAttr> &argAttrs) {
+    func::FuncOp grad = gradient.func;
+    for (unsigned i = 0; i < gradient.info.numLossArgs; ++i) {
+      argTypes.push_back(grad.getArgument(i).getType());
+      argAttrs.push_back(grad.getArgAttrDict(i)
+                             ? grad.getArgAttrDict(i)
+                             : DictionaryAttr::get(&getContext()));
+    }
+  }
+
   /// The window state arguments (accumulate > 1) appended to a function's
   /// argument list: a f32 accumulator per parameter, the overflow flag
   /// (with scaling) and the amax (adaptive).
   void appendWindowArgs(const Gradient &gradient, SmallVector<Type> &argTypes,
                         SmallVector<DictionaryAttr> &argAttrs);
 
-  LogicalResult buildStep(func::FuncOp grad, SymbolTable &symbols);
-  LogicalResult buildAccumulate(func::FuncOp grad, StringRef name,
+  LogicalResult buildStep(const Gradient &gradient, SymbolTable &symbols);
+  LogicalResult buildAccumulate(const Gradient &gradient, StringRef name,
                                 SymbolTable &symbols);
 
   DictionaryAttr named(StringRef key, Attribute value) {
@@ -248,13 +262,11 @@ void OptimizerPass::appendWindowArgs(const Gradient &gradient,
   }
 }
 
-LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
+LogicalResult OptimizerPass::buildStep(const Gradient &gradient,
                                        SymbolTable &symbols) {
   MLIRContext *context = &getContext();
   Builder attrs(context);
-  Gradient gradient;
-  if (failed(checkGradient(grad, gradient)))
-    return failure();
+  func::FuncOp grad = gradient.func;
   LossScalingAttr scaling = gradient.scaling;
   LossScalingMode mode = scaling ? scaling.getMode() : LossScalingMode::None;
   bool adaptive = gradient.adaptive;
@@ -265,11 +277,7 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   Type f32 = Float32Type::get(context), i32 = IntegerType::get(context, 32);
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
-  for (unsigned i = 0; i < numLossArgs; ++i) {
-    argTypes.push_back(grad.getArgument(i).getType());
-    argAttrs.push_back(grad.getArgAttrDict(i) ? grad.getArgAttrDict(i)
-                                              : DictionaryAttr::get(context));
-  }
+  appendLossArgs(gradient, argTypes, argAttrs);
   SmallVector<DictionaryAttr> stateAttrs;
   for (unsigned p : paramIndices)
     for (StringRef slot : stateNames()) {
@@ -504,12 +512,11 @@ LogicalResult OptimizerPass::buildStep(func::FuncOp grad,
   return success();
 }
 
-LogicalResult OptimizerPass::buildAccumulate(func::FuncOp grad, StringRef name,
+LogicalResult OptimizerPass::buildAccumulate(const Gradient &gradient,
+                                             StringRef name,
                                              SymbolTable &symbols) {
   MLIRContext *context = &getContext();
-  Gradient gradient;
-  if (failed(checkGradient(grad, gradient)))
-    return failure();
+  func::FuncOp grad = gradient.func;
   unsigned numLossArgs = gradient.info.numLossArgs;
   Type f32 = Float32Type::get(context), i32 = IntegerType::get(context, 32);
 
@@ -517,11 +524,7 @@ LogicalResult OptimizerPass::buildAccumulate(func::FuncOp grad, StringRef name,
   // micro-batch's gradients added to the window's, nothing updated.
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
-  for (unsigned i = 0; i < numLossArgs; ++i) {
-    argTypes.push_back(grad.getArgument(i).getType());
-    argAttrs.push_back(grad.getArgAttrDict(i) ? grad.getArgAttrDict(i)
-                                              : DictionaryAttr::get(context));
-  }
+  appendLossArgs(gradient, argTypes, argAttrs);
   argTypes.push_back(f32);
   argAttrs.push_back(role(kLossScaleAttrName));
   unsigned windowBase = argTypes.size();
