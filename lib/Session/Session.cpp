@@ -421,14 +421,6 @@ bool Session::predict(const float *x, float *logits, std::string &error) {
   return backend->predict(training, x, logits, error);
 }
 
-static llvm::json::Array
-keepF32Json(const std::vector<std::string> &locations) {
-  llvm::json::Array array;
-  for (const std::string &location : locations)
-    array.push_back(location);
-  return array;
-}
-
 bool Session::saveCheckpoint(const std::string &path,
                              const RunPosition &position,
                              const std::string &previousPath,
@@ -479,7 +471,7 @@ bool Session::saveCheckpoint(const std::string &path,
            {"loss_scale", mlir::mp::stringifyLossScalingMode(scaleMode)},
            {"init_scale", compiledOptions.lossScale.initial},
            {"accumulate", compiledOptions.accumulate},
-           {"keep_f32", keepF32Json(compiledOptions.keepF32)},
+           {"keep_f32", llvm::json::Array(compiledOptions.keepF32)},
            {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};
   std::string text;
   llvm::raw_string_ostream os(text);
