@@ -108,7 +108,8 @@ public:
     cuda->upload(d.step, &scalars.step, sizeof(int32_t));
     cuda->upload(d.scale, &scalars.scale, sizeof(float));
     cuda->upload(d.tracker, &scalars.growthTracker, sizeof(int32_t));
-    uploadWindowScalars(scalars);
+    if (entries.window > 1) // each upload waits for the stream
+      uploadWindowScalars(scalars);
     PackedArgs args;
     addLossArgs(args, training);
     for (size_t i = 0; i < training.state.size(); ++i)
