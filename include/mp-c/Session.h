@@ -50,6 +50,11 @@ typedef struct mp_session_options {
   int64_t accumulate;     /* 1 (default): micro-batches per optimizer step;
                              N > 1 sums the gradients of N train_step calls
                              in f32 and updates once, on the N-th */
+  /* Source locations ("FILE:LINE:COL" or "LINE:COL", as --check-numerics
+   * names them) of ops kept in f32 with their derivatives, as mp-run's
+   * --keep-f32: `keep_f32_count` strings (NULL and 0: none). */
+  const char *const *keep_f32;
+  int64_t keep_f32_count;
 } mp_session_options;
 
 /* Fills `options` with the defaults above. */
@@ -76,6 +81,12 @@ void mp_session_free(mp_session *session);
  * when the precision was given). Owned by the session. */
 const char *mp_session_precision(const mp_session *session);
 const char *mp_session_precision_decision(const mp_session *session);
+/* The ops the session keeps in f32 beyond what the model pins: the
+ * options' keep_f32 and what precision repairs added (mp_trainer_*), by
+ * index; NULL past the end. Valid until the session is next recompiled (a
+ * repair). */
+int64_t mp_session_kept_f32_count(const mp_session *session);
+const char *mp_session_kept_f32(const mp_session *session, int64_t index);
 
 /* What `mp-run info` prints: the CPU's features and what each precision
  * runs on, the GPU's (or why there is none), and what "auto" picks on each.
@@ -178,6 +189,10 @@ typedef struct mp_trainer_options {
   double spike_factor;     /* a loss above this x the recent median: 10 */
   int64_t overflow_window; /* overflow_limit skipped steps within */
   int64_t overflow_limit;  /*   overflow_window steps: 5 within 50 */
+  /* Self-healing precision (mp-run --auto-precision-repair): -1 (default:
+   * on for sessions created with precision "auto"), 0 off, 1 on (an error
+   * where it cannot work: a run without loss scaling, an artifact). */
+  int precision_repair;
 } mp_trainer_options;
 
 void mp_trainer_options_init(mp_trainer_options *options);
@@ -237,6 +252,22 @@ typedef struct mp_stability_report {
  * mp_trainer_free. */
 int64_t mp_trainer_reports(const mp_trainer *trainer,
                            const mp_stability_report **reports);
+
+/* A precision repair of the run: the step after which it ran, whether it
+ * changed the precision (0: it found nothing to fix, and repairs stop),
+ * the line mp-run prints for it, and the ops it kept in f32. */
+typedef struct mp_precision_repair {
+  int64_t step;
+  int repaired;
+  const char *line;
+  int64_t kept_count;
+  const char *const *kept;
+} mp_precision_repair;
+
+/* The run's repairs so far, in order: their number, and in `*repairs` (may
+ * be NULL) an array valid until the next run_epoch or mp_trainer_free. */
+int64_t mp_trainer_repairs(const mp_trainer *trainer,
+                           const mp_precision_repair **repairs);
 
 /*===----------------------------------------------------------------------===*
  * Inference: a model's mp.predict compiled alone, in f32, f16, bf16 or INT8,

@@ -42,6 +42,11 @@ struct mp_trainer {
   // their C view.
   std::deque<mp::StabilityReport> reports;
   std::vector<mp_stability_report> reportViews;
+  // The run's repairs as C views (their lines and location pointers),
+  // made when asked.
+  mutable std::vector<std::string> repairLines;
+  mutable std::vector<std::vector<const char *>> repairKept;
+  mutable std::vector<mp_precision_repair> repairViews;
 };
 
 namespace {
@@ -96,6 +101,8 @@ void mp_session_options_init(mp_session_options *options) {
   options->device = device.c_str();
   options->tf32 = -1;
   options->accumulate = defaults.accumulate;
+  options->keep_f32 = nullptr;
+  options->keep_f32_count = 0;
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -124,6 +131,14 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   train.weightDecay = o.weight_decay;
   train.seed = o.seed;
   train.accumulate = o.accumulate;
+  if (o.keep_f32_count < 0 || (o.keep_f32_count > 0 && !o.keep_f32))
+    return fail("mp_session_create: keep_f32 is NULL or its count negative");
+  for (int64_t i = 0; i < o.keep_f32_count; ++i) {
+    if (!o.keep_f32[i])
+      return fail("mp_session_create: keep_f32[" + std::to_string(i) +
+                  "] is NULL");
+    train.keepF32.push_back(o.keep_f32[i]);
+  }
   if (o.tf32 >= 0)
     train.tf32 = o.tf32 != 0;
   std::unique_ptr<mp::Session> session =
@@ -164,6 +179,18 @@ int64_t mp_session_num_classes(const mp_session *s) {
 size_t mp_session_count(const mp_session *s, int kind) {
   std::vector<mp::HostTensor> *tensors = tensorsOf(s, kind);
   return tensors ? tensors->size() : 0;
+}
+
+int64_t mp_session_kept_f32_count(const mp_session *s) {
+  return s && s->session
+             ? static_cast<int64_t>(s->session->trainOptions().keepF32.size())
+             : 0;
+}
+
+const char *mp_session_kept_f32(const mp_session *s, int64_t index) {
+  if (!s || !s->session || index < 0 || index >= mp_session_kept_f32_count(s))
+    return nullptr;
+  return s->session->trainOptions().keepF32[index].c_str();
 }
 
 const char *mp_session_precision(const mp_session *s) {
@@ -373,6 +400,7 @@ void mp_trainer_options_init(mp_trainer_options *options) {
   options->spike_factor = monitor.options.spikeFactor;
   options->overflow_window = monitor.options.overflowWindow;
   options->overflow_limit = monitor.options.overflowLimit;
+  options->precision_repair = -1;
 }
 
 int mp_epoch_order(int64_t rows, uint64_t seed, int64_t epoch,
@@ -403,6 +431,13 @@ int mp_trainer_create(mp_session *s, const float *x_train,
   run.checkpointPath = o.checkpoint ? o.checkpoint : "";
   run.checkpointEvery = o.checkpoint_every;
   run.resume = o.resume != 0;
+  if (o.precision_repair < -1 || o.precision_repair > 1)
+    return fail("mp_trainer_create: precision_repair is -1 (default), 0 or "
+                "1, got " +
+                std::to_string(o.precision_repair));
+  run.repair.mode = o.precision_repair < 0    ? mp::RepairMode::Auto
+                    : o.precision_repair == 0 ? mp::RepairMode::Off
+                                              : mp::RepairMode::On;
   std::string error;
   std::unique_ptr<mp::Trainer> trainer = mp::Trainer::create(
       *s->session, {x_train, y_train, train_rows}, {x_test, y_test, test_rows},
@@ -474,6 +509,35 @@ int mp_trainer_run_epoch(mp_trainer *trainer, mp_epoch_report *report) {
 
 const char *mp_trainer_line(const mp_trainer *trainer) {
   return trainer ? trainer->line.c_str() : "";
+}
+
+int64_t mp_trainer_repairs(const mp_trainer *trainer,
+                           const mp_precision_repair **repairs) {
+  if (repairs)
+    *repairs = nullptr;
+  if (!trainer)
+    return 0;
+  const mp_trainer *t = trainer; // the repairs only grow
+  const std::vector<mp::RepairReport> &all = t->trainer->repairs();
+  if (t->repairViews.size() != all.size()) {
+    t->repairLines.clear();
+    t->repairKept.clear();
+    t->repairViews.clear();
+    for (const mp::RepairReport &r : all) {
+      t->repairLines.push_back(r.line());
+      std::vector<const char *> &kept = t->repairKept.emplace_back();
+      for (const mp::RepairedOp &op : r.kept)
+        kept.push_back(op.location.c_str());
+    }
+    for (size_t i = 0; i < all.size(); ++i)
+      t->repairViews.push_back({all[i].step, all[i].repaired ? 1 : 0,
+                                t->repairLines[i].c_str(),
+                                static_cast<int64_t>(t->repairKept[i].size()),
+                                t->repairKept[i].data()});
+  }
+  if (repairs)
+    *repairs = t->repairViews.data();
+  return static_cast<int64_t>(t->repairViews.size());
 }
 
 int64_t mp_trainer_reports(const mp_trainer *trainer,

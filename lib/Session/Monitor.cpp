@@ -280,8 +280,9 @@ std::string StabilityMonitor::summary() const {
          (reported.size() == 1 ? " report: " : " reports: ") + issues;
 }
 
-void StabilityMonitor::recordPrecisionChange(int64_t step, std::string change) {
-  changes.push_back({step, std::move(change)});
+void StabilityMonitor::recordPrecisionChange(int64_t step, std::string change,
+                                             std::vector<std::string> keptF32) {
+  changes.push_back({step, std::move(change), std::move(keptF32)});
 }
 
 void StabilityMonitor::restore(std::vector<StepRecord> steps,

@@ -93,6 +93,14 @@ void MonitorObserver::afterStep(int64_t step, const StepResult &result) {
       cfg.onReport(report);
 }
 
+void MonitorObserver::afterRepair(const RepairReport &report) {
+  if (next)
+    next->afterRepair(report);
+  if (report.repaired)
+    stability.recordPrecisionChange(report.step, report.line(),
+                                    report.locations());
+}
+
 bool MonitorObserver::afterEpoch(const EpochReport &report,
                                  std::string &error) {
   if (next && !next->afterEpoch(report, error))

@@ -100,10 +100,17 @@ std::vector<double> probedValues(const void *data, int64_t numElements,
 // NumericsChecker
 //===----------------------------------------------------------------------===//
 
-NumericsChecker::NumericsChecker() { mprt_set_observer(&observe, this); }
-NumericsChecker::~NumericsChecker() { mprt_set_observer(nullptr, nullptr); }
+NumericsChecker::NumericsChecker() {
+  mprt_get_observer(&previousFn, &previousUser);
+  mprt_set_observer(&observe, this);
+}
+// The observer it replaced (a checker of the run that probes for a repair
+// installs its own for one step) observes again.
+NumericsChecker::~NumericsChecker() {
+  mprt_set_observer(previousFn, previousUser);
+}
 
-void NumericsChecker::pause() { mprt_set_observer(nullptr, nullptr); }
+void NumericsChecker::pause() { mprt_set_observer(previousFn, previousUser); }
 void NumericsChecker::resume() { mprt_set_observer(&observe, this); }
 
 void NumericsChecker::beginStep(int64_t newStep) {

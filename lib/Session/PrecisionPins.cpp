@@ -8,39 +8,65 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
+
 namespace mp {
 
-bool pinOpsToF32(mlir::ModuleOp module,
-                 const std::vector<std::string> &locations,
+using namespace mlir;
+
+namespace {
+
+/// The ops of `module`'s functions that produce values and stand at
+/// `wanted`: "FILE:LINE:COL", or "LINE:COL" in any file.
+std::vector<Operation *> opsAt(ModuleOp module, llvm::StringRef wanted) {
+  bool anyFile = wanted.count(':') == 1;
+  std::vector<Operation *> found;
+  module.walk([&](Operation *op) {
+    if (isa<func::FuncOp, ModuleOp>(op) ||
+        op->hasTrait<OpTrait::IsTerminator>() || op->getNumResults() == 0)
+      return;
+    std::string at = mlir::mp::fileLocationText(op->getLoc());
+    llvm::StringRef here(at);
+    if (here == wanted || (anyFile && here.ends_with(wanted) &&
+                           here.drop_back(wanted.size()).ends_with(":")))
+      found.push_back(op);
+  });
+  return found;
+}
+
+} // namespace
+
+bool pinOpsToF32(ModuleOp module, const std::vector<std::string> &locations,
                  std::string &error) {
-  using namespace mlir;
   auto pin = mlir::mp::FloatPrecisionAttr::get(module.getContext(),
                                                mlir::mp::FloatPrecision::F32);
   for (const std::string &wanted : locations) {
-    llvm::StringRef text(wanted);
-    // "LINE:COL" matches in any file; "FILE:LINE:COL" in that file only.
-    bool anyFile = text.count(':') == 1;
-    int pinned = 0;
-    module.walk([&](Operation *op) {
-      if (isa<func::FuncOp, ModuleOp>(op) ||
-          op->hasTrait<OpTrait::IsTerminator>() || op->getNumResults() == 0)
-        return;
-      std::string at = mlir::mp::locationText(op->getLoc());
-      llvm::StringRef here(at);
-      if (here == text || (anyFile && here.ends_with(text) &&
-                           here.drop_back(text.size()).ends_with(":"))) {
-        op->setAttr(mlir::mp::kPrecisionAttrName, pin);
-        ++pinned;
-      }
-    });
-    if (!pinned) {
+    std::vector<Operation *> ops = opsAt(module, wanted);
+    if (ops.empty()) {
       error = "--keep-f32 " + wanted +
               ": no op of the model is at that location (give FILE:LINE:COL "
               "or LINE:COL as --check-numerics prints it)";
       return false;
     }
+    for (Operation *op : ops)
+      op->setAttr(mlir::mp::kPrecisionAttrName, pin);
   }
   return true;
+}
+
+std::vector<std::string> userLocations(ModuleOp module,
+                                       const std::string &location) {
+  std::vector<std::string> users;
+  for (Operation *op : opsAt(module, location))
+    for (Operation *user : op->getUsers()) {
+      if (user->hasTrait<OpTrait::IsTerminator>() || user->getNumResults() == 0)
+        continue;
+      std::string at = mlir::mp::fileLocationText(user->getLoc());
+      if (!at.empty() && at != location &&
+          std::find(users.begin(), users.end(), at) == users.end())
+        users.push_back(at);
+    }
+  return users;
 }
 
 } // namespace mp

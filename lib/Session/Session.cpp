@@ -6,7 +6,9 @@
 #include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
 #include "mp/Session/PrecisionPins.h"
+#include "mp/Support/IRUtils.h"
 
+#include "mp/Dialect/MP/IR/MPOps.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
 #include "mp/Transforms/Pipelines.h"
@@ -23,6 +25,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -162,6 +165,18 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
       error = "inserting numerics probes failed\n" + diagnostics;
       return false;
     }
+    module->walk([&](mlir::mp::ObserveOp observe) {
+      ProbeSite site;
+      if (auto func = observe->getParentOfType<func::FuncOp>())
+        site.function = func.getSymName().str();
+      Value input = observe.getInput();
+      if (Operation *producer = input.getDefiningOp())
+        site.op = producer->getName().getStringRef().str();
+      site.location = mlir::mp::fileLocationText(observe.getLoc());
+      Type element = cast<RankedTensorType>(input.getType()).getElementType();
+      site.lowPrecision = element.isF16() || element.isBF16();
+      sites[observe.getId().str()] = site;
+    });
   }
   auto step = module->lookupSymbol<func::FuncOp>("train_step");
   // The step's first results are the new parameters and state, in the
@@ -254,6 +269,7 @@ bool Session::compile(const std::string &modelPath,
   // The GPU is opened after lowering, so that a machine without one still
   // compiles the step (and says so) before it reports the missing device;
   // unless the precision or TF32 depends on what the GPU is.
+  model = modelPath;
   std::unique_ptr<CudaDevice> cuda;
   HardwareInfo hardware = detectCpu();
   bool gpu = requested.device == Device::Cuda;
@@ -309,6 +325,60 @@ bool Session::compile(const std::string &modelPath,
     entries.predict = *predict;
   }
   return createBackend(std::move(cuda), error);
+}
+
+bool Session::keepInF32(const std::vector<std::string> &locations,
+                        std::string &error) {
+  if (model.empty()) {
+    error = "an artifact's precision plan was fixed when it was compiled: "
+            "compile it again with --keep-f32";
+    return false;
+  }
+  TrainOptions options = compiledOptions; // --precision auto resolved
+  size_t kept = options.keepF32.size();
+  for (const std::string &location : locations)
+    if (std::find(options.keepF32.begin(), options.keepF32.end(), location) ==
+        options.keepF32.end())
+      options.keepF32.push_back(location);
+  if (options.keepF32.size() == kept)
+    return true;
+  // A second session is compiled beside this one and takes its state;
+  // then the two swap what they compiled, and the old code goes with it.
+  std::unique_ptr<Session> fresh(new Session());
+  if (!fresh->compile(model, options, error))
+    return false;
+  syncToHost();
+  auto sameShapes = [](const std::vector<HostTensor> &a,
+                       const std::vector<HostTensor> &b) {
+    if (a.size() != b.size())
+      return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].name != b[i].name || a[i].shape != b[i].shape)
+        return false;
+    return true;
+  };
+  TrainingState &next = fresh->training;
+  if (!sameShapes(next.params, training.params) ||
+      !sameShapes(next.state, training.state) ||
+      !sameShapes(next.sums, training.sums)) {
+    error = "recompiling '" + model +
+            "' changed its parameters or optimizer state (was the file "
+            "edited during the run?)";
+    return false;
+  }
+  std::swap(entries, fresh->entries);
+  std::swap(sites, fresh->sites);
+  std::swap(context, fresh->context);
+  std::swap(engine, fresh->engine);
+  std::swap(compiledOptions, fresh->compiledOptions);
+  std::swap(scaleMode, fresh->scaleMode);
+  std::swap(hasPredict, fresh->hasPredict);
+  std::swap(vectorized, fresh->vectorized);
+  std::swap(backend, fresh->backend);
+  // The backends keep no reference to the state: it is passed to every
+  // call. A GPU backend uploads the host copies before its first step.
+  syncToHost();
+  return true;
 }
 
 bool Session::createBackend(std::unique_ptr<CudaDevice> cuda,
@@ -486,6 +556,28 @@ bool Session::saveCheckpoint(const std::string &path,
   for (mprt_tensor *t : tensors)
     mprt_tensor_free(t);
   return ok;
+}
+
+bool readCheckpointPins(const std::string &path, std::vector<std::string> &pins,
+                        std::string &error) {
+  pins.clear();
+  mprt_checkpoint *checkpoint = nullptr;
+  if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
+  }
+  const char *text = mprt_checkpoint_metadata(checkpoint);
+  llvm::Expected<llvm::json::Value> meta = llvm::json::parse(text ? text : "");
+  if (!meta)
+    llvm::consumeError(meta.takeError());
+  else if (const llvm::json::Object *root = meta->getAsObject())
+    if (const llvm::json::Object *options = root->getObject("options"))
+      if (const llvm::json::Array *kept = options->getArray("keep_f32"))
+        for (const llvm::json::Value &pin : *kept)
+          if (std::optional<llvm::StringRef> location = pin.getAsString())
+            pins.push_back(location->str());
+  mprt_checkpoint_free(checkpoint);
+  return true;
 }
 
 bool Session::loadCheckpoint(const std::string &path, bool withState,

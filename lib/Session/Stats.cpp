@@ -121,6 +121,10 @@ void writeContents(llvm::raw_ostream &os, const StatsHeader &header,
        [&](llvm::json::OStream &j, size_t i) {
          j.attribute("step", changes[i].step);
          j.attribute("change", changes[i].change);
+         j.attributeArray("kept_f32", [&] {
+           for (const std::string &location : changes[i].keptF32)
+             j.value(location);
+         });
        });
   list("epochs", epochs.size(), [&](llvm::json::OStream &j, size_t i) {
     const EpochReport &e = epochs[i];
@@ -264,7 +268,12 @@ bool readStats(const std::string &path, StatsContents &contents,
         o ? o->getString("change") : std::nullopt;
     if (!step || !change)
       return bad("a precision change lacks its step or text");
-    contents.precisionChanges.push_back({*step, change->str()});
+    std::vector<std::string> kept;
+    if (const llvm::json::Array *pins = o->getArray("kept_f32"))
+      for (const llvm::json::Value &pin : *pins)
+        if (std::optional<llvm::StringRef> text = pin.getAsString())
+          kept.push_back(text->str());
+    contents.precisionChanges.push_back({*step, change->str(), kept});
   }
   for (const llvm::json::Value &v : *epochs) {
     const llvm::json::Object *o = v.getAsObject();

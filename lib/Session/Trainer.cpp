@@ -246,6 +246,19 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
   trainer->batches = train.rows / b;
   if (options.resume) {
     const std::string &path = trainer->options.checkpointPath;
+    // The precision plan it was saved with, repairs included, first.
+    std::vector<std::string> pins;
+    if (!readCheckpointPins(path, pins, error))
+      return nullptr;
+    const std::vector<std::string> &compiled = session.trainOptions().keepF32;
+    for (const std::string &pin : pins)
+      if (std::find(compiled.begin(), compiled.end(), pin) == compiled.end())
+        trainer->pinsFromCheckpoint.push_back(pin);
+    if (!trainer->pinsFromCheckpoint.empty() &&
+        !session.keepInF32(trainer->pinsFromCheckpoint, error)) {
+      error = "checkpoint '" + path + "' keeps ops in f32: " + error;
+      return nullptr;
+    }
     if (!restoreCheckpoint(session, path, /*withState=*/true, trainer->next,
                            error))
       return nullptr;
@@ -270,6 +283,13 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
       return nullptr;
     }
   }
+  std::string refused;
+  trainer->repairer =
+      PrecisionRepairer::create(session, options.repair, refused);
+  if (!refused.empty()) {
+    error = refused;
+    return nullptr;
+  }
   return trainer;
 }
 
@@ -291,7 +311,7 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
   int64_t epoch = next.epoch + 1;
   std::vector<int64_t> order = epochOrder(train.rows, options.seed, epoch);
   std::vector<float> x(b * f), y(b * c);
-  double lossSum = 0;
+  double lossSum = 0, repairSeconds = 0;
   int64_t steps = 0;
   if (observer)
     observer->beforeEpoch(epoch);
@@ -307,10 +327,20 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
     if (observer)
       observer->beforeStep(step);
     StepResult result;
+    StepState before = session.stepState();
     if (!session.trainStep(x.data(), y.data(), result, error))
       return false;
     if (observer)
       observer->afterStep(step, result);
+    if (repairer && repairer->afterStep(before, result, x.data(), y.data())) {
+      RepairReport repair;
+      if (!repairer->repair(step, repair, error))
+        return false;
+      repairSeconds += repair.seconds;
+      repaired.push_back(repair);
+      if (observer)
+        observer->afterRepair(repair);
+    }
     lossSum += result.loss;
     ++steps;
     next.batch = batch + 1;
@@ -324,7 +354,8 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
   }
   double epochSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+          .count() -
+      repairSeconds;
   next = {epoch, 0};
   seconds += epochSeconds;
   samples += steps * b;

@@ -36,6 +36,22 @@ std::string locationText(Location loc) {
   return text;
 }
 
+std::string fileLocationText(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+            Twine(file.getColumn()))
+        .str();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return fileLocationText(name.getChildLoc());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string text = fileLocationText(inner); !text.empty())
+        return text;
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    return fileLocationText(callSite.getCallee());
+  return "";
+}
+
 Value convertFloatScalar(OpBuilder &b, Location loc, Value value, Type type) {
   Type from = value.getType();
   if (from == type)

@@ -40,7 +40,9 @@ class _Options(ctypes.Structure):
                 ("optimizer", ctypes.c_char_p), ("lr", ctypes.c_double),
                 ("momentum", ctypes.c_double), ("weight_decay", ctypes.c_double),
                 ("seed", ctypes.c_uint64), ("device", ctypes.c_char_p),
-                ("tf32", ctypes.c_int), ("accumulate", ctypes.c_int64)]
+                ("tf32", ctypes.c_int), ("accumulate", ctypes.c_int64),
+                ("keep_f32", ctypes.POINTER(ctypes.c_char_p)),
+                ("keep_f32_count", ctypes.c_int64)]
 
 
 class _InferOptions(ctypes.Structure):
@@ -57,7 +59,14 @@ class _TrainerOptions(ctypes.Structure):
                 ("checkpoint", ctypes.c_char_p), ("checkpoint_every", ctypes.c_int64),
                 ("resume", ctypes.c_int), ("monitor", ctypes.c_int),
                 ("stats_path", ctypes.c_char_p), ("spike_factor", ctypes.c_double),
-                ("overflow_window", ctypes.c_int64), ("overflow_limit", ctypes.c_int64)]
+                ("overflow_window", ctypes.c_int64), ("overflow_limit", ctypes.c_int64),
+                ("precision_repair", ctypes.c_int)]
+
+
+class _PrecisionRepair(ctypes.Structure):
+    _fields_ = [("step", ctypes.c_int64), ("repaired", ctypes.c_int),
+                ("line", ctypes.c_char_p), ("kept_count", ctypes.c_int64),
+                ("kept", ctypes.POINTER(ctypes.c_char_p))]
 
 
 class _StabilityReport(ctypes.Structure):
@@ -121,6 +130,8 @@ def library():
         "mp_session_accumulation": (ctypes.c_int64, [P]),
         "mp_session_window_position": (ctypes.c_int64, [P]),
         "mp_session_skipped_steps": (ctypes.c_int64, [P]),
+        "mp_session_kept_f32_count": (ctypes.c_int64, [P]),
+        "mp_session_kept_f32": (ctypes.c_char_p, [P, ctypes.c_int64]),
         "mp_session_init_parameter": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_int,
                                                      ctypes.c_uint64]),
         "mp_session_init_parameters": (ctypes.c_int, [P, ctypes.c_int, ctypes.c_uint64]),
@@ -151,6 +162,8 @@ def library():
         "mp_trainer_line": (ctypes.c_char_p, [P]),
         "mp_trainer_reports": (ctypes.c_int64,
                                [P, ctypes.POINTER(ctypes.POINTER(_StabilityReport))]),
+        "mp_trainer_repairs": (ctypes.c_int64,
+                               [P, ctypes.POINTER(ctypes.POINTER(_PrecisionRepair))]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -212,14 +225,18 @@ class Session:
 
     def __init__(self, model_path, precision=None, loss_scale=None, optimizer=None,
                  lr=None, momentum=None, weight_decay=None, seed=None, device=None,
-                 tf32=None, accumulate=None):
+                 tf32=None, accumulate=None, keep_f32=None):
         """Options left None take the library's defaults
         (mp_session_options_init: f32, loss scale by precision, SGD, lr
         0.05, momentum 0.9, no weight decay, seed 0, the CPU, TF32 as
         precision="auto" picks it, no gradient accumulation).
         precision="auto" chooses by the hardware; `precision` and
         `precision_decision` say what and why. accumulate=N sums the
-        gradients of N train_step calls and updates on the N-th."""
+        gradients of N train_step calls and updates on the N-th.
+        keep_f32 lists source locations ("FILE:LINE:COL" or "LINE:COL") of
+        ops to keep in f32 with their derivatives, as mp-run's --keep-f32;
+        `kept_f32` says which the session keeps (precision repairs add
+        to them)."""
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
@@ -234,6 +251,12 @@ class Session:
                 setattr(options, name, value)
         if tf32 is not None:
             options.tf32 = 1 if tf32 else 0
+        if keep_f32 is not None:
+            if isinstance(keep_f32, (str, bytes)):
+                raise TypeError("keep_f32 is a list of locations, not one string")
+            pins = [os.fspath(p).encode() for p in keep_f32]
+            options.keep_f32 = (ctypes.c_char_p * max(len(pins), 1))(*pins)
+            options.keep_f32_count = len(pins)
         handle = ctypes.c_void_p()
         _check(lib.mp_session_create(os.fspath(model_path).encode(),
                                      ctypes.byref(options), ctypes.byref(handle)))
@@ -337,6 +360,14 @@ class Session:
         return library().mp_session_window_position(self._handle)
 
     @property
+    def kept_f32(self):
+        """Locations of the ops kept in f32 beyond the model's own pins:
+        keep_f32 and what precision repairs added."""
+        lib = library()
+        return [lib.mp_session_kept_f32(self._handle, i).decode()
+                for i in range(lib.mp_session_kept_f32_count(self._handle))]
+
+    @property
     def skipped_steps(self):
         """Steps skipped for inf/nan gradients since training began."""
         return library().mp_session_skipped_steps(self._handle)
@@ -360,7 +391,7 @@ class Session:
     def fit(self, x_train, y_train, x_test=None, y_test=None, epochs=None, seed=None,
             checkpoint=None, checkpoint_every=None, resume=False, verbose=False,
             stats=None, monitor=True, spike_factor=None, overflow_window=None,
-            overflow_limit=None):
+            overflow_limit=None, precision_repair=None):
         """Trains as `mp-run train` does, with the same library code
         (mp_trainer_*): each epoch visits the training rows in the
         library's order for `seed`, one step per whole batch; after each
@@ -379,7 +410,12 @@ class Session:
         `overflow_window`, `overflow_limit` as mp-run's flags) checks each
         step; an epoch's `reports` are dicts (step, issue, message, op).
         `stats` names the JSON file the run's history is written to after
-        every epoch (docs/training.md; scripts/plot_training.py plots it)."""
+        every epoch (docs/training.md; scripts/plot_training.py plots it).
+
+        `precision_repair` (mp-run's --auto-precision-repair; None: on for
+        precision="auto") keeps the f16/bf16 ops of steps that keep failing
+        in f32, recompiles and continues; an epoch's `repairs` are dicts
+        (step, repaired, line, kept) of the repairs made in it."""
         lib = library()
         x_train = _rows(x_train, self.num_features, "x_train")
         y_train = _rows(y_train, self.num_classes, "y_train")
@@ -414,6 +450,8 @@ class Session:
             options.overflow_window = overflow_window
         if overflow_limit is not None:
             options.overflow_limit = overflow_limit
+        if precision_repair is not None:
+            options.precision_repair = 1 if precision_repair else 0
         none = ctypes.POINTER(ctypes.c_float)()
         handle = ctypes.c_void_p()
         # The trainer keeps pointers to the rows: they stay referenced here
@@ -435,7 +473,17 @@ class Session:
                 reports = [{"step": views[i].step, "issue": views[i].issue.decode(),
                             "message": views[i].message.decode(),
                             "op": views[i].op.decode() or None} for i in range(count)]
+                views = ctypes.POINTER(_PrecisionRepair)()
+                count = lib.mp_trainer_repairs(handle, ctypes.byref(views))
+                repairs = [{"step": views[i].step, "repaired": bool(views[i].repaired),
+                            "line": views[i].line.decode(),
+                            "kept": [views[i].kept[k].decode()
+                                     for k in range(views[i].kept_count)]}
+                           for i in range(count)]
+                repairs = repairs[sum(len(e["repairs"]) for e in epochs_run):]
                 if verbose:
+                    for r in repairs:
+                        print(r["line"], flush=True)
                     for r in reports:
                         print("warning: step %d: %s: %s" % (r["step"], r["issue"],
                                                            r["message"]),
@@ -446,7 +494,8 @@ class Session:
                     "accuracy": report.accuracy if report.accuracy >= 0 else None,
                     "steps": report.steps, "samples": report.samples,
                     "seconds": report.seconds, "skipped": report.skipped,
-                    "scale": report.scale, "line": line, "reports": reports})
+                    "scale": report.scale, "line": line, "reports": reports,
+                    "repairs": repairs})
         finally:
             lib.mp_trainer_free(handle)
         return epochs_run

@@ -207,6 +207,13 @@ void mprt_set_observer(mprt_observer_fn fn, void *user) {
   observerFn.store(fn, std::memory_order_release);
 }
 
+void mprt_get_observer(mprt_observer_fn *fn, void **user) {
+  if (fn)
+    *fn = observerFn.load(std::memory_order_acquire);
+  if (user)
+    *user = observerUser.load(std::memory_order_acquire);
+}
+
 void mprt_observe(const char *id, const void *data, int64_t numElements,
                   int32_t dtype) {
   mprt_observer_fn fn = observerFn.load(std::memory_order_acquire);

@@ -67,6 +67,20 @@ TEST(Probes, ObserveForwardsToTheObserver) {
   EXPECT_EQ(calls[0].values, (std::vector<float>{1, -2, 3}));
 }
 
+TEST(Probes, GetObserverReturnsTheInstalledOne) {
+  std::vector<Recorded> calls;
+  mprt_set_observer(record, &calls);
+  mprt_observer_fn fn = nullptr;
+  void *user = nullptr;
+  mprt_get_observer(&fn, &user);
+  EXPECT_EQ(fn, &record);
+  EXPECT_EQ(user, &calls);
+  mprt_set_observer(nullptr, nullptr);
+  mprt_get_observer(&fn, &user);
+  EXPECT_EQ(fn, nullptr);
+  EXPECT_EQ(user, nullptr);
+}
+
 TEST(Stats, MinMaxCountsAndHistogram) {
   StatsPtr stats = makeStats();
   std::vector<float> x = {-4, 0, 1, 2, 0x1p-20f, 3};

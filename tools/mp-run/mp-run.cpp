@@ -144,6 +144,15 @@ static cl::opt<MonitorSwitch>
             cl::values(clEnumValN(MonitorSwitch::On, "on", "check every step"),
                        clEnumValN(MonitorSwitch::Off, "off", "no checks")),
             cl::init(MonitorSwitch::On));
+static cl::opt<mp::RepairMode> autoPrecisionRepair(
+    "auto-precision-repair",
+    cl::desc("train: when steps keep failing in a way loss scaling cannot "
+             "cure (inf/nan loss, overflow at the scale's floor), find the "
+             "f16/bf16 ops responsible with probes, keep them in f32, "
+             "recompile and continue (default: on with --precision auto)"),
+    cl::values(clEnumValN(mp::RepairMode::On, "on", "repair"),
+               clEnumValN(mp::RepairMode::Off, "off", "never repair")),
+    cl::init(mp::RepairMode::Auto));
 // Named in mp_run_main (claimStatsFlag): LLVM registers a -stats of its own.
 static cl::opt<std::string>
     statsPath(cl::desc("train: write the run's history (per step loss, "
@@ -299,6 +308,10 @@ struct TrainingObserver : PredictionMeter {
     if (checker)
       checker->beginStep(step);
     trainMemory.begin();
+  }
+  void afterRepair(const mp::RepairReport &report) override {
+    std::printf("%s\n", report.line().c_str());
+    std::fflush(stdout);
   }
   void afterStep(int64_t step, const mp::StepResult &result) override {
     trainMemory.end();
@@ -599,6 +612,8 @@ extern "C" int mp_run_main(int argc, char **argv) {
     return fail("--resume needs --checkpoint");
   if (command == "infer" && checkpointPath.empty())
     return fail("infer needs --checkpoint (the trained parameters)");
+  if (command != "train" && autoPrecisionRepair.getNumOccurrences())
+    return fail("--auto-precision-repair is for train");
   if (command != "train" &&
       (!statsPath.empty() || monitor.getNumOccurrences() ||
        spikeFactor.getNumOccurrences() || overflowWindow.getNumOccurrences() ||
@@ -773,6 +788,7 @@ extern "C" int mp_run_main(int argc, char **argv) {
   trainerOptions.checkpointPath = checkpointPath;
   trainerOptions.checkpointEvery = checkpointEvery;
   trainerOptions.resume = resume;
+  trainerOptions.repair.mode = autoPrecisionRepair;
   std::unique_ptr<mp::Trainer> trainer = mp::Trainer::create(
       *session, train.view(), test.view(), trainerOptions, error);
   if (!trainer)
@@ -788,6 +804,15 @@ extern "C" int mp_run_main(int argc, char **argv) {
     std::printf("resuming at epoch %lld, batch %lld from %s\n",
                 (long long)trainer->position().epoch + 1,
                 (long long)trainer->position().batch, checkpointPath.c_str());
+  if (!trainer->resumedPins().empty()) {
+    std::printf("recompiled: the checkpoint keeps in f32");
+    for (const std::string &pin : trainer->resumedPins())
+      std::printf(" %s", pin.c_str());
+    std::printf("\n");
+  }
+  if (trainer->repairing())
+    std::printf("precision repair: on (steps that fail in f16/bf16 are "
+                "probed and their ops kept in f32)\n");
   std::fflush(stdout); // a supervisor (scripts/kill_resume.py) waits for it
   TrainingObserver observer;
   observer.session = session.get();
@@ -831,6 +856,17 @@ extern "C" int mp_run_main(int argc, char **argv) {
               (long long)session->stepState().skipped);
   if (monitor == MonitorSwitch::On)
     std::printf("%s\n", monitorObserver->monitor().summary().c_str());
+  if (!trainer->repairs().empty()) {
+    const std::vector<std::string> &kept = session->trainOptions().keepF32;
+    std::printf("precision repair: %zu repair%s; the run ends with %zu op%s "
+                "kept in f32:",
+                trainer->repairs().size(),
+                trainer->repairs().size() == 1 ? "" : "s", kept.size(),
+                kept.size() == 1 ? "" : "s");
+    for (const std::string &pin : kept)
+      std::printf(" %s", pin.c_str());
+    std::printf("\n");
+  }
   if (!statsPath.empty()) {
     if (!monitorObserver->writeStats(error))
       return fail(error);

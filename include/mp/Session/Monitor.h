@@ -95,10 +95,12 @@ struct StepRecord {
   bool optimizerStep = true;
 };
 
-/// A change of the run's precision (self-healing precision, #20 §3).
+/// A change of the run's precision (a precision repair,
+/// PrecisionRepair.h): the line it printed and the ops it kept in f32.
 struct PrecisionChange {
   int64_t step = 0;
   std::string change;
+  std::vector<std::string> keptF32;
 };
 
 class StabilityMonitor {
@@ -126,7 +128,8 @@ public:
   /// recorded for the stats file.
   void record(int64_t step, const StepResult &result, int64_t epoch = 0);
 
-  void recordPrecisionChange(int64_t step, std::string change);
+  void recordPrecisionChange(int64_t step, std::string change,
+                             std::vector<std::string> keptF32 = {});
 
   /// The whole run, in step order.
   const std::vector<StepRecord> &steps() const { return history; }

@@ -64,6 +64,8 @@ public:
   void beforeEpoch(int64_t epoch) override;
   void beforeStep(int64_t step) override;
   void afterStep(int64_t step, const StepResult &result) override;
+  /// A repair that changed the precision is recorded as a precision change.
+  void afterRepair(const RepairReport &report) override;
   bool afterEpoch(const EpochReport &report, std::string &error) override;
   void beforeEvaluation() override;
   void afterEvaluation() override;

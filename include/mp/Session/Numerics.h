@@ -40,7 +40,8 @@ struct NumericsEvent {
 
 class NumericsChecker {
 public:
-  /// Installs itself as the process-wide probe observer.
+  /// Installs itself as the process-wide probe observer; the observer it
+  /// replaces is put back when it pauses or goes.
   NumericsChecker();
   ~NumericsChecker();
 
@@ -68,6 +69,8 @@ private:
     int64_t lastStep = -1, lastOverStep = -1;
     size_t order = 0; // first appearance
   };
+  mprt_observer_fn previousFn = nullptr;
+  void *previousUser = nullptr;
   int64_t step = 0;
   bool haveNonfinite = false, haveOverRange = false;
   NumericsEvent firstNonfinite, firstOverRange;

@@ -1,8 +1,8 @@
 //===- PrecisionPins.h - keep chosen ops of a model in f32 ------*- C++ -*-===//
 //
 // A run's precision plan can keep ops in f32 that the model itself does not
-// pin: mp-run's --keep-f32 FILE:LINE:COL (and, in time, the session's own
-// repair of a run that overflows) names them by the source location that
+// pin: mp-run's --keep-f32 FILE:LINE:COL and the session's own repair of a
+// run that overflows (PrecisionRepair.h) name them by the source location that
 // --check-numerics reports, which survives autodiff and the AMP rewrite.
 // Pinning sets `mp.precision = #mp.precision<f32>` on the op in the parsed
 // model before the training pipeline runs; autodiff pins the ops of its
@@ -25,6 +25,13 @@ namespace mp {
 /// "LINE:COL" (any file). A location no op has is an error that says so.
 bool pinOpsToF32(mlir::ModuleOp module,
                  const std::vector<std::string> &locations, std::string &error);
+
+/// The locations (FILE:LINE:COL) of the ops that read the results of the
+/// ops at `location` ("FILE:LINE:COL" or "LINE:COL"), in program order and
+/// without repeats: where a value kept in f32 goes next. Users without a
+/// file location cannot be pinned and are left out.
+std::vector<std::string> userLocations(mlir::ModuleOp module,
+                                       const std::string &location);
 
 } // namespace mp
 

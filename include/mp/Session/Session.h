@@ -24,6 +24,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -160,6 +161,21 @@ struct StepResult {
   bool optimizerStep = true;
 };
 
+/// Where a numerics probe of a session compiled with probes
+/// (TrainOptions::probes) looks, by its id: what the precision repair needs
+/// to know about the op whose output it saw.
+struct ProbeSite {
+  /// The function it is in: "train_step", "predict", ...
+  std::string function;
+  /// The op whose result it observes ("linalg.generic").
+  std::string op;
+  /// That op's source location as --keep-f32 takes it (FILE:LINE:COL; ""
+  /// when it has none).
+  std::string location;
+  /// The value is f16 or bf16.
+  bool lowPrecision = false;
+};
+
 /// Where in a run a checkpoint was taken: after `batch` batches of the
 /// epoch that follows `epoch` completed epochs (epoch -1: the checkpoint
 /// does not say). Checkpoints record it in their JSON metadata with the
@@ -169,6 +185,11 @@ struct RunPosition {
   int64_t epoch = 0;
   int64_t batch = 0;
 };
+
+/// The ops a checkpoint's run kept in f32 (its --keep-f32 and the
+/// precision repairs before it was saved; none in older checkpoints).
+bool readCheckpointPins(const std::string &path, std::vector<std::string> &pins,
+                        std::string &error);
 
 /// Training's --precision: f32, f16, bf16, or auto (automaticPrecision).
 bool parseTrainPrecision(llvm::StringRef text, TrainOptions &options,
@@ -212,6 +233,18 @@ public:
   /// What --precision auto chose and why ("precision auto -> bf16:
   /// AVX512-BF16 present"); empty when the precision was given.
   const std::string &precisionDecision() const { return decision; }
+  /// The model it was compiled from ("" for an artifact).
+  const std::string &modelPath() const { return model; }
+  /// The probes of a session compiled with them, by id.
+  const std::map<std::string, ProbeSite> &probeSites() const { return sites; }
+
+  /// Compiles the model again with the ops at `locations` kept in f32 as
+  /// well (TrainOptions::keepF32), in this process, and carries the
+  /// training state over: parameters, optimizer state, accumulation sums
+  /// and the step's scalars are as they were. Locations already kept are
+  /// ignored. An artifact cannot be recompiled (error). On failure the
+  /// session is unchanged.
+  bool keepInF32(const std::vector<std::string> &locations, std::string &error);
 
   /// Batch size, features (elements per sample) and classes read from the
   /// loss signature.
@@ -296,6 +329,8 @@ private:
   // The compiled model: its entry points and what they take, and the JIT
   // engine or the artifact's library that holds their code.
   CompiledEntries entries;
+  std::string model;
+  std::map<std::string, ProbeSite> sites;
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
   void *library = nullptr; // dlopen handle of an artifact

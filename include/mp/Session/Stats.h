@@ -13,7 +13,8 @@
 //                       false, grad_norm null, skipped false)
 //    "reports": [{"step": 5, "issue": "repeated-overflow", "message": "...",
 //                 "op": "..."}, ...],                    ("op" when known)
-//    "precision_changes": [{"step": 40, "change": "..."}, ...],
+//    "precision_changes": [{"step": 40, "change": "...", "kept_f32":
+//                           ["model.mlir:62:8", ...]}, ...],
 //    "epochs": [{"epoch": 1, "loss": 0.9, "accuracy": 91.2, "skipped": 0,
 //                "scale": 65536}, ...]}                  (accuracy or null)
 //

@@ -14,6 +14,7 @@
 #define MP_SESSION_TRAINER_H
 
 #include "mp/Session/InferSession.h"
+#include "mp/Session/PrecisionRepair.h"
 #include "mp/Session/Session.h"
 
 #include <cstdint>
@@ -64,6 +65,9 @@ public:
   virtual void beforeEpoch(int64_t epoch) {}
   virtual void beforeStep(int64_t step) {}
   virtual void afterStep(int64_t step, const StepResult &result) {}
+  /// After a precision repair (or an attempt that found nothing to fix)
+  /// that followed step `report.step`.
+  virtual void afterRepair(const RepairReport &report) {}
   /// After the epoch's evaluation and checkpoint; false with `error` fails
   /// the epoch (the stats file could not be written).
   virtual bool afterEpoch(const EpochReport &report, std::string &error) {
@@ -111,8 +115,11 @@ struct TrainerOptions {
   /// accumulation, every N windows; 0: only at epoch ends).
   int64_t checkpointEvery = 0;
   /// Continue from checkpointPath (parameters, optimizer state, the step's
-  /// scalars and the position inside its epoch).
+  /// scalars and the position inside its epoch); the session is compiled
+  /// again when the checkpoint keeps ops in f32 that it does not.
   bool resume = false;
+  /// Self-healing precision (PrecisionRepair.h): when and how often.
+  RepairOptions repair;
 };
 
 /// What one epoch did.
@@ -157,8 +164,18 @@ public:
   bool runEpoch(EpochReport &report, std::string &error,
                 RunObserver *observer = nullptr);
 
-  /// Seconds spent in training steps and samples trained, over the epochs
-  /// this trainer ran.
+  /// Whether failed steps are repaired (PrecisionRepair.h), still.
+  bool repairing() const { return repairer && repairer->active(); }
+  /// The run's repairs so far, in order.
+  const std::vector<RepairReport> &repairs() const { return repaired; }
+  /// Ops a resumed run keeps in f32 because its checkpoint did (the
+  /// session was compiled again with them).
+  const std::vector<std::string> &resumedPins() const {
+    return pinsFromCheckpoint;
+  }
+
+  /// Seconds spent in training steps (not in repairs) and samples
+  /// trained, over the epochs this trainer ran.
   double trainSeconds() const { return seconds; }
   int64_t samplesTrained() const { return samples; }
 
@@ -175,6 +192,9 @@ private:
   int64_t batches = 0;
   double seconds = 0;
   int64_t samples = 0;
+  std::unique_ptr<PrecisionRepairer> repairer;
+  std::vector<RepairReport> repaired;
+  std::vector<std::string> pinsFromCheckpoint;
 };
 
 } // namespace mp

@@ -25,6 +25,10 @@ namespace mp {
 /// its callee; anything else as MLIR prints it.
 std::string locationText(Location loc);
 
+/// "file:line:col" of the first file location inside `loc` (through names,
+/// fused locations and call sites' callees); "" when it has none.
+std::string fileLocationText(Location loc);
+
 /// `value` (a float scalar) converted to the float type `type`: extf to a
 /// wider type, truncf to a narrower one, and f16 <-> bf16 (the same width)
 /// through f32, rounding once at the end.

@@ -353,6 +353,10 @@ typedef void (*mprt_observer_fn)(void *user, const char *id, const void *data,
  * another thread. */
 void mprt_set_observer(mprt_observer_fn fn, void *user);
 
+/* The installed observer and its user data (NULL, NULL when none), so that
+ * a driver that installs its own for a while can put the previous one back. */
+void mprt_get_observer(mprt_observer_fn *fn, void **user);
+
 /* What compiled probes call: forwards to the installed observer, or does
  * nothing (one atomic load) when none is installed. `dtype` is an
  * mprt_dtype code; calls with an invalid dtype or a negative count are
