@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Adaptive against dynamic loss scaling in f16 (#20 §4).
+"""Adaptive against dynamic loss scaling in f16 (#20 §4), and plain
+against self-healing f16 (#20 §3).
 
 Trains the digits MLP (examples/digits_mlp.mlir), CNN
 (examples/digits_cnn.mlir), a small transformer (one encoder layer over
@@ -39,11 +40,29 @@ The MLP and CNN start from the session's initialisation for the seed
 (as mp-run); the transformer from PyTorch's (seeded), since the session
 zero-fills rank-1 parameters such as layer-norm scales.
 
+The second table (--tables repair) trains the overflowing model
+(examples/digits_overflow.mlir: a bilinear layer on raw pixels whose f16
+activations pass 65504), the healthy MLP, CNN and transformer, and
+mlp-x1024 (whose first steps skip while dynamic scaling finds its scale:
+not a failure a repair should answer) with the
+library's trainer (Session.fit, as mp-run train), in f32, in plain f16
+with dynamic scaling, and in f16 with precision repair
+(--auto-precision-repair on), and prints per model and mode:
+
+  skipped   steps skipped over the run (sum over seeds)
+  repairs   precision repairs made (sum over seeds)
+  kept f32  ops kept in f32 at the end of each seed's run
+  seconds   spent in repairs (probe rounds and recompiling; mean)
+  accuracy  held-out accuracy (mean over seeds) and its difference from f32
+
+Only the overflowing model may be repaired (no false positives).
+
 Needs: scripts/setup.sh (build/bin, build/data/digits.npz) and Debian's
 python3-torch. Usage:
   bench/adaptive_bench.py [--epochs 10] [--seeds 0,1,2]
                           [--models mlp,cnn,transformer,mlp-x1024]
-                          [--flush-every 5]
+                          [--repair-models overflow,mlp,cnn,transformer,mlp-x1024]
+                          [--tables scaling,repair] [--flush-every 5]
 """
 import argparse
 import os
@@ -185,6 +204,7 @@ MODELS = {
     "transformer": (os.path.join(BENCH_DIR, "digits_transformer.mlir"), "adam", 0.003, 1.0),
     "mlp-x1024": (os.path.join(BENCH_DIR, "digits_mlp_x1024.mlir"), "sgd", 0.05 / 1024,
                   1024.0),
+    "overflow": (os.path.join(ROOT, "examples", "digits_overflow.mlir"), "sgd", 0.05, 1.0),
 }
 
 
@@ -249,6 +269,72 @@ def run(name, precision, loss_scale, seed, epochs, data, flush_every):
     return result
 
 
+def run_repair(name, precision, repair, seed, epochs, data):
+    """One run of the library's trainer; returns accuracy, skipped steps,
+    the repairs and the ops kept in f32 at the end."""
+    path, optimizer, lr, _ = MODELS[name]
+    session = runtime.Session(path, precision=precision,
+                              loss_scale="dynamic" if precision == "f16" else None,
+                              optimizer=optimizer, lr=lr, seed=seed)
+    if name == "transformer":
+        torch.manual_seed(seed)
+        for key, value in mp.param_arrays(DigitsTransformer()).items():
+            session.set(key, value)
+    epochs_run = session.fit(data["x_train"], data["y_train"], data["x_test"],
+                             data["y_test"], epochs=epochs, seed=seed,
+                             precision_repair=repair)
+    repairs = [r for e in epochs_run for r in e["repairs"]]
+    result = {
+        "accuracy": epochs_run[-1]["accuracy"],
+        "skipped": session.skipped_steps,
+        "repairs": repairs,
+        "kept": session.kept_f32,
+        "repair_seconds": sum(r["seconds"] for r in repairs),
+    }
+    session.close()
+    return result
+
+
+def repair_table(models, seeds, epochs, data):
+    configs = [("f32", "f32", False), ("f16", "f16", False),
+               ("f16 repair", "f16", True)]
+    print()
+    print("plain vs self-healing f16 (dynamic loss scaling): %d epochs, seeds %s, "
+          "batch %d, the library's trainer" % (epochs, ",".join(map(str, seeds)), BATCH))
+    header = "%-12s %-11s %8s %8s %-14s %8s  %-24s %8s" % (
+        "model", "mode", "skipped", "repairs", "kept f32", "seconds",
+        "accuracy per seed", "vs f32")
+    print(header)
+    print("-" * len(header))
+    sys.stdout.flush()
+    pinned = {}
+    for name in models:
+        f32_acc = {}
+        for label, precision, repair in configs:
+            results = [run_repair(name, precision, repair, seed, epochs, data)
+                       for seed in seeds]
+            accs = [r["accuracy"] for r in results]
+            if precision == "f32":
+                f32_acc = {s: a for s, a in zip(seeds, accs)}
+            mean = statistics.mean(accs)
+            diff = mean - statistics.mean(f32_acc[s] for s in seeds)
+            kept = "/".join(str(len(r["kept"])) for r in results)
+            seconds = statistics.mean(r["repair_seconds"] for r in results)
+            print("%-12s %-11s %8d %8d %-14s %8.1f  %-24s %+7.2f" % (
+                name, label, sum(r["skipped"] for r in results),
+                sum(len(r["repairs"]) for r in results), kept, seconds,
+                " ".join("%.2f" % a for a in accs) + " = %.2f" % mean, diff))
+            sys.stdout.flush()
+            if repair:
+                pinned[name] = sorted({os.path.relpath(k, ROOT) for r in results
+                                       for k in r["kept"]})
+    for name, kept in pinned.items():
+        if kept:
+            print("%s: kept in f32 by the repairs: %s" % (name, " ".join(kept)))
+        else:
+            print("%s: no op kept in f32 (no repair)" % name)
+
+
 def fmt_scale(v):
     e = int(round(np.log2(v))) if v > 0 else 0
     return "2^%d" % e if v == 2.0 ** e else "%.3g" % v
@@ -259,28 +345,43 @@ def main():
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--models", default="mlp,cnn,transformer,mlp-x1024")
+    parser.add_argument("--repair-models", default="overflow,mlp,cnn,transformer,mlp-x1024")
+    parser.add_argument("--tables", default="scaling,repair",
+                        help="which tables: scaling (adaptive vs dynamic), repair")
     parser.add_argument("--flush-every", type=int, default=5,
                         help="measure the flushed fraction every N-th step (0: never)")
     parser.add_argument("--threads", type=int, default=1, help="PyTorch threads")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     seeds = [int(s) for s in args.seeds.split(",")]
-    models = args.models.split(",")
-    for m in models:
+    tables = args.tables.split(",")
+    for t in tables:
+        if t not in ("scaling", "repair"):
+            parser.error("unknown table '%s' (expected scaling, repair)" % t)
+    models = args.models.split(",") if "scaling" in tables else []
+    repair_models = args.repair_models.split(",") if "repair" in tables else []
+    for m in models + repair_models:
         if m not in MODELS:
             parser.error("unknown model '%s' (expected %s)" % (m, ", ".join(MODELS)))
     data_path = os.path.join(ROOT, "build", "data", "digits.npz")
     data = dict(np.load(data_path))
-    if "transformer" in models:
+    if "transformer" in models + repair_models:
         export_transformer(MODELS["transformer"][0])
-    if "mlp-x1024" in models:
+    if "mlp-x1024" in models + repair_models:
         export_mlp_x1024(MODELS["mlp-x1024"][0])
 
+    if models:
+        scaling_table(models, seeds, args.epochs, data, args.flush_every)
+    if repair_models:
+        repair_table(repair_models, seeds, args.epochs, data)
+
+
+def scaling_table(models, seeds, epochs, data, flush_every):
     configs = [("f32", "f32", "none"), ("f16 dynamic", "f16", "dynamic"),
                ("f16 adaptive", "f16", "adaptive")]
     print("adaptive vs dynamic loss scaling: %d epochs, seeds %s, batch %d, "
-          "flushed measured every %d-th step" % (args.epochs, args.seeds, BATCH,
-                                                  args.flush_every))
+          "flushed measured every %d-th step" % (epochs, ",".join(map(str, seeds)),
+                                                  BATCH, flush_every))
     header = "%-12s %-13s %8s %7s  %-22s %10s %10s  %-24s %8s" % (
         "model", "mode", "skipped", "steps", "scale median (range)", "flushed",
         "at scale 1", "accuracy per seed", "vs f32")
@@ -292,8 +393,7 @@ def main():
         for label, precision, loss_scale in configs:
             results = []
             for seed in seeds:
-                r = run(name, precision, loss_scale, seed, args.epochs, data,
-                        args.flush_every)
+                r = run(name, precision, loss_scale, seed, epochs, data, flush_every)
                 results.append(r)
                 if precision == "f32":
                     f32_acc[seed] = r["accuracy"]

@@ -352,7 +352,7 @@ TEST_F(StatsFile, WritesTheSchemaAndReadsItBack) {
   StepResult accumulated = healthy(1.5f);
   accumulated.optimizerStep = false;
   m.observe(4, accumulated, nullptr, 2);
-  m.recordPrecisionChange(3, "softmax -> f32");
+  m.recordPrecisionChange(3, "softmax -> f32", {"m.mlir:3:4", "m.mlir:5:6"});
   EpochReport epoch;
   epoch.epoch = 1;
   epoch.meanLoss = 2.5;
@@ -396,6 +396,10 @@ TEST_F(StatsFile, WritesTheSchemaAndReadsItBack) {
   const llvm::json::Array *changes = root->getArray("precision_changes");
   ASSERT_TRUE(changes && changes->size() == 1);
   EXPECT_EQ((*changes)[0].getAsObject()->getString("change"), "softmax -> f32");
+  const llvm::json::Array *kept =
+      (*changes)[0].getAsObject()->getArray("kept_f32");
+  ASSERT_TRUE(kept && kept->size() == 2);
+  EXPECT_EQ((*kept)[1].getAsString(), "m.mlir:5:6");
   const llvm::json::Array *epochs = root->getArray("epochs");
   ASSERT_TRUE(epochs && epochs->size() == 1);
   EXPECT_EQ((*epochs)[0].getAsObject()->get("accuracy")->kind(),
@@ -414,6 +418,8 @@ TEST_F(StatsFile, WritesTheSchemaAndReadsItBack) {
   EXPECT_EQ(back.reports[0].issue, StabilityIssue::NonFiniteLoss);
   EXPECT_EQ(back.reports[0].message, m.reports()[0].message);
   ASSERT_EQ(back.precisionChanges.size(), 1u);
+  EXPECT_EQ(back.precisionChanges[0].keptF32,
+            (std::vector<std::string>{"m.mlir:3:4", "m.mlir:5:6"}));
   ASSERT_EQ(back.epochs.size(), 1u);
   EXPECT_EQ(back.epochs[0].accuracy, -1);
 }

@@ -255,13 +255,15 @@ int64_t mp_trainer_reports(const mp_trainer *trainer,
 
 /* A precision repair of the run: the step after which it ran, whether it
  * changed the precision (0: it found nothing to fix, and repairs stop),
- * the line mp-run prints for it, and the ops it kept in f32. */
+ * the line mp-run prints for it, the ops it kept in f32, and the seconds
+ * it took (probing and recompiling; not counted as training time). */
 typedef struct mp_precision_repair {
   int64_t step;
   int repaired;
   const char *line;
   int64_t kept_count;
   const char *const *kept;
+  double seconds;
 } mp_precision_repair;
 
 /* The run's repairs so far, in order: their number, and in `*repairs` (may

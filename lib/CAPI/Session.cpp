@@ -533,7 +533,7 @@ int64_t mp_trainer_repairs(const mp_trainer *trainer,
       t->repairViews.push_back({all[i].step, all[i].repaired ? 1 : 0,
                                 t->repairLines[i].c_str(),
                                 static_cast<int64_t>(t->repairKept[i].size()),
-                                t->repairKept[i].data()});
+                                t->repairKept[i].data(), all[i].seconds});
   }
   if (repairs)
     *repairs = t->repairViews.data();

@@ -6,6 +6,7 @@
 #include "mp/Transforms/AttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <algorithm>
@@ -56,16 +57,22 @@ bool pinOpsToF32(ModuleOp module, const std::vector<std::string> &locations,
 
 std::vector<std::string> userLocations(ModuleOp module,
                                        const std::string &location) {
-  std::vector<std::string> users;
+  llvm::SmallPtrSet<Operation *, 8> readers;
   for (Operation *op : opsAt(module, location))
-    for (Operation *user : op->getUsers()) {
-      if (user->hasTrait<OpTrait::IsTerminator>() || user->getNumResults() == 0)
-        continue;
-      std::string at = mlir::mp::fileLocationText(user->getLoc());
-      if (!at.empty() && at != location &&
-          std::find(users.begin(), users.end(), at) == users.end())
-        users.push_back(at);
-    }
+    for (Operation *user : op->getUsers())
+      if (!user->hasTrait<OpTrait::IsTerminator>() &&
+          user->getNumResults() != 0)
+        readers.insert(user);
+  // Use lists are in no particular order: walk the module for its own.
+  std::vector<std::string> users;
+  module.walk([&](Operation *op) {
+    if (!readers.contains(op))
+      return;
+    std::string at = mlir::mp::fileLocationText(op->getLoc());
+    if (!at.empty() && at != location &&
+        std::find(users.begin(), users.end(), at) == users.end())
+      users.push_back(at);
+  });
   return users;
 }
 

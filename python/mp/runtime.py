@@ -66,7 +66,7 @@ class _TrainerOptions(ctypes.Structure):
 class _PrecisionRepair(ctypes.Structure):
     _fields_ = [("step", ctypes.c_int64), ("repaired", ctypes.c_int),
                 ("line", ctypes.c_char_p), ("kept_count", ctypes.c_int64),
-                ("kept", ctypes.POINTER(ctypes.c_char_p))]
+                ("kept", ctypes.POINTER(ctypes.c_char_p)), ("seconds", ctypes.c_double)]
 
 
 class _StabilityReport(ctypes.Structure):
@@ -415,7 +415,7 @@ class Session:
         `precision_repair` (mp-run's --auto-precision-repair; None: on for
         precision="auto") keeps the f16/bf16 ops of steps that keep failing
         in f32, recompiles and continues; an epoch's `repairs` are dicts
-        (step, repaired, line, kept) of the repairs made in it."""
+        (step, repaired, line, kept, seconds) of the repairs made in it."""
         lib = library()
         x_train = _rows(x_train, self.num_features, "x_train")
         y_train = _rows(y_train, self.num_classes, "y_train")
@@ -478,7 +478,8 @@ class Session:
                 repairs = [{"step": views[i].step, "repaired": bool(views[i].repaired),
                             "line": views[i].line.decode(),
                             "kept": [views[i].kept[k].decode()
-                                     for k in range(views[i].kept_count)]}
+                                     for k in range(views[i].kept_count)],
+                            "seconds": views[i].seconds}
                            for i in range(count)]
                 repairs = repairs[sum(len(e["repairs"]) for e in epochs_run):]
                 if verbose:
