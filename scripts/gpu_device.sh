@@ -13,7 +13,8 @@
 # (7 files at most, the stats file of the accumulation run included; $OUT
 # defaults to gpu-device-out/), a summary table to
 # stdout.
-#   1  fail fast: mprt-cuda-unittests; one f16 epoch on the GPU; the Python
+#   1  fail fast: mprt-cuda-unittests; one f16 epoch on the GPU; gradient
+#      accumulation and precision repair on the GPU; the Python
 #      Session on the GPU against the CPU (gpu_session_check.py); the commands
 #      of test/mp-run/cuda-train.test (CPU f32 vs GPU f16/bf16 for 30
 #      epochs, f16 and int8 inference on the GPU); gemm_bench on a few shapes
@@ -152,6 +153,12 @@ stage1() {
   step "train f16, --accumulate 4, --stats, --device cuda" train.log 180 \
     mp-run train "$ex" --device cuda --precision f16 --accumulate 4 --epochs 3 \
       --stats "$out/stats-f16-accumulate4.json" || return
+  # Self-healing precision with the step on the GPU: the probes run on the
+  # CPU, the step is compiled again for the GPU with the ops kept in f32.
+  step "train f16 --auto-precision-repair on, --device cuda" train.log 180 \
+    sh -c "mp-run train '$root/examples/digits_overflow.mlir' --device cuda \
+      --precision f16 --auto-precision-repair on --epochs 3 | tee '$tmp/repair.log' &&
+      grep -q '^precision repair at step [0-9]*: kept in f32' '$tmp/repair.log'" || return
   step "Python Session on the GPU vs the CPU" train.log 180 \
     "$python" "$root/scripts/gpu_session_check.py" || return
   # test/mp-run/cuda-train.test's commands.
