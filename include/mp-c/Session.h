@@ -55,6 +55,11 @@ typedef struct mp_session_options {
    * --keep-f32: `keep_f32_count` strings (NULL and 0: none). */
   const char *const *keep_f32;
   int64_t keep_f32_count;
+  /* loss_scale "adaptive" only: keep the scaled gradients' amax
+   * `scale_margin` times below f16's maximum (8), and lower the scale only
+   * after `scale_hysteresis` clean steps in a row ask for it (2). */
+  double scale_margin;
+  int64_t scale_hysteresis;
 } mp_session_options;
 
 /* Fills `options` with the defaults above. */

@@ -103,6 +103,8 @@ void mp_session_options_init(mp_session_options *options) {
   options->accumulate = defaults.accumulate;
   options->keep_f32 = nullptr;
   options->keep_f32_count = 0;
+  options->scale_margin = defaults.scaleMargin;
+  options->scale_hysteresis = defaults.scaleHysteresis;
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -131,6 +133,8 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   train.weightDecay = o.weight_decay;
   train.seed = o.seed;
   train.accumulate = o.accumulate;
+  train.scaleMargin = o.scale_margin;
+  train.scaleHysteresis = o.scale_hysteresis;
   if (o.keep_f32_count < 0 || (o.keep_f32_count > 0 && !o.keep_f32))
     return fail("mp_session_create: keep_f32 is NULL or its count negative");
   for (int64_t i = 0; i < o.keep_f32_count; ++i) {

@@ -236,6 +236,8 @@ llvm::json::Object Session::artifactMetadata() const {
            {"loss_scale", o.lossScale.str()},
            {"loss_scale_mode", mlir::mp::stringifyLossScalingMode(scaleMode)},
            {"init_scale", o.lossScale.initial},
+           {"scale_margin", o.scaleMargin},
+           {"scale_hysteresis", o.scaleHysteresis},
            {"optimizer", mlir::mp::stringifyOptimizerAlgorithm(o.optimizer)},
            {"lr", o.lr},
            {"momentum", o.momentum},
@@ -296,6 +298,12 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
       llvm::StringRef(seedText).getAsInteger(10, compiledOptions.seed))
     return bad("options");
   scaleMode = *mode;
+  // Absent from artifacts written before they were options: the defaults.
+  compiledOptions.scaleMargin =
+      o->getNumber("scale_margin").value_or(TrainOptions().scaleMargin);
+  compiledOptions.scaleHysteresis =
+      o->getInteger("scale_hysteresis")
+          .value_or(TrainOptions().scaleHysteresis);
   std::optional<int64_t> window = o->getInteger("accumulate");
   if (!window || *window < 1 || *window > INT32_MAX)
     return bad("accumulate");

@@ -67,6 +67,21 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
                     OwningOpRef<ModuleOp> &module, std::string &error) {
   if (!resolveLossScale(options.lossScale, options.precision, scaleMode, error))
     return false;
+  const TrainOptions defaults;
+  if (scaleMode != LossScalingMode::Adaptive &&
+      (options.scaleMargin != defaults.scaleMargin ||
+       options.scaleHysteresis != defaults.scaleHysteresis)) {
+    error = "--scale-margin and --scale-hysteresis are settings of "
+            "--loss-scale adaptive";
+    return false;
+  }
+  if (!(options.scaleMargin >= 1) ||
+      !std::isfinite(static_cast<float>(options.scaleMargin)) ||
+      options.scaleHysteresis < 1 || options.scaleHysteresis > INT32_MAX) {
+    error = "adaptive loss scaling needs --scale-margin >= 1 (finite in f32) "
+            "and --scale-hysteresis >= 1 (an i32)";
+    return false;
+  }
   if (options.accumulate < 1 || options.accumulate > INT32_MAX) {
     error = "--accumulate must be a positive number of micro-batches, got " +
             std::to_string(options.accumulate);
@@ -139,6 +154,8 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   pipeline.dtype = options.precision;
   pipeline.lossScale = scaleMode;
   pipeline.initScale = options.lossScale.initial;
+  pipeline.margin = options.scaleMargin;
+  pipeline.hysteresis = options.scaleHysteresis;
   pipeline.optimizer = options.optimizer;
   pipeline.lr = options.lr;
   pipeline.momentum = options.momentum;
@@ -540,6 +557,8 @@ bool Session::saveCheckpoint(const std::string &path,
            {"weight_decay", compiledOptions.weightDecay},
            {"loss_scale", mlir::mp::stringifyLossScalingMode(scaleMode)},
            {"init_scale", compiledOptions.lossScale.initial},
+           {"scale_margin", compiledOptions.scaleMargin},
+           {"scale_hysteresis", compiledOptions.scaleHysteresis},
            {"accumulate", compiledOptions.accumulate},
            {"keep_f32", llvm::json::Array(compiledOptions.keepF32)},
            {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};

@@ -246,7 +246,11 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
   trainer->batches = train.rows / b;
   if (options.resume) {
     const std::string &path = trainer->options.checkpointPath;
-    // The precision plan it was saved with, repairs included, first.
+    if (!restoreCheckpoint(session, path, /*withState=*/true, trainer->next,
+                           error))
+      return nullptr;
+    // The precision plan it was saved with, repairs included: the step is
+    // compiled again with the ops it kept in f32 (the state carries over).
     std::vector<std::string> pins;
     if (!readCheckpointPins(path, pins, error))
       return nullptr;
@@ -259,9 +263,6 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
       error = "checkpoint '" + path + "' keeps ops in f32: " + error;
       return nullptr;
     }
-    if (!restoreCheckpoint(session, path, /*withState=*/true, trainer->next,
-                           error))
-      return nullptr;
     if (trainer->next.batch < 0 || trainer->next.batch >= trainer->batches) {
       error = "checkpoint '" + path + "' was saved after batch " +
               std::to_string(trainer->next.batch) +

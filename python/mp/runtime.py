@@ -42,7 +42,8 @@ class _Options(ctypes.Structure):
                 ("seed", ctypes.c_uint64), ("device", ctypes.c_char_p),
                 ("tf32", ctypes.c_int), ("accumulate", ctypes.c_int64),
                 ("keep_f32", ctypes.POINTER(ctypes.c_char_p)),
-                ("keep_f32_count", ctypes.c_int64)]
+                ("keep_f32_count", ctypes.c_int64),
+                ("scale_margin", ctypes.c_double), ("scale_hysteresis", ctypes.c_int64)]
 
 
 class _InferOptions(ctypes.Structure):
@@ -225,7 +226,8 @@ class Session:
 
     def __init__(self, model_path, precision=None, loss_scale=None, optimizer=None,
                  lr=None, momentum=None, weight_decay=None, seed=None, device=None,
-                 tf32=None, accumulate=None, keep_f32=None):
+                 tf32=None, accumulate=None, keep_f32=None, scale_margin=None,
+                 scale_hysteresis=None):
         """Options left None take the library's defaults
         (mp_session_options_init: f32, loss scale by precision, SGD, lr
         0.05, momentum 0.9, no weight decay, seed 0, the CPU, TF32 as
@@ -236,7 +238,9 @@ class Session:
         keep_f32 lists source locations ("FILE:LINE:COL" or "LINE:COL") of
         ops to keep in f32 with their derivatives, as mp-run's --keep-f32;
         `kept_f32` says which the session keeps (precision repairs add
-        to them)."""
+        to them). scale_margin and scale_hysteresis set adaptive loss
+        scaling (loss_scale="adaptive"), as mp-run's --scale-margin and
+        --scale-hysteresis."""
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
@@ -246,7 +250,8 @@ class Session:
                 setattr(options, name, value.encode())
         for name, value in (("lr", lr), ("momentum", momentum),
                             ("weight_decay", weight_decay), ("seed", seed),
-                            ("accumulate", accumulate)):
+                            ("accumulate", accumulate), ("scale_margin", scale_margin),
+                            ("scale_hysteresis", scale_hysteresis)):
             if value is not None:
                 setattr(options, name, value)
         if tf32 is not None:

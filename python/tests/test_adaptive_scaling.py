@@ -8,6 +8,7 @@ halves the scale and starts the cool-down.
 import os
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -22,28 +23,29 @@ MARGIN, HYSTERESIS, COOL_DOWN = 8.0, 2, 2000
 LIMIT, MIN_SCALE, MAX_SCALE = 65504.0, 1.0, 2.0 ** 24
 
 
-def _bound(scale, amax):
+def _bound(scale, amax, margin=MARGIN):
     """scale / amax * limit / margin: the target is the largest power of two
     at most this, clamped."""
-    return scale / amax * (LIMIT / MARGIN)
+    return scale / amax * (LIMIT / margin)
 
 
-def _target(scale, amax):
+def _target(scale, amax, margin=MARGIN):
     if not amax > 0:
         return scale
-    return min(max(2.0 ** np.floor(np.log2(_bound(scale, amax))), MIN_SCALE), MAX_SCALE)
+    return min(max(2.0 ** np.floor(np.log2(_bound(scale, amax, margin))), MIN_SCALE),
+               MAX_SCALE)
 
 
-def _update(scale, tracker, found_inf, amax):
+def _update(scale, tracker, found_inf, amax, margin=MARGIN, hysteresis=HYSTERESIS):
     """updateAdaptiveLossScale (lib/Dialect/MP/IR/MPOps.cpp), independently."""
     if found_inf:
         return max(scale * 0.5, MIN_SCALE), -COOL_DOWN
-    target = _target(scale, amax)
+    target = _target(scale, amax, margin)
     if tracker < 0:
         return min(target, scale), tracker + 1
     if target >= scale:  # up by one power of two a step at most
         return min(target, 2.0 ** np.floor(np.log2(2 * scale))), 0
-    if tracker + 1 >= HYSTERESIS:
+    if tracker + 1 >= hysteresis:
         return target, 0
     return scale, tracker + 1
 
@@ -62,15 +64,19 @@ def _gradient_amax(params, x, labels):
     return max(float(v.grad.abs().max()) for v in w.values())
 
 
-def test_adaptive_scale_follows_measured_amax():
+@pytest.mark.parametrize("margin,hysteresis", [(None, None), (64.0, 4)])
+def test_adaptive_scale_follows_measured_amax(margin, hysteresis):
     """60 steps: no step is skipped, every scale is a power of two in
     [1, 2^24], and each new scale and tracker are the rule's from the
     gradients' amax that PyTorch measures on the step's parameters and
     batch (mp's own gradients pass through f16; a step whose bound lies
     within 1% of a power of two may round either way and is not compared).
-    The scale moves during the run, so the comparison is not vacuous."""
+    The scale moves during the run, so the comparison is not vacuous. With
+    the defaults, and with the session's scale_margin/scale_hysteresis."""
     data = _digits()
-    session = runtime.Session(EXAMPLE, precision="f16", loss_scale="adaptive", seed=0)
+    session = runtime.Session(EXAMPLE, precision="f16", loss_scale="adaptive", seed=0,
+                              scale_margin=margin, scale_hysteresis=hysteresis)
+    rule = {"margin": margin or MARGIN, "hysteresis": hysteresis or HYSTERESIS}
     x, y, labels = data["x_train"], data["y_train"], data["labels_train"]
     compared, scales = 0, {session.loss_scale}
     # mp-run's batches: whole batches of each epoch's order.
@@ -85,10 +91,10 @@ def test_adaptive_scale_follows_measured_amax():
         new_scale, new_tracker = session.loss_scale, _tracker(session)
         assert new_scale in [2.0 ** e for e in range(25)], new_scale
         scales.add(new_scale)
-        bound = np.log2(_bound(scale, amax))
+        bound = np.log2(_bound(scale, amax, rule["margin"]))
         if abs(bound - np.round(bound)) < np.log2(1.01):
             continue
-        assert (new_scale, new_tracker) == _update(scale, tracker, False, amax), (
+        assert (new_scale, new_tracker) == _update(scale, tracker, False, amax, **rule), (
             "step %d: scale %g tracker %d amax %g -> %g, %d" % (
                 step, scale, tracker, amax, new_scale, new_tracker))
         compared += 1
@@ -115,3 +121,12 @@ def test_adaptive_overflow_skips_halves_and_cools_down():
         assert session.train_step(x, y)[1]
         assert session.loss_scale <= before / 2
         assert _tracker(session) == -COOL_DOWN + k
+
+
+def test_margin_and_hysteresis_are_checked():
+    with pytest.raises(runtime.MPError, match="settings of --loss-scale adaptive"):
+        runtime.Session(EXAMPLE, precision="f16", scale_margin=64.0)
+    with pytest.raises(runtime.MPError, match="--scale-margin >= 1"):
+        runtime.Session(EXAMPLE, precision="f16", loss_scale="adaptive", scale_margin=0.5)
+    with pytest.raises(runtime.MPError, match="--scale-hysteresis >= 1"):
+        runtime.Session(EXAMPLE, precision="f16", loss_scale="adaptive", scale_hysteresis=0)

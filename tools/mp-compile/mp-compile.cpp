@@ -34,6 +34,16 @@ static cl::opt<std::string>
               cl::desc("dynamic | adaptive | static:N | none (default: "
                        "dynamic for f16, none for bf16 and f32)"),
               cl::init(""));
+static cl::opt<double> scaleMargin(
+    "scale-margin",
+    cl::desc("--loss-scale adaptive: keep the scaled gradients' amax this "
+             "many times below f16's maximum"),
+    cl::init(trainDefaults.scaleMargin));
+static cl::opt<int64_t> scaleHysteresis(
+    "scale-hysteresis",
+    cl::desc("--loss-scale adaptive: clean steps in a row that must ask for "
+             "a lower scale before it falls"),
+    cl::init(trainDefaults.scaleHysteresis));
 static cl::opt<std::string> optimizer(
     "optimizer", cl::desc("sgd | adam | adamw"),
     cl::init(
@@ -83,6 +93,8 @@ int main(int argc, char **argv) {
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.accumulate = accumulate;
+  options.scaleMargin = scaleMargin;
+  options.scaleHysteresis = scaleHysteresis;
   options.keepF32.assign(keepF32.begin(), keepF32.end());
   options.seed = seed;
   auto start = std::chrono::steady_clock::now();

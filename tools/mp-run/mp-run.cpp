@@ -72,6 +72,16 @@ static cl::opt<std::string>
               cl::desc("dynamic | adaptive | static:N | none (default: "
                        "dynamic for f16, none for bf16 and f32)"),
               cl::init(""));
+static cl::opt<double> scaleMargin(
+    "scale-margin",
+    cl::desc("--loss-scale adaptive: keep the scaled gradients' amax this "
+             "many times below f16's maximum"),
+    cl::init(trainDefaults.scaleMargin));
+static cl::opt<int64_t> scaleHysteresis(
+    "scale-hysteresis",
+    cl::desc("--loss-scale adaptive: clean steps in a row that must ask for "
+             "a lower scale before it falls"),
+    cl::init(trainDefaults.scaleHysteresis));
 static cl::opt<std::string> optimizer(
     "optimizer", cl::desc("sgd | adam | adamw"),
     cl::init(
@@ -387,6 +397,9 @@ int checkArtifactOptions(const mp::Session &session,
                 "--precision auto)");
   if (differs(precision, given.precision, compiled.precision) ||
       differs(lossScale, given.lossScale, compiled.lossScale) ||
+      differs(scaleMargin, given.scaleMargin, compiled.scaleMargin) ||
+      differs(scaleHysteresis, given.scaleHysteresis,
+              compiled.scaleHysteresis) ||
       differs(optimizer, given.optimizer, compiled.optimizer) ||
       differs(lr, given.lr, compiled.lr) ||
       differs(momentum, given.momentum, compiled.momentum) ||
@@ -672,6 +685,8 @@ extern "C" int mp_run_main(int argc, char **argv) {
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.accumulate = accumulate;
+  options.scaleMargin = scaleMargin;
+  options.scaleHysteresis = scaleHysteresis;
   options.keepF32.assign(keepF32.begin(), keepF32.end());
   options.seed = seed;
   // The measurements of --quant-measure run on the CPU; the session itself

@@ -74,6 +74,12 @@ struct TrainOptions {
   /// --precision auto chose it, else off.
   std::optional<bool> tf32;
   LossScaleOption lossScale;
+  /// Adaptive loss scaling (--loss-scale adaptive only): keep the scaled
+  /// gradients' amax this many times below f16's maximum, and fall only
+  /// after this many clean steps in a row ask for a lower scale (the
+  /// pass's own defaults, Passes.td).
+  double scaleMargin = mlir::mp::MPLossScalingOptions().margin;
+  int64_t scaleHysteresis = mlir::mp::MPLossScalingOptions().hysteresis;
   // The optimizer pass's own defaults (Passes.td), declared there once.
   OptimizerAlgorithm optimizer = mlir::mp::MPOptimizerOptions().algorithm;
   double lr = mlir::mp::MPOptimizerOptions().learningRate;
