@@ -284,7 +284,9 @@ int64_t mp_trainer_repairs(const mp_trainer *trainer,
 typedef struct mp_infer mp_infer;
 
 typedef struct mp_infer_options {
-  const char *precision;        /* "f32" (default), "f16", "bf16", "int8" */
+  const char *precision;        /* "f32" (default), "f16", "bf16", "int8",
+                                   or "auto" (what the hardware has, as
+                                   mp_session_options.precision) */
   const char *calibration_path; /* int8: statistics from mp_calibrate */
   const char *method;           /* int8: "minmax" (default), "percentile",
                                    "entropy" */
@@ -313,6 +315,11 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
                     const mp_session *weights, mp_infer **out);
 void mp_infer_free(mp_infer *infer);
 
+/* The precision predictions compute in ("f32", "f16", "bf16"; "f32" for
+ * int8), and what "auto" chose and why ("" when the precision was given).
+ * Owned by the session. */
+const char *mp_infer_precision(const mp_infer *infer);
+const char *mp_infer_precision_decision(const mp_infer *infer);
 int64_t mp_infer_batch_size(const mp_infer *infer);
 int64_t mp_infer_num_features(const mp_infer *infer);
 int64_t mp_infer_num_classes(const mp_infer *infer);

@@ -577,6 +577,18 @@ void mp_infer_options_init(mp_infer_options *options) {
   options->measure_batches = 0;
 }
 
+const char *mp_infer_precision(const mp_infer *infer) {
+  if (!infer || !infer->session)
+    return "";
+  return mlir::mp::stringifyFloatPrecision(infer->session->precision())
+      .data(); // ODS spellings are string literals
+}
+
+const char *mp_infer_precision_decision(const mp_infer *infer) {
+  return infer && infer->session ? infer->session->precisionDecision().c_str()
+                                 : "";
+}
+
 int mp_infer_create(const char *model_path, const mp_infer_options *options,
                     const mp_session *weights, mp_infer **out) {
   if (!out)

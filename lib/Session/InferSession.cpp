@@ -1,6 +1,7 @@
 //===- InferSession.cpp - compile and call mp.predict alone ---------------===//
 
 #include "mp/Session/InferSession.h"
+#include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
 
 #include "mp/Transforms/AttrNames.h"
@@ -41,7 +42,20 @@ InferSession::create(const std::string &modelPath, const InferOptions &options,
                      const std::vector<HostTensor> &params,
                      std::string &error) {
   std::unique_ptr<InferSession> session(new InferSession());
-  if (!session->compile(modelPath, options, error) ||
+  InferOptions resolved = options;
+  if (resolved.automaticPrecision &&
+      resolved.mode == InferOptions::Mode::Float) {
+    // The GPU's capability when the predictions run there.
+    HardwareInfo hardware =
+        options.device == Device::Cuda ? detectHardware() : detectCpu();
+    PrecisionChoice choice = choosePrecision(hardware, options.device);
+    resolved.precision = choice.precision;
+    session->decision = choice.line();
+  }
+  resolved.automaticPrecision = false;
+  if (resolved.mode == InferOptions::Mode::Float)
+    session->computePrecision = resolved.precision;
+  if (!session->compile(modelPath, resolved, error) ||
       !session->bind(params, error))
     return nullptr;
   return session;

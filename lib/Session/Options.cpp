@@ -186,11 +186,17 @@ bool parseInferPrecision(llvm::StringRef text, InferOptions &options,
     return true;
   }
   std::string ignored;
-  if (parsePrecision(text, options.precision, ignored)) {
+  if (text == "auto") {
     options.mode = InferOptions::Mode::Float;
+    options.automaticPrecision = true;
     return true;
   }
-  return refuse("--precision", text, "f32, f16, bf16 or int8", error);
+  if (parsePrecision(text, options.precision, ignored)) {
+    options.mode = InferOptions::Mode::Float;
+    options.automaticPrecision = false;
+    return true;
+  }
+  return refuse("--precision", text, "f32, f16, bf16, auto or int8", error);
 }
 
 } // namespace mp

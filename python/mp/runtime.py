@@ -142,6 +142,8 @@ def library():
         "mp_infer_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_InferOptions),
                                            P, ctypes.POINTER(P)]),
         "mp_infer_free": (None, [P]),
+        "mp_infer_precision": (ctypes.c_char_p, [P]),
+        "mp_infer_precision_decision": (ctypes.c_char_p, [P]),
         "mp_infer_batch_size": (ctypes.c_int64, [P]),
         "mp_infer_num_features": (ctypes.c_int64, [P]),
         "mp_infer_num_classes": (ctypes.c_int64, [P]),
@@ -566,7 +568,10 @@ class InferSession:
         _check(lib.mp_infer_create(os.fspath(model_path).encode(), ctypes.byref(options),
                                    session._handle, ctypes.byref(handle)))
         self._handle = handle
-        self.precision = options.precision.decode()
+        # "int8", or the float precision predictions run in ("auto" resolved).
+        self.precision = ("int8" if options.precision.decode() == "int8"
+                          else lib.mp_infer_precision(handle).decode())
+        self.precision_decision = lib.mp_infer_precision_decision(handle).decode()
         self.batch_size = lib.mp_infer_batch_size(handle)
         self.num_features = lib.mp_infer_num_features(handle)
         self.num_classes = lib.mp_infer_num_classes(handle)

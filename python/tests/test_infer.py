@@ -71,6 +71,22 @@ def test_low_precision_inference(trained, f32, precision, tolerance):
     assert infer.weight_bytes < 0.55 * reference.weight_bytes
 
 
+def test_auto_precision_inference(trained, f32):
+    """precision="auto" picks what a training session's auto picks on this
+    machine, says why, and predicts as that precision does."""
+    path, session, _, data = trained
+    infer = runtime.InferSession(path, session, precision="auto")
+    chosen = runtime.Session(path, precision="auto")
+    assert infer.precision == chosen.precision
+    assert infer.precision_decision == chosen.precision_decision
+    assert infer.precision_decision.startswith("precision auto -> " + infer.precision)
+    same = runtime.InferSession(path, session, precision=infer.precision)
+    assert same.precision_decision == ""
+    np.testing.assert_array_equal(infer.predict(data["x_test"]),
+                                  same.predict(data["x_test"]))
+    chosen.close()
+
+
 def test_int8_from_numpy_calibration(trained, f32, tmp_path):
     """calibrate() on 10 batches of training rows writes the statistics;
     the int8 model (nn.Linear's transposed weights quantized per output

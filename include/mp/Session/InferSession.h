@@ -23,8 +23,10 @@ namespace mp {
 struct InferOptions {
   enum class Mode { Float, Calibrate, Int8 };
   Mode mode = Mode::Float;
-  /// Float mode: the precision @predict computes in.
+  /// Float mode: the precision @predict computes in; with
+  /// automaticPrecision, what the hardware has (Hardware.h) replaces it.
   FloatPrecision precision = FloatPrecision::F32;
+  bool automaticPrecision = false;
   /// Int8 mode: the --mp-quantize options, with the pass's defaults
   /// (declared once, in Passes.td).
   std::string calibrationPath;
@@ -44,7 +46,7 @@ struct InferOptions {
   Device device = Device::Cpu;
 };
 
-/// Inference's --precision: f32, f16 or bf16 (Mode::Float), or int8
+/// Inference's --precision: f32, f16, bf16 or auto (Mode::Float), or int8
 /// (Mode::Int8); false with an error for anything else.
 bool parseInferPrecision(llvm::StringRef text, InferOptions &options,
                          std::string &error);
@@ -57,6 +59,12 @@ public:
   static std::unique_ptr<InferSession>
   create(const std::string &modelPath, const InferOptions &options,
          const std::vector<HostTensor> &params, std::string &error);
+
+  /// The precision @predict computes in (auto resolved; f32 for int8,
+  /// whose fallback ops run in options.fallback), and what auto chose and
+  /// why ("" when the precision was given).
+  FloatPrecision precision() const { return computePrecision; }
+  const std::string &precisionDecision() const { return decision; }
 
   int64_t batchSize() const { return batch; }
   int64_t numFeatures() const { return features; }
@@ -96,6 +104,8 @@ private:
 
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
+  FloatPrecision computePrecision = FloatPrecision::F32;
+  std::string decision;
   int64_t batch = 0, features = 0, classes = 0;
   std::vector<int64_t> inputShape;
   std::vector<Binding> predictArgs, weightsArgs, weightsResults;
