@@ -120,7 +120,17 @@ uint32_t disabledFeatures() {
 } // namespace
 
 extern "C" uint32_t mprt_cpu_features(void) {
-  static const uint32_t features = detect() & ~disabledFeatures();
+  static const uint32_t features = [] {
+    uint32_t f = detect() & ~disabledFeatures();
+    // What builds on a disabled feature goes with it (kernels that use
+    // AVX-512 BF16 instructions need AVX-512 itself, and so on).
+    if (!(f & MPRT_CPU_AVX2))
+      f &= ~(MPRT_CPU_AVX512F | MPRT_CPU_AVX_VNNI);
+    if (!(f & MPRT_CPU_AVX512F))
+      f &= ~(MPRT_CPU_AVX512_VNNI | MPRT_CPU_AVX512_BF16 |
+             MPRT_CPU_AVX512_FP16 | MPRT_CPU_AMX_INT8 | MPRT_CPU_AMX_BF16);
+    return f;
+  }();
   return features;
 }
 

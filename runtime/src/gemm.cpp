@@ -424,6 +424,7 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
     lda = transA ? m : k;
     ldb = transB ? k : n;
   }
+  mprt::capOneDnnIsa();
   dnnl_status_t status =
       dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, pa, lda,
                  pb, ldb, 1.0f, reinterpret_cast<float *>(c), ldc);

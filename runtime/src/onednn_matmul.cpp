@@ -2,9 +2,39 @@
 
 #include "onednn_matmul.h"
 
+#include "mprt/mprt.h"
+
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <tuple>
+
+void mprt::capOneDnnIsa() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char *disabled = std::getenv("MPRT_CPU_DISABLE");
+    if (!disabled || !*disabled || std::getenv("ONEDNN_MAX_CPU_ISA") ||
+        std::getenv("DNNL_MAX_CPU_ISA"))
+      return;
+    // The highest oneDNN ISA whose instructions the remaining features
+    // cover (oneDNN's ISAs nest: each includes the ones below it).
+    uint32_t f = mprt_cpu_features();
+    dnnl_cpu_isa_t isa = dnnl_cpu_isa_sse41;
+    if ((f & MPRT_CPU_AMX_BF16) && (f & MPRT_CPU_AMX_INT8) &&
+        (f & MPRT_CPU_AVX512_BF16))
+      isa = dnnl_cpu_isa_all;
+    else if (f & MPRT_CPU_AVX512_BF16)
+      isa = dnnl_cpu_isa_avx512_core_bf16;
+    else if (f & MPRT_CPU_AVX512_VNNI)
+      isa = dnnl_cpu_isa_avx512_core_vnni;
+    else if (f & MPRT_CPU_AVX512F)
+      isa = dnnl_cpu_isa_avx512_core;
+    else if (f & MPRT_CPU_AVX2)
+      isa = dnnl_cpu_isa_avx2;
+    dnnl_set_max_cpu_isa(isa);
+  });
+}
 
 namespace {
 
@@ -27,6 +57,7 @@ struct MatmulCache {
 
 MatmulCache &cache() {
   static MatmulCache *instance = [] {
+    mprt::capOneDnnIsa();
     auto *c = new MatmulCache(); // lives for the process: kernels are reused
     if (dnnl_engine_create(&c->engine, dnnl_cpu, 0) != dnnl_success ||
         dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags) !=

@@ -17,6 +17,12 @@
 
 namespace mprt {
 
+/// With MPRT_CPU_DISABLE set (and oneDNN's own ONEDNN_MAX_CPU_ISA not),
+/// caps oneDNN's ISA at what the remaining features allow, so its kernels
+/// follow the features mprt reports as mp's own do. Once per process,
+/// before oneDNN's first call; every caller of oneDNN calls it first.
+void capOneDnnIsa();
+
 /// C(`cType`) += op(A) op(B) with A and B of `abType`, row-major with
 /// leading dimensions lda, ldb, ldc (op: transposed when transA/transB).
 /// False when oneDNN has no primitive for it (an old CPU or oneDNN): the

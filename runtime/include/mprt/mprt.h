@@ -491,8 +491,10 @@ void mprt_memref_copy(int64_t element_bytes, const mprt_unranked_memref *src,
 /* The MPRT_CPU_* bits this CPU and OS support (AVX-512 and AMX bits only
  * when the OS saves their registers). 0 on non-x86 hosts. The environment
  * variable MPRT_CPU_DISABLE (names as mprt_cpu_features_string writes
- * them, comma-separated) takes features away, so that a run behaves as on
- * a CPU without them (kernels, `--precision auto`); it cannot add any. */
+ * them, comma-separated) takes features away, with those that build on
+ * them (no AVX2: no AVX-512; no AVX512F: no AVX-512 extensions nor AMX),
+ * so that a run behaves as on a CPU without them (mp's kernels, oneDNN's
+ * ISA, `--precision auto`); it cannot add any. */
 uint32_t mprt_cpu_features(void);
 
 /* The same as space-separated names ("avx2 f16c avx512f avx512_vnni ..."),
