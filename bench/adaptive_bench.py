@@ -52,6 +52,7 @@ with dynamic scaling, and in f16 with precision repair
   skipped   steps skipped over the run (sum over seeds)
   repairs   precision repairs made (sum over seeds)
   kept f32  ops kept in f32 at the end of each seed's run
+  (mode "auto: P": --precision auto on this machine chose P)
   seconds   spent in repairs (probe rounds and recompiling; mean)
   accuracy  held-out accuracy (mean over seeds) and its difference from f32
 
@@ -289,6 +290,7 @@ def run_repair(name, precision, repair, seed, epochs, data):
         "skipped": session.skipped_steps,
         "repairs": repairs,
         "kept": session.kept_f32,
+        "precision": session.precision,
         "repair_seconds": sum(r["seconds"] for r in repairs),
     }
     session.close()
@@ -296,8 +298,10 @@ def run_repair(name, precision, repair, seed, epochs, data):
 
 
 def repair_table(models, seeds, epochs, data):
+    # auto: what this machine's hardware picks, with the repair's default
+    # for it (on).
     configs = [("f32", "f32", False), ("f16", "f16", False),
-               ("f16 repair", "f16", True)]
+               ("f16 repair", "f16", True), ("auto", "auto", None)]
     print()
     print("plain vs self-healing f16 (dynamic loss scaling): %d epochs, seeds %s, "
           "batch %d, the library's trainer" % (epochs, ",".join(map(str, seeds)), BATCH))
@@ -319,6 +323,8 @@ def repair_table(models, seeds, epochs, data):
             mean = statistics.mean(accs)
             diff = mean - statistics.mean(f32_acc[s] for s in seeds)
             kept = "/".join(str(len(r["kept"])) for r in results)
+            if precision == "auto":
+                label = "auto: " + "/".join(sorted({r["precision"] for r in results}))
             seconds = statistics.mean(r["repair_seconds"] for r in results)
             print("%-12s %-11s %8d %8d %-14s %8.1f  %-24s %+7.2f" % (
                 name, label, sum(r["skipped"] for r in results),

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
 
 #include <algorithm>
 
@@ -17,10 +18,23 @@ using namespace mlir;
 
 namespace {
 
+/// "FILE:LINE:COL" split into FILE and ":LINE:COL" ("" and all of it for
+/// "LINE:COL").
+std::pair<llvm::StringRef, llvm::StringRef> splitLocation(llvm::StringRef at) {
+  size_t col = at.rfind(':');
+  size_t line = col == llvm::StringRef::npos ? col : at.rfind(':', col - 1);
+  if (line == llvm::StringRef::npos)
+    return {"", at};
+  return {at.take_front(line), at.drop_front(line)};
+}
+
 /// The ops of `module`'s functions that produce values and stand at
-/// `wanted`: "FILE:LINE:COL", or "LINE:COL" in any file.
+/// `wanted`: "FILE:LINE:COL" (FILE spelled as in the model, or another
+/// path to the same file: a run resumed with another spelling of the
+/// model's path finds its pins), or "LINE:COL" in any file.
 std::vector<Operation *> opsAt(ModuleOp module, llvm::StringRef wanted) {
   bool anyFile = wanted.count(':') == 1;
+  auto [wantedFile, wantedLineCol] = splitLocation(wanted);
   std::vector<Operation *> found;
   module.walk([&](Operation *op) {
     if (isa<func::FuncOp, ModuleOp>(op) ||
@@ -28,8 +42,12 @@ std::vector<Operation *> opsAt(ModuleOp module, llvm::StringRef wanted) {
       return;
     std::string at = mlir::mp::fileLocationText(op->getLoc());
     llvm::StringRef here(at);
-    if (here == wanted || (anyFile && here.ends_with(wanted) &&
-                           here.drop_back(wanted.size()).ends_with(":")))
+    auto [file, lineCol] = splitLocation(here);
+    if (here == wanted ||
+        (anyFile && here.ends_with(wanted) &&
+         here.drop_back(wanted.size()).ends_with(":")) ||
+        (!anyFile && lineCol == wantedLineCol &&
+         llvm::sys::fs::equivalent(file, wantedFile)))
       found.push_back(op);
   });
   return found;

@@ -6,9 +6,9 @@
 #include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
 #include "mp/Session/PrecisionPins.h"
-#include "mp/Support/IRUtils.h"
 
 #include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
 #include "mp/Transforms/Pipelines.h"
