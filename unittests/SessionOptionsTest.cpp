@@ -90,7 +90,7 @@ TEST(SessionOptions, EnumsParseTheirSpellings) {
   EXPECT_EQ(error, "bad --quant-fallback 'bf16': expected f32 or f16");
 }
 
-TEST(SessionOptions, InferPrecisionTakesInt8) {
+TEST(SessionOptions, InferPrecisionTakesInt8AndAuto) {
   std::string error;
   InferOptions options;
   ASSERT_TRUE(parseInferPrecision("int8", options, error));
@@ -98,8 +98,15 @@ TEST(SessionOptions, InferPrecisionTakesInt8) {
   ASSERT_TRUE(parseInferPrecision("f16", options, error));
   EXPECT_EQ(options.mode, InferOptions::Mode::Float);
   EXPECT_EQ(options.precision, FloatPrecision::F16);
+  EXPECT_FALSE(options.automaticPrecision);
+  ASSERT_TRUE(parseInferPrecision("auto", options, error));
+  EXPECT_EQ(options.mode, InferOptions::Mode::Float);
+  EXPECT_TRUE(options.automaticPrecision);
+  ASSERT_TRUE(parseInferPrecision("bf16", options, error));
+  EXPECT_FALSE(options.automaticPrecision);
   EXPECT_FALSE(parseInferPrecision("int4", options, error));
-  EXPECT_EQ(error, "bad --precision 'int4': expected f32, f16, bf16 or int8");
+  EXPECT_EQ(error,
+            "bad --precision 'int4': expected f32, f16, bf16, auto or int8");
 }
 
 } // namespace

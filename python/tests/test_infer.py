@@ -106,7 +106,7 @@ def test_int8_from_numpy_calibration(trained, f32, tmp_path):
 
 def test_inference_errors(trained, tmp_path):
     path, session, _, data = trained
-    with pytest.raises(runtime.MPError, match="bad --precision .*: expected f32, f16, bf16 or int8"):
+    with pytest.raises(runtime.MPError, match="bad --precision .*: expected f32, f16, bf16, auto or int8"):
         runtime.InferSession(path, session, precision="fp8")
     with pytest.raises(runtime.MPError, match="needs calibration_path"):
         runtime.InferSession(path, session, precision="int8")
