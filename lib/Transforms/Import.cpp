@@ -6,6 +6,7 @@
 #include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
 #include "mlir/Conversion/TosaToTensor/TosaToTensor.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Quant/IR/QuantTypes.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -38,7 +39,33 @@ struct ImportPass : mp::impl::MPImportBase<ImportPass> {
     return pm;
   }
 
+  /// The quantized element type of one of `op`'s operands or results.
+  static Type quantizedType(Operation *op) {
+    for (TypeRange types :
+         {TypeRange(op->getOperandTypes()), TypeRange(op->getResultTypes())})
+      for (Type type : types)
+        if (isa<quant::QuantizedType>(getElementTypeOrSelf(type)))
+          return getElementTypeOrSelf(type);
+    return {};
+  }
+
   void runOnOperation() override {
+    // Upstream's tosa-to-linalg crashes on quantized element types (TFLite
+    // int8 models): refuse them here, naming the op and the type.
+    WalkResult quantized = getOperation().walk([](Operation *op) {
+      if (!isa<tosa::TosaDialect>(op->getDialect()))
+        return WalkResult::advance();
+      Type type = quantizedType(op);
+      if (!type)
+        return WalkResult::advance();
+      op->emitOpError() << "on the quantized type " << type
+                        << ": mp imports float and integer TOSA only "
+                           "(dequantize the model, or give its int8 "
+                           "tensors as plain i8 with explicit rescales)";
+      return WalkResult::interrupt();
+    });
+    if (quantized.wasInterrupted())
+      return signalPassFailure();
     OpPassManager pipeline = buildPipeline();
     if (failed(runPipeline(pipeline, getOperation())))
       return signalPassFailure();

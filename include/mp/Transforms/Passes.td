@@ -23,7 +23,9 @@ def MPImport : Pass<"mp-import", "::mlir::ModuleOp"> {
     and `tosa-to-tensor` on every function, then canonicalization, so that
     the mixed-precision passes see one form (linalg, tensor, arith, math)
     whatever the frontend produced. A module without tosa ops is only
-    canonicalized.
+    canonicalized. A tosa op on a quantized element type
+    (`!quant.uniform`, as TFLite int8 models give) is refused with an error
+    naming the op and the type (upstream's conversion crashes on them).
 
     Before:
 
