@@ -4,10 +4,12 @@
 
 #include "mlir/Conversion/TosaToArith/TosaToArith.h"
 #include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
+#include "mlir/Conversion/TosaToSCF/TosaToSCF.h"
 #include "mlir/Conversion/TosaToTensor/TosaToTensor.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Quant/IR/QuantTypes.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/Dialect/Tosa/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -31,6 +33,10 @@ struct ImportPass : mp::impl::MPImportBase<ImportPass> {
   static OpPassManager buildPipeline() {
     OpPassManager pm(ModuleOp::getOperationName());
     OpPassManager &func = pm.nest<func::FuncOp>();
+    // Unranked results get their shapes; control flow and scatter become
+    // scf (their bodies' tosa ops are converted below like any other).
+    func.addPass(tosa::createTosaInferShapesPass());
+    func.addPass(createTosaToSCFPass());
     func.addPass(tosa::createTosaToLinalgNamed());
     func.addPass(tosa::createTosaToLinalg());
     func.addPass(createTosaToArithPass());

@@ -19,8 +19,11 @@ defvar TrainingPrecisionValues = [{::llvm::cl::values(
 def MPImport : Pass<"mp-import", "::mlir::ModuleOp"> {
   let summary = "Bring a tosa model to linalg on tensors in canonical form";
   let description = [{
-    Runs upstream `tosa-to-linalg-named`, `tosa-to-linalg`, `tosa-to-arith`
-    and `tosa-to-tensor` on every function, then canonicalization, so that
+    Runs upstream `tosa-infer-shapes` (unranked results get shapes),
+    `tosa-to-scf` (`tosa.cond_if`, `tosa.while_loop` and `tosa.scatter`
+    become scf; their bodies' tosa ops are converted like the rest),
+    `tosa-to-linalg-named`, `tosa-to-linalg`, `tosa-to-arith` and
+    `tosa-to-tensor` on every function, then canonicalization, so that
     the mixed-precision passes see one form (linalg, tensor, arith, math)
     whatever the frontend produced. A module without tosa ops is only
     canonicalized. A tosa op on a quantized element type
