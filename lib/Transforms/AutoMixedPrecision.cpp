@@ -449,6 +449,38 @@ void Rewriter::rewrite(func::FuncOp func, const Decisions &todo) {
   }
 }
 
+/// A conversion whose result is only measured (tensor.dim of a dynamic
+/// size, as reshapes of a dynamic batch compute it) converts a whole
+/// tensor for nothing: its input has the same shape. The dims read the
+/// input, and the conversion goes (with its empty init and the dims that
+/// sized it).
+void dropConversionsReadForTheirShape(ModuleOp module) {
+  SmallVector<Operation *> casts;
+  module.walk([&](tensor::DimOp dim) {
+    Operation *def = dim.getSource().getDefiningOp();
+    if (!isCastGeneric(def) || def->getNumResults() != 1)
+      return;
+    dim.getSourceMutable().assign(def->getOperand(0));
+    casts.push_back(def);
+  });
+  for (Operation *cast : casts) {
+    if (!cast->use_empty())
+      continue;
+    Operation *init = cast->getOperand(1).getDefiningOp();
+    cast->erase();
+    if (!init || !isa<tensor::EmptyOp>(init) || !init->use_empty())
+      continue;
+    SmallVector<Operation *> sizes;
+    for (Value size : init->getOperands())
+      if (auto dim = size.getDefiningOp<tensor::DimOp>())
+        sizes.push_back(dim);
+    init->erase();
+    for (Operation *dim : sizes)
+      if (dim->use_empty())
+        dim->erase();
+  }
+}
+
 struct AutoMixedPrecisionPass
     : mp::impl::AutoMixedPrecisionBase<AutoMixedPrecisionPass> {
   using Base::Base;
@@ -506,6 +538,7 @@ struct AutoMixedPrecisionPass
     Rewriter rewriter(*analysis, options->lowType);
     for (auto &[func, todo] : perFunction)
       rewriter.rewrite(cast<func::FuncOp>(func), todo);
+    dropConversionsReadForTheirShape(module);
 
     // LLVM release builds compile statistics out; count here as well.
     int64_t casts = 0, bytes = 0;
