@@ -26,16 +26,24 @@ namespace {
 struct ImportPass : mp::impl::MPImportBase<ImportPass> {
   void getDependentDialects(DialectRegistry &registry) const override {
     MPImportBase::getDependentDialects(registry);
-    OpPassManager pm = buildPipeline();
-    pm.getDependentDialects(registry);
+    buildValidation().getDependentDialects(registry);
+    buildPipeline().getDependentDialects(registry);
+  }
+
+  /// Unranked results get their shapes, then upstream's TOSA validation
+  /// says what is wrong with each op it refuses (it changes nothing).
+  static OpPassManager buildValidation() {
+    OpPassManager pm(ModuleOp::getOperationName());
+    pm.nest<func::FuncOp>().addPass(tosa::createTosaInferShapesPass());
+    pm.addPass(tosa::createTosaValidation());
+    return pm;
   }
 
   static OpPassManager buildPipeline() {
     OpPassManager pm(ModuleOp::getOperationName());
     OpPassManager &func = pm.nest<func::FuncOp>();
-    // Unranked results get their shapes; control flow and scatter become
-    // scf (their bodies' tosa ops are converted below like any other).
-    func.addPass(tosa::createTosaInferShapesPass());
+    // Control flow and scatter become scf (their bodies' tosa ops are
+    // converted below like any other).
     func.addPass(createTosaToSCFPass());
     func.addPass(tosa::createTosaToLinalgNamed());
     func.addPass(tosa::createTosaToLinalg());
@@ -72,6 +80,31 @@ struct ImportPass : mp::impl::MPImportBase<ImportPass> {
     });
     if (quantized.wasInterrupted())
       return signalPassFailure();
+
+    // The conversion's refusal of an op only says "failed to legalize".
+    // Validation knows why (a zero point that is no constant, an op or
+    // type outside the profile, a level exceeded), but is stricter than
+    // the conversion: its findings are kept aside, and only an op the
+    // conversion refuses gets them, as notes.
+    MLIRContext *context = &getContext();
+    llvm::DenseMap<Location, std::vector<std::string>> findings;
+    {
+      ScopedDiagnosticHandler collect(context, [&](Diagnostic &diagnostic) {
+        if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
+          findings[diagnostic.getLocation()].push_back(diagnostic.str());
+        return success(); // not shown unless the conversion refuses
+      });
+      OpPassManager validation = buildValidation();
+      (void)runPipeline(validation, getOperation());
+    }
+    ScopedDiagnosticHandler explain(context, [&](Diagnostic &diagnostic) {
+      auto found = findings.find(diagnostic.getLocation());
+      if (diagnostic.getSeverity() == DiagnosticSeverity::Error &&
+          found != findings.end())
+        for (const std::string &finding : found->second)
+          diagnostic.attachNote() << "TOSA validation: " << finding;
+      return failure(); // shown by the handlers before this one
+    });
     OpPassManager pipeline = buildPipeline();
     if (failed(runPipeline(pipeline, getOperation())))
       return signalPassFailure();

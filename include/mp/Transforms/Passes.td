@@ -29,6 +29,10 @@ def MPImport : Pass<"mp-import", "::mlir::ModuleOp"> {
     canonicalized. A tosa op on a quantized element type
     (`!quant.uniform`, as TFLite int8 models give) is refused with an error
     naming the op and the type (upstream's conversion crashes on them).
+    An op the conversion refuses ("failed to legalize") gets notes with what
+    upstream's `tosa-validate` finds wrong with it (a zero point that is no
+    constant, an op or type outside the profile); validation's findings on
+    ops the conversion takes are not reported, since it is stricter (levels).
 
     Before:
 
