@@ -577,30 +577,9 @@ bool Session::saveCheckpoint(const std::string &path,
   return ok;
 }
 
-bool readCheckpointPins(const std::string &path, std::vector<std::string> &pins,
-                        std::string &error) {
-  pins.clear();
-  mprt_checkpoint *checkpoint = nullptr;
-  if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
-    error = mprt_last_error();
-    return false;
-  }
-  const char *text = mprt_checkpoint_metadata(checkpoint);
-  llvm::Expected<llvm::json::Value> meta = llvm::json::parse(text ? text : "");
-  if (!meta)
-    llvm::consumeError(meta.takeError());
-  else if (const llvm::json::Object *root = meta->getAsObject())
-    if (const llvm::json::Object *options = root->getObject("options"))
-      if (const llvm::json::Array *kept = options->getArray("keep_f32"))
-        for (const llvm::json::Value &pin : *kept)
-          if (std::optional<llvm::StringRef> location = pin.getAsString())
-            pins.push_back(location->str());
-  mprt_checkpoint_free(checkpoint);
-  return true;
-}
-
 bool Session::loadCheckpoint(const std::string &path, bool withState,
-                             RunPosition &position, std::string &error) {
+                             RunPosition &position, std::string &error,
+                             std::vector<std::string> *keptF32) {
   syncToHost(); // what is not loaded keeps its device values
   mprt_checkpoint *checkpoint = nullptr;
   if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
@@ -686,6 +665,14 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
       if (micro == 0)
         for (HostTensor &t : training.sums)
           std::fill(t.data.begin(), t.data.end(), 0.0f);
+    }
+    if (keptF32) {
+      keptF32->clear();
+      if (const llvm::json::Object *options = metadata.getObject("options"))
+        if (const llvm::json::Array *kept = options->getArray("keep_f32"))
+          for (const llvm::json::Value &pin : *kept)
+            if (std::optional<llvm::StringRef> location = pin.getAsString())
+              keptF32->push_back(location->str());
     }
     position.epoch = metadata.getInteger("epoch").value_or(-1);
     // Absent in checkpoints written before saves inside an epoch existed.

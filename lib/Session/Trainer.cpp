@@ -171,8 +171,8 @@ std::string previousCheckpointPath(const std::string &path) {
 
 bool restoreCheckpoint(Session &session, const std::string &path,
                        bool withState, RunPosition &position,
-                       std::string &error) {
-  if (!session.loadCheckpoint(path, withState, position, error)) {
+                       std::string &error, std::vector<std::string> *keptF32) {
+  if (!session.loadCheckpoint(path, withState, position, error, keptF32)) {
     // Saves keep the checkpoint they replace: point the user at it.
     std::string previous = previousCheckpointPath(path);
     mprt_checkpoint *fallback = nullptr;
@@ -246,13 +246,11 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
   trainer->batches = train.rows / b;
   if (options.resume) {
     const std::string &path = trainer->options.checkpointPath;
-    if (!restoreCheckpoint(session, path, /*withState=*/true, trainer->next,
-                           error))
-      return nullptr;
     // The precision plan it was saved with, repairs included: the step is
     // compiled again with the ops it kept in f32 (the state carries over).
     std::vector<std::string> pins;
-    if (!readCheckpointPins(path, pins, error))
+    if (!restoreCheckpoint(session, path, /*withState=*/true, trainer->next,
+                           error, &pins))
       return nullptr;
     const std::vector<std::string> &compiled = session.trainOptions().keepF32;
     for (const std::string &pin : pins)

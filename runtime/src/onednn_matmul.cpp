@@ -5,7 +5,6 @@
 #include "mprt/mprt.h"
 
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <tuple>

@@ -192,11 +192,6 @@ struct RunPosition {
   int64_t batch = 0;
 };
 
-/// The ops a checkpoint's run kept in f32 (its --keep-f32 and the
-/// precision repairs before it was saved; none in older checkpoints).
-bool readCheckpointPins(const std::string &path, std::vector<std::string> &pins,
-                        std::string &error);
-
 /// Training's --precision: f32, f16, bf16, or auto (automaticPrecision).
 bool parseTrainPrecision(llvm::StringRef text, TrainOptions &options,
                          std::string &error);
@@ -308,9 +303,11 @@ public:
                       std::string &error) const;
   /// Restores the parameters (and, with `withState`, the optimizer state
   /// and scalars) from a checkpoint saveCheckpoint wrote, and where in its
-  /// run it was taken.
+  /// run it was taken; `keptF32`, when given, gets the ops its run kept in
+  /// f32 (its --keep-f32 and precision repairs; none in older checkpoints).
   bool loadCheckpoint(const std::string &path, bool withState,
-                      RunPosition &position, std::string &error);
+                      RunPosition &position, std::string &error,
+                      std::vector<std::string> *keptF32 = nullptr);
 
 private:
   Session();

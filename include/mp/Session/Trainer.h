@@ -95,10 +95,12 @@ bool resolveCheckpointPath(std::string &path, bool create, std::string &error);
 
 /// Session::loadCheckpoint with a way out: when `path` is damaged and the
 /// checkpoint it replaced (FILE.prev) is intact, the error names it; a
-/// checkpoint without its run position (epoch) is an error.
+/// checkpoint without its run position (epoch) is an error. `keptF32` as
+/// Session::loadCheckpoint's.
 bool restoreCheckpoint(Session &session, const std::string &path,
                        bool withState, RunPosition &position,
-                       std::string &error);
+                       std::string &error,
+                       std::vector<std::string> *keptF32 = nullptr);
 
 /// Where saves inside a run keep the checkpoint they replace.
 std::string previousCheckpointPath(const std::string &path);
