@@ -1,8 +1,8 @@
 //===- mp-consumer.cpp - a downstream tool built on installed mp ----------===//
 //
 // Registers mp's dialect and passes into its own context and registry, runs
-// the mixed-precision rewrite (by constructor, with typed options) and the
-// precision analysis (by name, from the registry) on a model, and prints the
+// the precision analysis (by name, from the registry) and the mixed-precision
+// rewrite (by constructor, with typed options) on a model, and prints the
 // result with a count of the f16/bf16 matrix products.
 //
 //===----------------------------------------------------------------------===//
@@ -48,13 +48,16 @@ int main(int argc, char **argv) {
     return 1;
 
   PassManager pm(&context);
+  // By name, from the registry mp::registerAllPasses filled: the analysis
+  // leaves its decisions on the ops...
+  std::string analysis = "mp-analyze-precision{dtype=" + dtype.str() + "}";
+  if (failed(parsePassPipeline(analysis, pm, llvm::errs())))
+    return 1;
+  // ... and the rewrite, by constructor with typed options, follows them.
   mp::AutoMixedPrecisionOptions options;
   options.dtype =
       dtype == "f16" ? mp::FloatPrecision::F16 : mp::FloatPrecision::BF16;
   pm.addPass(mp::createAutoMixedPrecision(options));
-  // By name: the registry mp::registerAllPasses filled.
-  if (failed(parsePassPipeline("mp-analyze-precision", pm, llvm::errs())))
-    return 1;
   if (failed(pm.run(*module)))
     return 1;
 
