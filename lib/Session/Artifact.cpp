@@ -423,6 +423,7 @@ bool Session::writeArtifact(
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), &tm);
   llvmModule->setPICLevel(llvm::PICLevel::BigPIC);
   packFunctionArguments(*llvmModule);
+  defineBf16Truncation(*llvmModule);
   auto transformer = makeOptimizingTransformer(3, 0, nullptr);
   if (llvm::Error e = transformer(llvmModule.get())) {
     error = "optimizing the LLVM IR failed: " + llvm::toString(std::move(e));

@@ -22,7 +22,10 @@
 #include "mprt/mprt.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 
 #include <cstdlib>
 
@@ -142,13 +145,51 @@ void registerRuntimeSymbols(ExecutionEngine &engine) {
   });
 }
 
+void defineBf16Truncation(llvm::Module &module) {
+  constexpr const char *name = "__truncsfbf2";
+  llvm::Function *existing = module.getFunction(name);
+  if (existing && !existing->isDeclaration())
+    return;
+  llvm::LLVMContext &context = module.getContext();
+  auto *type = llvm::FunctionType::get(llvm::Type::getBFloatTy(context),
+                                       {llvm::Type::getFloatTy(context)},
+                                       /*isVarArg=*/false);
+  auto *function = llvm::cast<llvm::Function>(
+      module.getOrInsertFunction(name, type).getCallee());
+  // Nothing in the IR calls it (the code generator does), so llvm.used
+  // keeps it; hidden: the call binds inside this module or shared object.
+  // optnone keeps the optimizer from turning the bit arithmetic back into
+  // an fptrunc, which would call this function.
+  function->setLinkage(llvm::GlobalValue::ExternalLinkage);
+  function->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  function->addFnAttr(llvm::Attribute::NoUnwind);
+  function->addFnAttr(llvm::Attribute::NoInline);
+  function->addFnAttr(llvm::Attribute::OptimizeNone);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
+  llvm::Value *bits = b.CreateBitCast(function->getArg(0), b.getInt32Ty());
+  llvm::Value *high = b.CreateLShr(bits, 16);
+  llvm::Value *lsb = b.CreateAnd(high, 1);
+  llvm::Value *rounded =
+      b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(b.getInt32(0x7fff), lsb)), 16);
+  llvm::Value *isNan = b.CreateICmpUGT(b.CreateAnd(bits, 0x7fffffff),
+                                       b.getInt32(0x7f800000));
+  llvm::Value *quietNan = b.CreateOr(high, 0x40);
+  llvm::Value *result = b.CreateSelect(isNan, quietNan, rounded);
+  b.CreateRet(b.CreateBitCast(b.CreateTrunc(result, b.getInt16Ty()),
+                              b.getBFloatTy()));
+  llvm::appendToUsed(module, {function});
+}
+
 std::unique_ptr<ExecutionEngine>
 compileModule(ModuleOp module, CudaDevice *cuda, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
-  engineOptions.transformer = transformer;
+  auto optimize = makeOptimizingTransformer(3, 0, nullptr);
+  engineOptions.transformer = [optimize](llvm::Module *llvmModule) {
+    defineBf16Truncation(*llvmModule);
+    return optimize(llvmModule);
+  };
   auto created = ExecutionEngine::create(module, engineOptions);
   if (!created) {
     error = "JIT compilation failed: " + llvm::toString(created.takeError());

@@ -324,6 +324,11 @@ extern "C" mprt_status mprt_gemm_describe(int32_t type, char *out,
     }
     break;
   case MPRT_GEMM_S8:
+    if (!mprt::hasInt8DotProducts()) {
+      text = "mprt's exact kernel (int16 products, int32 accumulation; "
+             "oneDNN's s8 kernels saturate without VNNI)";
+      break;
+    }
     text = kernel(dnnl_s8, dnnl_s32);
     text = text.empty() ? "oneDNN gemm_s8s8s32 (int32 accumulation)"
                         : text + " (s8 inputs, int32 accumulation)";

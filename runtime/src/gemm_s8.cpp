@@ -7,12 +7,53 @@
 // per shape and layout. Where no primitive can be built, oneDNN's
 // gemm_s8s8s32 runs instead. Accumulation is exact int32 in both.
 //
+// Without int8 dot-product instructions (AVX512-VNNI, AVX-VNNI, AMX-INT8),
+// oneDNN 2.6's kernels multiply with vpmaddubsw, whose pairwise sums
+// saturate at 16 bits: on such CPUs (an AVX2-only EPYC, or VNNI disabled
+// through MPRT_CPU_DISABLE) its results were measured wrong by thousands.
+// There an exact portable kernel runs instead: operands widened to int16,
+// products summed in int32 (pmaddwd), slower but exact.
+//
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
 #include "onednn_matmul.h"
 
 #include <oneapi/dnnl/dnnl.h>
+
+#include <vector>
+
+bool mprt::hasInt8DotProducts() {
+  return mprt_cpu_features() &
+         (MPRT_CPU_AVX512_VNNI | MPRT_CPU_AVX_VNNI | MPRT_CPU_AMX_INT8);
+}
+
+namespace {
+
+/// C += A B exactly: rows of A and columns of B packed as contiguous int16,
+/// so each element is a dot product the compiler vectorizes.
+void gemmS8Exact(const int8_t *a, int64_t lda, const int8_t *b, int64_t ldb,
+                 int32_t *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                 bool transA, bool transB) {
+  std::vector<int16_t> columns(static_cast<size_t>(n * k));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t p = 0; p < k; ++p)
+      columns[j * k + p] = transB ? b[j * ldb + p] : b[p * ldb + j];
+  std::vector<int16_t> row(static_cast<size_t>(k));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t p = 0; p < k; ++p)
+      row[p] = transA ? a[p * lda + i] : a[i * lda + p];
+    for (int64_t j = 0; j < n; ++j) {
+      const int16_t *column = columns.data() + j * k;
+      int32_t sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += static_cast<int32_t>(row[p]) * column[p];
+      c[i * ldc + j] += sum;
+    }
+  }
+}
+
+} // namespace
 
 mprt_status mprt::gemmS8(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                          int64_t c, int64_t ldc, int64_t m, int64_t n,
@@ -27,6 +68,12 @@ mprt_status mprt::gemmS8(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                 (long long)ldb, (long long)ldc);
   if (m == 0 || n == 0)
     return MPRT_OK;
+  if (!mprt::hasInt8DotProducts()) {
+    gemmS8Exact(reinterpret_cast<const int8_t *>(a), lda,
+                reinterpret_cast<const int8_t *>(b), ldb,
+                reinterpret_cast<int32_t *>(c), ldc, m, n, k, transA, transB);
+    return MPRT_OK;
+  }
   if (k > 0 && mprt::runCachedMatmul(reinterpret_cast<const void *>(a), lda,
                                      reinterpret_cast<const void *>(b), ldb,
                                      reinterpret_cast<void *>(c), ldc, m, n, k,

@@ -238,6 +238,10 @@ const char *npzLabel(const mprt_npz &npz);
 /// mprt_gemm for MPRT_GEMM_S8: int8 A and B, int32 C (gemm_s8.cpp).
 mprt_status gemmS8(int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c,
                    int64_t ldc, int64_t m, int64_t n, int64_t k, int32_t flags);
+/// True where oneDNN's s8 kernels accumulate exactly (the CPU has, and
+/// mprt_cpu_features reports, AVX512-VNNI, AVX-VNNI or AMX-INT8); else
+/// gemmS8 runs its own exact kernel.
+bool hasInt8DotProducts();
 
 } // namespace mprt
 

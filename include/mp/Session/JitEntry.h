@@ -113,6 +113,14 @@ llvm::ArrayRef<RuntimeSymbol> runtimeSymbols();
 /// Binds runtimeSymbols() in a JIT session.
 void registerRuntimeSymbols(mlir::ExecutionEngine &engine);
 
+/// Defines __truncsfbf2 (f32 -> bf16, round to nearest even, NaNs kept
+/// quiet) in `module`. On a CPU without AVX512-BF16, LLVM's code generator
+/// keeps bf16 values in f32 registers and rounds them back with a call to
+/// that function, which libgcc before GCC 13 (Debian 12's) does not have:
+/// the JIT could not resolve it and an artifact would not link. Call before
+/// optimizing; on CPUs with AVX512-BF16 the definition is simply unused.
+void defineBf16Truncation(llvm::Module &module);
+
 class CudaDevice;
 /// JIT-compiles a lowered module for this CPU (LLVM -O3), binds the
 /// runtime's symbols and runs the module's global constructors, which load

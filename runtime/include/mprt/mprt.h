@@ -263,7 +263,9 @@ typedef enum mprt_gemm_type MPRT_ENUM_BASE {
   /* A and B signed 8-bit, C int32 (C += A * B in exact integer arithmetic):
    * the contractions of --mp-quantize. oneDNN's matmul primitive (AMX-INT8,
    * AVX512-VNNI or AVX-VNNI kernels, chosen at run time), cached per shape;
-   * gemm_s8s8s32 where no primitive can be built. */
+   * gemm_s8s8s32 where no primitive can be built. On a CPU without those
+   * instructions oneDNN's kernels saturate 16-bit pair sums, so mprt runs
+   * its own exact (slower) kernel there. */
   MPRT_GEMM_S8 = 3
 } mprt_gemm_type;
 
