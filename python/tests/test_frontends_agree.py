@@ -13,6 +13,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import torch
 
 from mp import runtime
 
@@ -23,8 +24,13 @@ EPOCHS, EVERY = 3, 7
 
 
 def _run(tool, *args):
+    # The tools run on as many threads as this process (conftest: one).
+    # Bitwise agreement holds for one thread count: on an AVX2-only CPU
+    # oneDNN's sgemm splits some products' sums by thread, so 1 and 2
+    # threads differ in the last bits from the second epoch on (measured).
+    env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()))
     out = subprocess.run([tool] + [str(a) for a in args], capture_output=True, text=True,
-                         timeout=600)
+                         timeout=600, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     return out.stdout
 
