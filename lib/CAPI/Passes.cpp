@@ -21,8 +21,7 @@ using namespace mlir::mp;
 MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(MP, mp, mlir::mp::MPDialect)
 
 void mpRegisterAllPasses(void) {
-  // The registry keeps the first registration of a name; repeating it is
-  // harmless, but there is no reason to.
+  // Once per process, however often callers ask.
   static bool registered = [] {
     mlir::mp::registerAllPasses();
     return true;

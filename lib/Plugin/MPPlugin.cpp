@@ -4,7 +4,11 @@
 // mp dialect and every mp pass and pipeline:
 //
 //   mlir-opt --load-dialect-plugin=libMPPlugin.so \
-//            --load-pass-plugin=libMPPlugin.so --auto-mixed-precision m.mlir
+//            --load-pass-plugin=libMPPlugin.so \
+//            --pass-pipeline="builtin.module(auto-mixed-precision)" m.mlir
+//
+// (mlir-opt makes its per-pass flags before it loads plugins, so plugin
+// passes are named in --pass-pipeline.)
 //
 //===----------------------------------------------------------------------===//
 
