@@ -43,6 +43,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 
@@ -251,6 +252,10 @@ llvm::json::Object Session::artifactMetadata() const {
       {"input_shape", shapeJson(entries.inputShape)},
       {"vectorized", vectorized},
       {"has_predict", hasPredict},
+      // The entries write over their parameter and state arguments
+      // (docs/memory.md): one set of buffers, as in a JIT session.
+      {"in_place_updates", entries.inPlaceUpdates},
+      {"accumulate_in_place", entries.accumulateInPlace},
       {"initial_scale", static_cast<double>(training.scalars.scale)},
       {"parameters", tensorsJson(training.params)},
       {"state", tensorsJson(training.state)},
@@ -338,6 +343,16 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
     return bad("flags");
   vectorized = *v;
   hasPredict = *p;
+  // Absent from artifacts written before they were recorded: two sets of
+  // buffers, which is correct for any entry. MP_IN_PLACE_UPDATES=0 keeps
+  // two sets here too, as for a JIT session.
+  const char *inPlace = std::getenv("MP_IN_PLACE_UPDATES");
+  bool allowInPlace = !(inPlace && std::string(inPlace) == "0");
+  entries.inPlaceUpdates =
+      allowInPlace && metadata.getBoolean("in_place_updates").value_or(false);
+  entries.accumulateInPlace =
+      allowInPlace &&
+      metadata.getBoolean("accumulate_in_place").value_or(false);
   training.scalars.scale = static_cast<float>(scale);
   if (!readTensors(metadata, "parameters", training.params))
     return bad("parameters");
