@@ -42,8 +42,6 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 config.substitutions.append(
     ("%mp_plugin", os.path.join(config.mp_obj_root, "lib", "libMPPlugin.so"))
 )
-# The MLIR mp is built against (test/Install's downstream project).
-config.substitutions.append(("%mlir_cmake_dir", config.mlir_cmake_dir))
 
 # ptxas (CUDA toolkit) assembles PTX for the --mp-lower-gpu fatbin tests;
 # MLIR finds it on PATH or in /usr/local/cuda/bin. No GPU is needed.
