@@ -186,10 +186,14 @@ compileModule(ModuleOp module, CudaDevice *cuda, std::string &error) {
   llvm::InitializeNativeTargetAsmPrinter();
   ExecutionEngineOptions engineOptions;
   auto optimize = makeOptimizingTransformer(3, 0, nullptr);
-  engineOptions.transformer = [optimize](llvm::Module *llvmModule) {
+  // ExecutionEngineOptions::transformer is a function_ref: the callable
+  // must outlive ExecutionEngine::create (a temporary lambda left it
+  // dangling, and the JIT ran unoptimized IR).
+  auto transform = [&optimize](llvm::Module *llvmModule) {
     defineBf16Truncation(*llvmModule);
     return optimize(llvmModule);
   };
+  engineOptions.transformer = transform;
   auto created = ExecutionEngine::create(module, engineOptions);
   if (!created) {
     error = "JIT compilation failed: " + llvm::toString(created.takeError());
