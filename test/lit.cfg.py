@@ -24,6 +24,10 @@ for lib in ["mlir_runner_utils", "mlir_c_runner_utils"]:
     path = os.path.join(config.mlir_runner_lib_dir, "lib" + lib + ".so")
     config.substitutions.append(("%" + lib, path))
 
+# Every run compiles its step: no test reads or fills a user's compile
+# cache (~/.cache/mp); test/mp-run/compile-cache.test turns it on in %t.
+config.environment["MP_CACHE"] = "off"
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

@@ -60,6 +60,13 @@ typedef struct mp_session_options {
    * after `scale_hysteresis` clean steps in a row ask for it (2). */
   double scale_margin;
   int64_t scale_hysteresis;
+  /* The compile cache (CPU sessions without probes; docs/user-guide.md):
+   * `cache` 1 (default) loads a step compiled before for the same model,
+   * options and CPU, and keeps a new one there; 0 compiles every time (as
+   * does MP_CACHE=off). `cache_dir` NULL or "" (default): $MP_CACHE_DIR,
+   * else $XDG_CACHE_HOME/mp or ~/.cache/mp. */
+  int cache;
+  const char *cache_dir;
 } mp_session_options;
 
 /* Fills `options` with the defaults above. */
@@ -86,6 +93,11 @@ void mp_session_free(mp_session *session);
  * when the precision was given). Owned by the session. */
 const char *mp_session_precision(const mp_session *session);
 const char *mp_session_precision_decision(const mp_session *session);
+/* What the compile cache did: "loaded" (the step came from it), "stored"
+ * (compiled and kept), "unusable" (compiled without it:
+ * mp_session_cache_note says why) or "off". Owned by the session. */
+const char *mp_session_cache_use(const mp_session *session);
+const char *mp_session_cache_note(const mp_session *session);
 /* The ops the session keeps in f32 beyond what the model pins: the
  * options' keep_f32 and what precision repairs added (mp_trainer_*), by
  * index; NULL past the end. Valid until the session is next recompiled (a

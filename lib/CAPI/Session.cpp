@@ -105,6 +105,8 @@ void mp_session_options_init(mp_session_options *options) {
   options->keep_f32_count = 0;
   options->scale_margin = defaults.scaleMargin;
   options->scale_hysteresis = defaults.scaleHysteresis;
+  options->cache = defaults.cache.enabled ? 1 : 0;
+  options->cache_dir = nullptr;
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -145,6 +147,9 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   }
   if (o.tf32 >= 0)
     train.tf32 = o.tf32 != 0;
+  train.cache.enabled = o.cache != 0;
+  if (o.cache_dir)
+    train.cache.dir = o.cache_dir;
   std::unique_ptr<mp::Session> session =
       mp::Session::create(model_path, train, error);
   if (!session)
@@ -207,6 +212,15 @@ const char *mp_session_precision(const mp_session *s) {
 
 const char *mp_session_precision_decision(const mp_session *s) {
   return s && s->session ? s->session->precisionDecision().c_str() : "";
+}
+
+const char *mp_session_cache_use(const mp_session *s) {
+  return s && s->session ? mp::stringifyCacheUse(s->session->cacheUse())
+                         : "off";
+}
+
+const char *mp_session_cache_note(const mp_session *s) {
+  return s && s->session ? s->session->cacheNote().c_str() : "";
 }
 
 const char *mp_hardware_report(void) {

@@ -408,6 +408,14 @@ bool Session::writeArtifact(
   if (!session->lower(modelPath, options, module, error))
     return false;
 
+  return session->emitArtifact(*module, modelPath, *cc, outputPath, error,
+                               progress);
+}
+
+bool Session::emitArtifact(
+    ModuleOp module, const std::string &modelPath, const std::string &cc,
+    const std::string &outputPath, std::string &error,
+    llvm::function_ref<void(const std::string &)> progress) {
   // What ExecutionEngine::create does, step by step, but into an object
   // file: the same LLVM IR, wrappers, O3 and host target give the same
   // numbers as the JIT (test/mp-compile/artifact.test checks it bitwise).
@@ -417,7 +425,7 @@ bool Session::writeArtifact(
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(*module, llvmContext);
+      translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule) {
     error = "translating the lowered module to LLVM IR failed";
     return false;
@@ -483,11 +491,11 @@ bool Session::writeArtifact(
     }
     os << object;
   }
-  progress("linking with " + *cc + " -shared (" +
+  progress("linking with " + cc + " -shared (" +
            std::to_string(object.size()) + " bytes of object code)");
   // -z defs: every symbol but the bound imports must resolve in libc/libm
   // now, not at load time.
-  std::vector<llvm::StringRef> args = {*cc,        "-shared",     "-o", soPath,
+  std::vector<llvm::StringRef> args = {cc,         "-shared",     "-o", soPath,
                                        objectPath, "-Wl,-z,defs", "-lm"};
   std::string linkError;
   llvm::SmallString<128> logPath;
@@ -499,11 +507,11 @@ bool Session::writeArtifact(
   llvm::FileRemover removeLog(logPath);
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
                                                 logPath.str()};
-  int status = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, redirects, 0,
+  int status = llvm::sys::ExecuteAndWait(cc, args, std::nullopt, redirects, 0,
                                          0, &linkError);
   if (status != 0) {
     auto log = llvm::MemoryBuffer::getFile(logPath);
-    error = "linking the artifact with '" + *cc + " -shared' failed" +
+    error = "linking the artifact with '" + cc + " -shared' failed" +
             (linkError.empty() ? "" : ": " + linkError) + "\n" +
             (log ? (*log)->getBuffer().str() : "");
     return false;
@@ -515,16 +523,16 @@ bool Session::writeArtifact(
     return false;
   }
 
-  llvm::json::Object metadata = session->artifactMetadata();
+  llvm::json::Object metadata = artifactMetadata();
   metadata["model"] = modelPath;
   llvm::json::Array importNames;
   for (const std::string &name : imports)
     importNames.push_back(name);
   metadata["imports"] = std::move(importNames);
   llvm::json::Object entries{{"train", "_mlir_mp_train_entry"}};
-  if (session->entries.window > 1)
+  if (this->entries.window > 1)
     entries["accumulate"] = "_mlir_mp_accumulate_entry";
-  if (session->hasPredict)
+  if (hasPredict)
     entries["predict"] = "_mlir_mp_predict_entry";
   metadata["entries"] = std::move(entries);
   metadata["target"] =
@@ -614,9 +622,23 @@ bool Session::isArtifact(const std::string &path) {
 std::unique_ptr<Session> Session::open(const std::string &artifactPath,
                                        std::string &error,
                                        const uint64_t *seed) {
-  auto fail = [&](const std::string &message) -> std::unique_ptr<Session> {
-    error = "artifact '" + artifactPath + "' " + message;
+  std::unique_ptr<Session> session(new Session());
+  std::string problem;
+  if (!session->loadArtifact(artifactPath, /*codeOnly=*/false, problem)) {
+    error = "artifact '" + artifactPath + "' " + problem;
     return nullptr;
+  }
+  session->initialiseParameters(seed ? *seed : session->compiledOptions.seed);
+  if (!session->createBackend(nullptr, error))
+    return nullptr;
+  return session;
+}
+
+bool Session::loadArtifact(const std::string &artifactPath, bool codeOnly,
+                           std::string &error) {
+  auto fail = [&](const std::string &message) {
+    error = message;
+    return false;
   };
   auto buffer = llvm::MemoryBuffer::getFile(artifactPath, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
@@ -637,8 +659,7 @@ std::unique_ptr<Session> Session::open(const std::string &artifactPath,
   if (!metadata || metadata->getString("format") != "mp-artifact")
     return fail("is corrupt (bad metadata)");
 
-  std::unique_ptr<Session> session(new Session());
-  if (!session->readArtifactMetadata(*metadata, problem))
+  if (!codeOnly && !readArtifactMetadata(*metadata, problem))
     return fail("is corrupt: " + problem);
 
   // Code for another CPU would die on an illegal instruction: compare the
@@ -677,7 +698,7 @@ std::unique_ptr<Session> Session::open(const std::string &artifactPath,
     return fail("cannot be loaded: " +
                 std::string(message ? message : "dlopen failed"));
   }
-  session->library = handle;
+  library = handle;
   const llvm::json::Array *imports = metadata->getArray("imports");
   if (!imports)
     return fail("is corrupt: bad metadata (imports)");
@@ -700,21 +721,18 @@ std::unique_ptr<Session> Session::open(const std::string &artifactPath,
                       dlsym(handle, name->str().c_str()))
                 : nullptr;
   };
-  session->entries.train = resolve("train");
-  if (!session->entries.train)
+  this->entries.train = resolve("train");
+  if (!this->entries.train)
     return fail("lacks its training step entry");
-  if (session->entries.window > 1 &&
-      !(session->entries.accumulate = resolve("accumulate")))
+  if (this->entries.window > 1 &&
+      !(this->entries.accumulate = resolve("accumulate")))
     return fail("lacks its gradient accumulation entry");
-  if (session->hasPredict) {
-    session->entries.predict = resolve("predict");
-    if (!session->entries.predict)
+  if (hasPredict) {
+    this->entries.predict = resolve("predict");
+    if (!this->entries.predict)
       return fail("lacks its prediction entry");
   }
-  session->initialiseParameters(seed ? *seed : session->compiledOptions.seed);
-  if (!session->createBackend(nullptr, error))
-    return nullptr;
-  return session;
+  return true;
 }
 
 } // namespace mp

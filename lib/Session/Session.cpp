@@ -22,6 +22,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -30,6 +33,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <random>
+#include <sys/time.h>
 
 using namespace mlir;
 
@@ -311,9 +315,28 @@ bool Session::compile(const std::string &modelPath,
     return false;
   entries.tf32 = options.tf32.value_or(false);
 
+  // A CPU step without probes comes from the compile cache when it is
+  // there, and goes into it when it is not (CompileCache.h). A cached entry
+  // exists only for options that compiled, so the checks in lower() hold
+  // for it too. MP_DUMP_STEP_IR asks for the lowering itself.
+  std::string cacheDir;
+  if (!gpu && options.probes == TrainOptions::Probes::None &&
+      !std::getenv("MP_DUMP_STEP_IR"))
+    cacheDir = resolveCacheDir(options.cache);
+  if (!cacheDir.empty()) {
+    std::string problem;
+    cachePath = compileCachePath(cacheDir, modelPath, options, problem);
+    // An unreadable model: lower() below says so.
+    if (!cachePath.empty() && llvm::sys::fs::exists(cachePath) &&
+        loadFromCache(cachePath, options))
+      return createBackend(nullptr, error);
+  }
+
   OwningOpRef<ModuleOp> module;
   if (!lower(modelPath, options, module, error))
     return false;
+  if (!cachePath.empty() && storeInCache(*module, cachePath))
+    return createBackend(nullptr, error);
   if (gpu && !cuda && !(cuda = CudaDevice::open(error)))
     return false;
   if (!(engine = compileModule(*module, cuda.get(), error)))
@@ -342,6 +365,57 @@ bool Session::compile(const std::string &modelPath,
     entries.predict = *predict;
   }
   return createBackend(std::move(cuda), error);
+}
+
+bool Session::loadFromCache(const std::string &path,
+                             const TrainOptions &options) {
+  // Loaded into a session of its own, so that a stale or damaged entry
+  // leaves this one untouched; then compiled again and replaced.
+  std::unique_ptr<Session> cached(new Session());
+  std::string problem;
+  if (!cached->loadArtifact(path, /*codeOnly=*/false, problem)) {
+    cacheUsed = CacheUse::Unusable;
+    cacheProblem = "cache entry '" + path + "' " + problem;
+    return false;
+  }
+  std::swap(entries, cached->entries);
+  std::swap(library, cached->library);
+  std::swap(training, cached->training);
+  scaleMode = cached->scaleMode;
+  hasPredict = cached->hasPredict;
+  vectorized = cached->vectorized;
+  compiledOptions = options;
+  // Recently used: pruning removes the oldest first.
+  ::utimes(path.c_str(), nullptr);
+  cacheUsed = CacheUse::Loaded;
+  cacheProblem.clear();
+  return true;
+}
+
+bool Session::storeInCache(ModuleOp module, const std::string &path) {
+  auto unusable = [&](const std::string &why) {
+    cacheUsed = CacheUse::Unusable;
+    cacheProblem = why;
+    return false;
+  };
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName(kDefaultLinker);
+  if (!cc)
+    return unusable(std::string("no C compiler '") + kDefaultLinker +
+                    "' on PATH to link the cached step");
+  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return unusable("cannot create the cache directory '" + dir.str() +
+                    "': " + ec.message());
+  std::string problem;
+  if (!emitArtifact(module, model, *cc, path, problem,
+                    [](const std::string &) {}))
+    return unusable(problem);
+  if (!loadArtifact(path, /*codeOnly=*/true, problem))
+    return unusable("cache entry '" + path + "' " + problem);
+  cacheUsed = CacheUse::Stored;
+  cacheProblem.clear();
+  pruneCompileCache(dir.str(), compileCacheLimitBytes());
+  return true;
 }
 
 bool Session::keepInF32(const std::vector<std::string> &locations,
@@ -387,6 +461,10 @@ bool Session::keepInF32(const std::vector<std::string> &locations,
   std::swap(sites, fresh->sites);
   std::swap(context, fresh->context);
   std::swap(engine, fresh->engine);
+  std::swap(library, fresh->library);
+  std::swap(cacheUsed, fresh->cacheUsed);
+  std::swap(cacheProblem, fresh->cacheProblem);
+  std::swap(cachePath, fresh->cachePath);
   std::swap(compiledOptions, fresh->compiledOptions);
   std::swap(scaleMode, fresh->scaleMode);
   std::swap(hasPredict, fresh->hasPredict);

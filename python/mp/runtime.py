@@ -43,7 +43,8 @@ class _Options(ctypes.Structure):
                 ("tf32", ctypes.c_int), ("accumulate", ctypes.c_int64),
                 ("keep_f32", ctypes.POINTER(ctypes.c_char_p)),
                 ("keep_f32_count", ctypes.c_int64),
-                ("scale_margin", ctypes.c_double), ("scale_hysteresis", ctypes.c_int64)]
+                ("scale_margin", ctypes.c_double), ("scale_hysteresis", ctypes.c_int64),
+                ("cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p)]
 
 
 class _InferOptions(ctypes.Structure):
@@ -116,6 +117,8 @@ def library():
         "mp_session_name": (ctypes.c_char_p, [P, ctypes.c_int, S]),
         "mp_session_precision": (ctypes.c_char_p, [P]),
         "mp_session_precision_decision": (ctypes.c_char_p, [P]),
+        "mp_session_cache_use": (ctypes.c_char_p, [P]),
+        "mp_session_cache_note": (ctypes.c_char_p, [P]),
         "mp_hardware_report": (ctypes.c_char_p, []),
         "mp_session_rank": (S, [P, ctypes.c_int, S]),
         "mp_session_shape": (ctypes.POINTER(ctypes.c_int64), [P, ctypes.c_int, S]),
@@ -229,7 +232,7 @@ class Session:
     def __init__(self, model_path, precision=None, loss_scale=None, optimizer=None,
                  lr=None, momentum=None, weight_decay=None, seed=None, device=None,
                  tf32=None, accumulate=None, keep_f32=None, scale_margin=None,
-                 scale_hysteresis=None):
+                 scale_hysteresis=None, cache=True, cache_dir=None):
         """Options left None take the library's defaults
         (mp_session_options_init: f32, loss scale by precision, SGD, lr
         0.05, momentum 0.9, no weight decay, seed 0, the CPU, TF32 as
@@ -242,7 +245,10 @@ class Session:
         `kept_f32` says which the session keeps (precision repairs add
         to them). scale_margin and scale_hysteresis set adaptive loss
         scaling (loss_scale="adaptive"), as mp-run's --scale-margin and
-        --scale-hysteresis."""
+        --scale-hysteresis. cache=False compiles without the compile cache
+        (docs/user-guide.md), cache_dir relocates it; `compile_cache` says
+        whether the step was "loaded" from it, "stored" there, "unusable"
+        (`compile_cache_note` says why) or "off"."""
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
@@ -258,6 +264,9 @@ class Session:
                 setattr(options, name, value)
         if tf32 is not None:
             options.tf32 = 1 if tf32 else 0
+        options.cache = 1 if cache else 0
+        if cache_dir is not None:
+            options.cache_dir = os.fspath(cache_dir).encode()
         if keep_f32 is not None:
             if isinstance(keep_f32, (str, bytes)):
                 raise TypeError("keep_f32 is a list of locations, not one string")
@@ -288,6 +297,8 @@ class Session:
         self.num_classes = lib.mp_session_num_classes(handle)
         self.precision = lib.mp_session_precision(handle).decode()
         self.precision_decision = lib.mp_session_precision_decision(handle).decode()
+        self.compile_cache = lib.mp_session_cache_use(handle).decode()
+        self.compile_cache_note = lib.mp_session_cache_note(handle).decode()
         self._index = {}
         for kind in (PARAMETERS, STATE):
             for i in range(lib.mp_session_count(handle, kind)):

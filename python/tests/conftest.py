@@ -15,6 +15,10 @@ import torch  # noqa: E402
 
 from mp import run_mlir  # noqa: E402
 
+# Sessions compile their steps: no test reads or fills a user's compile
+# cache; test_compile_cache.py turns it on in a temporary directory.
+os.environ["MP_CACHE"] = "off"
+
 # One thread: the machines that run the suite are small and shared, and
 # PyTorch's results then do not depend on their thread count.
 torch.set_num_threads(1)

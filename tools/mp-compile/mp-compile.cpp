@@ -71,7 +71,7 @@ static cl::opt<std::string>
     linker("linker",
            cl::desc("C compiler driver that links the shared object "
                     "(found on PATH)"),
-           cl::init("cc"));
+           cl::init(mp::Session::kDefaultLinker));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress lines"),
                            cl::init(false));
 

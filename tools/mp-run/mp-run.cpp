@@ -188,6 +188,17 @@ static cl::opt<int>
 static cl::opt<unsigned>
     compareTop("top", cl::desc("compare: how many ops to list (0: all)"),
                cl::init(20));
+static cl::opt<std::string> cacheDir(
+    "cache-dir",
+    cl::desc("Where compiled training steps are kept for the next run of the "
+             "same model and options (default: $MP_CACHE_DIR, else "
+             "$XDG_CACHE_HOME/mp or ~/.cache/mp)"),
+    cl::init(""));
+static cl::opt<bool>
+    noCache("no-cache",
+            cl::desc("Compile the training step without the compile cache "
+                     "(also MP_CACHE=off)"),
+            cl::init(false));
 static cl::opt<bool> resume("resume",
                             cl::desc("Continue training from --checkpoint"),
                             cl::init(false));
@@ -689,6 +700,8 @@ extern "C" int mp_run_main(int argc, char **argv) {
   options.scaleHysteresis = scaleHysteresis;
   options.keepF32.assign(keepF32.begin(), keepF32.end());
   options.seed = seed;
+  options.cache.enabled = !noCache;
+  options.cache.dir = cacheDir;
   // The measurements of --quant-measure run on the CPU; the session itself
   // runs where --device says.
   inferOptions.device = options.device;
@@ -809,12 +822,23 @@ extern "C" int mp_run_main(int argc, char **argv) {
   if (!trainer)
     return fail(error);
 
+  // A step from the compile cache was loaded, like an artifact.
+  mp::CacheUse cache = session->cacheUse();
+  bool loaded = fromArtifact || cache == mp::CacheUse::Loaded;
   std::printf("mp-run: %s, precision %s, %lld train / %lld test rows, batch "
-              "%lld, %s in %.*f s%s\n",
+              "%lld, %s in %.*f s%s%s\n",
               modelPath.c_str(), precision.c_str(), (long long)train.rows,
               (long long)test.rows, (long long)b,
-              fromArtifact ? "loaded" : "compiled", fromArtifact ? 3 : 1,
-              compileSeconds, session->isVectorized() ? "" : " (scalar loops)");
+              fromArtifact                     ? "loaded"
+              : cache == mp::CacheUse::Loaded ? "loaded from the compile cache"
+                                               : "compiled",
+              loaded ? 3 : 1, compileSeconds,
+              cache == mp::CacheUse::Stored ? " (kept in the compile cache)"
+                                            : "",
+              session->isVectorized() ? "" : " (scalar loops)");
+  if (cache == mp::CacheUse::Unusable)
+    std::fprintf(stderr, "mp-run: note: compiled without the cache: %s\n",
+                 session->cacheNote().c_str());
   if (resume)
     std::printf("resuming at epoch %lld, batch %lld from %s\n",
                 (long long)trainer->position().epoch + 1,

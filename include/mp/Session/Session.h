@@ -5,13 +5,16 @@
 // ExecutionEngine and calls them through a backend: on host buffers, or
 // with --device cuda on device buffers (lib/Session/StepBackend.h). The
 // same session runs from an artifact mp-compile wrote (a shared object;
-// docs/artifacts.md), loaded with dlopen instead of JIT-compiled.
+// docs/artifacts.md), loaded with dlopen instead of JIT-compiled; a CPU
+// session keeps its compiled step in the compile cache as such an artifact
+// and loads it from there the next time (CompileCache.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MP_SESSION_SESSION_H
 #define MP_SESSION_SESSION_H
 
+#include "mp/Session/CompileCache.h"
 #include "mp/Session/CudaDevice.h"
 #include "mp/Session/Options.h"
 #include "mp/Transforms/Passes.h"
@@ -95,6 +98,8 @@ struct TrainOptions {
   /// and runs on the GPU; parameters, optimizer state and loss-scale state
   /// stay in device memory between steps.
   Device device = Device::Cpu;
+  /// Where a CPU session's compiled step is cached (CompileCache.h).
+  CompileCacheOption cache;
   /// Probes after each op (--mp-check-numerics) for a numerics checker
   /// (EveryOp) or an op-by-op comparison with FP32 (ComputeOps: without
   /// conversions, so FP32 and mixed runs name their ops alike).
@@ -217,6 +222,10 @@ public:
   /// tells artifacts from models).
   static bool isArtifact(const std::string &path);
 
+  /// The C compiler driver artifacts are linked with (mp-compile's
+  /// --linker, the compile cache).
+  static constexpr const char *kDefaultLinker = "cc";
+
   /// Compiles `modelPath` exactly as `create` does and writes the lowered
   /// module as an artifact: a shared object (object code linked with
   /// `linker -shared`) followed by a metadata trailer. `progress` gets a
@@ -236,6 +245,12 @@ public:
   const std::string &precisionDecision() const { return decision; }
   /// The model it was compiled from ("" for an artifact).
   const std::string &modelPath() const { return model; }
+  /// Whether the step came from the compile cache or was stored there
+  /// (CompileCache.h); cacheNote() says why the cache was unusable, and
+  /// cacheFile() names the entry.
+  CacheUse cacheUse() const { return cacheUsed; }
+  const std::string &cacheNote() const { return cacheProblem; }
+  const std::string &cacheFile() const { return cachePath; }
   /// The probes of a session compiled with them, by id.
   const std::map<std::string, ProbeSite> &probeSites() const { return sites; }
 
@@ -328,6 +343,22 @@ private:
   llvm::json::Object artifactMetadata() const;
   bool readArtifactMetadata(const llvm::json::Object &metadata,
                             std::string &error);
+  /// Generates object code for `module` (this session's, lowered), links
+  /// it with `cc -shared` and writes the artifact to `outputPath`
+  /// atomically.
+  bool emitArtifact(mlir::ModuleOp module, const std::string &modelPath,
+                    const std::string &cc, const std::string &outputPath,
+                    std::string &error,
+                    llvm::function_ref<void(const std::string &)> progress);
+  /// Checks and dlopens the artifact at `path` and binds its entries; with
+  /// `codeOnly` the session's shapes, options and state are left as they
+  /// are (they came from lowering the same module), else read from its
+  /// metadata. `error` completes "artifact 'PATH' ...".
+  bool loadArtifact(const std::string &path, bool codeOnly,
+                    std::string &error);
+  /// A CPU step from the cache, or compiled into it (Session::compile).
+  bool loadFromCache(const std::string &path, const TrainOptions &options);
+  bool storeInCache(mlir::ModuleOp module, const std::string &path);
 
   // The compiled model: its entry points and what they take, and the JIT
   // engine or the artifact's library that holds their code.
@@ -337,6 +368,8 @@ private:
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
   void *library = nullptr; // dlopen handle of an artifact
+  CacheUse cacheUsed = CacheUse::Off;
+  std::string cacheProblem, cachePath;
   TrainOptions compiledOptions;
   std::string decision;
   /// compiledOptions.lossScale resolved for the precision.

@@ -1,0 +1,60 @@
+//===- CompileCache.h - compiled training steps kept between runs -*- C++ -*-//
+//
+// A CPU session's compiled step is stored as an mp-compile artifact
+// (docs/artifacts.md) in a cache directory, named by a hash of everything
+// that decides its code: the model's bytes, the resolved compile options,
+// this CPU and the mp library that compiled it. A second session of the same
+// model and options loads it instead of compiling (docs/user-guide.md,
+// "The compile cache").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_SESSION_COMPILECACHE_H
+#define MP_SESSION_COMPILECACHE_H
+
+#include <cstdint>
+#include <string>
+
+namespace mp {
+
+struct TrainOptions;
+
+/// Where compiled steps are cached: `enabled` false (--no-cache, C API
+/// cache_dir "off", MP_CACHE=off) compiles every time; `dir` empty means
+/// $MP_CACHE_DIR, else $XDG_CACHE_HOME/mp, else $HOME/.cache/mp.
+struct CompileCacheOption {
+  bool enabled = true;
+  std::string dir;
+};
+
+/// What a session's compilation did with the cache.
+enum class CacheUse {
+  Off,      // not asked for, or not applicable (GPU, numerics probes)
+  Loaded,   // the step came from the cache
+  Stored,   // compiled and stored for the next session
+  Unusable, // compiled without the cache: cacheNote() says why
+};
+
+/// "off", "loaded", "stored", "unusable" (string literals).
+const char *stringifyCacheUse(CacheUse use);
+
+/// The directory `option` names once the environment is read; "" when the
+/// cache is off.
+std::string resolveCacheDir(const CompileCacheOption &option);
+
+/// The cache entry's path for `modelPath` compiled with `options` (resolved:
+/// no "auto" left) on this CPU: DIR/<sha256>.mpa. "" with `error` when the
+/// model cannot be read.
+std::string compileCachePath(const std::string &dir,
+                             const std::string &modelPath,
+                             const TrainOptions &options, std::string &error);
+
+/// Removes the least recently used entries until the directory holds at
+/// most `maxBytes` of them ($MP_CACHE_MAX_MB, default 1024 MiB), and
+/// temporary files that a killed writer left behind over an hour ago.
+void pruneCompileCache(const std::string &dir, uint64_t maxBytes);
+uint64_t compileCacheLimitBytes();
+
+} // namespace mp
+
+#endif // MP_SESSION_COMPILECACHE_H

@@ -1,0 +1,185 @@
+//===- CompileCache.cpp - compiled training steps kept between runs -------===//
+
+#include "mp/Session/CompileCache.h"
+#include "mp/Session/Session.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <vector>
+
+namespace mp {
+
+namespace {
+
+/// Bumped when what a cache entry holds changes meaning without the mp
+/// library's file changing (it always changes with a rebuild).
+constexpr char kCacheFormat[] = "mp-compile-cache-1";
+
+/// The file this code was loaded from (mp-run, libmp_session.so, a Python
+/// extension...), by path, size and modification time: a rebuilt or
+/// upgraded mp compiles differently, so its entries must not be reused.
+std::string libraryIdentity() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&libraryIdentity), &info) ||
+      !info.dli_fname)
+    return "unknown";
+  struct stat st;
+  if (stat(info.dli_fname, &st) != 0)
+    return info.dli_fname;
+  return std::string(info.dli_fname) + ":" + std::to_string(st.st_size) +
+         ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+/// The host the code is generated for: artifacts are compiled for this CPU
+/// (its name and every feature LLVM sees).
+std::string hostIdentity() {
+  std::vector<std::string> features;
+  for (const auto &feature : llvm::sys::getHostCPUFeatures())
+    features.push_back((feature.second ? "+" : "-") + feature.first().str());
+  std::sort(features.begin(), features.end());
+  return llvm::sys::getProcessTriple() + ":" +
+         llvm::sys::getHostCPUName().str() + ":" + llvm::join(features, ",");
+}
+
+} // namespace
+
+const char *stringifyCacheUse(CacheUse use) {
+  switch (use) {
+  case CacheUse::Off:
+    return "off";
+  case CacheUse::Loaded:
+    return "loaded";
+  case CacheUse::Stored:
+    return "stored";
+  case CacheUse::Unusable:
+    return "unusable";
+  }
+  return "off";
+}
+
+std::string resolveCacheDir(const CompileCacheOption &option) {
+  if (!option.enabled)
+    return "";
+  if (const char *mode = std::getenv("MP_CACHE")) {
+    llvm::StringRef text(mode);
+    if (text == "off" || text == "0")
+      return "";
+  }
+  if (!option.dir.empty())
+    return option.dir;
+  if (const char *dir = std::getenv("MP_CACHE_DIR"); dir && *dir)
+    return dir;
+  llvm::SmallString<256> path;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    path = xdg;
+  else if (const char *home = std::getenv("HOME"); home && *home)
+    llvm::sys::path::append(path, home, ".cache");
+  else
+    return "";
+  llvm::sys::path::append(path, "mp");
+  return path.str().str();
+}
+
+std::string compileCachePath(const std::string &dir,
+                             const std::string &modelPath,
+                             const TrainOptions &options, std::string &error) {
+  auto model = llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!model) {
+    error = "cannot read '" + modelPath + "': " + model.getError().message();
+    return "";
+  }
+  // Every option the lowering reads; the seed and the device are not among
+  // them (the seed initialises parameters after loading; only CPU sessions
+  // are cached).
+  llvm::json::Object key{
+      {"format", kCacheFormat},
+      {"mp", libraryIdentity()},
+      {"host", hostIdentity()},
+      {"precision", mlir::mp::stringifyFloatPrecision(options.precision)},
+      {"loss_scale", options.lossScale.str()},
+      {"init_scale", options.lossScale.initial},
+      {"scale_margin", options.scaleMargin},
+      {"scale_hysteresis", options.scaleHysteresis},
+      {"optimizer", mlir::mp::stringifyOptimizerAlgorithm(options.optimizer)},
+      {"lr", options.lr},
+      {"momentum", options.momentum},
+      {"weight_decay", options.weightDecay},
+      {"accumulate", options.accumulate},
+      {"keep_f32", llvm::json::Array(options.keepF32)},
+  };
+  std::string keyText;
+  llvm::raw_string_ostream os(keyText);
+  os << llvm::json::Value(std::move(key));
+  llvm::SHA256 hash;
+  hash.update(keyText);
+  // The model's bytes follow the key, with its length so no two inputs run
+  // together.
+  hash.update(std::to_string(keyText.size()) + "\n");
+  hash.update((*model)->getBuffer());
+  std::array<uint8_t, 32> digest = hash.final();
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, llvm::toHex(digest, /*LowerCase=*/true) +
+                                    ".mpa");
+  return path.str().str();
+}
+
+uint64_t compileCacheLimitBytes() {
+  uint64_t megabytes = 1024;
+  if (const char *text = std::getenv("MP_CACHE_MAX_MB"))
+    llvm::StringRef(text).getAsInteger(10, megabytes);
+  return megabytes << 20;
+}
+
+void pruneCompileCache(const std::string &dir, uint64_t maxBytes) {
+  struct Entry {
+    std::string path;
+    uint64_t size;
+    llvm::sys::TimePoint<> used;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  auto now = std::chrono::system_clock::now();
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    llvm::sys::fs::file_status status;
+    if (llvm::sys::fs::status(it->path(), status) ||
+        status.type() != llvm::sys::fs::file_type::regular_file)
+      continue;
+    if (name.contains(".mpa.tmp-")) {
+      if (now - status.getLastModificationTime() > std::chrono::hours(1))
+        llvm::sys::fs::remove(it->path());
+      continue;
+    }
+    if (!name.ends_with(".mpa"))
+      continue;
+    entries.push_back(
+        {it->path(), status.getSize(), status.getLastModificationTime()});
+    total += status.getSize();
+  }
+  // A hit touches its entry (Session::compile), so the oldest modification
+  // is the least recently used.
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry &a, const Entry &b) { return a.used < b.used; });
+  for (const Entry &entry : entries) {
+    if (total <= maxBytes)
+      break;
+    if (!llvm::sys::fs::remove(entry.path))
+      total -= entry.size;
+  }
+}
+
+} // namespace mp
