@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Training throughput of mp against PyTorch on the digits MLP.
+"""Training throughput of mp against PyTorch on the digits MLP: a quick
+smoke run, not a measurement (its epochs last milliseconds, and on these
+shared machines they swing 2-4x from run to run). The measurement is
+bench/transformer_bench.py.
 
 Runs, one after the other on the same machine:
   - mp-run train examples/digits_mlp.mlir in f32, bf16 and f16 (dynamic
@@ -136,6 +139,9 @@ def main():
     base = speeds["mp f32"]
     torch_bf16 = speeds.get("pytorch bf16 autocast")
     print(f"## Digits MLP 64-512-512-10, batch 64, {args.epochs} epochs, {args.threads} threads")
+    print()
+    print("(a smoke run, not a measurement: epochs of milliseconds are noise; "
+          "bench/transformer_bench.py measures)")
     print()
     print("| run | held-out accuracy | samples/s (steady) | vs mp f32 | vs PyTorch bf16 |")
     print("|---|---:|---:|---:|---:|")
