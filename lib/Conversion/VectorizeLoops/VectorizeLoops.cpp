@@ -45,6 +45,15 @@ bool isContiguousOrInvariant(Operation *access, Value iv) {
   unsigned ivPosition = position - operands.begin();
   bool ivIsDim = ivPosition < map.getNumDims();
 
+  // LLVM packs a vector of i1 into bits where a memref of i1 holds a byte
+  // per element: a vector load or store of one reads and writes the wrong
+  // elements (the split inf checks' flags).
+  Type element =
+      cast<MemRefType>(affine::MemRefAccess(access).memref.getType())
+          .getElementType();
+  if (element.isIntOrFloat() && element.getIntOrFloatBitWidth() < 8)
+    return false;
+
   // Only the innermost dimension, with unit stride in memory, makes the
   // vector one contiguous load or store; the vectorizer would turn other
   // dimensions into slow element-wise transfers.

@@ -98,3 +98,26 @@ func.func @floordiv(%in: memref<32xf32>, %out: memref<64xf32>) {
   }
   return
 }
+
+// -----
+
+// Flags in a memref of i1 (the partial inf checks of a split reduction):
+// LLVM packs vector<16xi1> into bits, the memref holds a byte per flag, so
+// a vector load or store would touch the wrong flags. Stays scalar; the f32
+// reads beside them do not make it vectorized either.
+// CHECK-LABEL: func.func @i1_flags
+// CHECK-NOT: vector.
+// CHECK: affine.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<64xi1>
+// CHECK-NOT: vector.
+func.func @i1_flags(%x: memref<64xf32>, %flags: memref<64xi1>) {
+  %inf = arith.constant 0x7F800000 : f32
+  affine.for %i = 0 to 64 {
+    %v = affine.load %x[%i] : memref<64xf32>
+    %old = affine.load %flags[%i] : memref<64xi1>
+    %a = math.absf %v : f32
+    %bad = arith.cmpf uge, %a, %inf : f32
+    %new = arith.ori %old, %bad : i1
+    affine.store %new, %flags[%i] : memref<64xi1>
+  }
+  return
+}
