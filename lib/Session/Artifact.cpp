@@ -227,25 +227,13 @@ bool readTensors(const llvm::json::Object &metadata, llvm::StringRef key,
 } // namespace
 
 llvm::json::Object Session::artifactMetadata() const {
-  const TrainOptions &o = compiledOptions;
+  llvm::json::Object options = compileOptionsJson(compiledOptions);
+  options["loss_scale_mode"] = mlir::mp::stringifyLossScalingMode(scaleMode);
+  options["seed"] = std::to_string(compiledOptions.seed);
   return llvm::json::Object{
+      {"options", std::move(options)},
       {"format", "mp-artifact"},
       {"version", kVersion},
-      {"options",
-       llvm::json::Object{
-           {"precision", mlir::mp::stringifyFloatPrecision(o.precision)},
-           {"loss_scale", o.lossScale.str()},
-           {"loss_scale_mode", mlir::mp::stringifyLossScalingMode(scaleMode)},
-           {"init_scale", o.lossScale.initial},
-           {"scale_margin", o.scaleMargin},
-           {"scale_hysteresis", o.scaleHysteresis},
-           {"optimizer", mlir::mp::stringifyOptimizerAlgorithm(o.optimizer)},
-           {"lr", o.lr},
-           {"momentum", o.momentum},
-           {"weight_decay", o.weightDecay},
-           {"accumulate", o.accumulate},
-           {"keep_f32", llvm::json::Array(o.keepF32)},
-           {"seed", std::to_string(o.seed)}}},
       {"batch", entries.batch},
       {"features", entries.features},
       {"classes", entries.classes},

@@ -91,6 +91,21 @@ std::string resolveCacheDir(const CompileCacheOption &option) {
   return path.str().str();
 }
 
+llvm::json::Object compileOptionsJson(const TrainOptions &o) {
+  return llvm::json::Object{
+      {"precision", mlir::mp::stringifyFloatPrecision(o.precision)},
+      {"loss_scale", o.lossScale.str()},
+      {"init_scale", o.lossScale.initial},
+      {"scale_margin", o.scaleMargin},
+      {"scale_hysteresis", o.scaleHysteresis},
+      {"optimizer", mlir::mp::stringifyOptimizerAlgorithm(o.optimizer)},
+      {"lr", o.lr},
+      {"momentum", o.momentum},
+      {"weight_decay", o.weightDecay},
+      {"accumulate", o.accumulate},
+      {"keep_f32", llvm::json::Array(o.keepF32)}};
+}
+
 std::string compileCachePath(const std::string &dir,
                              const std::string &modelPath,
                              const TrainOptions &options, std::string &error) {
@@ -103,22 +118,10 @@ std::string compileCachePath(const std::string &dir,
   // Every option the lowering reads; the seed and the device are not among
   // them (the seed initialises parameters after loading; only CPU sessions
   // are cached).
-  llvm::json::Object key{
-      {"format", kCacheFormat},
-      {"mp", libraryIdentity()},
-      {"host", hostIdentity()},
-      {"precision", mlir::mp::stringifyFloatPrecision(options.precision)},
-      {"loss_scale", options.lossScale.str()},
-      {"init_scale", options.lossScale.initial},
-      {"scale_margin", options.scaleMargin},
-      {"scale_hysteresis", options.scaleHysteresis},
-      {"optimizer", mlir::mp::stringifyOptimizerAlgorithm(options.optimizer)},
-      {"lr", options.lr},
-      {"momentum", options.momentum},
-      {"weight_decay", options.weightDecay},
-      {"accumulate", options.accumulate},
-      {"keep_f32", llvm::json::Array(options.keepF32)},
-  };
+  llvm::json::Object key = compileOptionsJson(options);
+  key["format"] = kCacheFormat;
+  key["mp"] = libraryIdentity();
+  key["host"] = hostIdentity();
   std::string keyText;
   llvm::raw_string_ostream os(keyText);
   os << llvm::json::Value(std::move(key));

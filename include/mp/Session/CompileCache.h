@@ -12,6 +12,8 @@
 #ifndef MP_SESSION_COMPILECACHE_H
 #define MP_SESSION_COMPILECACHE_H
 
+#include "llvm/Support/JSON.h"
+
 #include <cstdint>
 #include <string>
 
@@ -41,6 +43,11 @@ const char *stringifyCacheUse(CacheUse use);
 /// The directory `option` names once the environment is read; "" when the
 /// cache is off.
 std::string resolveCacheDir(const CompileCacheOption &option);
+
+/// The options that decide a step's code, as artifacts record them (their
+/// "options" object) and the cache key hashes them: one list, so a new
+/// compile option cannot reach one and miss the other.
+llvm::json::Object compileOptionsJson(const TrainOptions &options);
 
 /// The cache entry's path for `modelPath` compiled with `options` (resolved:
 /// no "auto" left) on this CPU: DIR/<sha256>.mpa. "" with `error` when the
