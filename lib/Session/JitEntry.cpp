@@ -82,6 +82,12 @@ OwningOpRef<ModuleOp> parseModel(const std::string &path, MLIRContext *context,
   return module;
 }
 
+bool parallelLoopsEnabled() {
+  const char *value = std::getenv("MP_PARALLEL_LOOPS");
+  return !value || (llvm::StringRef(value) != "0" &&
+                    !llvm::StringRef(value).equals_insensitive("off"));
+}
+
 bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
                  std::string &diagnostics, bool &vectorized) {
   MLIRContext *context = module->getContext();
@@ -104,6 +110,7 @@ bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
   OwningOpRef<ModuleOp> scalarCopy = module->clone();
   mlir::mp::LowerCpuOptions options;
   options.runtimeContractions = true;
+  options.parallel = parallelLoopsEnabled();
   PassManager pm(context);
   mlir::mp::buildLowerCpuPipeline(pm, options);
   vectorized = succeeded(pm.run(*module));
@@ -127,6 +134,7 @@ llvm::ArrayRef<RuntimeSymbol> runtimeSymbols() {
       {"mprt_gemm", reinterpret_cast<void *>(&mprt_gemm)},
       {"mprt_gemm_batched", reinterpret_cast<void *>(&mprt_gemm_batched)},
       {"mprt_observe", reinterpret_cast<void *>(&mprt_observe)},
+      {"mprt_parallel_for", reinterpret_cast<void *>(&mprt_parallel_for)},
       {"malloc", reinterpret_cast<void *>(&mprt_counted_malloc)},
       {"free", reinterpret_cast<void *>(&mprt_counted_free)},
       {"memrefCopy", reinterpret_cast<void *>(&mprt_memref_copy)},

@@ -101,6 +101,10 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // Unit-stride parallel loops become 16-wide vectors (AVX-512 has 16 f32
   // lanes); strided loops stay scalar (mp-vectorize-loops).
   pm.addPass(createConvertLinalgToAffineLoopsPass());
+  // Large parallel loop nests run a share per thread (before vectorizing:
+  // the dependence analysis reads affine loads and stores).
+  if (options.parallel)
+    pm.addPass(createMPParallelizeLoops());
   if (options.vectorize) {
     MPVectorizeLoopsOptions vectorize;
     vectorize.vectorSize = 16;
@@ -123,6 +127,8 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  if (options.parallel)
+    pm.addPass(createMPParallelLaunchesToRuntime());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());

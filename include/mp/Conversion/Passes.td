@@ -391,12 +391,91 @@ def MPVectorizeLoops : Pass<"mp-vectorize-loops", "::mlir::func::FuncOp"> {
     The loop above stays scalar because of `%strided[2 * %i]`; without that
     access it becomes `affine.for %i = 0 to 64 step 16` over
     `vector.transfer_read ... : memref<64xf32>, vector<16xf32>`.
+
+    Upstream's vectorizer leaves every transfer possibly out of bounds,
+    which LLVM lowers to masked loads and stores. Where a vectorized loop
+    runs a whole number of vectors (its bounds differ by a multiple of
+    `vector-size`), every lane is an element the scalar loop accessed, so
+    its transfers along the loop are marked `in_bounds = [true]`: plain
+    vector loads and stores. A loop with constant bounds that is not a
+    whole number of vectors is split first: the whole vectors, then a
+    scalar loop for the rest. Loops marked `mp.parallel_chunk` (a thread's
+    share of a parallel loop, `--mp-parallelize-loops`) are not vectorized.
   }];
   let options = [
     Option<"vectorSize", "vector-size", "int64_t", /*default=*/"16",
            "Lanes per vector (16 f32 lanes fill an AVX-512 register)">
   ];
   let dependentDialects = ["::mlir::vector::VectorDialect"];
+}
+
+def MPParallelizeLoops : Pass<"mp-parallelize-loops", "::mlir::ModuleOp"> {
+  let summary = "Outline the CPU's large parallel affine loops so that every "
+                "thread runs a share";
+  let description = [{
+    Runs after `convert-linalg-to-affine-loops` and before
+    `--mp-vectorize-loops`. The outermost `affine.for` of a loop nest with
+    constant bounds that is parallel (upstream's dependence analysis: no
+    two iterations touch the same element, one writing it) and does at
+    least `min-work` innermost iterations becomes a private function
+    `@<function>_parallel_<n>(%begin: index, %end: index, <captured values>)`
+    (marked `mp.parallel_body`) that runs iterations `[%begin, %end)`, and a
+    call of a declaration marked `mp.parallel_launch = @<body>` with the
+    number of iterations and the captured values. Constants are cloned
+    into the body, not captured. `--mp-parallel-launches-to-runtime` later
+    turns that call into the runtime's `mprt_parallel_for`, which splits
+    the iterations evenly over the OpenMP threads (`OMP_NUM_THREADS`, the
+    same threads that oneDNN's products use).
+
+    A loop whose induction variable indexes the last dimension of an
+    access (one the vectorizer may take) is split into blocks of
+    `vector-size` iterations first: the threads share whole blocks, each
+    block is a constant-trip loop that vectorizes without masks, and the
+    iterations after the last whole block stay in a serial loop. The loop
+    over a thread's share is marked `mp.parallel_chunk`.
+
+    Every iteration runs exactly as in the serial loop, on the same values,
+    so results do not depend on the number of threads. Loops that are not
+    parallel (a reduction outermost, such as a column sum), that call
+    functions or free memory, or that capture values of other types than
+    memrefs, indices, integers, floats and vectors stay serial.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "Innermost iterations a loop nest needs to be run in parallel "
+           "(a thread's start costs about as much as some thousands)">,
+    Option<"vectorSize", "vector-size", "int64_t", /*default=*/"16",
+           "Iterations per block of a loop the vectorizer may take (the "
+           "vectorizer's vector-size)">
+  ];
+  let statistics = [
+    Statistic<"numParallelLoops", "parallel-loops",
+              "Loop nests outlined to run in parallel">
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::mp::MPDialect"
+  ];
+}
+
+def MPParallelLaunchesToRuntime
+    : Pass<"mp-parallel-launches-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Call mprt_parallel_for for the launches of outlined "
+                "parallel loops (LLVM dialect)";
+  let description = [{
+    Runs on the LLVM dialect, after `convert-func-to-llvm`. For every
+    declaration marked `mp.parallel_launch = @body` (made by
+    `--mp-parallelize-loops`), adds `@body_entry(i64 begin, i64 end, ptr
+    context)`, which loads the captured values from a struct at `context`
+    and calls `@body`, and rewrites every call of the declaration
+    `(n, captured...)` into: the captured values stored in a struct on the
+    caller's stack, then `mprt_parallel_for(n, @body_entry, context)`. The
+    declaration is then removed. A launch whose body is missing or whose
+    arguments do not match the body's is an error.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def MPConvolutionsToGemm

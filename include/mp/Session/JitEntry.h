@@ -93,10 +93,16 @@ mlir::OwningOpRef<mlir::ModuleOp> parseModel(const std::string &path,
 bool dumpModuleIfAsked(mlir::ModuleOp module, const char *variable,
                        std::string &error);
 
+/// Whether the CPU lowering runs large parallel loops on every OpenMP
+/// thread (--mp-parallelize-loops): yes unless MP_PARALLEL_LOOPS is 0 or
+/// off, which keeps them on the calling thread (to compare: the results
+/// are the same bit for bit).
+bool parallelLoopsEnabled();
+
 /// Lowers a module on tensors to the LLVM dialect: for the CPU with runtime
-/// contractions, vectorized, or with scalar loops where the vectorizer
-/// fails (`vectorized` says which); with `gpu`, by --mp-lower-gpu with
-/// every buffer in device memory. False on failure, with what MLIR
+/// contractions, parallel loops (parallelLoopsEnabled), vectorized, or with
+/// scalar loops where the vectorizer fails (`vectorized` says which); with
+/// `gpu`, by --mp-lower-gpu with every buffer in device memory. False on failure, with what MLIR
 /// reported in `diagnostics` (the string the context's handler writes to).
 bool lowerModule(mlir::OwningOpRef<mlir::ModuleOp> &module, bool gpu,
                  std::string &diagnostics, bool &vectorized);

@@ -118,6 +118,19 @@ constexpr llvm::StringLiteral kUpdateOfAttrName =
 constexpr llvm::StringLiteral kInPlaceUpdatesAttrName =
     MPDialect::InPlaceUpdatesAttrHelper::getNameStr();
 
+/// The CPU lowering's parallel loops (--mp-parallelize-loops): on an
+/// outlined loop body (its first two arguments are the range of iterations
+/// it runs); on the declaration that the loop's launch calls, the body it
+/// runs (--mp-parallel-launches-to-runtime makes the call a
+/// mprt_parallel_for); on the loop over a body's range, which the
+/// vectorizer leaves alone (its bounds are the thread's share).
+constexpr llvm::StringLiteral kParallelBodyAttrName =
+    MPDialect::ParallelBodyAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kParallelLaunchAttrName =
+    MPDialect::ParallelLaunchAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kParallelChunkAttrName =
+    MPDialect::ParallelChunkAttrHelper::getNameStr();
+
 /// A value's stable id for calibration statistics, set by the user.
 constexpr llvm::StringLiteral kIdAttrName =
     MPDialect::IdAttrHelper::getNameStr();

@@ -100,6 +100,12 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
       llvm::cl::desc("Vectorize unit-stride parallel loops (16 lanes, "
                      "--mp-vectorize-loops)"),
       llvm::cl::init(true)};
+  Option<bool> parallel{
+      *this, "parallel",
+      llvm::cl::desc("Run large parallel loop nests on every OpenMP thread "
+                     "through libmprt's mprt_parallel_for "
+                     "(--mp-parallelize-loops); link or JIT-resolve libmprt"),
+      llvm::cl::init(false)};
   Option<bool> probes{
       *this, "probes",
       llvm::cl::desc("Lower mp.observe probes to mprt_observe calls "

@@ -305,6 +305,22 @@ mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                               int64_t batch, int64_t stride_a,
                               int64_t stride_b, int64_t stride_c);
 
+/*===-- Parallel loops ------------------------------------------------------===
+ *
+ * Compiled loops run on the OpenMP threads that oneDNN's products use
+ * (libgomp; OMP_NUM_THREADS sets how many for both).
+ *===----------------------------------------------------------------------===*/
+
+/* The body of a loop outlined by --mp-parallelize-loops: runs iterations
+ * [begin, end) with the captured values at context. */
+typedef void (*mprt_loop_body)(int64_t begin, int64_t end, void *context);
+
+/* Runs body over [0, n) split into one contiguous, nearly equal share per
+ * thread (at most n threads); serially on the calling thread where OpenMP
+ * has one thread or the caller already is in a parallel region. Returns when
+ * every share is done. What --mp-parallel-launches-to-runtime emits. */
+void mprt_parallel_for(int64_t n, mprt_loop_body body, void *context);
+
 /* How mprt_gemm runs f16 products. oneDNN 2.6 has an f16 matmul only for
  * CPUs with AVX512-FP16, so by default (AUTO) the CPU's features decide:
  *   NATIVE  oneDNN's f16 primitive, where the CPU has AVX512-FP16;

@@ -121,3 +121,79 @@ func.func @i1_flags(%x: memref<64xf32>, %flags: memref<64xi1>) {
   }
   return
 }
+
+// -----
+
+// 4 whole vectors per row: every lane is an element the scalar loop read or
+// wrote, so the transfers are in bounds (no masked loads and stores). The
+// row-invariant bias read is the same 1-D access along %j.
+// CHECK-LABEL: func.func @whole_vectors_in_bounds
+// CHECK: affine.for %{{.*}} = 0 to 64 step 16
+// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true]} : memref<8x64xf32>
+// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true]} : memref<64xf32>
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xf32>, memref<8x64xf32>
+func.func @whole_vectors_in_bounds(%a: memref<8x64xf32>, %b: memref<64xf32>, %c: memref<8x64xf32>) {
+  affine.for %i = 0 to 8 {
+    affine.for %j = 0 to 64 {
+      %x = affine.load %a[%i, %j] : memref<8x64xf32>
+      %y = affine.load %b[%j] : memref<64xf32>
+      %s = arith.addf %x, %y : f32
+      affine.store %s, %c[%i, %j] : memref<8x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// 72 iterations: 4 whole vectors (in bounds), then the last 8 in a scalar
+// loop.
+// CHECK-LABEL: func.func @partial_vector_split
+// CHECK: affine.for %{{.*}} = 0 to 64 step 16
+// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true]} : memref<80xf32>, vector<16xf32>
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xf32>, memref<80xf32>
+// CHECK: affine.for %[[R:.*]] = 64 to 72 {
+// CHECK: affine.load %{{.*}}[%[[R]] + 8]
+func.func @partial_vector_split(%a: memref<80xf32>, %c: memref<80xf32>) {
+  affine.for %i = 0 to 72 {
+    %x = affine.load %a[%i + 8] : memref<80xf32>
+    %s = arith.addf %x, %x : f32
+    affine.store %s, %c[%i] : memref<80xf32>
+  }
+  return
+}
+
+// -----
+
+// A trip count known only at run time: the last vector may run past the
+// loop, so the transfers stay possibly out of bounds (masked).
+// CHECK-LABEL: func.func @dynamic_bound_masked
+// CHECK: affine.for %{{.*}} = 0 to %{{.*}} step 16
+// CHECK-NOT: in_bounds
+// CHECK: vector.transfer_read %{{.*}} : memref<?xf32>, vector<16xf32>
+// CHECK-NOT: in_bounds
+// CHECK: vector.transfer_write %{{.*}} : vector<16xf32>, memref<?xf32>
+func.func @dynamic_bound_masked(%a: memref<?xf32>, %c: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %a, %c0 : memref<?xf32>
+  affine.for %i = 0 to %n {
+    %x = affine.load %a[%i] : memref<?xf32>
+    affine.store %x, %c[%i] : memref<?xf32>
+  }
+  return
+}
+
+// -----
+
+// Shifted bounds (8 to 40: two whole vectors) and a shifted read index.
+// CHECK-LABEL: func.func @shifted_whole_vectors
+// CHECK: affine.for %{{.*}} = 8 to 40 step 16
+// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true]} : memref<48xf32>
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xf32>, memref<40xf32>
+func.func @shifted_whole_vectors(%a: memref<48xf32>, %c: memref<40xf32>) {
+  affine.for %i = 8 to 40 {
+    %x = affine.load %a[%i + 8] : memref<48xf32>
+    affine.store %x, %c[%i] : memref<40xf32>
+  }
+  return
+}

@@ -49,6 +49,10 @@ def MP_Dialect : Dialect {
     "::mlir::UnitAttr":$in_place_updates,
     "::mlir::FlatSymbolRefAttr":$accumulation_of,
     "::mlir::IntegerAttr":$accumulate,
+    // The CPU lowering's parallel loops (--mp-parallelize-loops): a loop's
+    // outlined body and the declaration its launches call.
+    "::mlir::UnitAttr":$parallel_body,
+    "::mlir::FlatSymbolRefAttr":$parallel_launch,
     // Arguments and results: parameters and what is made from them.
     "::mlir::StringAttr":$param,
     "::mlir::StringAttr":$grad,
@@ -71,6 +75,7 @@ def MP_Dialect : Dialect {
     // Ops.
     "::mlir::UnitAttr":$seed,
     "::mlir::UnitAttr":$saved,
+    "::mlir::UnitAttr":$parallel_chunk,
     "::mlir::mp::FloatPrecisionAttr":$precision,
     "::mlir::mp::PrecisionDecisionAttr":$decision,
     "::mlir::StringAttr":$id

@@ -1,0 +1,231 @@
+//===- ParallelizeLoops.cpp - outline large parallel loops for threads ----===//
+//
+// mp's compiled loops (elementwise chains, softmax, layer norm, the
+// optimizer update) ran on one thread while oneDNN's products used them
+// all; the other threads spun in libgomp. This pass outlines each large
+// parallel loop nest into a function over a range of iterations, launched
+// through a declaration that --mp-parallel-launches-to-runtime turns into
+// mprt_parallel_for (libgomp's threads, the ones oneDNN uses). Outlining
+// on affine loops, not MLIR's OpenMP dialect: its LLVM translation calls
+// libomp's __kmpc_* entry points, which libgomp does not have, and two
+// OpenMP runtimes in one process would each keep their own threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Conversion/Passes.h"
+#include "mp/Transforms/AttrNames.h"
+
+#include "mlir/Dialect/Affine/Analysis/AffineAnalysis.h"
+#include "mlir/Dialect/Affine/Analysis/LoopAnalysis.h"
+#include "mlir/Dialect/Affine/IR/AffineValueMap.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace mlir {
+namespace mp {
+#define GEN_PASS_DEF_MPPARALLELIZELOOPS
+#include "mp/Conversion/Passes.h.inc"
+} // namespace mp
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+/// Innermost iterations of \p loop's nest: its trip count times the work of
+/// its body's loops (a loop without a constant trip count counts once).
+uint64_t innermostIterations(affine::AffineForOp loop) {
+  uint64_t body = 0;
+  for (auto inner : loop.getBody()->getOps<affine::AffineForOp>())
+    body = llvm::SaturatingAdd(body, innermostIterations(inner));
+  std::optional<uint64_t> trips = affine::getConstantTripCount(loop);
+  return llvm::SaturatingMultiply(trips.value_or(1),
+                                  std::max<uint64_t>(body, 1));
+}
+
+/// True when \p loop's induction variable appears in the last index of an
+/// access in its body: the vectorizer may take the loop.
+bool indexesLastDimension(affine::AffineForOp loop) {
+  Value iv = loop.getInductionVar();
+  WalkResult found = loop.getBody()->walk([&](Operation *op) {
+    if (!isa<affine::AffineReadOpInterface, affine::AffineWriteOpInterface>(
+            op))
+      return WalkResult::advance();
+    affine::AffineValueMap map;
+    affine::MemRefAccess(op).getAccessMap(&map);
+    if (map.getNumResults() == 0)
+      return WalkResult::advance();
+    ArrayRef<Value> operands = map.getOperands();
+    const auto *position = llvm::find(operands, iv);
+    if (position == operands.end())
+      return WalkResult::advance();
+    unsigned index = position - operands.begin();
+    AffineExpr last = map.getResult(map.getNumResults() - 1);
+    bool uses = index < map.getNumDims()
+                    ? last.isFunctionOfDim(index)
+                    : last.isFunctionOfSymbol(index - map.getNumDims());
+    return uses ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return found.wasInterrupted();
+}
+
+/// A value the outlined body can take as an argument.
+bool isCapturable(Type type) {
+  return isa<MemRefType, IndexType, IntegerType, FloatType, VectorType>(type);
+}
+
+struct ParallelizeLoopsPass
+    : public mp::impl::MPParallelizeLoopsBase<ParallelizeLoopsPass> {
+  using MPParallelizeLoopsBase::MPParallelizeLoopsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (minWork < 1 || vectorSize < 1) {
+      module.emitError() << "mp-parallelize-loops: min-work and vector-size "
+                            "must be positive, got "
+                         << static_cast<int64_t>(minWork) << " and "
+                         << static_cast<int64_t>(vectorSize);
+      return signalPassFailure();
+    }
+    SymbolTable symbols(module);
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    for (func::FuncOp function : functions) {
+      if (function.isDeclaration() ||
+          function->hasAttr(mp::kParallelBodyAttrName))
+        continue;
+      SmallVector<affine::AffineForOp> roots;
+      function.walk([&](affine::AffineForOp loop) {
+        if (!loop->getParentOfType<affine::AffineForOp>() &&
+            !loop->getParentOfType<affine::AffineParallelOp>())
+          roots.push_back(loop);
+      });
+      for (affine::AffineForOp root : roots)
+        if (worthRunningInParallel(root))
+          outline(root, function, symbols);
+    }
+  }
+
+  bool worthRunningInParallel(affine::AffineForOp loop) {
+    if (!loop.hasConstantBounds() || loop.getNumIterOperands() != 0)
+      return false;
+    std::optional<uint64_t> trips = affine::getConstantTripCount(loop);
+    if (!trips || *trips < 2 ||
+        innermostIterations(loop) < static_cast<uint64_t>(minWork))
+      return false;
+    if (!affine::isLoopParallel(loop))
+      return false;
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(loop.getRegion(), captured);
+    return llvm::all_of(captured, [](Value value) {
+      return isCapturable(value.getType()) ||
+             (value.getDefiningOp() &&
+              value.getDefiningOp()->hasTrait<OpTrait::ConstantLike>());
+    });
+  }
+
+  void outline(affine::AffineForOp loop, func::FuncOp parent,
+               SymbolTable &symbols) {
+    MLIRContext *context = &getContext();
+    Location loc = loop.getLoc();
+    int64_t lower = loop.getConstantLowerBound();
+    int64_t step = loop.getStepAsInt();
+    int64_t trips = static_cast<int64_t>(*affine::getConstantTripCount(loop));
+    // Blocks of whole vectors for a loop the vectorizer may take.
+    int64_t block = 1;
+    if (step == 1 && trips >= 2 * vectorSize && indexesLastDimension(loop))
+      block = vectorSize;
+    int64_t units = trips / block;
+
+    // Constants are cloned into the body; everything else is an argument.
+    llvm::SetVector<Value> above;
+    getUsedValuesDefinedAbove(loop.getRegion(), above);
+    SmallVector<Value> captured, constants;
+    for (Value value : above) {
+      Operation *def = value.getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>() &&
+          def->getNumOperands() == 0 && def->getNumRegions() == 0)
+        constants.push_back(value);
+      else
+        captured.push_back(value);
+    }
+
+    OpBuilder builder(context);
+    builder.setInsertionPointAfter(parent);
+    Type index = builder.getIndexType();
+    SmallVector<Type> bodyTypes = {index, index};
+    for (Value value : captured)
+      bodyTypes.push_back(value.getType());
+    auto body = func::FuncOp::create(
+        builder, loc, (parent.getSymName() + "_parallel").str(),
+        builder.getFunctionType(bodyTypes, {}));
+    body.setPrivate();
+    body->setAttr(mp::kParallelBodyAttrName, builder.getUnitAttr());
+    symbols.insert(body);
+
+    Block *entry = body.addEntryBlock();
+    builder.setInsertionPointToStart(entry);
+    IRMapping mapping;
+    for (auto [value, argument] :
+         llvm::zip(captured, entry->getArguments().drop_front(2)))
+      mapping.map(value, argument);
+    for (Value value : constants)
+      mapping.map(value, builder.clone(*value.getDefiningOp())->getResult(0));
+    Value begin = entry->getArgument(0), end = entry->getArgument(1);
+
+    // The thread's share: iterations (or blocks) [begin, end).
+    AffineExpr s0 = builder.getAffineSymbolExpr(0);
+    AffineMap first =
+        AffineMap::get(0, 1, block == 1 ? s0 * step + lower : s0);
+    auto share = affine::AffineForOp::create(
+        builder, loc, ValueRange{begin}, first, ValueRange{end}, first,
+        block == 1 ? step : 1);
+    share->setAttr(mp::kParallelChunkAttrName, builder.getUnitAttr());
+    builder.setInsertionPoint(share.getBody()->getTerminator());
+    Value iv = share.getInductionVar();
+    if (block != 1) {
+      // One block: a loop of `block` iterations from the block's start.
+      AffineExpr d0 = builder.getAffineDimExpr(0);
+      auto inner = affine::AffineForOp::create(
+          builder, loc, ValueRange{iv},
+          AffineMap::get(1, 0, d0 * block + lower), ValueRange{iv},
+          AffineMap::get(1, 0, d0 * block + lower + block), 1);
+      builder.setInsertionPoint(inner.getBody()->getTerminator());
+      iv = inner.getInductionVar();
+    }
+    mapping.map(loop.getInductionVar(), iv);
+    for (Operation &op : loop.getBody()->without_terminator())
+      builder.clone(op, mapping);
+    builder.setInsertionPointToEnd(entry);
+    func::ReturnOp::create(builder, loc);
+
+    // The launch: a declaration the runtime pass recognizes, called with
+    // the number of iterations (or blocks) and the captured values.
+    builder.setInsertionPointAfter(body);
+    SmallVector<Type> launchTypes = {index};
+    for (Value value : captured)
+      launchTypes.push_back(value.getType());
+    auto launch = func::FuncOp::create(
+        builder, loc, (body.getSymName() + "_launch").str(),
+        builder.getFunctionType(launchTypes, {}));
+    launch.setPrivate();
+    launch->setAttr(mp::kParallelLaunchAttrName,
+                    FlatSymbolRefAttr::get(body.getSymNameAttr()));
+    symbols.insert(launch);
+
+    builder.setInsertionPoint(loop);
+    SmallVector<Value> operands = {
+        arith::ConstantIndexOp::create(builder, loc, units)};
+    llvm::append_range(operands, captured);
+    func::CallOp::create(builder, loc, launch, operands);
+    // Iterations after the last whole block run here, serially.
+    if (units * block < trips) {
+      auto rest = cast<affine::AffineForOp>(builder.clone(*loop));
+      rest.setConstantLowerBound(lower + units * block);
+    }
+    loop.erase();
+    ++numParallelLoops;
+  }
+};
+
+} // namespace
