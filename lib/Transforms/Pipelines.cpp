@@ -101,13 +101,18 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // Unit-stride parallel loops become 16-wide vectors (AVX-512 has 16 f32
   // lanes); strided loops stay scalar (mp-vectorize-loops).
   pm.addPass(createConvertLinalgToAffineLoopsPass());
+  constexpr int64_t vectorLanes = 16;
   // Large parallel loop nests run a share per thread (before vectorizing:
-  // the dependence analysis reads affine loads and stores).
-  if (options.parallel)
-    pm.addPass(createMPParallelizeLoops());
+  // the dependence analysis reads affine loads and stores), in blocks of
+  // whole vectors where the vectorizer may take the loop.
+  if (options.parallel) {
+    MPParallelizeLoopsOptions parallel;
+    parallel.vectorSize = vectorLanes;
+    pm.addPass(createMPParallelizeLoops(parallel));
+  }
   if (options.vectorize) {
     MPVectorizeLoopsOptions vectorize;
-    vectorize.vectorSize = 16;
+    vectorize.vectorSize = vectorLanes;
     pm.addNestedPass<func::FuncOp>(createMPVectorizeLoops(vectorize));
   }
   pm.addPass(createConvertVectorToSCFPass());

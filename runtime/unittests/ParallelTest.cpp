@@ -4,6 +4,7 @@
 // contiguous shares, whatever the thread count; and on a loop inside a
 // parallel region not starting threads of its own.
 
+#include "gomp.h"
 #include "mprt/mprt.h"
 
 #include <atomic>
@@ -14,8 +15,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <omp.h>
 
 namespace {
 
@@ -81,15 +80,17 @@ TEST(MprtParallelFor, OneThreadRunsOneShareOnTheCaller) {
   omp_set_num_threads(4);
 }
 
+/// One thread of a parallel region: a loop of its own.
+void loopInRegion(void *data) {
+  auto *records = static_cast<std::vector<Record *> *>(data);
+  auto *record = new Record(500);
+  mprt_parallel_for(500, recordShare, record);
+  (*records)[omp_get_thread_num()] = record;
+}
+
 TEST(MprtParallelFor, InsideAParallelRegionRunsSerially) {
-  omp_set_num_threads(2);
   std::vector<Record *> records(2);
-#pragma omp parallel num_threads(2)
-  {
-    auto *record = new Record(500);
-    mprt_parallel_for(500, recordShare, record);
-    records[omp_get_thread_num()] = record;
-  }
+  GOMP_parallel(loopInRegion, &records, 2, 0);
   for (Record *record : records) {
     ASSERT_NE(record, nullptr);
     ASSERT_EQ(record->shares.size(), 1u);
