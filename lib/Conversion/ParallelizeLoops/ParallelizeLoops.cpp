@@ -75,6 +75,13 @@ bool isCapturable(Type type) {
   return isa<MemRefType, IndexType, IntegerType, FloatType, VectorType>(type);
 }
 
+/// A constant the body makes again instead of taking it as an argument.
+bool isClonedConstant(Value value) {
+  Operation *def = value.getDefiningOp();
+  return def && def->hasTrait<OpTrait::ConstantLike>() &&
+         def->getNumOperands() == 0 && def->getNumRegions() == 0;
+}
+
 struct ParallelizeLoopsPass
     : public mp::impl::MPParallelizeLoopsBase<ParallelizeLoopsPass> {
   using MPParallelizeLoopsBase::MPParallelizeLoopsBase;
@@ -118,9 +125,7 @@ struct ParallelizeLoopsPass
     llvm::SetVector<Value> captured;
     getUsedValuesDefinedAbove(loop.getRegion(), captured);
     return llvm::all_of(captured, [](Value value) {
-      return isCapturable(value.getType()) ||
-             (value.getDefiningOp() &&
-              value.getDefiningOp()->hasTrait<OpTrait::ConstantLike>());
+      return isClonedConstant(value) || isCapturable(value.getType());
     });
   }
 
@@ -141,14 +146,8 @@ struct ParallelizeLoopsPass
     llvm::SetVector<Value> above;
     getUsedValuesDefinedAbove(loop.getRegion(), above);
     SmallVector<Value> captured, constants;
-    for (Value value : above) {
-      Operation *def = value.getDefiningOp();
-      if (def && def->hasTrait<OpTrait::ConstantLike>() &&
-          def->getNumOperands() == 0 && def->getNumRegions() == 0)
-        constants.push_back(value);
-      else
-        captured.push_back(value);
-    }
+    for (Value value : above)
+      (isClonedConstant(value) ? constants : captured).push_back(value);
 
     OpBuilder builder(context);
     builder.setInsertionPointAfter(parent);
