@@ -152,13 +152,17 @@ struct ParallelizeLoopsPass
     OpBuilder builder(context);
     builder.setInsertionPointAfter(parent);
     Type index = builder.getIndexType();
-    SmallVector<Type> bodyTypes = {index, index};
-    for (Value value : captured)
-      bodyTypes.push_back(value.getType());
-    auto body = func::FuncOp::create(
-        builder, loc, (parent.getSymName() + "_parallel").str(),
-        builder.getFunctionType(bodyTypes, {}));
-    body.setPrivate();
+    // A private function of `leading` index arguments, then the captured.
+    auto declare = [&](const Twine &name, unsigned leading) {
+      SmallVector<Type> types(leading, index);
+      for (Value value : captured)
+        types.push_back(value.getType());
+      auto function = func::FuncOp::create(builder, loc, name.str(),
+                                           builder.getFunctionType(types, {}));
+      function.setPrivate();
+      return function;
+    };
+    func::FuncOp body = declare(parent.getSymName() + "_parallel", 2);
     body->setAttr(mp::kParallelBodyAttrName, builder.getUnitAttr());
     symbols.insert(body);
 
@@ -201,13 +205,7 @@ struct ParallelizeLoopsPass
     // The launch: a declaration the runtime pass recognizes, called with
     // the number of iterations (or blocks) and the captured values.
     builder.setInsertionPointAfter(body);
-    SmallVector<Type> launchTypes = {index};
-    for (Value value : captured)
-      launchTypes.push_back(value.getType());
-    auto launch = func::FuncOp::create(
-        builder, loc, (body.getSymName() + "_launch").str(),
-        builder.getFunctionType(launchTypes, {}));
-    launch.setPrivate();
+    func::FuncOp launch = declare(body.getSymName() + "_launch", 1);
     launch->setAttr(mp::kParallelLaunchAttrName,
                     FlatSymbolRefAttr::get(body.getSymNameAttr()));
     symbols.insert(launch);
