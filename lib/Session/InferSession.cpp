@@ -212,7 +212,7 @@ bool InferSession::compile(const std::string &modelPath,
     hasWeightsFunction = true;
     addEntry(*module, weightsFn, "mp_infer_weights");
   }
-  if (!inlineEntries(*module)) {
+  if (!inlineEntries(*module, {"mp_infer_predict", "mp_infer_weights"})) {
     error = "inlining @predict into its entry failed\n" + diagnostics;
     return false;
   }

@@ -179,12 +179,12 @@ void defineBf16Truncation(llvm::Module &module) {
   llvm::Value *lsb = b.CreateAnd(high, 1);
   llvm::Value *rounded =
       b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(b.getInt32(0x7fff), lsb)), 16);
-  llvm::Value *isNan = b.CreateICmpUGT(b.CreateAnd(bits, 0x7fffffff),
-                                       b.getInt32(0x7f800000));
+  llvm::Value *isNan =
+      b.CreateICmpUGT(b.CreateAnd(bits, 0x7fffffff), b.getInt32(0x7f800000));
   llvm::Value *quietNan = b.CreateOr(high, 0x40);
   llvm::Value *result = b.CreateSelect(isNan, quietNan, rounded);
-  b.CreateRet(b.CreateBitCast(b.CreateTrunc(result, b.getInt16Ty()),
-                              b.getBFloatTy()));
+  b.CreateRet(
+      b.CreateBitCast(b.CreateTrunc(result, b.getInt16Ty()), b.getBFloatTy()));
   llvm::appendToUsed(module, {function});
 }
 
@@ -220,9 +220,19 @@ compileModule(ModuleOp module, CudaDevice *cuda, std::string &error) {
   return engine;
 }
 
-bool inlineEntries(ModuleOp module) {
+bool inlineEntries(ModuleOp module, llvm::ArrayRef<llvm::StringRef> entries) {
+  // Only the entries are called from outside: the model's own functions
+  // (train_step, loss, loss_grad, predict) become private, so that those
+  // inlined into an entry or called by none are removed instead of being
+  // compiled a second time (they were more than half of a transformer
+  // block's code).
+  for (auto function : module.getOps<func::FuncOp>())
+    if (!function.isDeclaration() &&
+        !llvm::is_contained(entries, function.getSymName()))
+      function.setPrivate();
   PassManager inliner(module.getContext());
   inliner.addPass(createInlinerPass());
+  inliner.addPass(createSymbolDCEPass());
   return succeeded(inliner.run(module));
 }
 

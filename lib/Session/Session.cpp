@@ -242,14 +242,8 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   }
   if (predictFn)
     addEntry(*module, predictFn, "mp_predict_entry");
-  // The new parameters and state are then written straight into the
-  // caller's buffers (eliminate-empty-tensors in --mp-lower-cpu), not into
-  // heap buffers copied out at the end.
-  if (!inlineEntries(*module)) {
-    error = "inlining the training step failed\n" + diagnostics;
-    return false;
-  }
-  // Optimizer state: every train_step argument marked mp.state.
+  // Optimizer state: every train_step argument marked mp.state (read
+  // here: inlining removes train_step).
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
     if (auto name =
             step.getArgAttrOfType<StringAttr>(i, mlir::mp::kStateAttrName)) {
@@ -260,6 +254,14 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
       s.data.assign(s.numElements(), 0.0f);
       training.state.push_back(s);
     }
+  // The new parameters and state are then written straight into the
+  // caller's buffers (eliminate-empty-tensors in --mp-lower-cpu), not into
+  // heap buffers copied out at the end.
+  if (!inlineEntries(*module, {"mp_train_entry", "mp_accumulate_entry",
+                               "mp_predict_entry"})) {
+    error = "inlining the training step failed\n" + diagnostics;
+    return false;
+  }
   training.scalars.scale = scaleMode == LossScalingMode::None
                                ? 1.0f
                                : static_cast<float>(options.lossScale.initial);
@@ -369,7 +371,7 @@ bool Session::compile(const std::string &modelPath,
 }
 
 bool Session::loadFromCache(const std::string &path,
-                             const TrainOptions &options) {
+                            const TrainOptions &options) {
   // Loaded into a session of its own, so that a stale or damaged entry
   // leaves this one untouched; then compiled again and replaced.
   std::unique_ptr<Session> cached(new Session());

@@ -102,8 +102,9 @@ bool parallelLoopsEnabled();
 /// Lowers a module on tensors to the LLVM dialect: for the CPU with runtime
 /// contractions, parallel loops (parallelLoopsEnabled), vectorized, or with
 /// scalar loops where the vectorizer fails (`vectorized` says which); with
-/// `gpu`, by --mp-lower-gpu with every buffer in device memory. False on failure, with what MLIR
-/// reported in `diagnostics` (the string the context's handler writes to).
+/// `gpu`, by --mp-lower-gpu with every buffer in device memory. False on
+/// failure, with what MLIR reported in `diagnostics` (the string the context's
+/// handler writes to).
 bool lowerModule(mlir::OwningOpRef<mlir::ModuleOp> &module, bool gpu,
                  std::string &diagnostics, bool &vectorized);
 
@@ -138,8 +139,11 @@ compileModule(mlir::ModuleOp module, CudaDevice *cuda, std::string &error);
 /// Inlines what the entries addEntry made call: results are then computed
 /// in the caller's buffers (bufferization writes them there directly and
 /// needs no run-time ownership checks of returned buffers, host code the
-/// GPU lowering cannot keep). False if the inliner failed.
-bool inlineEntries(mlir::ModuleOp module);
+/// GPU lowering cannot keep). Every function but `entries` (and
+/// declarations) becomes private, and what no entry uses is removed, so
+/// that it is not compiled. False if the inliner failed.
+bool inlineEntries(mlir::ModuleOp module,
+                   llvm::ArrayRef<llvm::StringRef> entries);
 
 /// Adds `@<name>(memref args..., memref results...)` that calls `callee`
 /// (tensors become memrefs, scalars 0-d memrefs, i1 an i32): host code then
