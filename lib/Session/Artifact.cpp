@@ -405,8 +405,8 @@ bool Session::emitArtifact(
     const std::string &outputPath, std::string &error,
     llvm::function_ref<void(const std::string &)> progress) {
   // What ExecutionEngine::create does, step by step, but into an object
-  // file: the same LLVM IR, wrappers, O3 and host target give the same
-  // numbers as the JIT (test/mp-compile/artifact.test checks it bitwise).
+  // file: the same LLVM IR, wrappers, optimizeStep and host target give the
+  // same numbers as the JIT (test/mp-compile/artifact.test checks it bitwise).
   progress("generating object code for this CPU (" +
            llvm::sys::getHostCPUName().str() + ")");
   llvm::InitializeNativeTarget();
@@ -434,9 +434,7 @@ bool Session::emitArtifact(
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), &tm);
   llvmModule->setPICLevel(llvm::PICLevel::BigPIC);
   packFunctionArguments(*llvmModule);
-  defineBf16Truncation(*llvmModule);
-  auto transformer = makeOptimizingTransformer(3, 0, nullptr);
-  if (llvm::Error e = transformer(llvmModule.get())) {
+  if (llvm::Error e = optimizeStep(*llvmModule)) {
     error = "optimizing the LLVM IR failed: " + llvm::toString(std::move(e));
     return false;
   }
@@ -479,8 +477,8 @@ bool Session::emitArtifact(
     }
     os << object;
   }
-  progress("linking with " + cc + " -shared (" +
-           std::to_string(object.size()) + " bytes of object code)");
+  progress("linking with " + cc + " -shared (" + std::to_string(object.size()) +
+           " bytes of object code)");
   // -z defs: every symbol but the bound imports must resolve in libc/libm
   // now, not at load time.
   std::vector<llvm::StringRef> args = {cc,         "-shared",     "-o", soPath,

@@ -23,8 +23,10 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
 #include <cstdlib>
@@ -188,18 +190,82 @@ void defineBf16Truncation(llvm::Module &module) {
   llvm::appendToUsed(module, {function});
 }
 
+void moveBf16VectorsAsIntegers(llvm::Module &module) {
+  auto isBf16Vector = [](llvm::Type *type) {
+    auto *vector = llvm::dyn_cast<llvm::VectorType>(type);
+    return vector && vector->getElementType()->isBFloatTy();
+  };
+  auto bitsType = [](llvm::Type *type) {
+    return llvm::VectorType::get(
+        llvm::Type::getInt16Ty(type->getContext()),
+        llvm::cast<llvm::VectorType>(type)->getElementCount());
+  };
+  // A bf16 vector's bits: most come from the i16 vectors the bf16
+  // emulation cast them from, constants fold.
+  llvm::SmallVector<llvm::WeakTrackingVH> maybeDead;
+  auto bitsOf = [&](llvm::IRBuilder<> &b, llvm::Value *value) {
+    if (auto *cast = llvm::dyn_cast<llvm::BitCastInst>(value))
+      if (cast->getSrcTy() == bitsType(value->getType())) {
+        maybeDead.push_back(cast);
+        return cast->getOperand(0);
+      }
+    return b.CreateBitCast(value, bitsType(value->getType()));
+  };
+  llvm::SmallVector<llvm::Instruction *> moves;
+  for (llvm::Function &function : module)
+    for (llvm::Instruction &instruction : llvm::instructions(function))
+      if (((llvm::isa<llvm::LoadInst>(instruction) ||
+            llvm::isa<llvm::SelectInst>(instruction)) &&
+           isBf16Vector(instruction.getType())) ||
+          (llvm::isa<llvm::StoreInst>(instruction) &&
+           isBf16Vector(instruction.getOperand(0)->getType())))
+        moves.push_back(&instruction);
+  for (llvm::Instruction *move : moves) {
+    llvm::IRBuilder<> b(move);
+    llvm::Value *replacement;
+    if (auto *load = llvm::dyn_cast<llvm::LoadInst>(move)) {
+      replacement = b.CreateAlignedLoad(bitsType(load->getType()),
+                                        load->getPointerOperand(),
+                                        load->getAlign(), load->isVolatile());
+    } else if (auto *select = llvm::dyn_cast<llvm::SelectInst>(move)) {
+      replacement = b.CreateSelect(select->getCondition(),
+                                   bitsOf(b, select->getTrueValue()),
+                                   bitsOf(b, select->getFalseValue()));
+    } else {
+      auto *store = llvm::cast<llvm::StoreInst>(move);
+      replacement = b.CreateAlignedStore(
+          bitsOf(b, store->getValueOperand()), store->getPointerOperand(),
+          store->getAlign(), store->isVolatile());
+    }
+    if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(replacement))
+      instruction->copyMetadata(*move);
+    if (!move->getType()->isVoidTy())
+      move->replaceAllUsesWith(b.CreateBitCast(replacement, move->getType()));
+    move->eraseFromParent();
+  }
+  llvm::RecursivelyDeleteTriviallyDeadInstructionsPermissive(maybeDead);
+}
+
+llvm::Error optimizeStep(llvm::Module &module) {
+  defineBf16Truncation(module);
+  if (llvm::Error error =
+          makeOptimizingTransformer(kStepOptLevel, 0, nullptr)(&module))
+    return error;
+  // After the optimizer, whose instcombine would fold the casts back.
+  moveBf16VectorsAsIntegers(module);
+  return llvm::Error::success();
+}
+
 std::unique_ptr<ExecutionEngine>
 compileModule(ModuleOp module, CudaDevice *cuda, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   ExecutionEngineOptions engineOptions;
-  auto optimize = makeOptimizingTransformer(3, 0, nullptr);
   // ExecutionEngineOptions::transformer is a function_ref: the callable
   // must outlive ExecutionEngine::create (a temporary lambda left it
   // dangling, and the JIT ran unoptimized IR).
-  auto transform = [&optimize](llvm::Module *llvmModule) {
-    defineBf16Truncation(*llvmModule);
-    return optimize(llvmModule);
+  auto transform = [](llvm::Module *llvmModule) {
+    return optimizeStep(*llvmModule);
   };
   engineOptions.transformer = transform;
   auto created = ExecutionEngine::create(module, engineOptions);

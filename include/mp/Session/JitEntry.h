@@ -17,6 +17,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -128,8 +129,28 @@ void registerRuntimeSymbols(mlir::ExecutionEngine &engine);
 /// optimizing; on CPUs with AVX512-BF16 the definition is simply unused.
 void defineBf16Truncation(llvm::Module &module);
 
+/// Loads, stores and selects of bf16 vectors become ones of i16 vectors
+/// (the same bits). Without AVX512-BF16, LLVM 22's x86 code generator
+/// breaks them into one element at a time: a select (the bf16 rounding's
+/// NaN case) into a compare and branch per lane, a transposing copy of
+/// attention heads into 2-byte moves (0.5 s to compile that one loop).
+/// i16 vectors stay whole registers. Run after the optimizer, whose
+/// instcombine would move the casts back.
+void moveBf16VectorsAsIntegers(llvm::Module &module);
+
+/// LLVM's optimization level for compiled steps, JIT and artifacts alike.
+/// O2: on the encoder block of bench/transformer_bench.py, O3 took twice as
+/// long to optimize and generate code (its unrolling doubles the machine
+/// code) for the same step time; mp's own passes have vectorized the loops.
+constexpr unsigned kStepOptLevel = 2;
+
+/// What a translated step goes through before code generation, in the JIT
+/// and into an artifact: defineBf16Truncation, LLVM's kStepOptLevel
+/// pipeline, moveBf16VectorsAsIntegers.
+llvm::Error optimizeStep(llvm::Module &module);
+
 class CudaDevice;
-/// JIT-compiles a lowered module for this CPU (LLVM -O3), binds the
+/// JIT-compiles a lowered module for this CPU (optimizeStep), binds the
 /// runtime's symbols and runs the module's global constructors, which load
 /// its GPU kernels (one per gpu.binary) on `cuda` when it is not null. Null
 /// with `error` on failure.
