@@ -27,6 +27,8 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -39,13 +41,19 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <numeric>
+#include <thread>
 
 using namespace mlir;
 
@@ -184,6 +192,142 @@ llvm::json::Array tensorsJson(const std::vector<HostTensor> &tensors) {
     array.push_back(llvm::json::Object{
         {"name", t.name}, {"shape", shapeJson(t.shape)}, {"dtype", "f32"}});
   return array;
+}
+
+/// `module` as `pieces` modules that link into the same program, heaviest
+/// first: internal functions and variables become hidden (so that a piece
+/// can call into another); each function is defined in the piece with the
+/// fewest instructions so far, largest first (by count, one large entry
+/// and many small parallel bodies would be uneven); the variables, and what
+/// their initializers name (llvm.used's __truncsfbf2), in piece 0.
+std::vector<std::unique_ptr<llvm::Module>> splitEvenly(llvm::Module &module,
+                                                       unsigned pieces) {
+  auto externalize = [](llvm::GlobalValue &value) {
+    if (!value.hasLocalLinkage())
+      return;
+    if (!value.hasName())
+      value.setName("mp_piece_local");
+    value.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    value.setVisibility(llvm::GlobalValue::HiddenVisibility);
+  };
+  for (llvm::Function &function : module)
+    externalize(function);
+  for (llvm::GlobalVariable &variable : module.globals())
+    if (!variable.getName().starts_with("llvm."))
+      externalize(variable);
+
+  llvm::DenseMap<const llvm::GlobalValue *, unsigned> pieceOf;
+  std::vector<size_t> load(pieces, 0);
+  std::vector<std::pair<size_t, llvm::Function *>> bySize;
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration())
+      continue;
+    size_t size = function.getInstructionCount();
+    bool namedByVariable = llvm::any_of(function.users(), [](llvm::User *user) {
+      return !llvm::isa<llvm::Instruction>(user);
+    });
+    if (namedByVariable) {
+      pieceOf[&function] = 0;
+      load[0] += size;
+    } else {
+      bySize.push_back({size, &function});
+    }
+  }
+  llvm::stable_sort(
+      bySize, [](const auto &a, const auto &b) { return a.first > b.first; });
+  for (auto [size, function] : bySize) {
+    unsigned lightest =
+        static_cast<unsigned>(llvm::min_element(load) - load.begin());
+    pieceOf[function] = lightest;
+    load[lightest] += size;
+  }
+
+  // Heaviest first, so that threads taking them in order finish together.
+  std::vector<unsigned> order(pieces);
+  std::iota(order.begin(), order.end(), 0u);
+  llvm::stable_sort(order,
+                    [&](unsigned a, unsigned b) { return load[a] > load[b]; });
+  std::vector<std::unique_ptr<llvm::Module>> result;
+  for (unsigned i : order) {
+    llvm::ValueToValueMapTy map;
+    result.push_back(
+        llvm::CloneModule(module, map, [&](const llvm::GlobalValue *value) {
+          auto found = pieceOf.find(value);
+          return found == pieceOf.end() ? i == 0 : found->second == i;
+        }));
+  }
+  return result;
+}
+
+/// Object code for `module` (translated, wrappers added, imports rewritten)
+/// compiled on `threadCount` threads: split into four pieces per thread
+/// (splitEvenly), which the threads take heaviest first; each piece reaches
+/// its thread as bitcode, is read into an LLVMContext of its own, optimized
+/// (optimizeStep) and compiled to an object file. Splitting changes what
+/// gets inlined, not what a function computes (no fast-math flags), so the
+/// numbers are the whole module's (test/mp-compile/artifact.test compares
+/// training from an artifact with the JIT's, bit for bit).
+bool compileInPieces(llvm::Module &module,
+                     const llvm::orc::JITTargetMachineBuilder &builder,
+                     unsigned threadCount,
+                     std::vector<llvm::SmallString<0>> &objects,
+                     std::string &error) {
+  std::vector<llvm::SmallString<0>> bitcode;
+  unsigned pieces = threadCount == 1 ? 1 : 4 * threadCount;
+  for (std::unique_ptr<llvm::Module> &piece : splitEvenly(module, pieces)) {
+    llvm::raw_svector_ostream os(bitcode.emplace_back());
+    llvm::WriteBitcodeToFile(*piece, os);
+  }
+  objects.assign(bitcode.size(), {});
+  std::vector<std::string> errors(bitcode.size());
+  auto compile = [&](size_t i) {
+    llvm::LLVMContext context;
+    auto piece = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(bitcode[i].str(), "piece"), context);
+    if (!piece) {
+      errors[i] = "reading a piece of the step back failed: " +
+                  llvm::toString(piece.takeError());
+      return;
+    }
+    llvm::orc::JITTargetMachineBuilder ownBuilder = builder;
+    auto machine = ownBuilder.createTargetMachine();
+    if (!machine) {
+      errors[i] = "no target machine for this host: " +
+                  llvm::toString(machine.takeError());
+      return;
+    }
+    if (llvm::Error e = optimizeStep(**piece)) {
+      errors[i] =
+          "optimizing the LLVM IR failed: " + llvm::toString(std::move(e));
+      return;
+    }
+    llvm::raw_svector_ostream os(objects[i]);
+    llvm::legacy::PassManager codegen;
+    if ((*machine)->addPassesToEmitFile(codegen, os, nullptr,
+                                        llvm::CodeGenFileType::ObjectFile)) {
+      errors[i] = "this target cannot emit object files";
+      return;
+    }
+    codegen.run(**piece);
+  };
+  // Each thread takes the next piece.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < bitcode.size();)
+      compile(i);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < threadCount; ++i)
+    threads.emplace_back(work);
+  work();
+  for (std::thread &thread : threads)
+    thread.join();
+  for (const std::string &message : errors)
+    if (!message.empty()) {
+      error = message;
+      return false;
+    }
+  return true;
 }
 
 bool readShape(const llvm::json::Value *value, std::vector<int64_t> &shape) {
@@ -404,11 +548,14 @@ bool Session::emitArtifact(
     ModuleOp module, const std::string &modelPath, const std::string &cc,
     const std::string &outputPath, std::string &error,
     llvm::function_ref<void(const std::string &)> progress) {
-  // What ExecutionEngine::create does, step by step, but into an object
-  // file: the same LLVM IR, wrappers, optimizeStep and host target give the
-  // same numbers as the JIT (test/mp-compile/artifact.test checks it bitwise).
+  // What ExecutionEngine::create does, step by step, but into object files
+  // compiled in parallel: the same LLVM IR, wrappers, optimizeStep and host
+  // target give the same numbers as the JIT.
+  unsigned threadCount = std::min(
+      8u, std::max(1u, llvm::hardware_concurrency().compute_thread_count()));
   progress("generating object code for this CPU (" +
-           llvm::sys::getHostCPUName().str() + ")");
+           llvm::sys::getHostCPUName().str() + ", " +
+           std::to_string(threadCount) + " threads)");
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::LLVMContext llvmContext;
@@ -434,55 +581,56 @@ bool Session::emitArtifact(
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), &tm);
   llvmModule->setPICLevel(llvm::PICLevel::BigPIC);
   packFunctionArguments(*llvmModule);
-  if (llvm::Error e = optimizeStep(*llvmModule)) {
-    error = "optimizing the LLVM IR failed: " + llvm::toString(std::move(e));
-    return false;
-  }
+  // Defined once, before the split; rewritten imports too (the pointer
+  // each import is bound to must exist once).
+  defineBf16Truncation(*llvmModule);
   std::vector<std::string> imports;
   if (!rewriteImports(*llvmModule, imports, error))
     return false;
-  llvm::SmallString<0> object;
-  {
-    llvm::raw_svector_ostream os(object);
-    llvm::legacy::PassManager codegen;
-    if (tm.addPassesToEmitFile(codegen, os, nullptr,
-                               llvm::CodeGenFileType::ObjectFile)) {
-      error = "this target cannot emit object files";
-      return false;
-    }
-    codegen.run(*llvmModule);
-  }
+  std::vector<llvm::SmallString<0>> objects;
+  if (!compileInPieces(*llvmModule, *builder, threadCount, objects, error))
+    return false;
+  size_t objectBytes = 0;
+  for (const llvm::SmallString<0> &object : objects)
+    objectBytes += object.size();
 
   // Link with the system linker driver into a temporary shared object, then
   // append the metadata and trailer.
-  llvm::SmallString<128> objectPath, soPath;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("mp-compile", "o", objectPath)) {
-    error = "cannot create a temporary file: " + ec.message();
-    return false;
+  llvm::SmallString<128> soPath;
+  std::vector<llvm::SmallString<128>> objectPaths(objects.size());
+  std::vector<std::unique_ptr<llvm::FileRemover>> removeObjects;
+  for (size_t i = 0; i < objects.size(); ++i) {
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "mp-compile", "o", objectPaths[i])) {
+      error = "cannot create a temporary file: " + ec.message();
+      return false;
+    }
+    removeObjects.push_back(
+        std::make_unique<llvm::FileRemover>(objectPaths[i]));
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPaths[i], ec);
+    if (ec) {
+      error =
+          "cannot write '" + objectPaths[i].str().str() + "': " + ec.message();
+      return false;
+    }
+    os << objects[i];
   }
-  llvm::FileRemover removeObject(objectPath);
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("mp-compile", "so", soPath)) {
     error = "cannot create a temporary file: " + ec.message();
     return false;
   }
   llvm::FileRemover removeSo(soPath);
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objectPath, ec);
-    if (ec) {
-      error = "cannot write '" + objectPath.str().str() + "': " + ec.message();
-      return false;
-    }
-    os << object;
-  }
-  progress("linking with " + cc + " -shared (" + std::to_string(object.size()) +
+  progress("linking with " + cc + " -shared (" + std::to_string(objectBytes) +
            " bytes of object code)");
   // -z defs: every symbol but the bound imports must resolve in libc/libm
   // now, not at load time.
-  std::vector<llvm::StringRef> args = {cc,         "-shared",     "-o", soPath,
-                                       objectPath, "-Wl,-z,defs", "-lm"};
+  std::vector<llvm::StringRef> args = {cc, "-shared", "-o", soPath};
+  for (const llvm::SmallString<128> &path : objectPaths)
+    args.push_back(path);
+  args.push_back("-Wl,-z,defs");
+  args.push_back("-lm");
   std::string linkError;
   llvm::SmallString<128> logPath;
   if (std::error_code ec =

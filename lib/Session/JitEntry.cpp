@@ -247,7 +247,6 @@ void moveBf16VectorsAsIntegers(llvm::Module &module) {
 }
 
 llvm::Error optimizeStep(llvm::Module &module) {
-  defineBf16Truncation(module);
   if (llvm::Error error =
           makeOptimizingTransformer(kStepOptLevel, 0, nullptr)(&module))
     return error;
@@ -265,6 +264,7 @@ compileModule(ModuleOp module, CudaDevice *cuda, std::string &error) {
   // must outlive ExecutionEngine::create (a temporary lambda left it
   // dangling, and the JIT ran unoptimized IR).
   auto transform = [](llvm::Module *llvmModule) {
+    defineBf16Truncation(*llvmModule);
     return optimizeStep(*llvmModule);
   };
   engineOptions.transformer = transform;

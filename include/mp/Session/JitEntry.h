@@ -145,8 +145,9 @@ void moveBf16VectorsAsIntegers(llvm::Module &module);
 constexpr unsigned kStepOptLevel = 2;
 
 /// What a translated step goes through before code generation, in the JIT
-/// and into an artifact: defineBf16Truncation, LLVM's kStepOptLevel
-/// pipeline, moveBf16VectorsAsIntegers.
+/// and in each piece of an artifact: LLVM's kStepOptLevel pipeline, then
+/// moveBf16VectorsAsIntegers. defineBf16Truncation comes first, once per
+/// program.
 llvm::Error optimizeStep(llvm::Module &module);
 
 class CudaDevice;
