@@ -101,6 +101,10 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // Unit-stride parallel loops become 16-wide vectors (AVX-512 has 16 f32
   // lanes); strided loops stay scalar (mp-vectorize-loops).
   pm.addPass(createConvertLinalgToAffineLoopsPass());
+  // Reductions accumulate in registers (while the allocations that show
+  // which buffers cannot share memory are still in sight, before loops
+  // move into parallel bodies).
+  pm.addNestedPass<func::FuncOp>(createMPPromoteAccumulators());
   constexpr int64_t vectorLanes = 16;
   // Large parallel loop nests run a share per thread (before vectorizing:
   // the dependence analysis reads affine loads and stores), in blocks of

@@ -364,6 +364,53 @@ def MPGpuRequireLibdevice
   }];
 }
 
+def MPPromoteAccumulators
+    : Pass<"mp-promote-accumulators", "::mlir::func::FuncOp"> {
+  let summary = "Carry a reduction's accumulator through its loop in a "
+                "register instead of memory";
+  let description = [{
+    Runs on affine loops, after `convert-linalg-to-affine-loops` and before
+    `--mp-parallelize-loops` (which needs the buffers' allocations in
+    sight, so the order matters). A row reduction lowers to an innermost
+    loop that loads the accumulator's element, combines and stores it back
+    every iteration; LLVM cannot keep it in a register, since the buffer
+    might share memory with what the loop reads. Here an innermost,
+    straight-line `affine.for` without iter_args whose only accesses to a
+    buffer are one `affine.load` and a later `affine.store` of the same
+    element, at indices that do not change in the loop, carries that value
+    as an iter_arg: loaded once before the loop and stored once after it.
+    The loop must not touch another buffer that could share the
+    accumulator's memory (two different allocations, or an allocation and
+    an argument, cannot; two function arguments may) nor contain an op
+    with unknown memory effects. `--mp-vectorize-loops` then vectorizes the
+    supported reductions (sum, product, min, max) with vector accumulators.
+
+    Input:
+
+    ```mlir
+    affine.for %j = 0 to 128 {
+      %x = affine.load %in[%i, %j] : memref<16x128xf32>
+      %s = affine.load %sum[%i] : memref<16xf32>
+      %t = arith.addf %s, %x : f32
+      affine.store %t, %sum[%i] : memref<16xf32>
+    }
+    ```
+
+    Output (`%sum` an allocation):
+
+    ```mlir
+    %s0 = affine.load %sum[%i] : memref<16xf32>
+    %r = affine.for %j = 0 to 128 iter_args(%s = %s0) -> (f32) {
+      %x = affine.load %in[%i, %j] : memref<16x128xf32>
+      %t = arith.addf %s, %x : f32
+      affine.yield %t : f32
+    }
+    affine.store %r, %sum[%i] : memref<16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect"];
+}
+
 def MPVectorizeLoops : Pass<"mp-vectorize-loops", "::mlir::func::FuncOp"> {
   let summary = "Vectorize parallel affine loops whose accesses have unit "
                 "stride";
@@ -401,6 +448,13 @@ def MPVectorizeLoops : Pass<"mp-vectorize-loops", "::mlir::func::FuncOp"> {
     whole number of vectors is split first: the whole vectors, then a
     scalar loop for the rest. Loops marked `mp.parallel_chunk` (a thread's
     share of a parallel loop, `--mp-parallelize-loops`) are not vectorized.
+
+    A loop with iter_args is taken when they are reductions upstream's
+    vectorizer supports (`--mp-promote-accumulators` makes them): each
+    gets a vector accumulator, reduced and combined with the initial value
+    after the loop. A sum then adds in another order than the scalar loop
+    (16 partial sums); min and max are exact. The scalar loop for the rest
+    continues from the vectors' result.
   }];
   let options = [
     Option<"vectorSize", "vector-size", "int64_t", /*default=*/"16",

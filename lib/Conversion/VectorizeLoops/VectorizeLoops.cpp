@@ -57,9 +57,8 @@ bool isContiguousOrInvariant(Operation *access, Value iv) {
   // LLVM packs a vector of i1 into bits where a memref of i1 holds a byte
   // per element: a vector load or store of one reads and writes the wrong
   // elements (the split inf checks' flags).
-  Type element =
-      cast<MemRefType>(affine::MemRefAccess(access).memref.getType())
-          .getElementType();
+  Type element = cast<MemRefType>(affine::MemRefAccess(access).memref.getType())
+                     .getElementType();
   if (element.isIntOrFloat() && element.getIntOrFloatBitWidth() < 8)
     return false;
 
@@ -112,11 +111,9 @@ bool dependsOn(Value value, Value iv) {
 bool runsWholeVectors(affine::AffineForOp loop, int64_t vectorSize) {
   AffineMap lower = loop.getLowerBoundMap(), upper = loop.getUpperBoundMap();
   if (loop.getStepAsInt() != vectorSize || lower.getNumResults() != 1 ||
-      upper.getNumResults() != 1 ||
-      lower.getNumDims() != upper.getNumDims() ||
+      upper.getNumResults() != 1 || lower.getNumDims() != upper.getNumDims() ||
       lower.getNumSymbols() != upper.getNumSymbols() ||
-      !llvm::equal(loop.getLowerBoundOperands(),
-                   loop.getUpperBoundOperands()))
+      !llvm::equal(loop.getLowerBoundOperands(), loop.getUpperBoundOperands()))
     return false;
   AffineExpr span =
       simplifyAffineExpr(upper.getResult(0) - lower.getResult(0),
@@ -133,9 +130,9 @@ void markInBounds(affine::AffineForOp loop, int64_t vectorSize) {
   if (!runsWholeVectors(loop, vectorSize))
     return;
   // A conditional access need not have happened for every iteration.
-  if (loop.getBody()->walk([](affine::AffineIfOp) {
-        return WalkResult::interrupt();
-      }).wasInterrupted())
+  if (loop.getBody()
+          ->walk([](affine::AffineIfOp) { return WalkResult::interrupt(); })
+          .wasInterrupted())
     return;
   Value iv = loop.getInductionVar();
   loop.getBody()->walk([&](VectorTransferOpInterface transfer) {
@@ -164,7 +161,12 @@ struct VectorizeLoopsPass
     }
 
     llvm::DenseSet<Operation *> candidates;
+    affine::ReductionLoopMap reductionLoops;
     func.walk([&](affine::AffineForOp loop) {
+      // iter_args are taken where they are reductions the vectorizer
+      // knows (mp-promote-accumulators makes them): vector accumulators,
+      // combined after the loop, which sums in another order.
+      SmallVector<affine::LoopReduction, 2> reductions;
       // A loop shorter than one vector would run only its masked tail,
       // which is slower than the scalar loop.
       std::optional<uint64_t> trips = affine::getConstantTripCount(loop);
@@ -172,7 +174,7 @@ struct VectorizeLoopsPass
       // bounds that need not be whole vectors.
       if ((trips && *trips < static_cast<uint64_t>(vectorSize)) ||
           loop->hasAttr(mp::kParallelChunkAttrName) ||
-          !affine::isLoopParallel(loop))
+          !affine::isLoopParallel(loop, &reductions))
         return;
       Value iv = loop.getInductionVar();
       WalkResult accesses = loop.getBody()->walk([&](Operation *op) {
@@ -182,8 +184,11 @@ struct VectorizeLoopsPass
         return isContiguousOrInvariant(op, iv) ? WalkResult::advance()
                                                : WalkResult::interrupt();
       });
-      if (!accesses.wasInterrupted())
-        candidates.insert(loop);
+      if (accesses.wasInterrupted())
+        return;
+      candidates.insert(loop);
+      if (!reductions.empty())
+        reductionLoops[loop] = reductions;
     });
     if (candidates.empty())
       return;
@@ -203,10 +208,14 @@ struct VectorizeLoopsPass
       auto rest = cast<affine::AffineForOp>(builder.clone(*loop));
       rest.setConstantLowerBound(split);
       loop.setConstantUpperBound(split);
+      // A reduction goes on from where the whole vectors left it.
+      loop->replaceAllUsesWith(rest->getResults());
+      rest.getInitsMutable().assign(loop.getResults());
     }
     affine::vectorizeAffineLoops(func, candidates, {vectorSize},
-                                 /*fastestVaryingPattern=*/{});
-    func.walk([&](affine::AffineForOp loop) { markInBounds(loop, vectorSize); });
+                                 /*fastestVaryingPattern=*/{}, reductionLoops);
+    func.walk(
+        [&](affine::AffineForOp loop) { markInBounds(loop, vectorSize); });
   }
 };
 

@@ -1,0 +1,159 @@
+//===- PromoteAccumulators.cpp - reduction accumulators in registers ------===//
+//
+// linalg-to-affine lowers a row reduction (softmax's max and sum, layer
+// norm's sums) to an innermost loop that loads the accumulator's element,
+// combines it and stores it back on every iteration. LLVM cannot keep that
+// element in a register: for all it knows the accumulator's buffer shares
+// memory with what the loop reads. Here the buffers are known, so a loop
+// whose only accesses to the accumulator's buffer are one load and then
+// one store of the same loop-invariant element, and which touches no other
+// buffer that could share its memory, carries the value as an iter_arg
+// instead: loaded once before the loop, stored once after it.
+// mp-vectorize-loops then vectorizes the loop as a reduction.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Conversion/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace mlir {
+namespace mp {
+#define GEN_PASS_DEF_MPPROMOTEACCUMULATORS
+#include "mp/Conversion/Passes.h.inc"
+} // namespace mp
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+/// The buffer that `memref` views (through subviews, reshapes and casts).
+Value bufferOf(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
+bool isAllocation(Value buffer) {
+  return buffer.getDefiningOp<memref::AllocOp>() ||
+         buffer.getDefiningOp<memref::AllocaOp>();
+}
+
+/// Two different buffers share no memory when one of them was allocated
+/// here; two function arguments may (the session passes a parameter's
+/// buffer as its own update's).
+bool mayShareMemory(Value a, Value b) {
+  return a == b || (!isAllocation(a) && !isAllocation(b));
+}
+
+struct Accumulator {
+  affine::AffineLoadOp load;
+  affine::AffineStoreOp store;
+};
+
+bool sameElement(affine::AffineLoadOp load, affine::AffineStoreOp store) {
+  return load.getMemRef() == store.getMemRef() &&
+         load.getAffineMap() == store.getAffineMap() &&
+         load.getMapOperands() == store.getMapOperands();
+}
+
+/// The accumulators of an innermost, straight-line loop without iter_args,
+/// or none if anything in it could touch their memory unseen.
+SmallVector<Accumulator> findAccumulators(affine::AffineForOp loop) {
+  if (loop.getNumIterOperands() != 0)
+    return {};
+  SmallVector<Operation *> accesses;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (op.getNumRegions() != 0)
+      return {};
+    if (isa<affine::AffineLoadOp, affine::AffineStoreOp>(op))
+      accesses.push_back(&op);
+    else if (!isMemoryEffectFree(&op))
+      return {};
+  }
+  auto memrefOf = [](Operation *access) {
+    if (auto load = dyn_cast<affine::AffineLoadOp>(access))
+      return load.getMemRef();
+    return cast<affine::AffineStoreOp>(access).getMemRef();
+  };
+  SmallVector<Accumulator> found;
+  for (auto [position, access] : llvm::enumerate(accesses)) {
+    auto load = dyn_cast<affine::AffineLoadOp>(access);
+    if (!load || !llvm::all_of(load.getMapOperands(), [&](Value operand) {
+          return loop.isDefinedOutsideOfLoop(operand);
+        }))
+      continue;
+    affine::AffineStoreOp store;
+    bool alone = true;
+    Value buffer = bufferOf(load.getMemRef());
+    for (auto [other, otherAccess] : llvm::enumerate(accesses)) {
+      if (otherAccess == access)
+        continue;
+      auto candidate = dyn_cast<affine::AffineStoreOp>(otherAccess);
+      if (!store && candidate && other > position &&
+          sameElement(load, candidate)) {
+        store = candidate;
+        continue;
+      }
+      if (mayShareMemory(buffer, bufferOf(memrefOf(otherAccess))))
+        alone = false;
+    }
+    if (store && alone)
+      found.push_back({load, store});
+  }
+  return found;
+}
+
+/// `loop` carrying `accumulators` as iter_args: each loaded before the
+/// loop, its store's value yielded, the result stored after the loop.
+void promote(affine::AffineForOp loop,
+             MutableArrayRef<Accumulator> accumulators) {
+  IRRewriter rewriter(loop.getContext());
+  rewriter.setInsertionPoint(loop);
+  SmallVector<Value> initial;
+  for (Accumulator &a : accumulators)
+    initial.push_back(affine::AffineLoadOp::create(
+        rewriter, a.load.getLoc(), a.load.getMemRef(), a.load.getAffineMap(),
+        a.load.getMapOperands()));
+  FailureOr<LoopLikeOpInterface> replaced = loop.replaceWithAdditionalYields(
+      rewriter, initial, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
+        SmallVector<Value> yielded;
+        for (Accumulator &a : accumulators)
+          yielded.push_back(a.store.getValueToStore());
+        return yielded;
+      });
+  assert(succeeded(replaced) && "affine.for takes more iter_args");
+  auto carried = cast<affine::AffineForOp>(replaced->getOperation());
+  rewriter.setInsertionPointAfter(carried);
+  for (auto [i, a] : llvm::enumerate(accumulators)) {
+    rewriter.replaceAllUsesWith(a.load.getResult(),
+                                carried.getRegionIterArgs()[i]);
+    affine::AffineStoreOp::create(
+        rewriter, a.store.getLoc(), carried.getResults()[i],
+        a.store.getMemRef(), a.store.getAffineMap(), a.store.getMapOperands());
+    rewriter.eraseOp(a.store);
+    rewriter.eraseOp(a.load);
+  }
+}
+
+struct PromoteAccumulatorsPass
+    : public mp::impl::MPPromoteAccumulatorsBase<PromoteAccumulatorsPass> {
+  void runOnOperation() override {
+    SmallVector<std::pair<affine::AffineForOp, SmallVector<Accumulator>>> loops;
+    getOperation().walk([&](affine::AffineForOp loop) {
+      SmallVector<Accumulator> accumulators = findAccumulators(loop);
+      if (!accumulators.empty())
+        loops.push_back({loop, std::move(accumulators)});
+    });
+    for (auto &[loop, accumulators] : loops)
+      promote(loop, accumulators);
+  }
+};
+
+} // namespace
