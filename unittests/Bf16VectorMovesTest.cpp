@@ -63,6 +63,10 @@ llvm.func @copy_rows(%src: !llvm.ptr, %dst: !llvm.ptr, %n: i64) {
 }
 )mlir";
 
+mlir::OwningOpRef<mlir::ModuleOp> parseCopyRows(mlir::MLIRContext &context) {
+  return mlir::parseSourceString<mlir::ModuleOp>(kModule, &context);
+}
+
 bool isBf16Vector(llvm::Type *type) {
   auto *vector = llvm::dyn_cast<llvm::VectorType>(type);
   return vector && vector->getElementType()->isBFloatTy();
@@ -70,8 +74,7 @@ bool isBf16Vector(llvm::Type *type) {
 
 TEST(Bf16VectorMoves, LeavesNoBf16VectorAccess) {
   std::unique_ptr<mlir::MLIRContext> context = mp::createSessionContext();
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(kModule, context.get());
+  mlir::OwningOpRef<mlir::ModuleOp> module = parseCopyRows(*context);
   ASSERT_TRUE(module);
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
@@ -122,8 +125,7 @@ TEST(Bf16VectorMoves, LeavesNoBf16VectorAccess) {
 
 TEST(Bf16VectorMoves, CopiesBitForBitThroughTheJit) {
   std::unique_ptr<mlir::MLIRContext> context = mp::createSessionContext();
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(kModule, context.get());
+  mlir::OwningOpRef<mlir::ModuleOp> module = parseCopyRows(*context);
   ASSERT_TRUE(module);
   std::string error;
   std::unique_ptr<mlir::ExecutionEngine> engine =
