@@ -4,11 +4,13 @@ The exporter lowers every PyTorch op through these helpers, so the IR it
 writes has one shape: named linalg ops where they exist (matmul,
 batch_matmul, conv_2d_nchw_fchw, pooling_nchw_max/sum, transpose),
 `linalg.generic` with projected-permutation maps for everything
-elementwise or reducing, `tensor.collapse_shape`/`expand_shape` for
+elementwise or reducing (the exporter's slices read at an offset, `d1 + 2`,
+or a constant index), `tensor.collapse_shape`/`expand_shape` for
 reshapes. That is the form mp's analysis, autodiff and CPU lowering
 recognise (see examples/*.mlir). Values are f32, except integer (i64)
-class-index targets, which only the cross-entropy lowering reads (it turns
-them into an f32 one-hot tensor inside the IR).
+class-index targets and embedding indices, which only the cross-entropy and
+embedding lowerings read (they turn them into an f32 one-hot tensor inside
+the IR).
 """
 
 import struct
@@ -48,7 +50,8 @@ def affine_map(num_dims, results):
 
 class Value:
     """An SSA value: a ranked tensor, or (shape None) a scalar, of element
-    type `elem` ("f32"; "i64" only for class-index targets)."""
+    type `elem` ("f32"; "i64" only for class-index targets and embedding
+    indices)."""
 
     def __init__(self, name, shape, elem="f32"):
         self.name = name
@@ -211,7 +214,8 @@ class FuncBuilder:
         """A linalg.generic over `num_dims` loops.
 
         inputs: list of (Value, dims) with dims the loop index of each of
-        the Value's dimensions, or Python numbers (constants in the body).
+        the Value's dimensions (or an affine expression as a string, such
+        as "d1 + 2" or "0"), or Python numbers (constants in the body).
         out_dims: the loops indexing the output; loops in reduce_dims are
         reductions, all others parallel. init: the output's initial value
         (a Value) for reductions; otherwise a tensor.empty.

@@ -13,6 +13,21 @@ Export has inference semantics: the module is traced in eval mode, so
 Dropout is the identity and BatchNorm uses its running statistics (which,
 like every other buffer, become dense constants). Parameters become
 function arguments marked `mp.param = "<qualified name>"`.
+
+Slices (torch.chunk / torch.split and the Tensor methods) are
+linalg.generic copies that read their input at an offset (`d + start`, or
+a constant index into a reshaped view), and torch.cat zero-pads each operand
+(tensor.pad) and adds them; no tensor.extract_slice / insert_slice is
+emitted, because --mp-autodiff has no derivative for those. Training
+through them works: --mp-autodiff differentiates both forms (a scatter
+into zeros for a slice, the interior of the gradient for a pad), and
+--mp-train-pipeline and mp-run train accept them (tests:
+test_export_layers.py). Indexing a tensor with `x[...]` is still refused.
+
+nn.Embedding / F.embedding read int64 indices, an example input (or a
+constant such as torch.arange positions): a one-hot of the indices, built
+in the IR, times the weight. mp-run and mp.runtime.Session take f32 inputs
+only, so such a model runs through mp-opt, --mp-autodiff and mp.run_mlir.
 """
 
 import dis
@@ -47,8 +62,8 @@ class ExportError(Exception):
 
 # -- parameters ---------------------------------------------------------------
 
-# MultiheadAttention's packed in-projection becomes three parameters (mp has
-# no differentiable slicing): "<path>.in_proj_weight.q" / ".k" / ".v".
+# MultiheadAttention's packed in-projection becomes three parameters (sliced
+# at export rather than in the IR): "<path>.in_proj_weight.q" / ".k" / ".v".
 _QKV = ("q", "k", "v")
 
 
@@ -226,6 +241,21 @@ def _proxy_iter(self):
     return self.tracer.iter(self)
 
 
+# Tensor factories that forwards call on traced sizes (torch.arange(x.size(1))
+# for position embeddings): torch.fx cannot pass a Proxy to them, so while
+# tracing `torch.<name>` records a node instead; its result depends on no
+# input and is folded into a constant.
+_TRACED_FACTORIES = ("arange",)
+
+
+def _factory_recorder(tracer, fn):
+    def record(*args, **kwargs):
+        if any(isinstance(a, torch.fx.Proxy) for a in _flatten((args, kwargs))):
+            return tracer.create_proxy("call_function", fn, args, kwargs)
+        return fn(*args, **kwargs)
+    return record
+
+
 def _trace(module, num_inputs):
     tracer = _Tracer()
     root = module
@@ -242,7 +272,10 @@ def _trace(module, num_inputs):
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is not p.empty:
                 concrete[p.name] = p.default
     original_iter = torch.fx.Proxy.__iter__
+    factories = {name: getattr(torch, name) for name in _TRACED_FACTORIES}
     torch.fx.Proxy.__iter__ = _proxy_iter
+    for name, fn in factories.items():
+        setattr(torch, name, _factory_recorder(tracer, fn))
     try:
         graph = tracer.trace(root, concrete_args=concrete or None)
     except ExportError:
@@ -253,6 +286,8 @@ def _trace(module, num_inputs):
             " (in module '%s')" % path if path else "", e), module_path=path) from e
     finally:
         torch.fx.Proxy.__iter__ = original_iter
+        for name, fn in factories.items():
+            setattr(torch, name, fn)
     return graph
 
 
@@ -291,19 +326,24 @@ class _Ctx:
     """What a lowering function sees: the builder, the node's module path,
     PyTorch's result for the node (out), and parameter access."""
 
-    def __init__(self, lowering, node, out, op):
+    def __init__(self, lowering, node, out, op, args_c=(), kwargs_c=None):
         self.lowering = lowering
         self.b = lowering.builder
         self.node = node
         self.path = node.meta.get("mp_path", "")
         self.out = out
         self.op = op
+        # The node's arguments as PyTorch values (tensors where the lowering
+        # sees Values), for lowerings that read a parameter's current value.
+        self.args_c = args_c
+        self.kwargs_c = kwargs_c or {}
 
     @classmethod
     def for_builder(cls, builder, op):
         """A context outside any graph node (the loss export appends)."""
         ctx = cls.__new__(cls)
         ctx.lowering, ctx.node, ctx.out, ctx.path, ctx.op, ctx.b = None, None, None, "", op, builder
+        ctx.args_c, ctx.kwargs_c = (), {}
         return ctx
 
     def fail(self, reason):
@@ -328,7 +368,8 @@ class _Ctx:
         if isinstance(x, _ir.Value):
             if x.elem != "f32":
                 self.fail("%s is an int64 tensor; integer tensors are supported only as the "
-                          "class-index target of F.cross_entropy / nn.CrossEntropyLoss" % what)
+                          "indices of nn.Embedding / F.embedding and the class-index target "
+                          "of F.cross_entropy / nn.CrossEntropyLoss" % what)
             return x
         self.fail("%s is not a tensor (%r)" % (what, type(x).__name__))
 
@@ -476,6 +517,10 @@ _UNARY = {
     "sqrt": lambda b, p: b.sqrt(p),
     "rsqrt": lambda b, p: b.rsqrt(p),
     "silu": lambda b, p: b.mul(p, b.sigmoid(p)),
+    # PyTorch's kernels: x * min(max(x + 3, 0), 6) / 6 and the clamp / 6.
+    "hardswish": lambda b, p: b.div(b.mul(p, b.min(b.max(b.add(p, 3.0), 0.0), 6.0)), 6.0),
+    "hardsigmoid": lambda b, p: b.div(b.min(b.max(b.add(p, 3.0), 0.0), 6.0), 6.0),
+    "relu6": lambda b, p: b.min(b.max(p, 0.0), 6.0),
 }
 
 
@@ -493,6 +538,9 @@ for _kind, _targets in {
     "sqrt": (torch.sqrt, "sqrt"),
     "rsqrt": (torch.rsqrt, "rsqrt"),
     "silu": (F.silu,),
+    "hardswish": (F.hardswish,),
+    "hardsigmoid": (F.hardsigmoid,),
+    "relu6": (F.relu6,),
 }.items():
     _register(*_targets)(_unary_lowering(_kind))
 
@@ -504,10 +552,15 @@ def _gelu(ctx, x, approximate="none"):
     return _elementwise(ctx, _gelu_body(approximate), x)
 
 
-@_register(nn.ReLU, nn.Tanh, nn.Sigmoid, nn.SiLU)
+_ACTIVATION_MODULES = {
+    nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "silu",
+    nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.ReLU6: "relu6",
+}
+
+
+@_register(*_ACTIVATION_MODULES)
 def _activation_module(ctx, m, x):
-    kind = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "silu"}[type(m)]
-    return _elementwise(ctx, _UNARY[kind], x)
+    return _elementwise(ctx, _UNARY[_ACTIVATION_MODULES[type(m)]], x)
 
 
 @_register(nn.GELU)
@@ -541,14 +594,112 @@ def _to_shape_of_out(ctx, x, *args, **kwargs):
     return ctx.b.reshape(ctx.value(x), tuple(ctx.out.shape))
 
 
-for _t in (torch.reshape, torch.flatten, torch.squeeze, torch.unsqueeze,
-           "view", "reshape", "flatten", "squeeze", "unsqueeze"):
+for _t in (torch.reshape, torch.flatten, torch.squeeze, torch.unsqueeze, torch.unflatten,
+           "view", "reshape", "flatten", "squeeze", "unsqueeze", "unflatten"):
     _register(_t)(_to_shape_of_out)
 
 
-@_register(nn.Flatten)
+@_register(nn.Flatten, nn.Unflatten)
 def _flatten_module(ctx, m, x):
     return ctx.b.reshape(ctx.value(x), tuple(ctx.out.shape))
+
+
+def _copy_body(s, args, acc):
+    return args[0]
+
+
+def _slice(ctx, x, dim, start, size):
+    """x[..., start:start + size, ...] along `dim`: a linalg.generic copy
+    reading x at `d + start`, a map --mp-autodiff differentiates (the
+    gradient is a scatter into zeros). A slice at offset 0 cannot read
+    through a plain `d` (linalg requires such a dim to match the loop
+    size): when `size` divides the dim, x is viewed as [n / size, size]
+    there and read at the constant 0; otherwise x is padded by one zero
+    in front and read at `d + 1`."""
+    b = ctx.b
+    n = x.shape[dim]
+    if start == 0 and size == n:
+        return x
+    shape = list(x.shape)
+    shape[dim] = size
+    loops = list(range(x.rank))
+    read = list(loops)
+    if start > 0:
+        read[dim] = "d%d + %d" % (dim, start)
+    elif n % size == 0:
+        x = b.reshape(x, x.shape[:dim] + (n // size, size) + x.shape[dim + 1:])
+        read = loops[:dim] + ["0"] + loops[dim:]
+    else:
+        low = [0] * x.rank
+        low[dim] = 1
+        x = b.pad(x, low, [0] * x.rank, 0.0)
+        read[dim] = "d%d + 1" % dim
+    return b.generic(len(loops), [(x, read)], shape, loops, _copy_body)
+
+
+def _pieces(ctx, x, dim):
+    """chunk/split: consecutive slices along `dim` with PyTorch's sizes."""
+    x = ctx.value(x)
+    if x.rank == 0:
+        ctx.fail("a 0-d tensor")
+    dim %= x.rank
+    pieces, start = [], 0
+    for t in ctx.out:
+        size = t.shape[dim]
+        if size == 0:
+            ctx.fail("an empty piece (size 0 along dim %d)" % dim)
+        pieces.append(_slice(ctx, x, dim, start, size))
+        start += size
+    return tuple(pieces)
+
+
+@_register(torch.chunk, "chunk")
+def _chunk(ctx, x, chunks, dim=0):
+    return _pieces(ctx, x, dim)
+
+
+@_register(torch.split, "split")
+def _split(ctx, x, split_size_or_sections=None, dim=0, *, split_size=None):
+    return _pieces(ctx, x, dim)
+
+
+@_register(torch.cat, torch.concat)
+def _cat(ctx, tensors, dim=0, *, out=None):
+    """Each operand zero-padded to the result's extent at its offset and the
+    padded operands added (x + 0 is exact): tensor.pad and an elementwise
+    generic, both of which --mp-autodiff differentiates. The pads start one
+    element early and the sum reads at `d + 1`, so that no pad has a zero
+    low padding next to a non-zero high one along `dim` (mp's autodiff
+    writes that pad's gradient as an invalid generic)."""
+    if out is not None:
+        ctx.fail("out= is not supported")
+    # PyTorch skips 1-D empty operands (legacy behaviour).
+    values = [ctx.value(t, "operand") for t in tensors]
+    values = [v for v in values if int(np.prod(v.shape)) != 0]
+    if not values:
+        ctx.fail("no non-empty operand")
+    if len(values) == 1:
+        return values[0]
+    rank = values[0].rank
+    dim %= rank
+    total = sum(v.shape[dim] for v in values)
+    padded, offset = [], 0
+    for v in values:
+        low, high = [0] * rank, [0] * rank
+        low[dim] = offset + 1
+        high[dim] = total - offset - v.shape[dim]
+        padded.append(ctx.b.pad(v, low, high, 0.0))
+        offset += v.shape[dim]
+    loops = list(range(rank))
+    read = list(loops)
+    read[dim] = "d%d + 1" % dim
+
+    def body(s, args, acc):
+        y = args[0]
+        for a in args[1:]:
+            y = s.add(y, a)
+        return y
+    return ctx.b.generic(rank, [(p, read) for p in padded], tuple(ctx.out.shape), loops, body)
 
 
 @_register(torch.permute, "permute")
@@ -844,6 +995,113 @@ def _layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5):
                               None if bias is None else ctx.value(bias), eps)
 
 
+def _group_norm_values(ctx, x, groups, weight, bias, eps):
+    """x [N, C, *] viewed as [N, groups, C / groups * prod(*)], normalized
+    over its last dim as layer norm does (mean, centred variance, rsqrt),
+    viewed back, then the per-channel affine over dim 1."""
+    if x.rank < 2:
+        ctx.fail("input of rank %d (needs [N, C, ...])" % x.rank)
+    n, c = x.shape[:2]
+    if c % groups:
+        ctx.fail("%d channels are not divisible into %d groups" % (c, groups))
+    rows = (n, groups, int(np.prod(x.shape[1:])) // groups)
+    y = _layer_norm_values(ctx, ctx.b.reshape(x, rows), rows[2:], None, None, eps)
+    y = ctx.b.reshape(y, x.shape)
+    if weight is None and bias is None:
+        return y
+    full = list(range(x.rank))
+    inputs = [(y, full)] + [(v, [1]) for v in (weight, bias) if v is not None]
+
+    def body(s, p, *affine):
+        if weight is not None:
+            p = s.mul(p, affine[0])
+        if bias is not None:
+            p = s.add(p, affine[-1])
+        return p
+    return ctx.b.elementwise(x.shape, inputs, body)
+
+
+@_register(nn.GroupNorm)
+def _group_norm_module(ctx, m, x):
+    weight = ctx.param(ctx.path, "weight") if m.affine else None
+    bias = ctx.param(ctx.path, "bias") if m.affine else None
+    return _group_norm_values(ctx, ctx.value(x), m.num_groups, weight, bias, m.eps)
+
+
+@_register(F.group_norm)
+def _group_norm(ctx, x, num_groups, weight=None, bias=None, eps=1e-5):
+    return _group_norm_values(ctx, ctx.value(x), num_groups,
+                              None if weight is None else ctx.value(weight),
+                              None if bias is None else ctx.value(bias), eps)
+
+
+# -- embeddings ----------------------------------------------------------------------------
+
+def _embedding_values(ctx, indices, weight, table, padding_idx, max_norm, scale_grad_by_freq):
+    """weight[indices] as one_hot(indices) @ weight: a generic comparing
+    each int64 index with linalg.index of the vocabulary loop (as the
+    cross-entropy target does), then a matmul [N, V] x [V, D], so that
+    --mp-autodiff gives the weight its gradient (a gather reading the
+    weight inside a generic's body would get none). It costs N * V * D
+    multiply-adds, and --auto-mixed-precision treats it as any other
+    contraction (the rows are rounded to the low precision). An index
+    outside [0, V) gives a zero row (PyTorch raises an error).
+
+    padding_idx: the rows with that index take no part in the matmul (so
+    the padding row gets no gradient, as in PyTorch) and get the padding
+    row's current value (from `table`, the weight's PyTorch tensor) as a
+    constant, when it is not zero."""
+    if max_norm is not None:
+        ctx.fail("max_norm (renormalizes the weight in place) is not supported")
+    if scale_grad_by_freq:
+        ctx.fail("scale_grad_by_freq=True (changes the weight's gradient) is not supported")
+    if indices.elem != "i64":
+        ctx.fail("the indices must be an int64 tensor (got %s)" % indices.elem)
+    if weight.rank != 2:
+        ctx.fail("weight of rank %d (needs [num_embeddings, embedding_dim])" % weight.rank)
+    b = ctx.b
+    vocab, width = weight.shape
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += vocab
+    k = indices.rank
+    lead = tuple(indices.shape)
+
+    def one_hot(s, args, acc):
+        hit = s.cmpi("eq", args[0], s.index(k))
+        if padding_idx is not None:
+            hit = s.andi(hit, s.cmpi("ne", args[0], s.const_i64(padding_idx)))
+        return s.select(hit, 1.0, 0.0)
+    hot = b.generic(k + 1, [(indices, list(range(k)))], lead + (vocab,), list(range(k + 1)),
+                    one_hot)
+    rows = int(np.prod(lead))
+    y = b.reshape(b.matmul(b.reshape(hot, (rows, vocab)), weight), lead + (width,))
+    pad_row = None if padding_idx is None else table.detach().cpu().float()[padding_idx]
+    if pad_row is not None and bool(torch.any(pad_row != 0)):
+        row = b.constant(pad_row.numpy())
+        full = list(range(k + 1))
+
+        def body(s, p, index, r):
+            return s.add(p, s.select(s.cmpi("eq", index, s.const_i64(padding_idx)), r, 0.0))
+        y = b.elementwise(y.shape, [(y, full), (indices, full[:k]), (row, [k])], body)
+    return y
+
+
+@_register(nn.Embedding)
+def _embedding_module(ctx, m, indices):
+    return _embedding_values(ctx, ctx.index_or_value(indices, "indices"),
+                             ctx.param(ctx.path, "weight"), m.weight, m.padding_idx,
+                             m.max_norm, m.scale_grad_by_freq)
+
+
+@_register(F.embedding)
+def _embedding(ctx, indices, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+               scale_grad_by_freq=False, sparse=False):
+    table = ctx.args_c[1] if len(ctx.args_c) > 1 else ctx.kwargs_c["weight"]
+    return _embedding_values(ctx, ctx.index_or_value(indices, "indices"),
+                             ctx.value(weight, "weight"), table, padding_idx, max_norm,
+                             scale_grad_by_freq)
+
+
 # -- softmax and reductions -------------------------------------------------------------
 
 def _softmax_values(b, x, dim):
@@ -1061,12 +1319,12 @@ def _mse_module(ctx, m, pred, target):
 def _getitem(ctx, x, index):
     if isinstance(x, (tuple, list)):
         return x[index]
-    ctx.fail("indexing or slicing a tensor is not supported")
+    ctx.fail("indexing or slicing a tensor is not supported (torch.chunk / torch.split are)")
 
 
 _LOSSES = {"cross_entropy": _cross_entropy_values, "mse": _mse_values}
-# Lowerings that accept int64 operands (class-index targets).
-_INDEX_OPERANDS = {_cross_entropy, _cross_entropy_module}
+# Lowerings that accept int64 operands (class-index targets, embedding indices).
+_INDEX_OPERANDS = {_cross_entropy, _cross_entropy_module, _embedding, _embedding_module}
 
 
 # -- graph lowering -----------------------------------------------------------------
@@ -1162,7 +1420,8 @@ class _GraphLowering:
             # Before PyTorch runs it, so that the error is this one.
             _Ctx(self, node, None, op).fail(
                 "an operand is an int64 tensor; integer tensors are supported only as the "
-                "class-index target of F.cross_entropy / nn.CrossEntropyLoss")
+                "indices of nn.Embedding / F.embedding and the class-index target of "
+                "F.cross_entropy / nn.CrossEntropyLoss")
         try:
             if node.op == "call_module":
                 sub = self.module.get_submodule(node.target)
@@ -1175,8 +1434,12 @@ class _GraphLowering:
             raise ExportError("%s%s failed in PyTorch on the example inputs: %s" % (
                 op, " in module '%s'" % path if path else "", e), op=op, module_path=path) from e
         is_tensor_result = any(isinstance(x, torch.Tensor) for x in _flatten(out))
-        ctx = _Ctx(self, node, out, op)
-        if not live:
+        ctx = _Ctx(self, node, out, op, args_c, kwargs_c)
+        # A layer with parameters stays a lowered op on constant inputs (an
+        # nn.Embedding of torch.arange positions), so that its parameters
+        # stay arguments instead of being folded into a constant result.
+        if not live and not (node.op == "call_module" and list(
+                self.module.get_submodule(node.target).parameters())):
             # Depends on no input or parameter: fold (sizes, constants).
             if isinstance(out, torch.Tensor):
                 return out, _Const(out)
@@ -1288,7 +1551,8 @@ def _as_inputs(example_inputs):
     for i, x in enumerate(inputs):
         if not isinstance(x, torch.Tensor) or x.dtype not in _INPUT_ELEMENTS:
             raise ExportError("example input %d must be a float32 tensor (or an int64 tensor "
-                              "of class indices for cross entropy), got %s" % (
+                              "of embedding indices or of class indices for cross entropy), "
+                              "got %s" % (
                                   i, getattr(x, "dtype", type(x).__name__)))
     return inputs
 
@@ -1327,7 +1591,9 @@ def export_program(module, example_inputs, loss=None):
     nn.CrossEntropyLoss: it becomes a `tensor<Bxi64>` argument that the
     loss turns into a one-hot f32 tensor inside the IR (such a loss runs
     through mp-opt, --mp-autodiff and run_mlir; mp-run and
-    mp.runtime.Session take one-hot f32 labels, see export_training).
+    mp.runtime.Session take one-hot f32 labels, see export_training), and
+    as the indices of nn.Embedding / F.embedding (made one-hot in the IR
+    too; mp-run and Session take f32 inputs only).
 
     Returns a Program whose `mlir` holds `@predict(inputs..., params...)`
     marked `mp.predict` (or, when the module returns a scalar loss,
