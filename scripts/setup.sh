@@ -13,6 +13,8 @@ packages=(
   libopenblas0-pthread # PyTorch's FP32 BLAS in bench/ (else the reference BLAS)
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22
   libclang-rt-22-dev # ASan, UBSan and libFuzzer for scripts/sanitize.sh
+  libonnx-dev libprotobuf-dev # the ONNX importer (mp-translate --import-onnx)
+  libonnx-testdata python3-onnx # ONNX's backend tests (scripts/onnx_conformance.py)
 )
 
 missing=()

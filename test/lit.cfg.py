@@ -36,6 +36,7 @@ tools = [
     "mp-opt",
     "mp-run",
     "mp-compile",
+    "mp-translate",
     "mp-capi-passes",
     "mlir-opt",
     "mlir-runner",

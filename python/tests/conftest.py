@@ -29,7 +29,8 @@ def tools():
     """Fails (not skips) when mp's tools are missing: the README's test
     command builds them first."""
     missing = [t for t in (run_mlir.tool("mp-opt"), run_mlir.tool("mp-run"),
-                           run_mlir.tool("mlir-runner")) if not os.access(t, os.X_OK)]
+                           run_mlir.tool("mp-translate"), run_mlir.tool("mlir-runner"))
+               if not os.access(t, os.X_OK)]
     if missing:
         pytest.fail("missing tools %s: run scripts/setup.sh (or set MP_BUILD_DIR)" % missing)
     return run_mlir

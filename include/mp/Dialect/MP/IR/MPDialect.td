@@ -53,7 +53,11 @@ def MP_Dialect : Dialect {
     // outlined body and the declaration its launches call.
     "::mlir::UnitAttr":$parallel_body,
     "::mlir::FlatSymbolRefAttr":$parallel_launch,
-    // Arguments and results: parameters and what is made from them.
+    // Arguments and results: a model's named inputs and outputs (the names
+    // an imported ONNX graph gives them), parameters and what is made from
+    // them.
+    "::mlir::StringAttr":$input,
+    "::mlir::StringAttr":$output,
     "::mlir::StringAttr":$param,
     "::mlir::StringAttr":$grad,
     "::mlir::StringAttr":$state,

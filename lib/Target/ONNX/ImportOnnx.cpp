@@ -1,0 +1,862 @@
+//===- ImportOnnx.cpp - ONNX ModelProto -> MLIR on tensors ---------------===//
+//
+// Reads the model (libonnx's protobuf classes), turns the graph's inputs,
+// initializers and outputs into a func.func, and hands each node to the
+// importer registered for its op type (OnnxElementwiseOps.cpp,
+// OnnxTensorOps.cpp, OnnxNeuralNetOps.cpp, OnnxIndexOps.cpp). Integer shape computations
+// (Shape -> Gather -> Concat -> Reshape, as exporters write them) are folded
+// to constants here, so the ops that need static shapes see them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Target/ONNX/ImportOnnx.h"
+#include "OnnxImporter.h"
+#include "mp/Dialect/MP/IR/MPOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace mp {
+namespace onnx_import {
+
+// -- element types --------------------------------------------------------------
+
+bool isFloatDType(DType t) {
+  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::DOUBLE ||
+         t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::BFLOAT16;
+}
+bool isUnsignedDType(DType t) {
+  return t == onnx::TensorProto::UINT8 || t == onnx::TensorProto::UINT16 ||
+         t == onnx::TensorProto::UINT32 || t == onnx::TensorProto::UINT64;
+}
+bool isBoolDType(DType t) { return t == onnx::TensorProto::BOOL; }
+
+Type elementType(MLIRContext *ctx, DType t) {
+  Builder b(ctx);
+  switch (t) {
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+    return b.getI8Type();
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    return b.getI16Type();
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return b.getI32Type();
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+    return b.getI64Type();
+  default:
+    return {};
+  }
+}
+
+std::string dtypeName(DType t) {
+  if (onnx::TensorProto::DataType_IsValid(t))
+    return onnx::TensorProto::DataType_Name(
+        static_cast<onnx::TensorProto::DataType>(t));
+  return "type " + std::to_string(t);
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+// -- NodeContext ------------------------------------------------------------------
+
+const onnx::AttributeProto *NodeContext::attr(llvm::StringRef name) const {
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::getInt(llvm::StringRef name, int64_t dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->i() : dflt;
+}
+
+float NodeContext::getFloat(llvm::StringRef name, float dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->f() : dflt;
+}
+
+std::string NodeContext::getString(llvm::StringRef name,
+                                   llvm::StringRef dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->s() : dflt.str();
+}
+
+SmallVector<int64_t> NodeContext::getInts(llvm::StringRef name) const {
+  SmallVector<int64_t> out;
+  if (const onnx::AttributeProto *a = attr(name))
+    out.assign(a->ints().begin(), a->ints().end());
+  return out;
+}
+
+SmallVector<float> NodeContext::getFloats(llvm::StringRef name) const {
+  SmallVector<float> out;
+  if (const onnx::AttributeProto *a = attr(name))
+    out.assign(a->floats().begin(), a->floats().end());
+  return out;
+}
+
+std::optional<DenseElementsAttr> NodeContext::constant(unsigned i) const {
+  DenseElementsAttr value;
+  if (hasInput(i) && matchPattern(input(i), m_Constant(&value)))
+    return value;
+  return std::nullopt;
+}
+
+FailureOr<SmallVector<int64_t>> NodeContext::constInts(unsigned i,
+                                                       llvm::StringRef what) {
+  std::optional<DenseElementsAttr> value = constant(i);
+  if (!value || !llvm::isa<IntegerType>(value->getElementType())) {
+    error() << what
+            << " must be a constant integer tensor (an initializer, a Constant "
+               "or a shape computation on static shapes)";
+    return failure();
+  }
+  SmallVector<int64_t> out;
+  bool isBool = value->getElementType().isInteger(1);
+  for (const APInt &v : value->getValues<APInt>())
+    out.push_back(isBool ? int64_t(v.getZExtValue()) : v.getSExtValue());
+  return out;
+}
+
+InFlightDiagnostic NodeContext::error() {
+  InFlightDiagnostic diag = emitError(loc);
+  diag << "node '" << node.name() << "' (" << node.op_type() << ", opset "
+       << opset << "): ";
+  return diag;
+}
+
+FailureOr<int64_t> NodeContext::axis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1) ||
+      (rank == 0 && axis != 0 && axis != -1)) {
+    error() << "axis " << axis << " is out of range for rank " << rank;
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+LogicalResult NodeContext::requireFloat(unsigned i) {
+  if (isFloatDType(dtype(i)))
+    return success();
+  return error() << "input " << i << " has element type " << dtypeName(dtype(i))
+                 << "; this operator is imported for floating-point tensors "
+                    "only";
+}
+
+// -- tensors ------------------------------------------------------------------------
+
+/// Element bytes of an ONNX tensor, from raw_data, a typed field or an
+/// external file, as the little-endian buffer DenseElementsAttr takes.
+FailureOr<DenseElementsAttr> tensorToAttr(const onnx::TensorProto &t,
+                                          llvm::StringRef modelDir,
+                                          Location loc) {
+  MLIRContext *ctx = loc.getContext();
+  Type elem = elementType(ctx, t.data_type());
+  if (!elem)
+    return emitError(loc) << "tensor '" << t.name() << "' has element type "
+                          << dtypeName(t.data_type())
+                          << ", which mp does not import",
+           failure();
+  SmallVector<int64_t> dims(t.dims().begin(), t.dims().end());
+  auto type = RankedTensorType::get(dims, elem);
+  int64_t count = product(dims);
+  unsigned width = elem.isInteger(1) ? 8 : elem.getIntOrFloatBitWidth();
+  size_t bytes = size_t(count) * width / 8;
+
+  std::string raw;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const onnx::StringStringEntryProto &kv : t.external_data()) {
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = std::stoll(kv.value());
+      else if (kv.key() == "length")
+        length = std::stoll(kv.value());
+    }
+    llvm::SmallString<256> path(modelDir);
+    llvm::sys::path::append(path, location);
+    auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+    if (!file)
+      return emitError(loc) << "tensor '" << t.name()
+                            << "': cannot read its external data '" << path
+                            << "': " << file.getError().message(),
+             failure();
+    if (length < 0)
+      length = bytes;
+    if (offset < 0 || size_t(offset + length) > (*file)->getBufferSize())
+      return emitError(loc) << "tensor '" << t.name() << "': external data '"
+                            << path << "' is shorter than offset + length",
+             failure();
+    raw.assign((*file)->getBufferStart() + offset, length);
+  } else if (t.has_raw_data()) {
+    raw = t.raw_data();
+  } else {
+    raw.resize(bytes);
+    char *out = raw.data();
+    auto put = [&](auto v, size_t i) {
+      // Narrow to the element width; little-endian as the attribute wants.
+      std::memcpy(out + i * (width / 8 ? width / 8 : 1), &v,
+                  width / 8 ? width / 8 : 1);
+    };
+    switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (t.float_data_size() != count)
+        break;
+      for (int64_t i = 0; i < count; ++i)
+        put(t.float_data(i), i);
+      return DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(raw.data(), raw.size()));
+    case onnx::TensorProto::DOUBLE:
+      if (t.double_data_size() != count)
+        break;
+      for (int64_t i = 0; i < count; ++i)
+        put(t.double_data(i), i);
+      return DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(raw.data(), raw.size()));
+    case onnx::TensorProto::INT64:
+      if (t.int64_data_size() != count)
+        break;
+      for (int64_t i = 0; i < count; ++i)
+        put(t.int64_data(i), i);
+      return DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(raw.data(), raw.size()));
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      if (t.uint64_data_size() != count)
+        break;
+      for (int64_t i = 0; i < count; ++i)
+        put(t.uint64_data(i), i);
+      return DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(raw.data(), raw.size()));
+    default: // int32_data holds INT32 and every narrower type, f16 as bits.
+      if (t.int32_data_size() != count)
+        break;
+      for (int64_t i = 0; i < count; ++i)
+        put(int32_t(t.int32_data(i)), i);
+      if (elem.isInteger(1))
+        break; // below, from bytes
+      return DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(raw.data(), raw.size()));
+    }
+    if (!elem.isInteger(1))
+      return emitError(loc) << "tensor '" << t.name() << "' of "
+                            << dtypeName(t.data_type()) << " holds no "
+                            << count << " values in its typed data field",
+             failure();
+  }
+  if (raw.size() != bytes)
+    return emitError(loc) << "tensor '" << t.name() << "' has " << raw.size()
+                          << " bytes of data where its shape needs " << bytes,
+           failure();
+  if (elem.isInteger(1)) {
+    SmallVector<bool> values;
+    for (char c : raw)
+      values.push_back(c != 0);
+    return DenseElementsAttr::get(type, values);
+  }
+  return DenseElementsAttr::getFromRawBuffer(
+      type, ArrayRef<char>(raw.data(), raw.size()));
+}
+
+// -- builders ---------------------------------------------------------------------
+
+Value constantOf(OpBuilder &b, Location loc, DenseElementsAttr value) {
+  return arith::ConstantOp::create(b, loc, value);
+}
+
+Value scalarConstant(OpBuilder &b, Location loc, Type elem, double value) {
+  if (auto f = llvm::dyn_cast<FloatType>(elem))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(f, value));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(elem, APInt(elem.getIntOrFloatBitWidth(),
+                                            int64_t(value), /*isSigned=*/true,
+                                            /*implicitTrunc=*/true)));
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  Type elem) {
+  return tensor::EmptyOp::create(b, loc, shape, elem);
+}
+
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                   Type elem, double value) {
+  Value init = emptyTensor(b, loc, shape, elem);
+  Value scalar = scalarConstant(b, loc, elem, value);
+  return linalg::FillOp::create(b, loc, scalar, init).getResult(0);
+}
+
+FailureOr<SmallVector<int64_t>>
+broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes) {
+  size_t rank = 0;
+  for (ArrayRef<int64_t> s : shapes)
+    rank = std::max(rank, s.size());
+  SmallVector<int64_t> out(rank, 1);
+  for (ArrayRef<int64_t> s : shapes) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t &o = out[rank - s.size() + i];
+      if (s[i] == o || s[i] == 1)
+        continue;
+      if (o != 1)
+        return failure();
+      o = s[i];
+    }
+  }
+  return out;
+}
+
+Value elementwise(OpBuilder &b, Location loc, ValueRange operands,
+                  ArrayRef<int64_t> resultShape, Type resultElem,
+                  const ScalarFn &body) {
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = resultShape.size();
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (Value operand : operands) {
+    auto type = llvm::cast<RankedTensorType>(operand.getType());
+    ArrayRef<int64_t> shape = type.getShape();
+    int64_t offset = rank - shape.size();
+    // Dimensions broadcast from size 1 are collapsed away; each dropped one
+    // joins the group of the next kept dimension (or the previous one).
+    SmallVector<ReassociationIndices> groups;
+    SmallVector<AffineExpr> exprs;
+    ReassociationIndices pending;
+    for (int64_t i = 0, e = shape.size(); i < e; ++i) {
+      bool kept = !(shape[i] == 1 && resultShape[offset + i] != 1);
+      pending.push_back(i);
+      if (kept) {
+        groups.push_back(pending);
+        pending.clear();
+        exprs.push_back(getAffineDimExpr(offset + i, ctx));
+      }
+    }
+    if (!pending.empty() && !groups.empty())
+      groups.back().append(pending.begin(), pending.end());
+    if ((int64_t)groups.size() != (int64_t)shape.size()) {
+      SmallVector<int64_t> collapsed;
+      for (const ReassociationIndices &g : groups) {
+        int64_t n = 1;
+        for (int64_t i : g)
+          n *= shape[i];
+        collapsed.push_back(n);
+      }
+      operand = tensor::CollapseShapeOp::create(
+          b, loc, RankedTensorType::get(collapsed, type.getElementType()),
+          operand, groups);
+    }
+    inputs.push_back(operand);
+    maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  Value init = emptyTensor(b, loc, resultShape, resultElem);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value result = body(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, result);
+      });
+  return generic.getResult(0);
+}
+
+Value reshape(OpBuilder &b, Location loc, Value input,
+              ArrayRef<int64_t> shape) {
+  auto type = llvm::cast<RankedTensorType>(input.getType());
+  if (type.getShape() == shape)
+    return input;
+  Type elem = type.getElementType();
+  auto target = RankedTensorType::get(shape, elem);
+  // One group of all dimensions, or none for a rank-0 side.
+  auto allDims = [](int64_t rank) {
+    SmallVector<ReassociationIndices> groups;
+    if (rank) {
+      groups.emplace_back();
+      for (int64_t i = 0; i < rank; ++i)
+        groups.back().push_back(i);
+    }
+    return groups;
+  };
+  // To or from rank 0 (all sizes 1): no reassociation groups at all.
+  if (type.getRank() == 0)
+    return tensor::ExpandShapeOp::create(b, loc, target, input,
+                                         SmallVector<ReassociationIndices>{});
+  if (shape.empty())
+    return tensor::CollapseShapeOp::create(
+        b, loc, target, input, SmallVector<ReassociationIndices>{});
+  Value flat = input;
+  if (type.getRank() != 1)
+    flat = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({type.getNumElements()}, elem), input,
+        allDims(type.getRank()));
+  if (shape.size() == 1)
+    return flat;
+  return tensor::ExpandShapeOp::create(b, loc, target, flat,
+                                       allDims(shape.size()));
+}
+
+Value transpose(OpBuilder &b, Location loc, Value input,
+                ArrayRef<int64_t> perm) {
+  auto type = llvm::cast<RankedTensorType>(input.getType());
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity &= perm[i] == (int64_t)i;
+  if (identity)
+    return input;
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  Value init = emptyTensor(b, loc, shape, type.getElementType());
+  return linalg::TransposeOp::create(b, loc, input, init, perm).getResult()[0];
+}
+
+Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+             bool keepDims, double initValue,
+             const std::function<Value(OpBuilder &, Location, Value, Value)>
+                 &combine,
+             const std::function<Value(OpBuilder &, Location, Value)>
+                 &prologue) {
+  MLIRContext *ctx = b.getContext();
+  auto type = llvm::cast<RankedTensorType>(input.getType());
+  int64_t rank = type.getRank();
+  Type elem = type.getElementType();
+  SmallVector<int64_t> kept, keptShape;
+  SmallVector<utils::IteratorType> iterators;
+  SmallVector<AffineExpr> outExprs;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool reduced = llvm::is_contained(axes, i);
+    iterators.push_back(reduced ? utils::IteratorType::reduction
+                                : utils::IteratorType::parallel);
+    if (!reduced) {
+      keptShape.push_back(type.getDimSize(i));
+      outExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+  }
+  Value init = filledTensor(b, loc, keptShape, elem, initValue);
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                 AffineMap::get(rank, 0, outExprs, ctx)};
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ValueRange{input}, ValueRange{init},
+      maps, iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value x = prologue ? prologue(nb, nloc, args[0]) : args[0];
+        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args[1], x));
+      });
+  Value result = generic.getResult(0);
+  if (!keepDims)
+    return result;
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t a : axes)
+    shape[a] = 1;
+  return reshape(b, loc, result, shape);
+}
+
+Value convertScalar(OpBuilder &b, Location loc, Value v, DType from,
+                    DType to) {
+  MLIRContext *ctx = b.getContext();
+  Type src = elementType(ctx, from), dst = elementType(ctx, to);
+  if (from == to)
+    return v;
+  if (isBoolDType(to)) {
+    if (isFloatDType(from))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                   scalarConstant(b, loc, src, 0.0));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                                 scalarConstant(b, loc, src, 0));
+  }
+  bool srcFloat = isFloatDType(from), dstFloat = isFloatDType(to);
+  unsigned sw = src.getIntOrFloatBitWidth(), dw = dst.getIntOrFloatBitWidth();
+  if (srcFloat && dstFloat) {
+    if (src == dst)
+      return v;
+    // f16 <-> bf16 have the same width: go through f32.
+    if (sw == dw) {
+      Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+      return arith::TruncFOp::create(b, loc, dst, wide);
+    }
+    if (sw < dw)
+      return arith::ExtFOp::create(b, loc, dst, v);
+    return arith::TruncFOp::create(b, loc, dst, v);
+  }
+  if (srcFloat) {
+    if (isUnsignedDType(to))
+      return arith::FPToUIOp::create(b, loc, dst, v);
+    return arith::FPToSIOp::create(b, loc, dst, v);
+  }
+  bool srcUnsigned = isUnsignedDType(from) || isBoolDType(from);
+  if (dstFloat) {
+    if (srcUnsigned)
+      return arith::UIToFPOp::create(b, loc, dst, v);
+    return arith::SIToFPOp::create(b, loc, dst, v);
+  }
+  if (sw == dw)
+    return v;
+  if (sw > dw)
+    return arith::TruncIOp::create(b, loc, dst, v);
+  if (srcUnsigned)
+    return arith::ExtUIOp::create(b, loc, dst, v);
+  return arith::ExtSIOp::create(b, loc, dst, v);
+}
+
+Value convertTensor(OpBuilder &b, Location loc, Value v, DType from,
+                    DType to) {
+  if (from == to)
+    return v;
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  Type dst = elementType(b.getContext(), to);
+  return elementwise(b, loc, v, type.getShape(), dst,
+                     [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                       return convertScalar(nb, nloc, args[0], from, to);
+                     });
+}
+
+// -- the graph ---------------------------------------------------------------------------
+
+namespace {
+
+const OpTable &opTable() {
+  static const OpTable table = [] {
+    OpTable t;
+    addElementwiseOps(t);
+    addTensorOps(t);
+    addNeuralNetOps(t);
+    addIndexOps(t);
+    return t;
+  }();
+  return table;
+}
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext *ctx, llvm::StringRef fileName,
+                const OnnxImportOptions &options)
+      : ctx(ctx), fileName(fileName), options(options),
+        fileLoc(FileLineColLoc::get(ctx, fileName, 0, 0)) {}
+
+  OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
+
+private:
+  LogicalResult importNode(const onnx::NodeProto &node, OpBuilder &b);
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info,
+                                        DType &dtype);
+
+  MLIRContext *ctx;
+  std::string fileName;
+  const OnnxImportOptions &options;
+  Location fileLoc;
+  int64_t opset = 0;
+  llvm::StringMap<TypedValue> values;
+};
+
+FailureOr<RankedTensorType>
+GraphImporter::inputType(const onnx::ValueInfoProto &info, DType &dtype) {
+  Location loc = NameLoc::get(StringAttr::get(ctx, info.name()), fileLoc);
+  if (!info.type().has_tensor_type())
+    return emitError(loc) << "graph input '" << info.name()
+                          << "' is not a tensor (sequences, maps and "
+                             "optionals are not imported)",
+           failure();
+  const onnx::TypeProto::Tensor &tt = info.type().tensor_type();
+  dtype = tt.elem_type();
+  Type elem = elementType(ctx, dtype);
+  if (!elem)
+    return emitError(loc) << "graph input '" << info.name()
+                          << "' has element type " << dtypeName(dtype)
+                          << ", which mp does not import",
+           failure();
+  auto fixed = options.inputShapes.find(info.name());
+  if (fixed != options.inputShapes.end()) {
+    if (tt.has_shape() && tt.shape().dim_size() != (int)fixed->second.size())
+      return emitError(loc) << "--input-shape gives graph input '"
+                            << info.name() << "' rank "
+                            << fixed->second.size() << "; the model says "
+                            << tt.shape().dim_size(),
+             failure();
+    return RankedTensorType::get(fixed->second, elem);
+  }
+  if (!tt.has_shape())
+    return emitError(loc) << "graph input '" << info.name()
+                          << "' has no shape; give one with --input-shape "
+                          << info.name() << "=D0xD1x...",
+           failure();
+  SmallVector<int64_t> dims;
+  for (const onnx::TensorShapeProto::Dimension &d : tt.shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) {
+      InFlightDiagnostic diag = emitError(loc);
+      diag << "graph input '" << info.name() << "' has dynamic dimension "
+           << dims.size();
+      if (d.has_dim_param())
+        diag << " ('" << d.dim_param() << "')";
+      diag << "; mp compiles static shapes: fix it with --input-shape "
+           << info.name() << "=D0xD1x...";
+      return failure();
+    }
+    dims.push_back(d.dim_value());
+  }
+  return RankedTensorType::get(dims, elem);
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
+                                        OpBuilder &b) {
+  std::string name = node.name().empty() ? (node.output_size() ? node.output(0)
+                                                               : node.op_type())
+                                         : node.name();
+  Location loc = NameLoc::get(StringAttr::get(ctx, name), fileLoc);
+  onnx::NodeProto named = node;
+  named.set_name(name);
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return emitError(loc) << "node '" << name << "' (" << node.op_type()
+                          << "): operators of domain '" << node.domain()
+                          << "' are not imported (only the default ONNX "
+                             "domain)";
+  SmallVector<TypedValue> inputs;
+  for (const std::string &in : node.input()) {
+    if (in.empty()) {
+      inputs.push_back({});
+      continue;
+    }
+    auto it = values.find(in);
+    if (it == values.end())
+      return emitError(loc) << "node '" << name << "' (" << node.op_type()
+                            << "): input '" << in
+                            << "' is not defined before the node (the graph "
+                               "must be topologically sorted)";
+    inputs.push_back(it->second);
+  }
+  NodeContext context(named, opset, b, loc, std::move(inputs));
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (a.type() == onnx::AttributeProto::GRAPH ||
+        a.type() == onnx::AttributeProto::GRAPHS)
+      return context.error() << "attribute '" << a.name()
+                             << "' is a subgraph; control flow (If, Loop, "
+                                "Scan) is not imported";
+  Results results = foldIntegerNode(context);
+  if (failed(results))
+    return failure();
+  if (results->empty()) {
+    auto it = opTable().find(node.op_type());
+    if (it == opTable().end())
+      return context.error() << "operator '" << node.op_type()
+                             << "' is not supported by mp's ONNX importer";
+    results = it->second(context);
+    if (failed(results))
+      return failure();
+  }
+  for (int i = 0, e = node.output_size(); i < e; ++i) {
+    if (node.output(i).empty())
+      continue;
+    if (i >= (int)results->size() || !(*results)[i])
+      return context.error() << "output " << i << " ('" << node.output(i)
+                             << "') is not imported (only the outputs "
+                                "inference uses)";
+    values[node.output(i)] = (*results)[i];
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
+  for (const onnx::OperatorSetIdProto &set : model.opset_import())
+    if (set.domain().empty() || set.domain() == "ai.onnx")
+      opset = set.version();
+  if (opset == 0 && model.opset_import_size() == 0)
+    opset = 1; // IR version 2 models name no opset: the first one.
+  if (opset == 0) {
+    InFlightDiagnostic diag = emitError(fileLoc);
+    diag << "the model imports no default-domain ONNX opset, only";
+    for (const onnx::OperatorSetIdProto &set : model.opset_import())
+      diag << " '" << set.domain() << "'";
+    diag << "; mp imports operators of the default domain";
+    return nullptr;
+  }
+  if (opset > 17) {
+    emitError(fileLoc) << "the model uses ONNX opset " << opset
+                       << "; mp's importer takes opsets up to 17";
+    return nullptr;
+  }
+  const onnx::GraphProto &graph = model.graph();
+  llvm::StringRef modelDir = llvm::sys::path::parent_path(fileName);
+
+  OpBuilder b(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(b, fileLoc, options.functionName,
+                                   b.getFunctionType({}, {}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  for (const onnx::TensorProto &t : graph.initializer())
+    initializers[t.name()] = &t;
+
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  // Graph inputs first (older models list initializers among the inputs too:
+  // those are initializers).
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    if (initializers.count(info.name()))
+      continue;
+    DType dtype = 0;
+    FailureOr<RankedTensorType> type = inputType(info, dtype);
+    if (failed(type))
+      return nullptr;
+    Value arg = entry->addArgument(
+        *type, NameLoc::get(StringAttr::get(ctx, info.name()), fileLoc));
+    values[info.name()] = {arg, dtype};
+    argTypes.push_back(*type);
+    argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+        mlir::mp::MPDialect::InputAttrHelper::getNameStr(),
+        b.getStringAttr(info.name()))));
+  }
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    Location loc = NameLoc::get(StringAttr::get(ctx, t.name()), fileLoc);
+    FailureOr<DenseElementsAttr> value = tensorToAttr(t, modelDir, loc);
+    if (failed(value))
+      return nullptr;
+    if (options.paramsAsArguments && isFloatDType(t.data_type())) {
+      Value arg = entry->addArgument(value->getType(), loc);
+      values[t.name()] = {arg, t.data_type()};
+      argTypes.push_back(value->getType());
+      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          mlir::mp::MPDialect::ParamAttrHelper::getNameStr(),
+          b.getStringAttr(t.name()))));
+    } else {
+      values[t.name()] = {constantOf(b, loc, *value), t.data_type()};
+    }
+  }
+
+  for (const onnx::NodeProto &node : graph.node())
+    if (failed(importNode(node, b)))
+      return nullptr;
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const onnx::ValueInfoProto &out : graph.output()) {
+    Location loc = NameLoc::get(StringAttr::get(ctx, out.name()), fileLoc);
+    auto it = values.find(out.name());
+    if (it == values.end()) {
+      emitError(loc) << "graph output '" << out.name()
+                     << "' is not computed by any node";
+      return nullptr;
+    }
+    auto type = llvm::cast<RankedTensorType>(it->second.value.getType());
+    // The model's declared shape, where static, must be the one computed.
+    if (out.type().has_tensor_type() &&
+        out.type().tensor_type().has_shape()) {
+      const onnx::TensorShapeProto &shape = out.type().tensor_type().shape();
+      bool same = shape.dim_size() == type.getRank();
+      for (int i = 0; same && i < shape.dim_size(); ++i)
+        if (shape.dim(i).has_dim_value())
+          same = shape.dim(i).dim_value() == type.getDimSize(i);
+      if (!same && !options.inputShapes.empty())
+        same = true; // fixed input shapes may change the outputs' shapes
+      if (!same) {
+        std::string declared;
+        for (int i = 0; i < shape.dim_size(); ++i)
+          declared += (i ? "x" : "") +
+                      (shape.dim(i).has_dim_value()
+                           ? std::to_string(shape.dim(i).dim_value())
+                           : std::string("?"));
+        emitError(loc) << "graph output '" << out.name() << "' is computed as "
+                       << type << " but the model declares shape ["
+                       << declared << "]";
+        return nullptr;
+      }
+    }
+    results.push_back(it->second.value);
+    resultTypes.push_back(type);
+    resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+        mlir::mp::MPDialect::OutputAttrHelper::getNameStr(),
+        b.getStringAttr(out.name()))));
+  }
+  func::ReturnOp::create(b, fileLoc, results);
+  func.setFunctionType(b.getFunctionType(argTypes, resultTypes));
+  func.setAllArgAttrs(argAttrs);
+  func.setAllResultAttrs(resultAttrs);
+  func->setAttr(mlir::mp::MPDialect::PredictAttrHelper::getNameStr(),
+                b.getUnitAttr());
+
+  if (failed(verify(*module))) {
+    emitError(fileLoc) << "the imported module does not verify (an importer "
+                          "bug; please report it with the model)";
+    return nullptr;
+  }
+  // Folds the importer's reshape chains and drops constants and shape
+  // computations no result depends on.
+  PassManager pm(ctx);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (failed(pm.run(*module)))
+    return nullptr;
+  return module;
+}
+
+} // namespace
+} // namespace onnx_import
+
+OwningOpRef<ModuleOp> importOnnxModel(llvm::StringRef bytes,
+                                      llvm::StringRef fileName,
+                                      MLIRContext *context,
+                                      const OnnxImportOptions &options) {
+  context->loadDialect<mlir::mp::MPDialect, func::FuncDialect,
+                       arith::ArithDialect,
+                       linalg::LinalgDialect, math::MathDialect,
+                       tensor::TensorDialect>();
+  onnx::ModelProto model;
+  if (bytes.size() > size_t(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), int(bytes.size()))) {
+    emitError(FileLineColLoc::get(context, fileName, 0, 0))
+        << "not an ONNX model (the file does not parse as a ModelProto)";
+    return nullptr;
+  }
+  onnx_import::GraphImporter importer(context, fileName, options);
+  return importer.run(model);
+}
+
+std::vector<std::string> onnxSupportedOps() {
+  std::vector<std::string> ops;
+  for (const auto &entry : onnx_import::opTable())
+    ops.push_back(entry.getKey().str());
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
+void registerOnnxImportDialects(DialectRegistry &registry) {
+  registry.insert<mlir::mp::MPDialect, func::FuncDialect, arith::ArithDialect,
+                  linalg::LinalgDialect, math::MathDialect,
+                  tensor::TensorDialect>();
+}
+
+} // namespace mp

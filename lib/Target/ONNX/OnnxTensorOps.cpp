@@ -1,0 +1,1047 @@
+//===- OnnxTensorOps.cpp - ONNX shape and data-movement operators --------===//
+//
+// Constants, shapes, reshapes, transposes, concatenation, slicing, gathers,
+// padding, broadcasting and tiling; and the evaluation of integer shape
+// computations on constants (foldIntegerNode), which is what lets Reshape,
+// Expand or Slice take shapes an exporter computed with Shape and Gather.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+
+#include "mlir/IR/AffineExpr.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <numeric>
+
+using namespace mlir;
+
+namespace mp::onnx_import {
+namespace {
+
+SmallVector<TypedValue> one(Value v, DType t) { return {{v, t}}; }
+
+Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get(shape, b.getI64Type());
+  return constantOf(b, loc, DenseElementsAttr::get(type, values));
+}
+
+// -- integer tensors on the host (folding) ------------------------------------------
+
+struct IntTensor {
+  SmallVector<int64_t> shape;
+  SmallVector<int64_t> data;
+};
+
+std::optional<IntTensor> intConstant(NodeContext &ctx, unsigned i) {
+  std::optional<DenseElementsAttr> c = ctx.constant(i);
+  if (!c || !llvm::isa<IntegerType>(c->getElementType()) ||
+      c->getElementType().isInteger(1) || c->getNumElements() > 4096)
+    return std::nullopt;
+  IntTensor t;
+  t.shape.assign(c->getType().getShape().begin(),
+                 c->getType().getShape().end());
+  for (const APInt &v : c->getValues<APInt>())
+    t.data.push_back(v.getSExtValue());
+  return t;
+}
+
+/// The index into a tensor of `shape` that broadcasts to `outShape`, for
+/// the multi-index `idx` of the output.
+int64_t broadcastOffset(ArrayRef<int64_t> shape, ArrayRef<int64_t> outShape,
+                        ArrayRef<int64_t> idx) {
+  int64_t offset = 0, lead = outShape.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    offset = offset * shape[i] + (shape[i] == 1 ? 0 : idx[lead + i]);
+  return offset;
+}
+
+SmallVector<int64_t> unflatten(int64_t linear, ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> idx(shape.size());
+  for (int64_t i = shape.size() - 1; i >= 0; --i) {
+    idx[i] = shape[i] ? linear % shape[i] : 0;
+    linear = shape[i] ? linear / shape[i] : 0;
+  }
+  return idx;
+}
+
+Results folded(NodeContext &ctx, const IntTensor &t, DType dtype) {
+  Type elem = elementType(ctx.b.getContext(), dtype);
+  auto type = RankedTensorType::get(t.shape, elem);
+  SmallVector<APInt> values;
+  for (int64_t v : t.data)
+    values.push_back(APInt(elem.getIntOrFloatBitWidth(), v, /*isSigned=*/true,
+                           /*implicitTrunc=*/true));
+  return one(constantOf(ctx.b, ctx.loc, DenseElementsAttr::get(type, values)),
+             dtype);
+}
+
+/// Normalized Slice parameters for one axis.
+struct SliceAxis {
+  int64_t start, step, size;
+};
+
+SliceAxis sliceAxis(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+  }
+  int64_t size = step > 0 ? (end - start + step - 1) / step
+                          : (start - end + (-step) - 1) / (-step);
+  return {start, step, std::max<int64_t>(size, 0)};
+}
+
+} // namespace
+
+Results foldIntegerNode(NodeContext &ctx) {
+  static const llvm::StringSet<> foldable = {
+      "Add",   "Sub",       "Mul",     "Div",     "Neg",   "Equal",
+      "Where", "Concat",    "Gather",  "Identity", "Slice", "Cast",
+      "Range", "ReduceProd", "Max",    "Min"};
+  llvm::StringRef op = ctx.node.op_type();
+  if (!foldable.contains(op) || ctx.numInputs() == 0)
+    return SmallVector<TypedValue>{};
+  SmallVector<IntTensor> in;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    if (!ctx.hasInput(i)) {
+      in.push_back({});
+      continue;
+    }
+    // Where's condition is BOOL; everything else must be integer constants.
+    if (op == "Where" && i == 0) {
+      std::optional<DenseElementsAttr> c = ctx.constant(0);
+      if (!c || c->getNumElements() > 4096)
+        return SmallVector<TypedValue>{};
+      IntTensor t;
+      t.shape.assign(c->getType().getShape().begin(),
+                     c->getType().getShape().end());
+      for (bool v : c->getValues<bool>())
+        t.data.push_back(v);
+      in.push_back(t);
+      continue;
+    }
+    std::optional<IntTensor> t = intConstant(ctx, i);
+    if (!t)
+      return SmallVector<TypedValue>{};
+    in.push_back(*t);
+  }
+  DType dtype = ctx.dtype(op == "Where" ? 1 : 0);
+  if (isUnsignedDType(dtype))
+    return SmallVector<TypedValue>{};
+
+  auto broadcastMap =
+      [&](ArrayRef<unsigned> which,
+          const std::function<int64_t(ArrayRef<int64_t>)> &fn)
+      -> std::optional<IntTensor> {
+    SmallVector<ArrayRef<int64_t>> shapes;
+    for (unsigned i : which)
+      shapes.push_back(in[i].shape);
+    FailureOr<SmallVector<int64_t>> shape = broadcastShapes(shapes);
+    if (failed(shape))
+      return std::nullopt;
+    IntTensor out{*shape, {}};
+    for (int64_t k = 0, n = product(*shape); k < n; ++k) {
+      SmallVector<int64_t> idx = unflatten(k, *shape), args;
+      for (unsigned i : which)
+        args.push_back(in[i].data[broadcastOffset(in[i].shape, *shape, idx)]);
+      out.data.push_back(fn(args));
+    }
+    return out;
+  };
+
+  std::optional<IntTensor> out;
+  DType outType = dtype;
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
+      op == "Max" || op == "Min") {
+    if (ctx.numInputs() != 2)
+      return SmallVector<TypedValue>{};
+    if (op == "Div" && llvm::is_contained(in[1].data, 0))
+      return SmallVector<TypedValue>{};
+    out = broadcastMap({0, 1}, [&](ArrayRef<int64_t> a) -> int64_t {
+      if (op == "Add")
+        return a[0] + a[1];
+      if (op == "Sub")
+        return a[0] - a[1];
+      if (op == "Mul")
+        return a[0] * a[1];
+      if (op == "Max")
+        return std::max(a[0], a[1]);
+      if (op == "Min")
+        return std::min(a[0], a[1]);
+      return a[0] / a[1]; // truncates, as ONNX's integer Div
+    });
+  } else if (op == "Neg") {
+    out = broadcastMap({0}, [](ArrayRef<int64_t> a) { return -a[0]; });
+  } else if (op == "Equal") {
+    out = broadcastMap({0, 1},
+                       [](ArrayRef<int64_t> a) -> int64_t { return a[0] == a[1]; });
+    outType = onnx::TensorProto::BOOL;
+  } else if (op == "Where") {
+    out = broadcastMap({0, 1, 2}, [](ArrayRef<int64_t> a) {
+      return a[0] ? a[1] : a[2];
+    });
+  } else if (op == "Identity") {
+    out = in[0];
+  } else if (op == "Cast") {
+    DType to = ctx.getInt("to", 0);
+    if (!elementType(ctx.b.getContext(), to) || isFloatDType(to) ||
+        isUnsignedDType(to))
+      return SmallVector<TypedValue>{};
+    out = in[0];
+    outType = to;
+    if (isBoolDType(to))
+      for (int64_t &v : out->data)
+        v = v != 0;
+  } else if (op == "Concat") {
+    if (in[0].shape.size() != 1)
+      return SmallVector<TypedValue>{};
+    out = IntTensor{{0}, {}};
+    for (const IntTensor &t : in) {
+      if (t.shape.size() != 1)
+        return SmallVector<TypedValue>{};
+      out->data.append(t.data.begin(), t.data.end());
+    }
+    out->shape[0] = out->data.size();
+  } else if (op == "Gather") {
+    int64_t rank = in[0].shape.size();
+    FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", 0), rank);
+    if (failed(axis))
+      return failure();
+    SmallVector<int64_t> shape(in[0].shape.begin(),
+                               in[0].shape.begin() + *axis);
+    shape.append(in[1].shape.begin(), in[1].shape.end());
+    shape.append(in[0].shape.begin() + *axis + 1, in[0].shape.end());
+    int64_t dim = in[0].shape[*axis], q = in[1].shape.size();
+    out = IntTensor{shape, {}};
+    for (int64_t k = 0, n = product(shape); k < n; ++k) {
+      SmallVector<int64_t> idx = unflatten(k, shape), src;
+      src.append(idx.begin(), idx.begin() + *axis);
+      int64_t lin = 0;
+      for (int64_t d = 0; d < q; ++d)
+        lin = lin * in[1].shape[d] + idx[*axis + d];
+      int64_t j = in[1].data[lin];
+      if (j < 0)
+        j += dim;
+      if (j < 0 || j >= dim) {
+        ctx.error() << "index " << j << " is out of range for size " << dim;
+        return failure();
+      }
+      src.push_back(j);
+      src.append(idx.begin() + *axis + q, idx.end());
+      int64_t offset = 0;
+      for (size_t d = 0; d < src.size(); ++d)
+        offset = offset * in[0].shape[d] + src[d];
+      out->data.push_back(in[0].data[offset]);
+    }
+  } else if (op == "Slice") {
+    if (in[0].shape.size() != 1 || ctx.opset < 10)
+      return SmallVector<TypedValue>{};
+    int64_t dim = in[0].shape[0];
+    int64_t step = ctx.hasInput(4) ? in[4].data[0] : 1;
+    if (step == 0 || in[1].data.size() != 1)
+      return SmallVector<TypedValue>{};
+    SliceAxis s = sliceAxis(dim, in[1].data[0], in[2].data[0], step);
+    out = IntTensor{{s.size}, {}};
+    for (int64_t i = 0; i < s.size; ++i)
+      out->data.push_back(in[0].data[s.start + i * s.step]);
+  } else if (op == "Range") {
+    int64_t start = in[0].data[0], limit = in[1].data[0], delta = in[2].data[0];
+    if (delta == 0)
+      return SmallVector<TypedValue>{};
+    int64_t n = std::max<int64_t>(
+        0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
+    out = IntTensor{{n}, {}};
+    for (int64_t i = 0; i < n; ++i)
+      out->data.push_back(start + i * delta);
+  } else if (op == "ReduceProd") {
+    if (ctx.has("axes") || in[0].shape.size() != 1 ||
+        !ctx.getInt("keepdims", 1))
+      return SmallVector<TypedValue>{};
+    int64_t p = 1;
+    for (int64_t v : in[0].data)
+      p *= v;
+    out = IntTensor{{}, {p}};
+  }
+  if (!out)
+    return SmallVector<TypedValue>{};
+  return folded(ctx, *out, outType);
+}
+
+namespace {
+
+// -- constants and shapes -----------------------------------------------------------
+
+Results importConstant(NodeContext &ctx) {
+  Builder &b = ctx.b;
+  if (const onnx::AttributeProto *a = ctx.attr("value")) {
+    FailureOr<DenseElementsAttr> v = tensorToAttr(a->t(), "", ctx.loc);
+    if (failed(v))
+      return failure();
+    return one(constantOf(ctx.b, ctx.loc, *v), a->t().data_type());
+  }
+  auto f32 = [&](ArrayRef<int64_t> shape, ArrayRef<float> v) {
+    return one(constantOf(ctx.b, ctx.loc,
+                          DenseElementsAttr::get(
+                              RankedTensorType::get(shape, b.getF32Type()), v)),
+               onnx::TensorProto::FLOAT);
+  };
+  if (ctx.has("value_float"))
+    return f32({}, {ctx.getFloat("value_float", 0)});
+  if (ctx.has("value_floats")) {
+    SmallVector<float> v = ctx.getFloats("value_floats");
+    return f32({(int64_t)v.size()}, v);
+  }
+  if (ctx.has("value_int"))
+    return one(i64Constant(ctx.b, ctx.loc, {}, {ctx.getInt("value_int", 0)}),
+               onnx::TensorProto::INT64);
+  if (ctx.has("value_ints")) {
+    SmallVector<int64_t> v = ctx.getInts("value_ints");
+    return one(i64Constant(ctx.b, ctx.loc, {(int64_t)v.size()}, v),
+               onnx::TensorProto::INT64);
+  }
+  ctx.error() << "only 'value', 'value_float(s)' and 'value_int(s)' "
+                 "constants are imported (sparse and string ones are not)";
+  return failure();
+}
+
+Results importConstantOfShape(NodeContext &ctx) {
+  FailureOr<SmallVector<int64_t>> shape = ctx.constInts(0, "the shape");
+  if (failed(shape))
+    return failure();
+  DType dtype = onnx::TensorProto::FLOAT;
+  Attribute scalar = ctx.b.getF32FloatAttr(0);
+  if (const onnx::AttributeProto *a = ctx.attr("value")) {
+    FailureOr<DenseElementsAttr> v = tensorToAttr(a->t(), "", ctx.loc);
+    if (failed(v))
+      return failure();
+    if (v->getNumElements() != 1) {
+      ctx.error() << "'value' must hold one element";
+      return failure();
+    }
+    dtype = a->t().data_type();
+    scalar = *v->value_begin<Attribute>();
+  }
+  auto type = RankedTensorType::get(
+      *shape, llvm::cast<TypedAttr>(scalar).getType());
+  return one(constantOf(ctx.b, ctx.loc, DenseElementsAttr::get(type, scalar)),
+             dtype);
+}
+
+Results importShape(NodeContext &ctx) {
+  ArrayRef<int64_t> shape = ctx.shape(0);
+  int64_t rank = shape.size();
+  int64_t start = ctx.getInt("start", 0), end = ctx.getInt("end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  SmallVector<int64_t> dims(shape.begin() + start, shape.begin() + end);
+  return one(i64Constant(ctx.b, ctx.loc, {(int64_t)dims.size()}, dims),
+             onnx::TensorProto::INT64);
+}
+
+Results importSize(NodeContext &ctx) {
+  return one(i64Constant(ctx.b, ctx.loc, {}, {ctx.type(0).getNumElements()}),
+             onnx::TensorProto::INT64);
+}
+
+Results importIdentity(NodeContext &ctx) {
+  SmallVector<TypedValue> out = {ctx.inputs[0]};
+  if (ctx.node.op_type() == "Dropout") {
+    // Inference: the identity. A training-mode dropout draws random masks.
+    if (ctx.hasInput(2)) {
+      // Training mode with ratio 0 keeps every element.
+      std::optional<DenseElementsAttr> training = ctx.constant(2);
+      std::optional<DenseElementsAttr> ratio = ctx.constant(1);
+      bool zeroRatio = ratio && llvm::isa<FloatType>(ratio->getElementType()) &&
+                       ratio->getValues<APFloat>()[0].isZero();
+      if (!training || (*training->value_begin<bool>() && !zeroRatio)) {
+        ctx.error() << "training_mode dropout (random masks) is not "
+                       "imported; only inference dropout";
+        return failure();
+      }
+    }
+    if (ctx.hasOutput(1)) {
+      auto type =
+          RankedTensorType::get(ctx.shape(0), ctx.b.getI1Type());
+      out.push_back({constantOf(ctx.b, ctx.loc,
+                                DenseElementsAttr::get(type, true)),
+                     onnx::TensorProto::BOOL});
+    }
+  }
+  return out;
+}
+
+/// Applies a reshape to a constant without emitting ops, so shape
+/// computations stay constant.
+Value reshapeValue(NodeContext &ctx, ArrayRef<int64_t> shape) {
+  if (std::optional<DenseElementsAttr> c = ctx.constant(0))
+    return constantOf(ctx.b, ctx.loc,
+                      c->reshape(RankedTensorType::get(
+                          shape, c->getElementType())));
+  return reshape(ctx.b, ctx.loc, ctx.input(0), shape);
+}
+
+Results importReshape(NodeContext &ctx) {
+  SmallVector<int64_t> target;
+  if (ctx.opset < 5) {
+    target = ctx.getInts("shape");
+  } else {
+    FailureOr<SmallVector<int64_t>> s = ctx.constInts(1, "the shape");
+    if (failed(s))
+      return failure();
+    target = *s;
+  }
+  ArrayRef<int64_t> in = ctx.shape(0);
+  bool allowZero = ctx.getInt("allowzero", 0);
+  int64_t known = 1, inferred = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0 && !allowZero) {
+      if (i >= in.size()) {
+        ctx.error() << "shape entry " << i << " is 0 (copy) but the input has "
+                    << "rank " << in.size();
+        return failure();
+      }
+      target[i] = in[i];
+    }
+    if (target[i] == -1) {
+      if (inferred >= 0) {
+        ctx.error() << "the shape has more than one -1";
+        return failure();
+      }
+      inferred = i;
+      continue;
+    }
+    if (target[i] < 0) {
+      ctx.error() << "shape entry " << target[i] << " is invalid";
+      return failure();
+    }
+    known *= target[i];
+  }
+  int64_t count = ctx.type(0).getNumElements();
+  if (inferred >= 0) {
+    if (known == 0 || count % known) {
+      ctx.error() << "cannot infer the -1 of the shape for " << count
+                  << " elements";
+      return failure();
+    }
+    target[inferred] = count / known;
+  } else if (known != count) {
+    ctx.error() << "the shape holds " << known << " elements; the input has "
+                << count;
+    return failure();
+  }
+  return one(reshapeValue(ctx, target), ctx.dtype(0));
+}
+
+Results importFlatten(NodeContext &ctx) {
+  int64_t rank = ctx.rank(0);
+  int64_t axis = ctx.getInt("axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis > rank) {
+    ctx.error() << "axis " << ctx.getInt("axis", 1) << " is out of range";
+    return failure();
+  }
+  ArrayRef<int64_t> s = ctx.shape(0);
+  int64_t outer = product(s.take_front(axis)), inner = product(s.drop_front(axis));
+  return one(reshapeValue(ctx, {outer, inner}), ctx.dtype(0));
+}
+
+FailureOr<SmallVector<int64_t>> axesOf(NodeContext &ctx, int64_t rank,
+                                       bool fromInput) {
+  SmallVector<int64_t> axes;
+  if (fromInput) {
+    if (ctx.hasInput(1)) {
+      FailureOr<SmallVector<int64_t>> a = ctx.constInts(1, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  } else {
+    axes = ctx.getInts("axes");
+  }
+  for (int64_t &a : axes) {
+    FailureOr<int64_t> n = ctx.axis(a, rank);
+    if (failed(n))
+      return failure();
+    a = *n;
+  }
+  llvm::sort(axes);
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) {
+    ctx.error() << "axes repeat";
+    return failure();
+  }
+  return axes;
+}
+
+Results importSqueeze(NodeContext &ctx) {
+  ArrayRef<int64_t> s = ctx.shape(0);
+  FailureOr<SmallVector<int64_t>> axes =
+      axesOf(ctx, s.size(), ctx.opset >= 13);
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0, e = s.size(); i < e; ++i) {
+    bool drop = axes->empty() ? s[i] == 1 : llvm::is_contained(*axes, i);
+    if (drop && s[i] != 1) {
+      ctx.error() << "dimension " << i << " has size " << s[i]
+                  << " and cannot be squeezed";
+      return failure();
+    }
+    if (!drop)
+      shape.push_back(s[i]);
+  }
+  return one(reshapeValue(ctx, shape), ctx.dtype(0));
+}
+
+Results importUnsqueeze(NodeContext &ctx) {
+  ArrayRef<int64_t> s = ctx.shape(0);
+  size_t count = ctx.opset >= 13
+                     ? (ctx.hasInput(1) ? ctx.type(1).getNumElements() : 0)
+                     : ctx.getInts("axes").size();
+  int64_t outRank = s.size() + count;
+  FailureOr<SmallVector<int64_t>> axes = axesOf(ctx, outRank, ctx.opset >= 13);
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0, j = 0; i < outRank; ++i)
+    shape.push_back(llvm::is_contained(*axes, i) ? 1 : s[j++]);
+  return one(reshapeValue(ctx, shape), ctx.dtype(0));
+}
+
+Results importTranspose(NodeContext &ctx) {
+  int64_t rank = ctx.rank(0);
+  SmallVector<int64_t> perm = ctx.getInts("perm");
+  if (perm.empty())
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  SmallVector<int64_t> sorted(perm);
+  llvm::sort(sorted);
+  for (int64_t i = 0; i < rank; ++i)
+    if ((int64_t)sorted.size() != rank || sorted[i] != i) {
+      ctx.error() << "perm is not a permutation of the input's " << rank
+                  << " dimensions";
+      return failure();
+    }
+  return one(transpose(ctx.b, ctx.loc, ctx.input(0), perm), ctx.dtype(0));
+}
+
+Results importConcat(NodeContext &ctx) {
+  int64_t rank = ctx.rank(0);
+  FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(ctx.shape(0));
+  shape[*axis] = 0;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    ArrayRef<int64_t> s = ctx.shape(i);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != *axis && ((int64_t)s.size() != rank || s[d] != shape[d])) {
+        ctx.error() << "input " << i << " has shape " << ctx.type(i)
+                    << ", which does not concatenate along axis " << *axis;
+        return failure();
+      }
+    shape[*axis] += s[*axis];
+  }
+  Type elem = ctx.type(0).getElementType();
+  Value result = emptyTensor(ctx.b, ctx.loc, shape, elem);
+  int64_t offset = 0;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    ArrayRef<int64_t> s = ctx.shape(i);
+    if (s[*axis] == 0)
+      continue;
+    SmallVector<OpFoldResult> offsets(rank, ctx.b.getIndexAttr(0)),
+        sizes, strides(rank, ctx.b.getIndexAttr(1));
+    offsets[*axis] = ctx.b.getIndexAttr(offset);
+    for (int64_t d : s)
+      sizes.push_back(ctx.b.getIndexAttr(d));
+    result = tensor::InsertSliceOp::create(ctx.b, ctx.loc, ctx.input(i), result,
+                                           offsets, sizes, strides);
+    offset += s[*axis];
+  }
+  return one(result, ctx.dtype(0));
+}
+
+/// A slice along axes with positive or negative steps.
+Value slice(NodeContext &ctx, Value input, ArrayRef<SliceAxis> axes) {
+  auto type = llvm::cast<RankedTensorType>(input.getType());
+  int64_t rank = type.getRank();
+  bool positive = llvm::all_of(axes, [](const SliceAxis &a) {
+    return a.step > 0;
+  });
+  SmallVector<int64_t> shape;
+  for (const SliceAxis &a : axes)
+    shape.push_back(a.size);
+  // An empty slice reads nothing (its offsets may lie past the end).
+  if (llvm::is_contained(shape, 0))
+    return emptyTensor(ctx.b, ctx.loc, shape, type.getElementType());
+  if (positive) {
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (const SliceAxis &a : axes) {
+      offsets.push_back(ctx.b.getIndexAttr(a.start));
+      sizes.push_back(ctx.b.getIndexAttr(a.size));
+      strides.push_back(ctx.b.getIndexAttr(a.step));
+    }
+    return tensor::ExtractSliceOp::create(ctx.b, ctx.loc, input, offsets, sizes,
+                                          strides);
+  }
+  // Negative steps: a generic reading input[start + step * i].
+  MLIRContext *mctx = ctx.b.getContext();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < rank; ++d)
+    exprs.push_back(getAffineConstantExpr(axes[d].start, mctx) +
+                    getAffineDimExpr(d, mctx) * axes[d].step);
+  SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, exprs, mctx),
+                                 AffineMap::getMultiDimIdentityMap(rank, mctx)};
+  Value init = emptyTensor(ctx.b, ctx.loc, shape, type.getElementType());
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             ctx.b, ctx.loc, TypeRange{init.getType()}, ValueRange{input},
+             ValueRange{init}, maps, iterators,
+             [](OpBuilder &b, Location loc, ValueRange args) {
+               linalg::YieldOp::create(b, loc, args[0]);
+             })
+      .getResult(0);
+}
+
+Results importSlice(NodeContext &ctx) {
+  ArrayRef<int64_t> s = ctx.shape(0);
+  int64_t rank = s.size();
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (ctx.opset < 10) {
+    starts = ctx.getInts("starts");
+    ends = ctx.getInts("ends");
+    axes = ctx.getInts("axes");
+  } else {
+    FailureOr<SmallVector<int64_t>> v = ctx.constInts(1, "starts");
+    if (failed(v))
+      return failure();
+    starts = *v;
+    if (failed(v = ctx.constInts(2, "ends")))
+      return failure();
+    ends = *v;
+    if (ctx.hasInput(3)) {
+      if (failed(v = ctx.constInts(3, "axes")))
+        return failure();
+      axes = *v;
+    }
+    if (ctx.hasInput(4)) {
+      if (failed(v = ctx.constInts(4, "steps")))
+        return failure();
+      steps = *v;
+    }
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size()) {
+    ctx.error() << "starts, ends, axes and steps differ in length";
+    return failure();
+  }
+  SmallVector<SliceAxis> plan;
+  for (int64_t d = 0; d < rank; ++d)
+    plan.push_back({0, 1, s[d]});
+  for (size_t i = 0; i < starts.size(); ++i) {
+    FailureOr<int64_t> a = ctx.axis(axes[i], rank);
+    if (failed(a))
+      return failure();
+    if (steps[i] == 0) {
+      ctx.error() << "a step is 0";
+      return failure();
+    }
+    plan[*a] = sliceAxis(s[*a], starts[i], ends[i], steps[i]);
+  }
+  return one(slice(ctx, ctx.input(0), plan), ctx.dtype(0));
+}
+
+Results importSplit(NodeContext &ctx) {
+  ArrayRef<int64_t> s = ctx.shape(0);
+  FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", 0), s.size());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> sizes;
+  if (ctx.opset >= 13 && ctx.hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> v = ctx.constInts(1, "split");
+    if (failed(v))
+      return failure();
+    sizes = *v;
+  } else if (ctx.opset < 13) {
+    sizes = ctx.getInts("split");
+  }
+  unsigned n = ctx.numOutputs();
+  if (sizes.empty()) {
+    if (s[*axis] % n) {
+      ctx.error() << "dimension " << *axis << " of size " << s[*axis]
+                  << " does not split into " << n << " equal parts";
+      return failure();
+    }
+    sizes.assign(n, s[*axis] / n);
+  }
+  if (sizes.size() != n || product(sizes) < 0 ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != s[*axis]) {
+    ctx.error() << "split sizes do not add up to dimension " << *axis
+                << " (size " << s[*axis] << ") over " << n << " outputs";
+    return failure();
+  }
+  SmallVector<TypedValue> out;
+  int64_t offset = 0;
+  for (int64_t size : sizes) {
+    SmallVector<SliceAxis> plan;
+    for (int64_t d = 0, e = s.size(); d < e; ++d)
+      plan.push_back(d == *axis ? SliceAxis{offset, 1, size}
+                                : SliceAxis{0, 1, s[d]});
+    out.push_back({slice(ctx, ctx.input(0), plan), ctx.dtype(0)});
+    offset += size;
+  }
+  return out;
+}
+
+/// The element index for indices value `raw` of a dimension of size `dim`
+/// (negative indices count from the end), as an index.
+Value normalizedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
+  Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value isNeg =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx, zero);
+  Value wrapped = arith::AddIOp::create(
+      b, loc, idx, arith::ConstantIndexOp::create(b, loc, dim));
+  return arith::SelectOp::create(b, loc, isNeg, wrapped, idx);
+}
+
+Results importGather(NodeContext &ctx) {
+  ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
+  int64_t rank = data.size(), q = indices.size();
+  FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  if (isFloatDType(ctx.dtype(1)) || isBoolDType(ctx.dtype(1))) {
+    ctx.error() << "indices must be integers";
+    return failure();
+  }
+  SmallVector<int64_t> shape(data.begin(), data.begin() + *axis);
+  shape.append(indices.begin(), indices.end());
+  shape.append(data.begin() + *axis + 1, data.end());
+  int64_t outRank = shape.size();
+  MLIRContext *mctx = ctx.b.getContext();
+  SmallVector<AffineExpr> idxExprs;
+  for (int64_t d = *axis; d < *axis + q; ++d)
+    idxExprs.push_back(getAffineDimExpr(d, mctx));
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(outRank, 0, idxExprs, mctx),
+      AffineMap::getMultiDimIdentityMap(outRank, mctx)};
+  Value init = emptyTensor(ctx.b, ctx.loc, shape, ctx.type(0).getElementType());
+  SmallVector<utils::IteratorType> iterators(outRank,
+                                             utils::IteratorType::parallel);
+  Value source = ctx.input(0);
+  int64_t dim = data[*axis], a = *axis;
+  Value result =
+      linalg::GenericOp::create(
+          ctx.b, ctx.loc, TypeRange{init.getType()}, ValueRange{ctx.input(1)},
+          ValueRange{init}, maps, iterators,
+          [&](OpBuilder &b, Location loc, ValueRange args) {
+            SmallVector<Value> coords;
+            for (int64_t d = 0; d < a; ++d)
+              coords.push_back(linalg::IndexOp::create(b, loc, d));
+            // Out-of-range indices are clamped so the read stays in bounds.
+            Value idx = normalizedIndex(b, loc, args[0], dim);
+            idx = arith::MaxSIOp::create(
+                b, loc, idx, arith::ConstantIndexOp::create(b, loc, 0));
+            idx = arith::MinSIOp::create(
+                b, loc, idx, arith::ConstantIndexOp::create(b, loc, dim - 1));
+            coords.push_back(idx);
+            for (int64_t d = a + q; d < outRank; ++d)
+              coords.push_back(linalg::IndexOp::create(b, loc, d));
+            Value v = tensor::ExtractOp::create(b, loc, source, coords);
+            linalg::YieldOp::create(b, loc, v);
+          })
+          .getResult(0);
+  return one(result, ctx.dtype(0));
+}
+
+Results importPad(NodeContext &ctx) {
+  ArrayRef<int64_t> s = ctx.shape(0);
+  int64_t rank = s.size();
+  std::string mode = ctx.getString("mode", "constant");
+  SmallVector<int64_t> pads;
+  Value padValue;
+  Type elem = ctx.type(0).getElementType();
+  if (ctx.opset < 11) {
+    pads = ctx.getInts(ctx.opset < 2 ? "paddings" : "pads");
+    padValue = scalarConstant(ctx.b, ctx.loc, elem, ctx.getFloat("value", 0));
+  } else {
+    FailureOr<SmallVector<int64_t>> v = ctx.constInts(1, "pads");
+    if (failed(v))
+      return failure();
+    pads = *v;
+    if (ctx.hasInput(2)) {
+      Value c = reshape(ctx.b, ctx.loc, ctx.input(2), {});
+      padValue = tensor::ExtractOp::create(ctx.b, ctx.loc, c, ValueRange{});
+    } else {
+      padValue = scalarConstant(ctx.b, ctx.loc, elem, 0);
+    }
+  }
+  if ((int64_t)pads.size() != 2 * rank) {
+    ctx.error() << "pads has " << pads.size() << " entries; the input has rank "
+                << rank << " (2 x rank needed)";
+    return failure();
+  }
+  // Negative pads crop first.
+  Value input = ctx.input(0);
+  SmallVector<SliceAxis> crop;
+  SmallVector<int64_t> lo(rank), hi(rank), cropped(rank);
+  bool crops = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t b = pads[d], e = pads[d + rank];
+    int64_t start = b < 0 ? -b : 0, size = s[d] - start - (e < 0 ? -e : 0);
+    if (size < 0) {
+      ctx.error() << "negative pads remove more than dimension " << d << " has";
+      return failure();
+    }
+    crops |= b < 0 || e < 0;
+    crop.push_back({start, 1, size});
+    cropped[d] = size;
+    lo[d] = std::max<int64_t>(b, 0);
+    hi[d] = std::max<int64_t>(e, 0);
+  }
+  if (crops)
+    input = slice(ctx, input, crop);
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d)
+    shape.push_back(cropped[d] + lo[d] + hi[d]);
+  if (mode == "constant") {
+    auto type = RankedTensorType::get(shape, elem);
+    SmallVector<OpFoldResult> low, high;
+    for (int64_t d = 0; d < rank; ++d) {
+      low.push_back(ctx.b.getIndexAttr(lo[d]));
+      high.push_back(ctx.b.getIndexAttr(hi[d]));
+    }
+    Value padded = tensor::PadOp::create(ctx.b, ctx.loc, type, input, low,
+                                         high, padValue);
+    return one(padded, ctx.dtype(0));
+  }
+  if (mode != "reflect" && mode != "edge") {
+    ctx.error() << "pad mode '" << mode << "' is not supported";
+    return failure();
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    if (mode == "reflect" && (lo[d] >= cropped[d] || hi[d] >= cropped[d])) {
+      ctx.error() << "reflect padding of " << std::max(lo[d], hi[d])
+                  << " exceeds dimension " << d << " minus one";
+      return failure();
+    }
+  // reflect / edge: every output element reads a clamped or mirrored index.
+  MLIRContext *mctx = ctx.b.getContext();
+  Value init = emptyTensor(ctx.b, ctx.loc, shape, elem);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, mctx)};
+  bool reflect = mode == "reflect";
+  Value result =
+      linalg::GenericOp::create(
+          ctx.b, ctx.loc, TypeRange{init.getType()}, ValueRange{},
+          ValueRange{init}, maps, iterators,
+          [&](OpBuilder &b, Location loc, ValueRange) {
+            SmallVector<Value> coords;
+            for (int64_t d = 0; d < rank; ++d) {
+              Value o = linalg::IndexOp::create(b, loc, d);
+              Value i = arith::SubIOp::create(
+                  b, loc, o, arith::ConstantIndexOp::create(b, loc, lo[d]));
+              Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+              Value last =
+                  arith::ConstantIndexOp::create(b, loc, cropped[d] - 1);
+              if (reflect) {
+                Value isNeg = arith::CmpIOp::create(
+                    b, loc, arith::CmpIPredicate::slt, i, zero);
+                i = arith::SelectOp::create(
+                    b, loc, isNeg, arith::SubIOp::create(b, loc, zero, i), i);
+                Value over = arith::CmpIOp::create(
+                    b, loc, arith::CmpIPredicate::sgt, i, last);
+                Value mirrored = arith::SubIOp::create(
+                    b, loc, arith::AddIOp::create(b, loc, last, last), i);
+                i = arith::SelectOp::create(b, loc, over, mirrored, i);
+              } else {
+                i = arith::MaxSIOp::create(b, loc, i, zero);
+                i = arith::MinSIOp::create(b, loc, i, last);
+              }
+              coords.push_back(i);
+            }
+            Value v = tensor::ExtractOp::create(b, loc, input, coords);
+            linalg::YieldOp::create(b, loc, v);
+          })
+          .getResult(0);
+  return one(result, ctx.dtype(0));
+}
+
+Results importExpand(NodeContext &ctx) {
+  FailureOr<SmallVector<int64_t>> target = ctx.constInts(1, "the shape");
+  if (failed(target))
+    return failure();
+  FailureOr<SmallVector<int64_t>> shape =
+      broadcastShapes({ctx.shape(0), *target});
+  if (failed(shape)) {
+    ctx.error() << "input " << ctx.type(0) << " does not broadcast to the shape";
+    return failure();
+  }
+  Value result = elementwise(ctx.b, ctx.loc, ctx.input(0), *shape,
+                             ctx.type(0).getElementType(),
+                             [](OpBuilder &, Location, ValueRange a) {
+                               return a[0];
+                             });
+  return one(result, ctx.dtype(0));
+}
+
+Results importTile(NodeContext &ctx) {
+  FailureOr<SmallVector<int64_t>> repeats = ctx.constInts(1, "repeats");
+  if (failed(repeats))
+    return failure();
+  ArrayRef<int64_t> s = ctx.shape(0);
+  int64_t rank = s.size();
+  if ((int64_t)repeats->size() != rank) {
+    ctx.error() << "repeats has " << repeats->size()
+                << " entries for an input of rank " << rank;
+    return failure();
+  }
+  // [a0, a1] tiled [r0, r1]: broadcast to [r0, a0, r1, a1], then collapse.
+  MLIRContext *mctx = ctx.b.getContext();
+  SmallVector<int64_t> wide;
+  SmallVector<AffineExpr> exprs;
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t d = 0; d < rank; ++d) {
+    wide.push_back((*repeats)[d]);
+    wide.push_back(s[d]);
+    exprs.push_back(getAffineDimExpr(2 * d + 1, mctx));
+    groups.push_back({2 * d, 2 * d + 1});
+  }
+  Type elem = ctx.type(0).getElementType();
+  Value init = emptyTensor(ctx.b, ctx.loc, wide, elem);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(2 * rank, 0, exprs, mctx),
+      AffineMap::getMultiDimIdentityMap(2 * rank, mctx)};
+  SmallVector<utils::IteratorType> iterators(2 * rank,
+                                             utils::IteratorType::parallel);
+  Value broadcast = linalg::GenericOp::create(
+                        ctx.b, ctx.loc, TypeRange{init.getType()},
+                        ValueRange{ctx.input(0)}, ValueRange{init}, maps,
+                        iterators,
+                        [](OpBuilder &b, Location loc, ValueRange args) {
+                          linalg::YieldOp::create(b, loc, args[0]);
+                        })
+                        .getResult(0);
+  if (rank == 0)
+    return one(broadcast, ctx.dtype(0));
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d)
+    shape.push_back(s[d] * (*repeats)[d]);
+  Value result = tensor::CollapseShapeOp::create(
+      ctx.b, ctx.loc, RankedTensorType::get(shape, elem), broadcast, groups);
+  return one(result, ctx.dtype(0));
+}
+
+Results importRange(NodeContext &ctx) {
+  // Integer ranges on constants fold (foldIntegerNode); float ones too.
+  std::optional<DenseElementsAttr> start = ctx.constant(0),
+                                   limit = ctx.constant(1),
+                                   delta = ctx.constant(2);
+  if (!start || !limit || !delta || !isFloatDType(ctx.dtype(0))) {
+    ctx.error() << "the length of a Range depends on start, limit and delta, "
+                   "so they must be constants (mp compiles static shapes)";
+    return failure();
+  }
+  double s = start->getValues<APFloat>()[0].convertToDouble();
+  double l = limit->getValues<APFloat>()[0].convertToDouble();
+  double d = delta->getValues<APFloat>()[0].convertToDouble();
+  if (d == 0) {
+    ctx.error() << "delta is 0";
+    return failure();
+  }
+  int64_t n = std::max<int64_t>(0, (int64_t)std::ceil((l - s) / d));
+  SmallVector<Attribute> values;
+  Type elem = ctx.type(0).getElementType();
+  for (int64_t i = 0; i < n; ++i)
+    values.push_back(ctx.b.getFloatAttr(elem, s + i * d));
+  auto type = RankedTensorType::get({n}, elem);
+  return one(constantOf(ctx.b, ctx.loc, DenseElementsAttr::get(type, values)),
+             ctx.dtype(0));
+}
+
+/// DepthToSpace and SpaceToDepth: a reshape, a transpose, a reshape.
+Results importDepthSpace(NodeContext &ctx) {
+  if (ctx.rank(0) != 4) {
+    ctx.error() << "the input must be [N, C, H, W]";
+    return failure();
+  }
+  int64_t bs = ctx.getInt("blocksize", 0);
+  ArrayRef<int64_t> s = ctx.shape(0);
+  int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  SmallVector<int64_t> split, perm, out;
+  if (ctx.node.op_type() == "DepthToSpace") {
+    if (bs < 1 || c % (bs * bs)) {
+      ctx.error() << "blocksize " << bs << " does not divide the " << c
+                  << " channels into blocks";
+      return failure();
+    }
+    int64_t cb = c / (bs * bs);
+    if (ctx.getString("mode", "DCR") == "CRD") {
+      split = {n, cb, bs, bs, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    } else {
+      split = {n, bs, bs, cb, h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    }
+    out = {n, cb, h * bs, w * bs};
+  } else {
+    if (bs < 1 || h % bs || w % bs) {
+      ctx.error() << "blocksize " << bs << " does not divide H and W";
+      return failure();
+    }
+    split = {n, c, h / bs, bs, w / bs, bs};
+    perm = {0, 3, 5, 1, 2, 4};
+    out = {n, c * bs * bs, h / bs, w / bs};
+  }
+  Value x = reshape(ctx.b, ctx.loc, ctx.input(0), split);
+  x = transpose(ctx.b, ctx.loc, x, perm);
+  return one(reshape(ctx.b, ctx.loc, x, out), ctx.dtype(0));
+}
+
+} // namespace
+
+void addTensorOps(OpTable &t) {
+  t["DepthToSpace"] = importDepthSpace;
+  t["SpaceToDepth"] = importDepthSpace;
+  t["Constant"] = importConstant;
+  t["ConstantOfShape"] = importConstantOfShape;
+  t["Shape"] = importShape;
+  t["Size"] = importSize;
+  t["Identity"] = importIdentity;
+  t["Dropout"] = importIdentity;
+  t["Reshape"] = importReshape;
+  t["Flatten"] = importFlatten;
+  t["Squeeze"] = importSqueeze;
+  t["Unsqueeze"] = importUnsqueeze;
+  t["Transpose"] = importTranspose;
+  t["Concat"] = importConcat;
+  t["Slice"] = importSlice;
+  t["Split"] = importSplit;
+  t["Gather"] = importGather;
+  t["Pad"] = importPad;
+  t["Expand"] = importExpand;
+  t["Tile"] = importTile;
+  t["Range"] = importRange;
+}
+
+} // namespace mp::onnx_import
