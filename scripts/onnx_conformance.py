@@ -7,8 +7,8 @@ Usage:
     --all                 every test of the selected folders
     --folders A,B         folders under the test data (default: node,
                           pytorch-converted,pytorch-operator,simple,real)
-    --subset FILE         tests listed one a line as "<folder>/<test>", with an
-                          optional precision ("node/test_relu bf16"); # comments
+    --subset FILE         tests listed one a line as "<folder>/<test>", with
+                          optional precisions ("node/test_relu bf16 f16"); # comments
     --filter REGEX        only tests whose "<folder>/<test>" matches (re.search)
     --precision LIST      precisions to run, of f32,bf16,f16 (default: f32)
     --jobs N              batches compiled and run at once (default: 2)
@@ -56,6 +56,12 @@ Each test:
          f32   rtol 1e-3  atol 1e-7   (ONNX's default)
          f16   rtol 1e-2  atol 1e-3
          bf16  rtol 4e-2  atol 1e-2
+
+     The table's "lowp-pass" column counts the passed tests of a mixed
+     precision whose function --auto-mixed-precision changed at all (some
+     value in bf16/f16); the analysis keeps the others entirely in f32
+     (integer and boolean ops, exp/log/softmax/norm chains without a
+     product), so they pass trivially.
 
 Tools: MP_BUILD_DIR (default <repo>/build) holds bin/mp-translate and
 bin/mp-opt; MLIR_RUNNER and MLIR_LIB_DIR default to Debian's LLVM 22 (as in
@@ -286,6 +292,9 @@ class Test:
         self.needed_constant_inputs = False
         self.skipped_data_sets = 0
         self.unsupported_ops = []
+        # precision -> whether --auto-mixed-precision put any op of the
+        # test's function in that precision (else it ran all in f32)
+        self.low_precision = {}
 
     @property
     def id(self):
@@ -303,7 +312,8 @@ class Test:
         return {"folder": self.folder, "name": self.name, "status": self.status,
                 "reason": self.reason, "needed_constant_inputs": self.needed_constant_inputs,
                 "skipped_data_sets": self.skipped_data_sets,
-                "unsupported_ops": self.unsupported_ops}
+                "unsupported_ops": self.unsupported_ops,
+                "low_precision": self.low_precision}
 
 
 def discover(folders, precisions, name_filter):
@@ -328,8 +338,8 @@ def read_subset(path, precisions, name_filter):
             line = line.split("#", 1)[0].split()
             if not line:
                 continue
-            if "/" not in line[0] or len(line) > 2 or (len(line) == 2 and line[1] not in PRECISIONS):
-                raise SystemExit("%s:%d: expected '<folder>/<test> [bf16|f16]'" % (path, number))
+            if "/" not in line[0] or any(p not in PRECISIONS for p in line[1:]):
+                raise SystemExit("%s:%d: expected '<folder>/<test> [bf16] [f16]'" % (path, number))
             folder, name = line[0].split("/", 1)
             extra = line[1:]
             test = Test(folder, name, list(dict.fromkeys(precisions + ["f32"] + extra)))
@@ -683,6 +693,20 @@ def check_outputs(item, set_index, printed_results, results, precision):
 
 # -- running batches ------------------------------------------------------------------------
 
+def function_text(text, func):
+    """The text of func.func @func in a module (up to the next function)."""
+    m = re.search(r"func\.func\s+(?:\w+\s+)?@%s\(" % re.escape(func), text)
+    if not m:
+        return ""
+    end = text.find("func.func", m.end())
+    return text[m.start():end if end >= 0 else len(text)]
+
+
+def uses_type(text, elem):
+    """Whether MLIR text has a value of element type `elem` (bf16, f16)."""
+    return re.search(r"(?<![\w.])%s(?![\w])" % re.escape(elem), text) is not None
+
+
 def insert_into_module(text, ops):
     """Module text with `ops` added at the end of its body (before its
     closing brace and any trailing `{-# ... #-}` resource section)."""
@@ -724,6 +748,10 @@ class Runner:
                 text = self._mp_opt(text, "--auto-mixed-precision=dtype=%s" % self.precision)
             except ToolFailure as e:
                 raise ToolFailure("auto-mixed-precision failed: " + e.reason)
+        if self.precision != "f32":
+            for item in items:
+                item.test.low_precision[self.precision] = uses_type(
+                    function_text(text, item.func), self.precision)
         sigs = []
         for item in items:
             args, results = function_signature(text, item.func)
@@ -867,8 +895,9 @@ def run_batch(tests, timeout):
 
 def summary_table(tests, precisions):
     """Lines of the per folder and precision table."""
-    lines = ["%-20s %-5s %7s %7s %12s %8s %6s" % ("folder", "prec", "passed", "failed",
-                                                  "unsupported", "skipped", "total")]
+    lines = ["%-20s %-5s %7s %7s %12s %8s %6s %10s" % (
+        "folder", "prec", "passed", "failed", "unsupported", "skipped", "total",
+        "lowp-pass")]
     totals = collections.defaultdict(collections.Counter)
     folders = list(dict.fromkeys(t.folder for t in tests))
     for folder in folders + ["all"]:
@@ -878,13 +907,15 @@ def summary_table(tests, precisions):
             else:
                 count = collections.Counter(t.status.get(p) for t in tests
                                             if t.folder == folder and p in t.precisions)
+                count["lowp"] = sum(1 for t in tests if t.folder == folder and
+                                    t.status.get(p) == "passed" and t.low_precision.get(p))
                 totals[p].update(count)
             total = sum(count[s] for s in STATUSES)
             if not total:
                 continue
-            lines.append("%-20s %-5s %7d %7d %12d %8d %6d" % (
+            lines.append("%-20s %-5s %7d %7d %12d %8d %6d %10s" % (
                 folder, p, count["passed"], count["failed"], count["unsupported"], count["skipped"],
-                total))
+                total, "-" if p == "f32" else count["lowp"]))
     return lines
 
 

@@ -554,54 +554,92 @@ Results importConcat(NodeContext &ctx) {
       }
     shape[*axis] += s[*axis];
   }
+  // Each operand zero-padded into place, then all added (exact but for the
+  // sign of a zero), and
+  // differentiable by --mp-autodiff (tensor.insert_slice is not).
   Type elem = ctx.type(0).getElementType();
-  Value result = emptyTensor(ctx.b, ctx.loc, shape, elem);
+  SmallVector<Value> parts;
   int64_t offset = 0;
   for (unsigned i = 0; i < ctx.numInputs(); ++i) {
     ArrayRef<int64_t> s = ctx.shape(i);
     if (s[*axis] == 0)
       continue;
-    SmallVector<OpFoldResult> offsets(rank, ctx.b.getIndexAttr(0)),
-        sizes, strides(rank, ctx.b.getIndexAttr(1));
-    offsets[*axis] = ctx.b.getIndexAttr(offset);
-    for (int64_t d : s)
-      sizes.push_back(ctx.b.getIndexAttr(d));
-    result = tensor::InsertSliceOp::create(ctx.b, ctx.loc, ctx.input(i), result,
-                                           offsets, sizes, strides);
+    SmallVector<OpFoldResult> low(rank, ctx.b.getIndexAttr(0)),
+        high(rank, ctx.b.getIndexAttr(0));
+    low[*axis] = ctx.b.getIndexAttr(offset);
+    high[*axis] = ctx.b.getIndexAttr(shape[*axis] - offset - s[*axis]);
+    Value zero = scalarConstant(ctx.b, ctx.loc, elem, 0);
+    parts.push_back(
+        shape[*axis] == s[*axis]
+            ? ctx.input(i)
+            : tensor::PadOp::create(ctx.b, ctx.loc,
+                                    RankedTensorType::get(shape, elem),
+                                    ctx.input(i), low, high, zero)
+                  .getResult());
     offset += s[*axis];
   }
+  if (parts.empty())
+    return one(emptyTensor(ctx.b, ctx.loc, shape, elem), ctx.dtype(0));
+  if (parts.size() == 1)
+    return one(parts[0], ctx.dtype(0));
+  bool isFloat = isFloatDType(ctx.dtype(0)), isBool = isBoolDType(ctx.dtype(0));
+  Value result = elementwise(
+      ctx.b, ctx.loc, parts, shape, elem,
+      [&](OpBuilder &b, Location loc, ValueRange a) {
+        Value acc = a[0];
+        for (Value v : a.drop_front())
+          acc = isFloat  ? arith::AddFOp::create(b, loc, acc, v).getResult()
+                : isBool ? arith::OrIOp::create(b, loc, acc, v).getResult()
+                         : arith::AddIOp::create(b, loc, acc, v).getResult();
+        return acc;
+      });
   return one(result, ctx.dtype(0));
 }
 
-/// A slice along axes with positive or negative steps.
+/// A slice along axes with positive or negative steps: a linalg.generic
+/// reading input[start + step * i] (a copy rather than a view, so that
+/// --mp-autodiff differentiates it like any linalg op).
 Value slice(NodeContext &ctx, Value input, ArrayRef<SliceAxis> axes) {
   auto type = llvm::cast<RankedTensorType>(input.getType());
   int64_t rank = type.getRank();
-  bool positive = llvm::all_of(axes, [](const SliceAxis &a) {
-    return a.step > 0;
-  });
   SmallVector<int64_t> shape;
   for (const SliceAxis &a : axes)
     shape.push_back(a.size);
   // An empty slice reads nothing (its offsets may lie past the end).
   if (llvm::is_contained(shape, 0))
     return emptyTensor(ctx.b, ctx.loc, shape, type.getElementType());
-  if (positive) {
-    SmallVector<OpFoldResult> offsets, sizes, strides;
-    for (const SliceAxis &a : axes) {
-      offsets.push_back(ctx.b.getIndexAttr(a.start));
-      sizes.push_back(ctx.b.getIndexAttr(a.size));
-      strides.push_back(ctx.b.getIndexAttr(a.step));
-    }
-    return tensor::ExtractSliceOp::create(ctx.b, ctx.loc, input, offsets, sizes,
-                                          strides);
-  }
-  // Negative steps: a generic reading input[start + step * i].
+  if (llvm::all_of(axes, [](const SliceAxis &a) {
+        return a.start == 0 && a.step == 1;
+      }) &&
+      type.getShape() == ArrayRef<int64_t>(shape))
+    return input;
   MLIRContext *mctx = ctx.b.getContext();
+  // A dimension read at plain `d` must match the loop's size: a partial
+  // slice from 0 with step 1 reads a copy with one zero in front at d + 1.
+  SmallVector<SliceAxis> plan(axes);
+  SmallVector<int64_t> front(rank, 0);
+  for (int64_t d = 0; d < rank; ++d)
+    if (plan[d].start == 0 && plan[d].step == 1 &&
+        plan[d].size != type.getDimSize(d)) {
+      front[d] = 1;
+      plan[d].start = 1;
+    }
+  if (llvm::is_contained(front, 1)) {
+    SmallVector<OpFoldResult> low, high(rank, ctx.b.getIndexAttr(0));
+    SmallVector<int64_t> padded(type.getShape());
+    for (int64_t d = 0; d < rank; ++d) {
+      low.push_back(ctx.b.getIndexAttr(front[d]));
+      padded[d] += front[d];
+    }
+    input = tensor::PadOp::create(
+        ctx.b, ctx.loc, RankedTensorType::get(padded, type.getElementType()),
+        input, low, high,
+        scalarConstant(ctx.b, ctx.loc, type.getElementType(), 0));
+  }
   SmallVector<AffineExpr> exprs;
   for (int64_t d = 0; d < rank; ++d)
-    exprs.push_back(getAffineConstantExpr(axes[d].start, mctx) +
-                    getAffineDimExpr(d, mctx) * axes[d].step);
+    exprs.push_back(getAffineConstantExpr(plan[d].start, mctx) +
+                    getAffineDimExpr(d, mctx) * plan[d].step);
   SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, exprs, mctx),
                                  AffineMap::getMultiDimIdentityMap(rank, mctx)};
   Value init = emptyTensor(ctx.b, ctx.loc, shape, type.getElementType());
