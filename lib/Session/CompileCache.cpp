@@ -103,7 +103,11 @@ llvm::json::Object compileOptionsJson(const TrainOptions &o) {
       {"momentum", o.momentum},
       {"weight_decay", o.weightDecay},
       {"accumulate", o.accumulate},
-      {"keep_f32", llvm::json::Array(o.keepF32)}};
+      {"keep_f32", llvm::json::Array(o.keepF32)},
+      {"add_loss", o.addLoss ? llvm::json::Value(mlir::mp::stringifyLossKind(
+                                   *o.addLoss))
+                             : llvm::json::Value(nullptr)},
+      {"model_batch", o.modelBatch}};
 }
 
 std::string compileCachePath(const std::string &dir,

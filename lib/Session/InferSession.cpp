@@ -68,10 +68,12 @@ bool InferSession::compile(const std::string &modelPath,
   // Diagnostics become the error message.
   DiagnosticText collected(context.get());
   std::string &diagnostics = collected.text;
-  OwningOpRef<ModuleOp> module =
-      parseModel(modelPath, context.get(), collected, error);
+  OwningOpRef<ModuleOp> module = parseModel(modelPath, context.get(), collected,
+                                            error, options.modelBatch);
   if (!module)
     return false;
+  // The parameters come from the caller, not from starting values.
+  takeInitialValues(*module);
   // Only the prediction function is compiled.
   func::FuncOp predictFn;
   for (auto func : llvm::make_early_inc_range(module->getOps<func::FuncOp>())) {

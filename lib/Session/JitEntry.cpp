@@ -18,6 +18,10 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "mp/InitAll.h"
+#include "mp/Target/ONNX/ImportOnnx.h"
+#include "mp/Transforms/AttrNames.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "mp/Transforms/Pipelines.h"
 #include "mprt/mprt.h"
 #include "llvm/Support/SourceMgr.h"
@@ -73,15 +77,55 @@ DiagnosticText::DiagnosticText(MLIRContext *context)
         return success();
       }) {}
 
+bool isOnnxModel(const std::string &path) {
+  return llvm::StringRef(path).ends_with_insensitive(".onnx");
+}
+
 OwningOpRef<ModuleOp> parseModel(const std::string &path, MLIRContext *context,
                                  const DiagnosticText &diagnostics,
-                                 std::string &error) {
-  llvm::SourceMgr sources;
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(path, sources, context);
+                                 std::string &error, int64_t batch) {
+  OwningOpRef<ModuleOp> module;
+  if (isOnnxModel(path)) {
+    auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+    if (!file) {
+      error = "cannot load model '" + path + "': " + file.getError().message();
+      return nullptr;
+    }
+    OnnxImportOptions options;
+    options.batchSize = batch;
+    module = importOnnxModel((*file)->getBuffer(), path, context, options);
+  } else {
+    llvm::SourceMgr sources;
+    module = parseSourceFile<ModuleOp>(path, sources, context);
+  }
   if (!module)
     error = "cannot load model '" + path + "'\n" + diagnostics.text;
   return module;
+}
+
+std::map<std::string, std::vector<float>> takeInitialValues(ModuleOp module) {
+  std::map<std::string, std::vector<float>> values;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    bool model = func->hasAttr(mlir::mp::kLossAttrName) ||
+                 func->hasAttr(mlir::mp::kPredictAttrName);
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto value = func.getArgAttrOfType<DenseElementsAttr>(
+          i, mlir::mp::kInitialValueAttrName);
+      if (!value)
+        continue;
+      auto name =
+          func.getArgAttrOfType<StringAttr>(i, mlir::mp::kParamAttrName);
+      if (model && name && value.getElementType().isF32()) {
+        std::vector<float> &data = values[name.str()];
+        data.clear();
+        for (float v : value.getValues<float>())
+          data.push_back(v);
+      }
+      func.removeArgAttr(i, mlir::mp::kInitialValueAttrName);
+    }
+  }
+  return values;
 }
 
 bool parallelLoopsEnabled() {

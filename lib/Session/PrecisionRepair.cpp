@@ -238,7 +238,8 @@ bool PrecisionRepairer::repair(int64_t step, RepairReport &report,
   std::unique_ptr<mlir::MLIRContext> context = createSessionContext();
   DiagnosticText diagnostics(context.get());
   mlir::OwningOpRef<mlir::ModuleOp> model =
-      parseModel(session.modelPath(), context.get(), diagnostics, error);
+      parseModel(session.modelPath(), context.get(), diagnostics, error,
+                 session.trainOptions().modelBatch);
   if (!model)
     return false;
 

@@ -98,8 +98,26 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   // Diagnostics become the error message.
   DiagnosticText collected(context.get());
   std::string &diagnostics = collected.text;
-  if (!(module = parseModel(modelPath, context.get(), collected, error)))
+  if (!(module = parseModel(modelPath, context.get(), collected, error,
+                            options.modelBatch)))
     return false;
+  // The pipelines do not need the starting values (compile() read them).
+  takeInitialValues(*module);
+  // An ONNX model only predicts: it is trained with softmax cross-entropy
+  // unless the options say otherwise.
+  std::optional<mlir::mp::LossKind> lossKind = options.addLoss;
+  if (!lossKind && isOnnxModel(modelPath))
+    lossKind = mlir::mp::LossKind::CrossEntropy;
+  if (lossKind) {
+    mlir::mp::MPAddLossOptions addLoss;
+    addLoss.loss = *lossKind;
+    PassManager pm(context.get());
+    pm.addPass(mlir::mp::createMPAddLoss(addLoss));
+    if (failed(pm.run(*module))) {
+      error = "adding the loss failed\n" + diagnostics;
+      return false;
+    }
+  }
   if (!pinOpsToF32(*module, options.keepF32, error))
     return false;
 
@@ -111,7 +129,9 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
       predictFn = func;
   }
   if (!loss) {
-    error = "model '" + modelPath + "' has no function marked mp.loss";
+    error = "model '" + modelPath +
+            "' has no function marked mp.loss (mp-run --loss cross-entropy|mse "
+            "adds one around its mp.predict)";
     return false;
   }
   // Signature: (x: B x F, labels: B x C, parameters...).
@@ -293,6 +313,17 @@ bool Session::compile(const std::string &modelPath,
   // compiles the step (and says so) before it reports the missing device;
   // unless the precision or TF32 depends on what the GPU is.
   model = modelPath;
+  // The parameters' starting values come from the model file itself, so
+  // they are read whether or not the step comes from the compile cache.
+  {
+    std::unique_ptr<MLIRContext> valuesContext = createSessionContext();
+    DiagnosticText collected(valuesContext.get());
+    OwningOpRef<ModuleOp> source = parseModel(
+        modelPath, valuesContext.get(), collected, error, requested.modelBatch);
+    if (!source)
+      return false;
+    initialValues = takeInitialValues(*source);
+  }
   std::unique_ptr<CudaDevice> cuda;
   HardwareInfo hardware = detectCpu();
   bool gpu = requested.device == Device::Cuda;
@@ -550,12 +581,25 @@ bool initialiseTensor(HostTensor &tensor, InitScheme scheme,
 }
 
 void Session::initialiseParameters(uint64_t seed, InitScheme scheme) {
-  // One generator for all weights, in parameter order; biases zero.
+  // One generator for all weights, in parameter order; biases zero; the
+  // model's own starting values where it has them.
   std::mt19937_64 rng(seed);
   std::string error;
-  for (HostTensor &p : parameters()) // marks a GPU session's copies stale
-    if (p.shape.size() < 2 || !initialiseTensor(p, scheme, rng, error))
+  for (HostTensor &p : parameters()) { // marks a GPU session's copies stale
+    auto given = initialValues.find(p.name);
+    if (given != initialValues.end() &&
+        (int64_t)given->second.size() == p.numElements())
+      p.data = given->second;
+    else if (p.shape.size() < 2 || !initialiseTensor(p, scheme, rng, error))
       std::fill(p.data.begin(), p.data.end(), 0.0f);
+  }
+}
+
+bool Session::hasInitialValues() const {
+  for (const HostTensor &p : training.params)
+    if (!initialValues.count(p.name))
+      return false;
+  return !training.params.empty();
 }
 
 bool Session::trainStep(const float *x, const float *labels, StepResult &result,

@@ -1,12 +1,14 @@
 //===- mp-run.cpp - train a model in mixed precision ----------------------===//
 //
-// mp-run train MODEL.mlir [options]: compiles the model's mp.loss function
+// mp-run train MODEL.mlir|MODEL.onnx [options]: compiles the model's mp.loss
+// function (an ONNX model's: --loss around its prediction)
 // into a training step (autodiff, loss scaling, optimizer, AMP), JIT-compiles
 // it for this CPU and trains on a data set, printing a line per epoch and
 // the held-out accuracy; with --checkpoint it saves after every epoch (and
 // every --checkpoint-every steps) and --resume continues from there.
 // mp-run infer MODEL.mlir --checkpoint FILE: held-out accuracy of the
-// checkpoint's parameters through the model's mp.predict function; with
+// checkpoint's parameters through the model's mp.predict function (an ONNX
+// model's own weights without --checkpoint); with
 // --calibrate N it writes INT8 calibration statistics instead, with
 // --precision int8 --calibration FILE it runs the quantized model
 // (docs/quantization.md).
@@ -24,6 +26,7 @@
 #include "mp/Session/Calibration.h"
 #include "mp/Session/Hardware.h"
 #include "mp/Session/InferSession.h"
+#include "mp/Session/JitEntry.h"
 #include "mp/Session/MonitorObserver.h"
 #include "mp/Session/Numerics.h"
 #include "mp/Session/Session.h"
@@ -106,8 +109,14 @@ static cl::opt<unsigned> epochs("epochs", cl::desc("Passes over the data"),
                                 cl::init(trainerDefaults.epochs));
 static cl::opt<int>
     batchSize("batch-size",
-              cl::desc("Batch size (must match the model's static batch)"),
+              cl::desc("Batch size (must match the model's static batch; "
+                       "an ONNX model's dynamic batch dimension takes it)"),
               cl::init(0));
+static cl::opt<std::string> lossKind(
+    "loss",
+    cl::desc("cross-entropy or mse: the loss around the model's mp.predict "
+             "when it has no mp.loss function (an ONNX model; default there: "
+             "cross-entropy)"));
 static cl::opt<std::string>
     device("device",
            cl::desc("cpu (default) or cuda: train and infer on the GPU "
@@ -634,8 +643,6 @@ extern "C" int mp_run_main(int argc, char **argv) {
     return fail(command + " needs a model (.mlir) or an artifact (.mpa)");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint");
-  if (command == "infer" && checkpointPath.empty())
-    return fail("infer needs --checkpoint (the trained parameters)");
   if (command != "train" && autoPrecisionRepair.getNumOccurrences())
     return fail("--auto-precision-repair is for train");
   if (command != "train" &&
@@ -700,6 +707,17 @@ extern "C" int mp_run_main(int argc, char **argv) {
   options.scaleHysteresis = scaleHysteresis;
   options.keepF32.assign(keepF32.begin(), keepF32.end());
   options.seed = seed;
+  // A model that only predicts (ONNX) is trained with a loss around it.
+  if (!lossKind.empty()) {
+    std::string text = lossKind;
+    std::replace(text.begin(), text.end(), '_', '-');
+    options.addLoss = mlir::mp::symbolizeLossKind(text);
+    if (!options.addLoss)
+      return fail("bad --loss '" + lossKind +
+                  "': expected cross-entropy or mse");
+  }
+  options.modelBatch = batchSize;
+  inferOptions.modelBatch = batchSize;
   options.cache.enabled = !noCache;
   options.cache.dir = cacheDir;
   // The measurements of --quant-measure run on the CPU; the session itself
@@ -782,8 +800,13 @@ extern "C" int mp_run_main(int argc, char **argv) {
   if (checkNumerics)
     checker = std::make_unique<mp::NumericsChecker>();
   if (command == "infer") {
+    // The trained parameters, or the model's own weights (an ONNX model's).
     mp::RunPosition position;
-    if (!mp::restoreCheckpoint(*session, checkpointPath, /*withState=*/false,
+    if (checkpointPath.empty() && !session->hasInitialValues())
+      return fail("infer needs --checkpoint (the trained parameters); only "
+                  "a model with its own weights (ONNX) runs without one");
+    if (!checkpointPath.empty() &&
+        !mp::restoreCheckpoint(*session, checkpointPath, /*withState=*/false,
                                position, error))
       return fail(error);
     if (calibrateBatches > 0 || int8 || timeBatches > 0)

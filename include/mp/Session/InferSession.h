@@ -44,6 +44,8 @@ struct InferOptions {
   /// with --mp-lower-gpu{device-memory=true}; weights stay in device
   /// memory. Calibration probes run on the CPU only.
   Device device = Device::Cpu;
+  /// An ONNX model's dynamic batch dimension becomes this (0: none).
+  int64_t modelBatch = 0;
 };
 
 /// Inference's --precision: f32, f16, bf16 or auto (Mode::Float), or int8

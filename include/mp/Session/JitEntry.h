@@ -22,7 +22,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <string>
+#include <vector>
 #include <vector>
 
 namespace mp {
@@ -81,12 +83,26 @@ private:
   mlir::ScopedDiagnosticHandler handler;
 };
 
-/// Parses the model file `path` in `context`; null with `error` ("cannot
-/// load model" and the parser's diagnostics) when it cannot.
+/// Parses the model file `path` in `context`: MLIR, or an ONNX model
+/// (`.onnx`, imported by mp::importOnnxModel with its weights as
+/// mp.initial_value and a dynamic batch dimension set to `batch` when it
+/// is not 0). Null with `error` ("cannot load model" and the
+/// diagnostics) when it cannot.
 mlir::OwningOpRef<mlir::ModuleOp> parseModel(const std::string &path,
                                              mlir::MLIRContext *context,
                                              const DiagnosticText &diagnostics,
-                                             std::string &error);
+                                             std::string &error,
+                                             int64_t batch = 0);
+
+/// Whether `path` names an ONNX model (by its extension).
+bool isOnnxModel(const std::string &path);
+
+/// The starting values (mp.initial_value) of the mp.param arguments of the
+/// model's mp.loss or mp.predict function, by parameter name; the
+/// attributes are removed from the module (the pipelines do not need
+/// them).
+std::map<std::string, std::vector<float>>
+takeInitialValues(mlir::ModuleOp module);
 
 /// Writes `module` to the file the environment variable `variable` names,
 /// when it is set (MP_DUMP_STEP_IR, MP_DUMP_PREDICT_IR: debugging); false

@@ -94,6 +94,12 @@ struct TrainOptions {
   /// (PrecisionPins.h; mp-run --keep-f32).
   std::vector<std::string> keepF32;
   uint64_t seed = 0;
+  /// A model without an mp.loss function gets one around its mp.predict
+  /// (--mp-add-loss); unset: an ONNX model gets cross-entropy, an MLIR
+  /// model must have its own.
+  std::optional<mlir::mp::LossKind> addLoss;
+  /// An ONNX model's dynamic batch dimension becomes this (0: none).
+  int64_t modelBatch = 0;
   /// Cpu, or Cuda: the step is lowered with --mp-lower-gpu (device memory)
   /// and runs on the GPU; parameters, optimizer state and loss-scale state
   /// stay in device memory between steps.
@@ -240,6 +246,8 @@ public:
   /// The options the session was compiled with (for an artifact: those
   /// mp-compile was given), with --precision auto resolved.
   const TrainOptions &trainOptions() const { return compiledOptions; }
+  /// Whether the model gives every parameter a starting value.
+  bool hasInitialValues() const;
   /// What --precision auto chose and why ("precision auto -> bf16:
   /// AVX512-BF16 present"); empty when the precision was given.
   const std::string &precisionDecision() const { return decision; }
@@ -274,7 +282,9 @@ public:
   bool isVectorized() const { return vectorized; }
 
   /// Initialises every parameter from `seed`: weights (rank >= 2) by
-  /// `scheme`, biases and other rank-0/1 parameters zero. Optimizer state
+  /// `scheme`, biases and other rank-0/1 parameters zero; a parameter the
+  /// model gives a starting value (mp.initial_value, an imported model's
+  /// weights) takes that value instead. Optimizer state
   /// is left alone.
   void initialiseParameters(uint64_t seed,
                             InitScheme scheme = InitScheme::HeUniform);
@@ -371,6 +381,8 @@ private:
   CacheUse cacheUsed = CacheUse::Off;
   std::string cacheProblem, cachePath;
   TrainOptions compiledOptions;
+  /// The model's mp.initial_value of each parameter that has one.
+  std::map<std::string, std::vector<float>> initialValues;
   std::string decision;
   /// compiledOptions.lossScale resolved for the precision.
   LossScalingMode scaleMode = LossScalingMode::None;

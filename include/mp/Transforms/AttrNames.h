@@ -26,6 +26,14 @@ constexpr llvm::StringLiteral kPredictAttrName =
 /// On an argument: a trainable parameter, with its name.
 constexpr llvm::StringLiteral kParamAttrName =
     MPDialect::ParamAttrHelper::getNameStr();
+/// On a parameter argument: its starting value (dense f32 elements).
+constexpr llvm::StringLiteral kInitialValueAttrName =
+    MPDialect::InitialValueAttrHelper::getNameStr();
+/// On an argument / result: the model input / output of that name.
+constexpr llvm::StringLiteral kInputAttrName =
+    MPDialect::InputAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kOutputAttrName =
+    MPDialect::OutputAttrHelper::getNameStr();
 /// On a result: the gradient of the named parameter.
 constexpr llvm::StringLiteral kGradAttrName =
     MPDialect::GradAttrHelper::getNameStr();

@@ -364,6 +364,45 @@ def MPLossScaling : Pass<"mp-loss-scaling", "::mlir::ModuleOp"> {
   ];
 }
 
+def MPAddLoss : Pass<"mp-add-loss", "::mlir::ModuleOp"> {
+  let summary = "Wrap a model's mp.predict function in an mp.loss function";
+  let description = [{
+    A model that only predicts (an imported ONNX model, say) gets the loss
+    the training pipeline differentiates: `@loss` copies the body of the
+    function marked `mp.predict`, which must take the input first and then
+    only `mp.param` arguments and return one `tensor<BxCxf32>`, and reduces
+    its result against the labels:
+
+    * `cross-entropy`: the mean over the batch of softmax cross-entropy
+      against one-hot (or soft) labels;
+    * `mse`: the mean over all elements of (y - labels)^2.
+
+    ```mlir
+    func.func @predict(%x: tensor<64x64xf32>,
+        %w: tensor<64x10xf32> {mp.param = "w"}) -> tensor<64x10xf32>
+        attributes {mp.predict}
+    // becomes, beside it:
+    func.func @loss(%x: tensor<64x64xf32>, %labels: tensor<64x10xf32>,
+        %w: tensor<64x10xf32> {mp.param = "w"}) -> f32 attributes {mp.loss}
+    ```
+
+    A module that already has an `mp.loss` function is left as it is.
+  }];
+  let options = [
+    Option<"loss", "loss", "::mlir::mp::LossKind",
+           /*default=*/"::mlir::mp::LossKind::CrossEntropy",
+           "The loss", [{::llvm::cl::values(
+      clEnumValN(::mlir::mp::LossKind::CrossEntropy, "cross-entropy",
+                 "softmax cross-entropy, mean over the batch"),
+      clEnumValN(::mlir::mp::LossKind::MeanSquaredError, "mse",
+                 "mean squared error over all elements"))}]>
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
   let summary = "Build @train_step: gradients, loss-scale guard and an FP32 "
                 "optimizer update";

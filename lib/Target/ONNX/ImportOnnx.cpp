@@ -613,6 +613,11 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info, DType &dtype) {
            failure();
   SmallVector<int64_t> dims;
   for (const onnx::TensorShapeProto::Dimension &d : tt.shape().dim()) {
+    if ((!d.has_dim_value() || d.dim_value() < 0) && dims.empty() &&
+        options.batchSize > 0) {
+      dims.push_back(options.batchSize);
+      continue;
+    }
     if (!d.has_dim_value() || d.dim_value() < 0) {
       InFlightDiagnostic diag = emitError(loc);
       diag << "graph input '" << info.name() << "' has dynamic dimension "
@@ -620,7 +625,8 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info, DType &dtype) {
       if (d.has_dim_param())
         diag << " ('" << d.dim_param() << "')";
       diag << "; mp compiles static shapes: fix it with --input-shape "
-           << info.name() << "=D0xD1x...";
+           << info.name() << "=D0xD1x..."
+           << (dims.empty() ? " (or --batch-size N)" : "");
       return failure();
     }
     dims.push_back(d.dim_value());
@@ -748,9 +754,14 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
       Value arg = entry->addArgument(value->getType(), loc);
       values[t.name()] = {arg, t.data_type()};
       argTypes.push_back(value->getType());
-      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+      SmallVector<NamedAttribute> attrs = {b.getNamedAttr(
           mlir::mp::MPDialect::ParamAttrHelper::getNameStr(),
-          b.getStringAttr(t.name()))));
+          b.getStringAttr(t.name()))};
+      if (options.initialValues && value->getElementType().isF32())
+        attrs.push_back(b.getNamedAttr(
+            mlir::mp::MPDialect::InitialValueAttrHelper::getNameStr(),
+            *value));
+      argAttrs.push_back(b.getDictionaryAttr(attrs));
     } else {
       values[t.name()] = {constantOf(b, loc, *value), t.data_type()};
     }

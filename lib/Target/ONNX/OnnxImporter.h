@@ -170,6 +170,10 @@ Value convertTensor(OpBuilder &b, Location loc, Value v, DType from, DType to);
 
 int64_t product(ArrayRef<int64_t> dims);
 
+/// log(softmax(x)) over `axes` (max-shifted, so large inputs do not
+/// overflow).
+Value logSoftmax(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes);
+
 } // namespace mp::onnx_import
 
 #endif // MP_LIB_TARGET_ONNX_ONNXIMPORTER_H

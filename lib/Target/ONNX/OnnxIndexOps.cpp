@@ -1,8 +1,9 @@
 //===- OnnxIndexOps.cpp - ONNX operators computed from element indices ---===//
 //
-// ArgMax/ArgMin, Hardmax, CumSum, GatherElements, Trilu and OneHot: each a
-// linalg.generic whose body reads its position (linalg.index) or gathers
-// with tensor.extract.
+// ArgMax/ArgMin, Hardmax, CumSum, GatherElements, Trilu, OneHot and the
+// NegativeLogLikelihood / SoftmaxCrossEntropy losses: each a linalg.generic
+// whose body reads its position (linalg.index) or gathers with
+// tensor.extract.
 //
 //===----------------------------------------------------------------------===//
 
@@ -356,9 +357,121 @@ Results importOneHot(NodeContext &ctx) {
   return one(y, ctx.dtype(2));
 }
 
+/// NegativeLogLikelihoodLoss of log-probabilities [N, C, d...] against
+/// class indices [N, d...] (SoftmaxCrossEntropyLoss applies it to
+/// log_softmax of its scores).
+Value negativeLogLikelihood(NodeContext &ctx, Value logProb, Value target,
+                            DType targetType, Value weight) {
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  MLIRContext *mctx = b.getContext();
+  auto pt = llvm::cast<RankedTensorType>(logProb.getType());
+  auto tt = llvm::cast<RankedTensorType>(target.getType());
+  Type elem = pt.getElementType();
+  int64_t rank = tt.getRank(), classes = pt.getDimSize(1);
+  std::optional<int64_t> ignore;
+  if (ctx.has("ignore_index"))
+    ignore = ctx.getInt("ignore_index", 0);
+  // Per element: the loss and the weight it counts with (0 when ignored).
+  Value lossInit = emptyTensor(b, loc, tt.getShape(), elem);
+  Value weightInit = emptyTensor(b, loc, tt.getShape(), elem);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{lossInit.getType(), weightInit.getType()},
+      ValueRange{target}, ValueRange{lossInit, weightInit},
+      {identity(rank, mctx), identity(rank, mctx), identity(rank, mctx)},
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange v) {
+        Value t = convertScalar(nb, nl, v[0], targetType,
+                                onnx::TensorProto::INT64);
+        Value idx = boundedIndex(nb, nl, t, classes);
+        SmallVector<Value> coords = {linalg::IndexOp::create(nb, nl, 0), idx};
+        for (int64_t d = 1; d < rank; ++d)
+          coords.push_back(linalg::IndexOp::create(nb, nl, d));
+        Value p = tensor::ExtractOp::create(nb, nl, logProb, coords);
+        Value w = weight ? tensor::ExtractOp::create(nb, nl, weight,
+                                                     ValueRange{idx})
+                               .getResult()
+                         : scalarConstant(nb, nl, elem, 1.0);
+        if (ignore) {
+          Value skip = arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::eq, t,
+              scalarConstant(nb, nl, nb.getI64Type(), double(*ignore)));
+          w = arith::SelectOp::create(nb, nl, skip,
+                                      scalarConstant(nb, nl, elem, 0.0), w);
+        }
+        Value loss = arith::NegFOp::create(
+            nb, nl, arith::MulFOp::create(nb, nl, p, w));
+        linalg::YieldOp::create(nb, nl, ValueRange{loss, w});
+      });
+  Value loss = generic.getResult(0), weights = generic.getResult(1);
+  std::string reduction = ctx.getString("reduction", "mean");
+  if (reduction == "none")
+    return loss;
+  SmallVector<int64_t> all;
+  for (int64_t d = 0; d < rank; ++d)
+    all.push_back(d);
+  auto sum = [&](Value v) {
+    return reduce(b, loc, v, all, false, 0.0,
+                  [](OpBuilder &nb, Location nl, Value acc, Value x) {
+                    return arith::AddFOp::create(nb, nl, acc, x).getResult();
+                  });
+  };
+  Value total = sum(loss);
+  if (reduction == "sum")
+    return total;
+  return elementwise(b, loc, {total, sum(weights)}, {}, elem,
+                     [](OpBuilder &nb, Location nl, ValueRange a) {
+                       return arith::DivFOp::create(nb, nl, a[0], a[1])
+                           .getResult();
+                     });
+}
+
+LogicalResult checkLossInputs(NodeContext &ctx) {
+  if (failed(ctx.requireFloat(0)))
+    return failure();
+  std::string reduction = ctx.getString("reduction", "mean");
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    return ctx.error() << "reduction '" << reduction << "' is not valid";
+  if (ctx.rank(0) < 2 || ctx.rank(1) != ctx.rank(0) - 1 ||
+      ctx.shape(1)[0] != ctx.shape(0)[0])
+    return ctx.error() << "expects input [N, C, d...] and target [N, d...], "
+                          "got "
+                       << ctx.type(0) << " and " << ctx.type(1);
+  for (int64_t d = 1; d < ctx.rank(1); ++d)
+    if (ctx.shape(1)[d] != ctx.shape(0)[d + 1])
+      return ctx.error() << "target dimension " << d
+                         << " differs from the input's";
+  if (isFloatDType(ctx.dtype(1)) || isBoolDType(ctx.dtype(1)))
+    return ctx.error() << "the target must hold integer class indices";
+  return success();
+}
+
+Results importNegativeLogLikelihood(NodeContext &ctx) {
+  if (failed(checkLossInputs(ctx)))
+    return failure();
+  Value weight = ctx.hasInput(2) ? ctx.input(2) : Value();
+  return one(negativeLogLikelihood(ctx, ctx.input(0), ctx.input(1),
+                                   ctx.dtype(1), weight),
+             ctx.dtype(0));
+}
+
+Results importSoftmaxCrossEntropy(NodeContext &ctx) {
+  if (failed(checkLossInputs(ctx)))
+    return failure();
+  Value logProb = logSoftmax(ctx.b, ctx.loc, ctx.input(0), {1});
+  Value weight = ctx.hasInput(2) ? ctx.input(2) : Value();
+  SmallVector<TypedValue> out = {
+      {negativeLogLikelihood(ctx, logProb, ctx.input(1), ctx.dtype(1), weight),
+       ctx.dtype(0)}};
+  out.push_back({logProb, ctx.dtype(0)});
+  return out;
+}
+
 } // namespace
 
 void addIndexOps(OpTable &t) {
+  t["NegativeLogLikelihoodLoss"] = importNegativeLogLikelihood;
+  t["SoftmaxCrossEntropyLoss"] = importSoftmaxCrossEntropy;
   t["ArgMax"] = importArgExtreme;
   t["ArgMin"] = importArgExtreme;
   t["Hardmax"] = importHardmax;

@@ -102,8 +102,8 @@ Results importMatMul(NodeContext &ctx) {
   SmallVector<int64_t> outShape(*batch);
   outShape.push_back(m);
   outShape.push_back(n);
-  if (bBatch.empty() || product(bBatch) == 1 && product(*batch) ==
-                                                    product(aBatch)) {
+  if (bBatch.empty() ||
+      (product(bBatch) == 1 && product(*batch) == product(aBatch))) {
     // One weight matrix: fold A's batch into its rows.
     Value a2 = reshape(b, loc, broadcastTo(b, loc, a, [&] {
                          SmallVector<int64_t> s(*batch);
@@ -951,6 +951,35 @@ Results importLayerNorm(NodeContext &ctx) {
   out.push_back({invStd, xt});
   return out;
 }
+
+} // namespace
+
+Value logSoftmax(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes) {
+  auto t = llvm::cast<RankedTensorType>(x.getType());
+  Value max = reduce(b, loc, x, axes, true,
+                     -std::numeric_limits<double>::infinity(),
+                     [](OpBuilder &nb, Location nl, Value acc, Value v) {
+                       return arith::MaximumFOp::create(nb, nl, acc, v)
+                           .getResult();
+                     });
+  Value e = elementwise(b, loc, {x, max}, t.getShape(), t.getElementType(),
+                        [](OpBuilder &nb, Location nl, ValueRange a) {
+                          return math::ExpOp::create(
+                                     nb, nl,
+                                     arith::SubFOp::create(nb, nl, a[0], a[1]))
+                              .getResult();
+                        });
+  Value sum = reduceSum(b, loc, e, axes, true);
+  return elementwise(b, loc, {x, max, sum}, t.getShape(), t.getElementType(),
+                     [](OpBuilder &nb, Location nl, ValueRange a) {
+                       Value s = arith::SubFOp::create(nb, nl, a[0], a[1]);
+                       return arith::SubFOp::create(
+                                  nb, nl, s, math::LogOp::create(nb, nl, a[2]))
+                           .getResult();
+                     });
+}
+
+namespace {
 
 Results importSoftmax(NodeContext &ctx) {
   if (failed(ctx.requireFloat(0)))

@@ -26,6 +26,18 @@ llvm::cl::list<std::string> inputShapes(
                    "needed for dynamic dimensions)"),
     llvm::cl::cat(onnxCategory));
 
+llvm::cl::opt<bool> initialValues(
+    "initial-values",
+    llvm::cl::desc("Parameter arguments carry the initializers' values as "
+                   "mp.initial_value (default), so sessions start from them"),
+    llvm::cl::init(true), llvm::cl::cat(onnxCategory));
+
+llvm::cl::opt<int64_t> batchSize(
+    "batch-size",
+    llvm::cl::desc("A dynamic first dimension of a graph input becomes this "
+                   "size (default 0: an error unless --input-shape fixes it)"),
+    llvm::cl::init(0), llvm::cl::cat(onnxCategory));
+
 llvm::cl::opt<std::string>
     functionName("onnx-function",
                  llvm::cl::desc("Name of the imported function (marked "
@@ -67,6 +79,8 @@ void registerImportOnnxTranslation() {
         OnnxImportOptions options;
         options.paramsAsArguments = paramsAsArguments;
         options.functionName = functionName;
+        options.initialValues = initialValues;
+        options.batchSize = batchSize;
         Location loc = FileLineColLoc::get(context, fileName, 0, 0);
         for (const std::string &shape : inputShapes)
           if (failed(parseShape(shape, options, loc)))

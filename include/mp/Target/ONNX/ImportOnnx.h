@@ -34,6 +34,14 @@ struct OnnxImportOptions {
   std::map<std::string, std::vector<int64_t>> inputShapes;
   /// Name of the function; it is marked `mp.predict`.
   std::string functionName = "predict";
+  /// With paramsAsArguments: each parameter argument also carries its
+  /// value as `mp.initial_value`, so sessions start from the model's
+  /// weights.
+  bool initialValues = true;
+  /// A dynamic first dimension of a graph input (the batch, as exporters
+  /// write it) becomes this size; 0: dynamic dimensions are errors unless
+  /// inputShapes fixes them.
+  int64_t batchSize = 0;
 };
 
 /// Imports the serialized ModelProto in `bytes`; `fileName` is used in

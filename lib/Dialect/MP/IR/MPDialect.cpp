@@ -117,6 +117,10 @@ bool isName(Attribute a) {
   return s && !s.empty();
 }
 bool isSymbol(Attribute a) { return isa<FlatSymbolRefAttr>(a); }
+bool isDenseFloats(Attribute a) {
+  auto d = dyn_cast<DenseElementsAttr>(a);
+  return d && d.getElementType().isF32();
+}
 bool isIndex(Attribute a) {
   auto i = dyn_cast<IntegerAttr>(a);
   return i && i.getType().isInteger(64) && i.getInt() >= 0;
@@ -157,6 +161,8 @@ const ContractAttr *lookupContract(StringRef name) {
        "a non-empty string (the model output's name)"},
       {D::ParamAttrHelper::getNameStr(), OnValue, isName,
        "a non-empty string (the parameter's name)"},
+      {D::InitialValueAttrHelper::getNameStr(), OnValue, isDenseFloats,
+       "dense f32 elements (the parameter's starting value)"},
       {D::GradAttrHelper::getNameStr(), OnValue, isName,
        "a non-empty string (the parameter's name)"},
       {D::StateAttrHelper::getNameStr(), OnValue, isName,

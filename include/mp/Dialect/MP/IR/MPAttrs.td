@@ -80,6 +80,15 @@ def MP_OptimizerAlgorithm : I32EnumAttr<"OptimizerAlgorithm",
   let genSpecializedAttr = 0;
 }
 
+def MP_LossKind : I32EnumAttr<"LossKind",
+    "the loss --mp-add-loss wraps a model's mp.predict function in", [
+  I32EnumAttrCase<"CrossEntropy", 0, "cross-entropy">,
+  I32EnumAttrCase<"MeanSquaredError", 1, "mse">
+]> {
+  let cppNamespace = "::mlir::mp";
+  let genSpecializedAttr = 0;
+}
+
 def MP_QuantizationMode : I32EnumAttr<"QuantizationMode",
     "the integer type --mp-quantize quantizes to", [
   I32EnumAttrCase<"Int8", 0, "int8">

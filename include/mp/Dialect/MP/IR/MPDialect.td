@@ -59,6 +59,9 @@ def MP_Dialect : Dialect {
     "::mlir::StringAttr":$input,
     "::mlir::StringAttr":$output,
     "::mlir::StringAttr":$param,
+    // A parameter's starting value (an imported model's weights); sessions
+    // start from it instead of their initialisation scheme.
+    "::mlir::DenseElementsAttr":$initial_value,
     "::mlir::StringAttr":$grad,
     "::mlir::StringAttr":$state,
     "::mlir::StringAttr":$qweight,

@@ -1,0 +1,206 @@
+//===- AddLoss.cpp - an mp.loss function around mp.predict ----------------===//
+//
+// Copies the prediction function's body into @loss(x, labels, params...)
+// and reduces its logits against the labels (softmax cross-entropy or mean
+// squared error), so a model that only predicts can be trained.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Dialect/MP/IR/MPOps.h"
+#include "mp/Transforms/AttrNames.h"
+#include "mp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir {
+namespace mp {
+#define GEN_PASS_DEF_MPADDLOSS
+#include "mp/Transforms/Passes.h.inc"
+} // namespace mp
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::mp;
+
+namespace {
+
+Value f32Constant(OpBuilder &b, Location loc, double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, double v) {
+  Value empty = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
+  return linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, v)},
+                                ValueRange{empty})
+      .getResult(0);
+}
+
+/// A reduction of the [B, C] inputs over `iterators`' reduction dimensions
+/// into `init` (indexed by `outMap`), with `body(args..., acc)`.
+Value reduce2d(OpBuilder &b, Location loc, ValueRange inputs,
+               ArrayRef<AffineMap> inputMaps, Value init, AffineMap outMap,
+               ArrayRef<utils::IteratorType> iterators,
+               function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(outMap);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+             iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(nb, nl, body(nb, nl, args));
+             })
+      .getResult(0);
+}
+
+/// sum over b, c of labels * (logsumexp(logits[b]) - logits[b, c]), / B.
+Value crossEntropy(OpBuilder &b, Location loc, Value logits, Value labels) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(logits.getType());
+  int64_t batch = type.getDimSize(0);
+  AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx);
+  AffineMap all = AffineMap::get(2, 0, {d0, d1}, ctx);
+  AffineMap row = AffineMap::get(2, 0, {d0}, ctx);
+  AffineMap none = AffineMap::get(2, 0, {}, ctx);
+  using IT = utils::IteratorType;
+  SmallVector<IT> rows = {IT::parallel, IT::reduction};
+  SmallVector<IT> both = {IT::reduction, IT::reduction};
+  Value max = reduce2d(b, loc, logits, {all},
+                       filled(b, loc, {batch}, -INFINITY), row, rows,
+                       [](OpBuilder &nb, Location nl, ValueRange a) {
+                         return arith::MaximumFOp::create(nb, nl, a[0], a[1])
+                             .getResult();
+                       });
+  Value sum = reduce2d(b, loc, {logits, max}, {all, row},
+                       filled(b, loc, {batch}, 0.0), row, rows,
+                       [](OpBuilder &nb, Location nl, ValueRange a) {
+                         Value d = arith::SubFOp::create(nb, nl, a[0], a[1]);
+                         Value e = math::ExpOp::create(nb, nl, d);
+                         return arith::AddFOp::create(nb, nl, e, a[2])
+                             .getResult();
+                       });
+  Value total = reduce2d(
+      b, loc, {logits, max, sum, labels}, {all, row, row, all},
+      filled(b, loc, {}, 0.0), none, both,
+      [](OpBuilder &nb, Location nl, ValueRange a) {
+        // log_softmax = (l - max) - log(sum); the loss subtracts label * it.
+        Value logSum = math::LogOp::create(nb, nl, a[2]);
+        Value shifted = arith::SubFOp::create(nb, nl, a[0], a[1]);
+        Value logProb = arith::SubFOp::create(nb, nl, shifted, logSum);
+        Value term = arith::MulFOp::create(nb, nl, logProb, a[3]);
+        return arith::SubFOp::create(nb, nl, a[4], term).getResult();
+      });
+  Value scalar = tensor::ExtractOp::create(b, loc, total, ValueRange{});
+  return arith::MulFOp::create(b, loc, scalar,
+                               f32Constant(b, loc, 1.0 / double(batch)));
+}
+
+/// sum over b, c of (logits - labels)^2, / (B * C).
+Value meanSquaredError(OpBuilder &b, Location loc, Value logits,
+                       Value labels) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(logits.getType());
+  AffineMap all = AffineMap::getMultiDimIdentityMap(2, ctx);
+  using IT = utils::IteratorType;
+  Value total = reduce2d(b, loc, {logits, labels}, {all, all},
+                         filled(b, loc, {}, 0.0), AffineMap::get(2, 0, {}, ctx),
+                         {IT::reduction, IT::reduction},
+                         [](OpBuilder &nb, Location nl, ValueRange a) {
+                           Value d = arith::SubFOp::create(nb, nl, a[0], a[1]);
+                           Value sq = arith::MulFOp::create(nb, nl, d, d);
+                           return arith::AddFOp::create(nb, nl, a[2], sq)
+                               .getResult();
+                         });
+  Value scalar = tensor::ExtractOp::create(b, loc, total, ValueRange{});
+  return arith::MulFOp::create(
+      b, loc, scalar,
+      f32Constant(b, loc, 1.0 / double(type.getNumElements())));
+}
+
+struct MPAddLossPass : public mp::impl::MPAddLossBase<MPAddLossPass> {
+  using MPAddLossBase::MPAddLossBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    func::FuncOp predict;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func->hasAttr(kLossAttrName))
+        return; // the model has its own loss
+      if (!func->hasAttr(kPredictAttrName))
+        continue;
+      if (predict) {
+        func.emitError("--mp-add-loss: more than one function is marked "
+                       "mp.predict");
+        return signalPassFailure();
+      }
+      predict = func;
+    }
+    if (!predict) {
+      module.emitError("--mp-add-loss: no function is marked mp.predict");
+      return signalPassFailure();
+    }
+    if (failed(addLoss(module, predict)))
+      signalPassFailure();
+  }
+
+  LogicalResult addLoss(ModuleOp module, func::FuncOp predict) {
+    FunctionType type = predict.getFunctionType();
+    auto logitsType = type.getNumResults() == 1
+                          ? dyn_cast<RankedTensorType>(type.getResult(0))
+                          : RankedTensorType();
+    if (!logitsType || logitsType.getRank() != 2 ||
+        !logitsType.hasStaticShape() || !logitsType.getElementType().isF32())
+      return predict.emitError("--mp-add-loss: @")
+             << predict.getSymName()
+             << " must return one tensor<BxCxf32> (the logits), not "
+             << type.getResults();
+    if (type.getNumInputs() == 0 ||
+        predict.getArgAttr(0, kParamAttrName))
+      return predict.emitError("--mp-add-loss: @")
+             << predict.getSymName()
+             << " must take the input first (an argument without mp.param)";
+    for (unsigned i = 1; i < type.getNumInputs(); ++i)
+      if (!predict.getArgAttr(i, kParamAttrName))
+        return predict.emitError("--mp-add-loss: argument #")
+               << i << " of @" << predict.getSymName()
+               << " is a second input; the loss takes one input and "
+                  "parameters (mp.param)";
+    if (!predict.getBody().hasOneBlock())
+      return predict.emitError("--mp-add-loss: @")
+             << predict.getSymName() << " must have one block";
+    if (module.lookupSymbol("loss"))
+      return predict.emitError("--mp-add-loss: the module already has a "
+                               "symbol named @loss");
+
+    Location loc = predict.getLoc();
+    OpBuilder b(module.getContext());
+    b.setInsertionPointAfter(predict);
+    SmallVector<Type> inputs = {type.getInput(0), logitsType};
+    inputs.append(type.getInputs().begin() + 1, type.getInputs().end());
+    auto lossFn = func::FuncOp::create(
+        b, loc, "loss", b.getFunctionType(inputs, b.getF32Type()));
+    lossFn.setArgAttrs(0, predict.getArgAttrDict(0));
+    for (unsigned i = 1; i < type.getNumInputs(); ++i)
+      lossFn.setArgAttrs(i + 1, predict.getArgAttrDict(i));
+    lossFn->setAttr(kLossAttrName, b.getUnitAttr());
+
+    Block *entry = lossFn.addEntryBlock();
+    IRMapping mapping;
+    mapping.map(predict.getArgument(0), entry->getArgument(0));
+    for (unsigned i = 1; i < type.getNumInputs(); ++i)
+      mapping.map(predict.getArgument(i), entry->getArgument(i + 1));
+    b.setInsertionPointToStart(entry);
+    Block &body = predict.getBody().front();
+    for (Operation &op : body.without_terminator())
+      b.clone(op, mapping);
+    Value logits = mapping.lookup(body.getTerminator()->getOperand(0));
+    Value labels = entry->getArgument(1);
+    Value value = loss == LossKind::CrossEntropy
+                      ? crossEntropy(b, loc, logits, labels)
+                      : meanSquaredError(b, loc, logits, labels);
+    func::ReturnOp::create(b, loc, value);
+    return success();
+  }
+};
+
+} // namespace
