@@ -314,8 +314,9 @@ bool Session::compile(const std::string &modelPath,
   // unless the precision or TF32 depends on what the GPU is.
   model = modelPath;
   // The parameters' starting values come from the model file itself, so
-  // they are read whether or not the step comes from the compile cache.
-  {
+  // they are read whether or not the step comes from the compile cache
+  // (an MLIR file without any is not parsed for them).
+  if (modelHasInitialValues(modelPath)) {
     std::unique_ptr<MLIRContext> valuesContext = createSessionContext();
     DiagnosticText collected(valuesContext.get());
     OwningOpRef<ModuleOp> source = parseModel(

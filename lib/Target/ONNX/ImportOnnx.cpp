@@ -151,6 +151,14 @@ FailureOr<SmallVector<int64_t>> NodeContext::constInts(unsigned i,
   return out;
 }
 
+FailureOr<SmallVector<int64_t>> NodeContext::axesAttrOrInput(bool fromInput) {
+  if (!fromInput)
+    return getInts("axes");
+  if (!hasInput(1))
+    return SmallVector<int64_t>{};
+  return constInts(1, "axes");
+}
+
 InFlightDiagnostic NodeContext::error() {
   InFlightDiagnostic diag = emitError(loc);
   diag << "node '" << node.name() << "' (" << node.op_type() << ", opset "

@@ -94,6 +94,10 @@ public:
   mlir::FailureOr<SmallVector<int64_t>> constInts(unsigned i,
                                                   llvm::StringRef what);
 
+  /// The node's axes: the constant input 1 (opsets where they moved
+  /// there; empty when left out) or the "axes" attribute.
+  mlir::FailureOr<SmallVector<int64_t>> axesAttrOrInput(bool fromInput);
+
   /// An error at the node, prefixed "node 'N' (Op, opset K): ".
   mlir::InFlightDiagnostic error();
   /// A normalized axis in [0, rank); an error if out of range.

@@ -954,23 +954,37 @@ Results importLayerNorm(NodeContext &ctx) {
 
 } // namespace
 
+/// The pieces of a softmax over `axes`: the maximum, exp(x - max) and its
+/// sum (max and sum with the reduced dimensions kept).
+struct SoftmaxParts {
+  Value max, exp, sum;
+};
+
+static SoftmaxParts softmaxParts(OpBuilder &b, Location loc, Value x,
+                                 ArrayRef<int64_t> axes) {
+  auto t = llvm::cast<RankedTensorType>(x.getType());
+  SoftmaxParts p;
+  p.max = reduce(b, loc, x, axes, true,
+                 -std::numeric_limits<double>::infinity(),
+                 [](OpBuilder &nb, Location nl, Value acc, Value v) {
+                   return arith::MaximumFOp::create(nb, nl, acc, v).getResult();
+                 });
+  p.exp = elementwise(b, loc, {x, p.max}, t.getShape(), t.getElementType(),
+                      [](OpBuilder &nb, Location nl, ValueRange a) {
+                        return math::ExpOp::create(
+                                   nb, nl,
+                                   arith::SubFOp::create(nb, nl, a[0], a[1]))
+                            .getResult();
+                      });
+  p.sum = reduceSum(b, loc, p.exp, axes, true);
+  return p;
+}
+
 Value logSoftmax(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes) {
   auto t = llvm::cast<RankedTensorType>(x.getType());
-  Value max = reduce(b, loc, x, axes, true,
-                     -std::numeric_limits<double>::infinity(),
-                     [](OpBuilder &nb, Location nl, Value acc, Value v) {
-                       return arith::MaximumFOp::create(nb, nl, acc, v)
-                           .getResult();
-                     });
-  Value e = elementwise(b, loc, {x, max}, t.getShape(), t.getElementType(),
-                        [](OpBuilder &nb, Location nl, ValueRange a) {
-                          return math::ExpOp::create(
-                                     nb, nl,
-                                     arith::SubFOp::create(nb, nl, a[0], a[1]))
-                              .getResult();
-                        });
-  Value sum = reduceSum(b, loc, e, axes, true);
-  return elementwise(b, loc, {x, max, sum}, t.getShape(), t.getElementType(),
+  SoftmaxParts p = softmaxParts(b, loc, x, axes);
+  return elementwise(b, loc, {x, p.max, p.sum}, t.getShape(),
+                     t.getElementType(),
                      [](OpBuilder &nb, Location nl, ValueRange a) {
                        Value s = arith::SubFOp::create(nb, nl, a[0], a[1]);
                        return arith::SubFOp::create(
@@ -993,40 +1007,16 @@ Results importSoftmax(NodeContext &ctx) {
   if (ctx.opset < 13) // the input is coerced to 2-D at axis
     for (int64_t i = *axis + 1; i < rank; ++i)
       axes.push_back(i);
-  OpBuilder &b = ctx.b;
-  Location loc = ctx.loc;
+  if (ctx.node.op_type() == "LogSoftmax")
+    return one(logSoftmax(ctx.b, ctx.loc, ctx.input(0), axes), ctx.dtype(0));
   auto t = ctx.type(0);
-  Value x = ctx.input(0);
-  Value max = reduce(b, loc, x, axes, true,
-                     -std::numeric_limits<double>::infinity(),
-                     [](OpBuilder &nb, Location nl, Value acc, Value v) {
-                       return arith::MaximumFOp::create(nb, nl, acc, v)
-                           .getResult();
-                     });
-  Value e = elementwise(b, loc, {x, max}, t.getShape(), t.getElementType(),
+  SoftmaxParts p = softmaxParts(ctx.b, ctx.loc, ctx.input(0), axes);
+  Value y = elementwise(ctx.b, ctx.loc, {p.exp, p.sum}, t.getShape(),
+                        t.getElementType(),
                         [](OpBuilder &nb, Location nl, ValueRange a) {
-                          return math::ExpOp::create(
-                                     nb, nl,
-                                     arith::SubFOp::create(nb, nl, a[0], a[1]))
+                          return arith::DivFOp::create(nb, nl, a[0], a[1])
                               .getResult();
                         });
-  Value sum = reduceSum(b, loc, e, axes, true);
-  llvm::StringRef op = ctx.node.op_type();
-  Value y;
-  if (op == "LogSoftmax")
-    y = elementwise(b, loc, {x, max, sum}, t.getShape(), t.getElementType(),
-                    [](OpBuilder &nb, Location nl, ValueRange a) {
-                      Value s = arith::SubFOp::create(nb, nl, a[0], a[1]);
-                      return arith::SubFOp::create(
-                                 nb, nl, s, math::LogOp::create(nb, nl, a[2]))
-                          .getResult();
-                    });
-  else
-    y = elementwise(b, loc, {e, sum}, t.getShape(), t.getElementType(),
-                    [](OpBuilder &nb, Location nl, ValueRange a) {
-                      return arith::DivFOp::create(nb, nl, a[0], a[1])
-                          .getResult();
-                    });
   return one(y, ctx.dtype(0));
 }
 
@@ -1041,18 +1031,11 @@ Results importReduce(NodeContext &ctx) {
     return failure();
   }
   int64_t rank = ctx.rank(0);
-  SmallVector<int64_t> axes;
-  bool axesInput = op == "ReduceSum" && ctx.opset >= 13;
-  if (axesInput) {
-    if (ctx.hasInput(1)) {
-      FailureOr<SmallVector<int64_t>> a = ctx.constInts(1, "axes");
-      if (failed(a))
-        return failure();
-      axes = *a;
-    }
-  } else {
-    axes = ctx.getInts("axes");
-  }
+  FailureOr<SmallVector<int64_t>> given =
+      ctx.axesAttrOrInput(op == "ReduceSum" && ctx.opset >= 13);
+  if (failed(given))
+    return failure();
+  SmallVector<int64_t> axes = *given;
   if (axes.empty()) {
     if (ctx.getInt("noop_with_empty_axes", 0))
       return SmallVector<TypedValue>{ctx.inputs[0]};
@@ -1120,23 +1103,10 @@ Results importReduce(NodeContext &ctx) {
     });
   } else if (op == "ReduceLogSumExp") {
     // max + log(sum(exp(x - max))): no overflow for large inputs.
-    Value max = reduce(b, loc, x, axes, true,
-                       -std::numeric_limits<double>::infinity(),
-                       [](OpBuilder &nb, Location nl, Value acc, Value v) {
-                         return arith::MaximumFOp::create(nb, nl, acc, v)
-                             .getResult();
-                       });
+    SoftmaxParts p = softmaxParts(b, loc, x, axes);
     auto t = ctx.type(0);
-    Value e = elementwise(b, loc, {x, max}, t.getShape(), elem,
-                          [](OpBuilder &nb, Location nl, ValueRange a) {
-                            return math::ExpOp::create(
-                                       nb, nl,
-                                       arith::SubFOp::create(nb, nl, a[0], a[1]))
-                                .getResult();
-                          });
-    Value s = reduceSum(b, loc, e, axes, true);
-    auto st = llvm::cast<RankedTensorType>(s.getType());
-    y = elementwise(b, loc, {s, max}, st.getShape(), elem,
+    auto st = llvm::cast<RankedTensorType>(p.sum.getType());
+    y = elementwise(b, loc, {p.sum, p.max}, st.getShape(), elem,
                     [](OpBuilder &nb, Location nl, ValueRange a) {
                       return arith::AddFOp::create(
                                  nb, nl, math::LogOp::create(nb, nl, a[0]),

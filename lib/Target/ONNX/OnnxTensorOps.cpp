@@ -460,17 +460,10 @@ Results importFlatten(NodeContext &ctx) {
 
 FailureOr<SmallVector<int64_t>> axesOf(NodeContext &ctx, int64_t rank,
                                        bool fromInput) {
-  SmallVector<int64_t> axes;
-  if (fromInput) {
-    if (ctx.hasInput(1)) {
-      FailureOr<SmallVector<int64_t>> a = ctx.constInts(1, "axes");
-      if (failed(a))
-        return failure();
-      axes = *a;
-    }
-  } else {
-    axes = ctx.getInts("axes");
-  }
+  FailureOr<SmallVector<int64_t>> given = ctx.axesAttrOrInput(fromInput);
+  if (failed(given))
+    return failure();
+  SmallVector<int64_t> axes = *given;
   for (int64_t &a : axes) {
     FailureOr<int64_t> n = ctx.axis(a, rank);
     if (failed(n))
