@@ -640,7 +640,7 @@ extern "C" int mp_run_main(int argc, char **argv) {
                              : fail("info takes no model: it describes the "
                                     "machine");
   if (modelPath.empty())
-    return fail(command + " needs a model (.mlir) or an artifact (.mpa)");
+    return fail(command + " needs a model (.mlir, .onnx) or an artifact (.mpa)");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint");
   if (command != "train" && autoPrecisionRepair.getNumOccurrences())
