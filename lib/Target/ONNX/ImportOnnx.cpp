@@ -161,7 +161,7 @@ FailureOr<SmallVector<int64_t>> NodeContext::axesAttrOrInput(bool fromInput) {
 
 InFlightDiagnostic NodeContext::error() {
   InFlightDiagnostic diag = emitError(loc);
-  diag << "node '" << node.name() << "' (" << node.op_type() << ", opset "
+  diag << "node '" << name << "' (" << node.op_type() << ", opset "
        << opset << "): ";
   return diag;
 }
@@ -648,8 +648,6 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                                                                : node.op_type())
                                          : node.name();
   Location loc = NameLoc::get(StringAttr::get(ctx, name), fileLoc);
-  onnx::NodeProto named = node;
-  named.set_name(name);
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     return emitError(loc) << "node '" << name << "' (" << node.op_type()
                           << "): operators of domain '" << node.domain()
@@ -669,7 +667,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                                "must be topologically sorted)";
     inputs.push_back(it->second);
   }
-  NodeContext context(named, opset, b, loc, std::move(inputs));
+  NodeContext context(node, name, opset, b, loc, std::move(inputs));
   for (const onnx::AttributeProto &a : node.attribute())
     if (a.type() == onnx::AttributeProto::GRAPH ||
         a.type() == onnx::AttributeProto::GRAPHS)

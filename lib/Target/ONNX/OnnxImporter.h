@@ -53,11 +53,14 @@ struct TypedValue {
 /// What an operator importer sees of one node.
 class NodeContext {
 public:
-  NodeContext(const onnx::NodeProto &node, int64_t opset, OpBuilder &b,
-              Location loc, SmallVector<TypedValue> inputs)
-      : node(node), opset(opset), b(b), loc(loc), inputs(std::move(inputs)) {}
+  NodeContext(const onnx::NodeProto &node, std::string name, int64_t opset,
+              OpBuilder &b, Location loc, SmallVector<TypedValue> inputs)
+      : node(node), name(std::move(name)), opset(opset), b(b), loc(loc),
+        inputs(std::move(inputs)) {}
 
   const onnx::NodeProto &node;
+  /// The node's name, or its first output's where it has none.
+  std::string name;
   int64_t opset;
   OpBuilder &b;
   Location loc;
