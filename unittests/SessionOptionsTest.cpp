@@ -109,4 +109,17 @@ TEST(SessionOptions, InferPrecisionTakesInt8AndAuto) {
             "bad --precision 'int4': expected f32, f16, bf16, auto or int8");
 }
 
+TEST(SessionOptions, LossKindTakesBothSpellingsAndNone) {
+  std::string error;
+  std::optional<mlir::mp::LossKind> kind = mlir::mp::LossKind::MeanSquaredError;
+  ASSERT_TRUE(parseLossKind("", kind, error));
+  EXPECT_FALSE(kind.has_value());
+  ASSERT_TRUE(parseLossKind("cross_entropy", kind, error));
+  EXPECT_EQ(kind, mlir::mp::LossKind::CrossEntropy);
+  ASSERT_TRUE(parseLossKind("mse", kind, error));
+  EXPECT_EQ(kind, mlir::mp::LossKind::MeanSquaredError);
+  EXPECT_FALSE(parseLossKind("hinge", kind, error));
+  EXPECT_EQ(error, "bad --loss 'hinge': expected cross-entropy or mse");
+}
+
 } // namespace

@@ -67,6 +67,14 @@ typedef struct mp_session_options {
    * else $XDG_CACHE_HOME/mp or ~/.cache/mp. */
   int cache;
   const char *cache_dir;
+  /* A model that only predicts (an ONNX file) trains with a loss around
+   * its mp.predict: "cross-entropy" or "mse" (NULL or "", the default:
+   * cross-entropy for such a model, the model's own @loss otherwise), as
+   * mp-run's --loss. */
+  const char *loss;
+  /* An ONNX model's dynamic batch dimension becomes this (0, the default:
+   * none; a dynamic batch is then an error), as mp-run's --batch-size. */
+  int64_t batch_size;
 } mp_session_options;
 
 /* Fills `options` with the defaults above. */
@@ -316,6 +324,9 @@ typedef struct mp_infer_options {
   const float *measure_x;
   int64_t measure_rows;
   int64_t measure_batches;
+  /* An ONNX model's dynamic batch dimension becomes this (0: the weights
+   * session's batch size). */
+  int64_t batch_size;
 } mp_infer_options;
 
 void mp_infer_options_init(mp_infer_options *options);

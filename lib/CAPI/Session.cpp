@@ -107,6 +107,8 @@ void mp_session_options_init(mp_session_options *options) {
   options->scale_hysteresis = defaults.scaleHysteresis;
   options->cache = defaults.cache.enabled ? 1 : 0;
   options->cache_dir = nullptr;
+  options->loss = nullptr;
+  options->batch_size = 0;
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -128,8 +130,13 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
        !mp::parseLossScale(o.loss_scale, train.lossScale, error)) ||
       (o.optimizer &&
        !mp::parseOptimizer(o.optimizer, train.optimizer, error)) ||
-      (o.device && !mp::parseDevice(o.device, train.device, error)))
+      (o.device && !mp::parseDevice(o.device, train.device, error)) ||
+      (o.loss && !mp::parseLossKind(o.loss, train.addLoss, error)))
     return fail(error);
+  if (o.batch_size < 0)
+    return fail("mp_session_create: batch_size " +
+                std::to_string(o.batch_size) + " is negative");
+  train.modelBatch = o.batch_size;
   train.lr = o.lr;
   train.momentum = o.momentum;
   train.weightDecay = o.weight_decay;
@@ -589,6 +596,7 @@ void mp_infer_options_init(mp_infer_options *options) {
   options->measure_x = nullptr;
   options->measure_rows = 0;
   options->measure_batches = 0;
+  options->batch_size = 0;
 }
 
 const char *mp_infer_precision(const mp_infer *infer) {
@@ -631,6 +639,11 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
     infer.perChannel = o.per_channel != 0;
     infer.maxError = o.max_error;
   }
+  if (o.batch_size < 0)
+    return fail("mp_infer_create: batch_size " + std::to_string(o.batch_size) +
+                " is negative");
+  infer.modelBatch = o.batch_size ? o.batch_size
+                                  : weights->session->trainOptions().modelBatch;
   if (o.measure_batches < 0 ||
       (o.measure_batches > 0 && (!o.measure_x || o.measure_rows < 1)))
     return fail("mp_infer_create: measure_batches needs measure_x with "

@@ -3,6 +3,7 @@
 #include "mp/Session/Options.h"
 #include "mp/Session/InferSession.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -129,6 +130,23 @@ bool parseOptimizer(llvm::StringRef text, OptimizerAlgorithm &algorithm,
                     mlir::mp::getMaxEnumValForOptimizerAlgorithm(),
                     mlir::mp::stringifyOptimizerAlgorithm,
                     [](OptimizerAlgorithm) { return true; }),
+                error);
+}
+
+bool parseLossKind(llvm::StringRef text,
+                   std::optional<mlir::mp::LossKind> &kind, std::string &error) {
+  kind.reset();
+  if (text.empty())
+    return true;
+  std::string spelled = text.str();
+  std::replace(spelled.begin(), spelled.end(), '_', '-');
+  if ((kind = mlir::mp::symbolizeLossKind(spelled)))
+    return true;
+  return refuse("--loss", text,
+                spellings<mlir::mp::LossKind>(
+                    mlir::mp::getMaxEnumValForLossKind(),
+                    mlir::mp::stringifyLossKind,
+                    [](mlir::mp::LossKind) { return true; }),
                 error);
 }
 

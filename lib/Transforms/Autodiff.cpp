@@ -286,9 +286,22 @@ LogicalResult ScalarAdjoints::propagate(Operation *op) {
       })
       .Case([&](math::PowFOp o) {
         Value x = o.getLhs(), y = o.getRhs();
-        // d/dx = y x^(y-1) = y r / x; d/dy = r log x
-        add(x, div(mul(g, mul(y, result)), x));
-        add(y, mul(g, mul(result, math::LogOp::create(b, loc, x))));
+        // d/dx = y x^(y-1), raised rather than y r / x: that is 0/0 where x
+        // is 0 (a centred value in a variance, x^2).
+        Value one = floatConstant(b, loc, type, 1.0);
+        Value lowered = math::PowFOp::create(
+            b, loc, x, arith::SubFOp::create(b, loc, y, one));
+        add(x, mul(g, mul(y, lowered)));
+        // d/dy = r log x, which is 0 * -inf where x is 0: 0 there for y >= 0,
+        // as PyTorch takes it.
+        Value atZero = arith::AndIOp::create(
+            b, loc,
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zero()),
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, y,
+                                  zero()));
+        add(y, arith::SelectOp::create(
+                   b, loc, atZero, zero(),
+                   mul(g, mul(result, math::LogOp::create(b, loc, x)))));
         return success();
       })
       .Case([&](math::FmaOp o) {

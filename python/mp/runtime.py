@@ -44,7 +44,8 @@ class _Options(ctypes.Structure):
                 ("keep_f32", ctypes.POINTER(ctypes.c_char_p)),
                 ("keep_f32_count", ctypes.c_int64),
                 ("scale_margin", ctypes.c_double), ("scale_hysteresis", ctypes.c_int64),
-                ("cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p)]
+                ("cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p),
+                ("loss", ctypes.c_char_p), ("batch_size", ctypes.c_int64)]
 
 
 class _InferOptions(ctypes.Structure):
@@ -53,7 +54,8 @@ class _InferOptions(ctypes.Structure):
                 ("per_channel", ctypes.c_int), ("max_error", ctypes.c_double),
                 ("device", ctypes.c_char_p),
                 ("measure_x", ctypes.POINTER(ctypes.c_float)),
-                ("measure_rows", ctypes.c_int64), ("measure_batches", ctypes.c_int64)]
+                ("measure_rows", ctypes.c_int64), ("measure_batches", ctypes.c_int64),
+                ("batch_size", ctypes.c_int64)]
 
 
 class _TrainerOptions(ctypes.Structure):
@@ -232,7 +234,8 @@ class Session:
     def __init__(self, model_path, precision=None, loss_scale=None, optimizer=None,
                  lr=None, momentum=None, weight_decay=None, seed=None, device=None,
                  tf32=None, accumulate=None, keep_f32=None, scale_margin=None,
-                 scale_hysteresis=None, cache=True, cache_dir=None):
+                 scale_hysteresis=None, cache=True, cache_dir=None, loss=None,
+                 batch_size=None):
         """Options left None take the library's defaults
         (mp_session_options_init: f32, loss scale by precision, SGD, lr
         0.05, momentum 0.9, no weight decay, seed 0, the CPU, TF32 as
@@ -248,18 +251,23 @@ class Session:
         --scale-hysteresis. cache=False compiles without the compile cache
         (docs/user-guide.md), cache_dir relocates it; `compile_cache` says
         whether the step was "loaded" from it, "stored" there, "unusable"
-        (`compile_cache_note` says why) or "off"."""
+        (`compile_cache_note` says why) or "off". An ONNX model (a .onnx
+        file) starts from its own weights; loss="cross-entropy" (its
+        default) or "mse" is the loss put around its prediction, and
+        batch_size fixes a dynamic batch dimension, as mp-run's --loss and
+        --batch-size."""
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
         for name, value in (("precision", precision), ("loss_scale", loss_scale),
-                            ("optimizer", optimizer), ("device", device)):
+                            ("optimizer", optimizer), ("device", device), ("loss", loss)):
             if value is not None:
                 setattr(options, name, value.encode())
         for name, value in (("lr", lr), ("momentum", momentum),
                             ("weight_decay", weight_decay), ("seed", seed),
                             ("accumulate", accumulate), ("scale_margin", scale_margin),
-                            ("scale_hysteresis", scale_hysteresis)):
+                            ("scale_hysteresis", scale_hysteresis),
+                            ("batch_size", batch_size)):
             if value is not None:
                 setattr(options, name, value)
         if tf32 is not None:
@@ -547,11 +555,12 @@ class InferSession:
     when the InferSession is made). `measure=(x, batches)` (int8): every
     eligible op is measured in int8 against f32 on `batches` batches of the
     rows of `x`, and those above `max_error` stay f32, as `mp-run infer
-    --quant-measure N` does on the training split."""
+    --quant-measure N` does on the training split. batch_size fixes an ONNX
+    model's dynamic batch (default: the session's)."""
 
     def __init__(self, model_path, session, precision=None, calibration="",
                  method=None, percentile=None, per_channel=None, max_error=None,
-                 device=None, measure=None):
+                 device=None, measure=None, batch_size=None):
         if not isinstance(session, Session) or not getattr(session, "_handle", None):
             raise TypeError("InferSession takes its parameters from an open mp.runtime.Session")
         lib = library()
@@ -570,6 +579,8 @@ class InferSession:
             options.per_channel = int(bool(per_channel))
         if max_error is not None:
             options.max_error = max_error
+        if batch_size is not None:
+            options.batch_size = batch_size
         if measure is not None:
             rows, batches = measure
             rows = _rows(rows, session.num_features, "measure rows")

@@ -87,3 +87,83 @@ def test_torch_export_round_trip(tools, tmp_path, name, opset):
     err = rel_err(got[0].reshape(want.shape), want)
     print("%s opset %d: rel err %.2e" % (name, opset, err))
     assert err <= 1e-5
+
+
+class DigitsTransformer(nn.Module):
+    """A digits classifier around a TransformerEncoderLayer: each 8x8 image
+    is 8 tokens of 8 pixels."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(8, 32)
+        self.layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.layer(self.embed(x.reshape(x.shape[0], 8, 8))).mean(1))
+
+
+def _export_classifier(tmp_path, opset=14):
+    torch.manual_seed(0)
+    model = DigitsTransformer()
+    # torch.onnx.export shares initializers of equal value (the layer
+    # norms' ones and zeros); perturbed, each parameter stays its own.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    model.eval()
+    path = str(tmp_path / "classifier.onnx")
+    torch.onnx.export(model, torch.zeros(16, 64), path, opset_version=opset,
+                      input_names=["x"], output_names=["logits"],
+                      dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}})
+    return model, path
+
+
+@pytest.mark.parametrize("opset", [14, 17])
+def test_session_gradients_match_pytorch(tools, tmp_path, opset):
+    """A Session on the .onnx file (loss and batch_size from Python) starts
+    from the model's weights, and one SGD step with lr 1 and no momentum
+    moves every parameter by PyTorch's gradient of the mean cross-entropy.
+    Opset 14 writes the layer norm with Pow(x - mean, 2), whose derivative
+    must stay finite where x equals the mean."""
+    from mp import runtime
+    model, path = _export_classifier(tmp_path, opset)
+    session = runtime.Session(path, batch_size=16, loss="cross-entropy", lr=1.0,
+                              momentum=0.0, cache=False)
+    assert session.batch_size == 16 and session.num_classes == 10
+    torch_params = {name: p for name, p in model.named_parameters()}
+    before = {name: session.get(name).copy() for name in session.names()}
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    labels = rng.integers(0, 10, 16)
+    loss, stepped = session.train_step(x, np.eye(10, dtype=np.float32)[labels])
+    want_loss = nn.functional.cross_entropy(model(torch.from_numpy(x)),
+                                            torch.from_numpy(labels))
+    want_loss.backward()
+    assert stepped and abs(loss - want_loss.item()) <= 1e-5 * abs(want_loss.item())
+    matched = 0
+    for name, start in before.items():
+        grad = start - session.get(name)
+        # Linear weights are exported transposed, under generated names:
+        # match them by their starting values.
+        for p in torch_params.values():
+            w = p.detach().numpy()
+            for value, g in ((w, p.grad.numpy()), (w.T, p.grad.numpy().T)):
+                if value.shape == start.shape and np.array_equal(value, start):
+                    err = rel_err(grad, g)
+                    print("%s: rel err %.2e" % (name, err))
+                    assert err <= 2e-5, name
+                    matched += 1
+                    break
+    assert matched == len(torch_params) == len(before)
+
+
+def test_session_onnx_options_refused(tools, tmp_path):
+    from mp import runtime
+    _, path = _export_classifier(tmp_path)
+    with pytest.raises(runtime.MPError, match="bad --loss 'hinge': expected cross-entropy or mse"):
+        runtime.Session(path, batch_size=16, loss="hinge")
+    with pytest.raises(runtime.MPError, match="dynamic dimension 0"):
+        runtime.Session(path)
+    with pytest.raises(runtime.MPError, match="batch_size -2 is negative"):
+        runtime.Session(path, batch_size=-2)

@@ -708,14 +708,8 @@ extern "C" int mp_run_main(int argc, char **argv) {
   options.keepF32.assign(keepF32.begin(), keepF32.end());
   options.seed = seed;
   // A model that only predicts (ONNX) is trained with a loss around it.
-  if (!lossKind.empty()) {
-    std::string text = lossKind;
-    std::replace(text.begin(), text.end(), '_', '-');
-    options.addLoss = mlir::mp::symbolizeLossKind(text);
-    if (!options.addLoss)
-      return fail("bad --loss '" + lossKind +
-                  "': expected cross-entropy or mse");
-  }
+  if (!mp::parseLossKind(lossKind, options.addLoss, error))
+    return fail(error);
   options.modelBatch = batchSize;
   inferOptions.modelBatch = batchSize;
   options.cache.enabled = !noCache;

@@ -15,6 +15,7 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
 #include <string>
 
 namespace mp {
@@ -56,6 +57,10 @@ bool parseLossScale(llvm::StringRef text, LossScaleOption &option,
 bool parseOptimizer(llvm::StringRef text, OptimizerAlgorithm &algorithm,
                     std::string &error);
 bool parseDevice(llvm::StringRef text, Device &device, std::string &error);
+/// --loss, the loss put around a model that only predicts (ONNX): "" (none
+/// asked for), cross-entropy or mse; '_' may stand for '-'.
+bool parseLossKind(llvm::StringRef text,
+                   std::optional<mlir::mp::LossKind> &kind, std::string &error);
 llvm::StringRef stringifyDevice(Device device);
 bool parseQuantMethod(llvm::StringRef text, QuantizationMethod &method,
                       std::string &error);
