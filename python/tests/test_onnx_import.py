@@ -156,6 +156,10 @@ def test_session_gradients_match_pytorch(tools, tmp_path, opset):
                     matched += 1
                     break
     assert matched == len(torch_params) == len(before)
+    # Inference on the trained weights takes the session's batch size.
+    infer = runtime.InferSession(path, session)
+    assert infer.batch_size == 16
+    assert rel_err(infer.predict(x), session.predict(x)) <= 1e-6
 
 
 def test_session_onnx_options_refused(tools, tmp_path):
