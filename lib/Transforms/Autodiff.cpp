@@ -782,21 +782,35 @@ LogicalResult ReverseSweep::differentiate(Operation *op, OpBuilder &b) {
     for (auto [dim, low] : llvm::enumerate(pad.getStaticLow()))
       shifted.push_back(b.getAffineDimExpr(dim) + low);
     if (!sourceType.hasStaticShape() ||
-        ShapedType::isDynamicShape(pad.getStaticLow()) || !padValue ||
+        ShapedType::isDynamicShape(pad.getStaticLow()) ||
+        ShapedType::isDynamicShape(pad.getStaticHigh()) || !padValue ||
         active.contains(padValue))
       return op->emitError()
              << "cannot differentiate 'tensor.pad': needs static shapes and "
                 "pads and a padding value that does not depend on a parameter";
     unsigned rank = sourceType.getRank();
     AffineMap read = AffineMap::get(rank, 0, shifted, b.getContext());
+    // A dimension padded only at the end reads at `d`, which linalg takes
+    // as the loop's size: the high padding is sliced off first there.
+    Value padded = grads.lookup(pad.getResult());
+    ArrayRef<int64_t> lows = pad.getStaticLow(), highs = pad.getStaticHigh();
+    if (llvm::any_of(llvm::seq<unsigned>(0, rank), [&](unsigned d) {
+          return lows[d] == 0 && highs[d] != 0;
+        })) {
+      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+          strides(rank, b.getIndexAttr(1)), sizes;
+      for (unsigned d = 0; d < rank; ++d)
+        sizes.push_back(b.getIndexAttr(lows[d] + sourceType.getDimSize(d)));
+      padded = tensor::ExtractSliceOp::create(b, loc, padded, offsets, sizes,
+                                              strides);
+    }
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
     Value init = tensor::EmptyOp::create(b, loc, sourceType.getShape(),
                                          sourceType.getElementType());
     Value interior =
         linalg::GenericOp::create(
-            b, loc, sourceType, ValueRange{grads.lookup(pad.getResult())},
-            ValueRange{init},
+            b, loc, sourceType, ValueRange{padded}, ValueRange{init},
             ArrayRef<AffineMap>{read, b.getMultiDimIdentityMap(rank)},
             iterators,
             [](OpBuilder &nb, Location nloc, ValueRange args) {

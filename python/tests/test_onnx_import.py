@@ -103,9 +103,25 @@ class DigitsTransformer(nn.Module):
         return self.head(self.layer(self.embed(x.reshape(x.shape[0], 8, 8))).mean(1))
 
 
-def _export_classifier(tmp_path, opset=14):
+class PaddedCNN(nn.Module):
+    """Two convolutions, the second behind F.pad's padding at the end only
+    (what padding='same' does for an even kernel)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.c2 = nn.Conv2d(4, 4, 2)
+        self.fc = nn.Linear(4 * 8 * 8, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.c1(x.reshape(x.shape[0], 1, 8, 8)))
+        h = torch.relu(self.c2(nn.functional.pad(h, (0, 1, 0, 1))))
+        return self.fc(torch.flatten(h, 1))
+
+
+def _export_classifier(tmp_path, opset=14, cls=DigitsTransformer):
     torch.manual_seed(0)
-    model = DigitsTransformer()
+    model = cls()
     # torch.onnx.export shares initializers of equal value (the layer
     # norms' ones and zeros); perturbed, each parameter stays its own.
     with torch.no_grad():
@@ -119,15 +135,19 @@ def _export_classifier(tmp_path, opset=14):
     return model, path
 
 
-@pytest.mark.parametrize("opset", [14, 17])
-def test_session_gradients_match_pytorch(tools, tmp_path, opset):
+@pytest.mark.parametrize("name,opset", [("transformer", 14), ("transformer", 17),
+                                        ("padded-cnn", 13)])
+def test_session_gradients_match_pytorch(tools, tmp_path, name, opset):
     """A Session on the .onnx file (loss and batch_size from Python) starts
     from the model's weights, and one SGD step with lr 1 and no momentum
     moves every parameter by PyTorch's gradient of the mean cross-entropy.
     Opset 14 writes the layer norm with Pow(x - mean, 2), whose derivative
-    must stay finite where x equals the mean."""
+    must stay finite where x equals the mean. The padded CNN's pads are a
+    shape computation torch.onnx writes for F.pad (reversed 2-D Slice,
+    Transpose) and its gradient goes through a pad at the end only."""
     from mp import runtime
-    model, path = _export_classifier(tmp_path, opset)
+    model, path = _export_classifier(
+        tmp_path, opset, DigitsTransformer if name == "transformer" else PaddedCNN)
     session = runtime.Session(path, batch_size=16, loss="cross-entropy", lr=1.0,
                               momentum=0.0, cache=False)
     assert session.batch_size == 16 and session.num_classes == 10

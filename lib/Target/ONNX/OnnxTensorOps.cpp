@@ -105,7 +105,7 @@ Results foldIntegerNode(NodeContext &ctx) {
   static const llvm::StringSet<> foldable = {
       "Add",   "Sub",       "Mul",     "Div",     "Neg",   "Equal",
       "Where", "Concat",    "Gather",  "Identity", "Slice", "Cast",
-      "Range", "ReduceProd", "Max",    "Min"};
+      "Range", "ReduceProd", "Max",    "Min",      "Transpose"};
   llvm::StringRef op = ctx.node.op_type();
   if (!foldable.contains(op) || ctx.numInputs() == 0)
     return SmallVector<TypedValue>{};
@@ -242,16 +242,60 @@ Results foldIntegerNode(NodeContext &ctx) {
       out->data.push_back(in[0].data[offset]);
     }
   } else if (op == "Slice") {
-    if (in[0].shape.size() != 1 || ctx.opset < 10)
+    // Any rank and axes: torch.onnx writes F.pad's pads as a reversed 2-D
+    // slice of a constant.
+    int64_t rank = in[0].shape.size();
+    size_t k = in[1].data.size();
+    if (ctx.opset < 10 || in[2].data.size() != k ||
+        (ctx.hasInput(3) && in[3].data.size() != k) ||
+        (ctx.hasInput(4) && in[4].data.size() != k))
       return SmallVector<TypedValue>{};
-    int64_t dim = in[0].shape[0];
-    int64_t step = ctx.hasInput(4) ? in[4].data[0] : 1;
-    if (step == 0 || in[1].data.size() != 1)
-      return SmallVector<TypedValue>{};
-    SliceAxis s = sliceAxis(dim, in[1].data[0], in[2].data[0], step);
-    out = IntTensor{{s.size}, {}};
-    for (int64_t i = 0; i < s.size; ++i)
-      out->data.push_back(in[0].data[s.start + i * s.step]);
+    SmallVector<SliceAxis> axes;
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back({0, 1, in[0].shape[d]});
+    for (size_t j = 0; j < k; ++j) {
+      int64_t axis = ctx.hasInput(3) ? in[3].data[j] : int64_t(j);
+      if (axis < 0)
+        axis += rank;
+      int64_t step = ctx.hasInput(4) ? in[4].data[j] : 1;
+      if (axis < 0 || axis >= rank || step == 0)
+        return SmallVector<TypedValue>{};
+      axes[axis] = sliceAxis(in[0].shape[axis], in[1].data[j], in[2].data[j],
+                             step);
+    }
+    out = IntTensor{{}, {}};
+    for (const SliceAxis &a : axes)
+      out->shape.push_back(a.size);
+    for (int64_t n = 0, e = product(out->shape); n < e; ++n) {
+      SmallVector<int64_t> idx = unflatten(n, out->shape);
+      int64_t offset = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        offset = offset * in[0].shape[d] + axes[d].start + idx[d] * axes[d].step;
+      out->data.push_back(in[0].data[offset]);
+    }
+  } else if (op == "Transpose") {
+    int64_t rank = in[0].shape.size();
+    SmallVector<int64_t> perm = ctx.getInts("perm");
+    if (perm.empty())
+      for (int64_t d = rank - 1; d >= 0; --d)
+        perm.push_back(d);
+    SmallVector<int64_t> sorted(perm);
+    llvm::sort(sorted);
+    if ((int64_t)sorted.size() != rank ||
+        !llvm::equal(sorted, llvm::seq<int64_t>(0, rank)))
+      return SmallVector<TypedValue>{}; // the op's own import says why
+    out = IntTensor{{}, {}};
+    for (int64_t d : perm)
+      out->shape.push_back(in[0].shape[d]);
+    for (int64_t n = 0, e = product(out->shape); n < e; ++n) {
+      SmallVector<int64_t> idx = unflatten(n, out->shape), src(rank);
+      for (int64_t d = 0; d < rank; ++d)
+        src[perm[d]] = idx[d];
+      int64_t offset = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        offset = offset * in[0].shape[d] + src[d];
+      out->data.push_back(in[0].data[offset]);
+    }
   } else if (op == "Range") {
     int64_t start = in[0].data[0], limit = in[1].data[0], delta = in[2].data[0];
     if (delta == 0)

@@ -155,3 +155,36 @@ func.func @pad(%w: tensor<2x3xf32> {mp.param = "w"}) -> f32 attributes {mp.loss}
   %l = tensor.extract %s[] : tensor<f32>
   return %l : f32
 }
+
+// -----
+
+// A dimension padded only at its end (torch's padding='same' for an even
+// kernel, F.pad): the high padding is sliced off before the copy, whose
+// read map is then the identity there and sets no loop size of its own.
+// CHECK-LABEL: func.func @pad_high_grad
+// CHECK-SAME: -> (f32, tensor<2x3xf32> {mp.grad = "w"})
+// CHECK: %[[DP:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<3x5xf32>)
+// CHECK: %[[IN:.*]] = tensor.extract_slice %[[DP]][0, 0] [3, 3] [1, 1] : tensor<3x5xf32> to tensor<3x3xf32>
+// CHECK: %[[DW:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0 + 1, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: ins(%[[IN]] : tensor<3x3xf32>) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK: return %{{.*}}, %[[DW]]
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#all2 = affine_map<(d0, d1) -> ()>
+func.func @pad_high(%w: tensor<2x3xf32> {mp.param = "w"}) -> f32 attributes {mp.loss} {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %w low[1, 0] high[0, 2] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<2x3xf32> to tensor<3x5xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %i0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [#id2, #all2], iterator_types = ["reduction", "reduction"]}
+      ins(%p : tensor<3x5xf32>) outs(%i0 : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %sq = arith.mulf %x, %x : f32
+    %r = arith.addf %sq, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %l = tensor.extract %s[] : tensor<f32>
+  return %l : f32
+}
