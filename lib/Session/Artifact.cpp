@@ -34,6 +34,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/Base64.h"
 #include "llvm/Support/CRC.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -374,7 +375,15 @@ llvm::json::Object Session::artifactMetadata() const {
   llvm::json::Object options = compileOptionsJson(compiledOptions);
   options["loss_scale_mode"] = mlir::mp::stringifyLossScalingMode(scaleMode);
   options["seed"] = std::to_string(compiledOptions.seed);
+  // The model's own starting values (an ONNX model's weights), by
+  // parameter: little-endian f32 bytes in base64.
+  llvm::json::Object initial;
+  for (const auto &[name, values] : initialValues)
+    initial[name] = llvm::encodeBase64(llvm::StringRef(
+        reinterpret_cast<const char *>(values.data()),
+        values.size() * sizeof(float)));
   return llvm::json::Object{
+      {"initial_values", std::move(initial)},
       {"options", std::move(options)},
       {"format", "mp-artifact"},
       {"version", kVersion},
@@ -490,6 +499,28 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
     return bad("parameters");
   if (!readTensors(metadata, "state", training.state))
     return bad("state");
+  // Absent from artifacts written before they carried them: none.
+  initialValues.clear();
+  if (const llvm::json::Object *initial = metadata.getObject("initial_values"))
+    for (const auto &[name, encoded] : *initial) {
+      std::optional<llvm::StringRef> text = encoded.getAsString();
+      std::vector<char> bytes;
+      if (!text)
+        return bad("initial_values");
+      if (llvm::Error e = llvm::decodeBase64(*text, bytes)) {
+        llvm::consumeError(std::move(e));
+        return bad("initial_values");
+      }
+      auto param = llvm::find_if(training.params, [&](const HostTensor &t) {
+        return t.name == name.str();
+      });
+      if (param == training.params.end() ||
+          bytes.size() != size_t(param->numElements()) * sizeof(float))
+        return bad("initial_values");
+      std::vector<float> &values = initialValues[name.str()];
+      values.resize(param->numElements());
+      std::memcpy(values.data(), bytes.data(), bytes.size());
+    }
   training.sums.clear();
   if (entries.window > 1)
     for (const HostTensor &p : training.params) {

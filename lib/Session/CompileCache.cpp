@@ -23,7 +23,9 @@ namespace {
 
 /// Bumped when what a cache entry holds changes meaning without the mp
 /// library's file changing (it always changes with a rebuild).
-constexpr char kCacheFormat[] = "mp-compile-cache-1";
+// 2: entries carry the model's starting values (an entry of format 1
+// would start an ONNX model from random weights).
+constexpr char kCacheFormat[] = "mp-compile-cache-2";
 
 /// The file this code was loaded from (mp-run, libmp_session.so, a Python
 /// extension...), by path, size and modification time: a rebuilt or

@@ -104,15 +104,6 @@ OwningOpRef<ModuleOp> parseModel(const std::string &path, MLIRContext *context,
   return module;
 }
 
-bool modelHasInitialValues(const std::string &path) {
-  if (isOnnxModel(path))
-    return true;
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                          /*RequiresNullTerminator=*/false);
-  return file && (*file)->getBuffer().contains(
-                     mlir::mp::kInitialValueAttrName);
-}
-
 std::map<std::string, std::vector<float>> takeInitialValues(ModuleOp module) {
   std::map<std::string, std::vector<float>> values;
   for (auto func : module.getOps<func::FuncOp>()) {

@@ -101,8 +101,10 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   if (!(module = parseModel(modelPath, context.get(), collected, error,
                             options.modelBatch)))
     return false;
-  // The pipelines do not need the starting values (compile() read them).
-  takeInitialValues(*module);
+  // The parameters' starting values (an ONNX model's weights): kept for
+  // initialiseParameters and for the artifact or cache entry written from
+  // this lowering; the pipelines do not need them.
+  initialValues = takeInitialValues(*module);
   // An ONNX model only predicts: it is trained with softmax cross-entropy
   // unless the options say otherwise.
   std::optional<mlir::mp::LossKind> lossKind = options.addLoss;
@@ -313,18 +315,9 @@ bool Session::compile(const std::string &modelPath,
   // compiles the step (and says so) before it reports the missing device;
   // unless the precision or TF32 depends on what the GPU is.
   model = modelPath;
-  // The parameters' starting values come from the model file itself, so
-  // they are read whether or not the step comes from the compile cache
-  // (an MLIR file without any is not parsed for them).
-  if (modelHasInitialValues(modelPath)) {
-    std::unique_ptr<MLIRContext> valuesContext = createSessionContext();
-    DiagnosticText collected(valuesContext.get());
-    OwningOpRef<ModuleOp> source = parseModel(
-        modelPath, valuesContext.get(), collected, error, requested.modelBatch);
-    if (!source)
-      return false;
-    initialValues = takeInitialValues(*source);
-  }
+  // The parameters' starting values come with the step: lower() reads them
+  // from the model, a cache entry carries them (the model's bytes are in
+  // its key).
   std::unique_ptr<CudaDevice> cuda;
   HardwareInfo hardware = detectCpu();
   bool gpu = requested.device == Device::Cuda;
@@ -416,6 +409,7 @@ bool Session::loadFromCache(const std::string &path,
   std::swap(entries, cached->entries);
   std::swap(library, cached->library);
   std::swap(training, cached->training);
+  std::swap(initialValues, cached->initialValues);
   scaleMode = cached->scaleMode;
   hasPredict = cached->hasPredict;
   vectorized = cached->vectorized;

@@ -22,7 +22,7 @@ namespace cl = llvm::cl;
 static const mp::TrainOptions trainDefaults;
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
-                                      cl::desc("<model.mlir>"));
+                                      cl::desc("<model.mlir | model.onnx>"));
 static cl::opt<std::string> outputPath("o", cl::Required,
                                        cl::desc("Artifact to write (.mpa)"),
                                        cl::value_desc("file"));
@@ -72,6 +72,15 @@ static cl::opt<std::string>
            cl::desc("C compiler driver that links the shared object "
                     "(found on PATH)"),
            cl::init(mp::Session::kDefaultLinker));
+static cl::opt<int64_t> batchSize(
+    "batch-size",
+    cl::desc("An ONNX model's dynamic batch dimension becomes this"),
+    cl::init(0));
+static cl::opt<std::string> lossKind(
+    "loss",
+    cl::desc("cross-entropy or mse: the loss around the model's mp.predict "
+             "when it has no mp.loss function (an ONNX model; default there: "
+             "cross-entropy)"));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress lines"),
                            cl::init(false));
 
@@ -85,7 +94,8 @@ int main(int argc, char **argv) {
   std::string error;
   if (!mp::parseTrainPrecision(precision, options, error) ||
       !mp::parseLossScale(lossScale, options.lossScale, error) ||
-      !mp::parseOptimizer(optimizer, options.optimizer, error)) {
+      !mp::parseOptimizer(optimizer, options.optimizer, error) ||
+      !mp::parseLossKind(lossKind, options.addLoss, error)) {
     llvm::errs() << "mp-compile: error: " << error << "\n";
     return 1;
   }
@@ -97,6 +107,7 @@ int main(int argc, char **argv) {
   options.scaleHysteresis = scaleHysteresis;
   options.keepF32.assign(keepF32.begin(), keepF32.end());
   options.seed = seed;
+  options.modelBatch = batchSize;
   auto start = std::chrono::steady_clock::now();
   bool ok = mp::Session::writeArtifact(
       modelPath, options, outputPath, linker, error,

@@ -97,11 +97,6 @@ mlir::OwningOpRef<mlir::ModuleOp> parseModel(const std::string &path,
 /// Whether `path` names an ONNX model (by its extension).
 bool isOnnxModel(const std::string &path);
 
-/// Whether the model file may give parameters starting values: an ONNX
-/// model, or MLIR text that mentions mp.initial_value (a cheap check that
-/// spares parsing other models twice).
-bool modelHasInitialValues(const std::string &path);
-
 /// The starting values (mp.initial_value) of the mp.param arguments of the
 /// model's mp.loss or mp.predict function, by parameter name; the
 /// attributes are removed from the module (the pipelines do not need
