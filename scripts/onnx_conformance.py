@@ -30,7 +30,8 @@ Each test:
      If that exits non-zero and the model has integer graph inputs, it is
      retried once with those inputs turned into initializers holding
      test_data_set_0's values (mp compiles static shapes: shape, axes and
-     pads inputs must be constants); the test is then marked "needed
+     pads inputs must be constants; so must Resize's float roi and scales
+     and Upsample's scales, which are taken along); the test is then marked "needed
      constant inputs" and its other data sets are skipped. A second failure
      makes the test "unsupported", the reason being the importer's first
      error line; a crash or timeout of the importer makes it "failed".
@@ -402,14 +403,23 @@ def model_op_types(graph):
     return ops
 
 
+# Float inputs that set an output shape: (op type, input positions).
+SHAPE_FLOAT_INPUTS = {"Resize": (1, 2), "Upsample": (1,)}
+
+
 def with_constant_inputs(model, inputs):
-    """A copy of the model whose integer graph inputs are initializers holding
-    `inputs`' values (None when it has no integer inputs)."""
+    """A copy of the model whose integer graph inputs, and float graph inputs
+    that are Resize's roi/scales or Upsample's scales, are initializers
+    holding `inputs`' values (None when it has no such inputs)."""
     model = onnx.ModelProto.FromString(model.SerializeToString())
+    shape_floats = {n.input[k] for n in model.graph.node
+                    for k in SHAPE_FLOAT_INPUTS.get(n.op_type, ()) if k < len(n.input)}
     names = [i.name for i in graph_inputs(model)
              if i.type.WhichOneof("value") == "tensor_type"
-             and i.type.tensor_type.elem_type in INT_TYPES
-             and i.type.tensor_type.elem_type != TP.BOOL and i.name in inputs]
+             and ((i.type.tensor_type.elem_type in INT_TYPES
+                   and i.type.tensor_type.elem_type != TP.BOOL)
+                  or (i.type.tensor_type.elem_type in FLOAT_TYPES and i.name in shape_floats))
+             and i.name in inputs]
     if not names:
         return None
     for name in names:

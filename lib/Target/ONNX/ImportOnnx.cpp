@@ -3,7 +3,8 @@
 // Reads the model (libonnx's protobuf classes), turns the graph's inputs,
 // initializers and outputs into a func.func, and hands each node to the
 // importer registered for its op type (OnnxElementwiseOps.cpp,
-// OnnxTensorOps.cpp, OnnxNeuralNetOps.cpp, OnnxIndexOps.cpp). Integer shape computations
+// OnnxTensorOps.cpp, OnnxNeuralNetOps.cpp, OnnxIndexOps.cpp,
+// OnnxResizeScatterOps.cpp). Integer shape computations
 // (Shape -> Gather -> Concat -> Reshape, as exporters write them) are folded
 // to constants here, so the ops that need static shapes see them.
 //
@@ -561,6 +562,7 @@ const OpTable &opTable() {
     addTensorOps(t);
     addNeuralNetOps(t);
     addIndexOps(t);
+    addResizeScatterOps(t);
     return t;
   }();
   return table;

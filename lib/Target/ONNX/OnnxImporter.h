@@ -126,6 +126,8 @@ tensorToAttr(const onnx::TensorProto &t, llvm::StringRef modelDir,
 void addTensorOps(OpTable &table);
 void addNeuralNetOps(OpTable &table);
 void addIndexOps(OpTable &table);
+/// Resize/Upsample, TopK, GatherND, ScatterElements/Scatter, ScatterND.
+void addResizeScatterOps(OpTable &table);
 
 // -- builders -----------------------------------------------------------------
 

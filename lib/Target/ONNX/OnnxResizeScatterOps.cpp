@@ -1,0 +1,927 @@
+//===- OnnxResizeScatterOps.cpp - Resize, TopK, GatherND and scatters ----===//
+//
+// Resize / Upsample: the source positions and interpolation weights of every
+// output index depend only on static shapes and constant scales, so they are
+// computed here (in double, as ONNX's reference does) and become constant
+// tables; the op is one linalg.generic reading the input with tensor.extract
+// at the tabled positions and, for linear and cubic modes, summing over the
+// taps of each resized axis (reduction loops).
+//
+// TopK: without a sort. Each element's rank along the axis is the number of
+// elements that precede it (a greater value, or an equal one at a lower
+// index), one reduction generic; the k outputs then pick the element of
+// rank 0..k-1. Ties come out lower index first, as the spec says.
+//
+// GatherND reads with tensor.extract at indices read from the index tensor.
+// ScatterElements / ScatterND are written as gathers: each output element
+// starts from the data and folds, in order, every update whose index names
+// it (a reduction loop over the updates along the axis, or over all update
+// slices), so duplicate indices keep the last update (reduction none) or
+// combine (add, mul).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+
+#include "mlir/IR/AffineExpr.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace mp::onnx_import {
+namespace {
+
+using utils::IteratorType;
+
+SmallVector<TypedValue> one(Value v, DType t) { return {{v, t}}; }
+
+Value loopIndex(OpBuilder &b, Location loc, int64_t dim) {
+  return linalg::IndexOp::create(b, loc, dim);
+}
+
+Value indexAsI64(OpBuilder &b, Location loc, int64_t dim) {
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                    loopIndex(b, loc, dim));
+}
+
+/// An integer index read from a tensor as `index`, negative values counting
+/// from the end of a dimension of size `dim`.
+Value normalizedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
+  Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value isNeg =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx, zero);
+  Value wrapped = arith::AddIOp::create(
+      b, loc, idx, arith::ConstantIndexOp::create(b, loc, dim));
+  return arith::SelectOp::create(b, loc, isNeg, wrapped, idx);
+}
+
+/// normalizedIndex clamped into [0, dim) so that a read stays in bounds.
+Value clampedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
+  Value idx = normalizedIndex(b, loc, raw, dim);
+  idx = arith::MaxSIOp::create(b, loc, idx,
+                               arith::ConstantIndexOp::create(b, loc, 0));
+  return arith::MinSIOp::create(
+      b, loc, idx, arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(dim - 1, 0)));
+}
+
+Value combine(OpBuilder &b, Location loc, llvm::StringRef reduction, Value acc,
+              Value update) {
+  bool isFloat = llvm::isa<FloatType>(acc.getType());
+  if (reduction == "add")
+    return isFloat ? arith::AddFOp::create(b, loc, acc, update).getResult()
+                   : arith::AddIOp::create(b, loc, acc, update).getResult();
+  if (reduction == "mul")
+    return isFloat ? arith::MulFOp::create(b, loc, acc, update).getResult()
+                   : arith::MulIOp::create(b, loc, acc, update).getResult();
+  return update;
+}
+
+LogicalResult requireIntegerIndices(NodeContext &ctx, unsigned i) {
+  if (isFloatDType(ctx.dtype(i)) || isBoolDType(ctx.dtype(i)))
+    return ctx.error() << "indices must be integers, got "
+                       << dtypeName(ctx.dtype(i));
+  return success();
+}
+
+/// The scatter reduction attribute (opset 16+; "none" before).
+FailureOr<std::string> scatterReduction(NodeContext &ctx) {
+  std::string reduction = ctx.getString("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul") {
+    ctx.error() << "reduction '" << reduction
+                << "' is not supported (none, add and mul are)";
+    return failure();
+  }
+  if (reduction != "none" && isBoolDType(ctx.dtype(0))) {
+    ctx.error() << "reduction '" << reduction
+                << "' on BOOL data is not supported";
+    return failure();
+  }
+  return reduction;
+}
+
+// -- GatherND -------------------------------------------------------------------
+
+Results importGatherND(NodeContext &ctx) {
+  if (failed(requireIntegerIndices(ctx, 1)))
+    return failure();
+  ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
+  int64_t r = data.size(), q = indices.size();
+  int64_t batch = ctx.getInt("batch_dims", 0);
+  if (q < 1 || r < 1) {
+    ctx.error() << "data and indices must have rank 1 or more";
+    return failure();
+  }
+  if (batch < 0 || batch >= std::min(q, r)) {
+    ctx.error() << "batch_dims " << batch << " must be in [0, min(rank(data) "
+                << r << ", rank(indices) " << q << "))";
+    return failure();
+  }
+  for (int64_t d = 0; d < batch; ++d)
+    if (data[d] != indices[d]) {
+      ctx.error() << "batch dimension " << d << " differs: data " << data[d]
+                  << ", indices " << indices[d];
+      return failure();
+    }
+  int64_t k = indices[q - 1];
+  if (k < 1 || k > r - batch) {
+    ctx.error() << "the last dimension of indices (" << k
+                << ") must be in [1, rank(data) - batch_dims = " << r - batch
+                << "]";
+    return failure();
+  }
+  SmallVector<int64_t> shape(indices.begin(), indices.end() - 1);
+  shape.append(data.begin() + batch + k, data.end());
+  int64_t outRank = shape.size();
+  OpBuilder &b = ctx.b;
+  MLIRContext *mctx = b.getContext();
+  Value source = ctx.input(0), idxTensor = ctx.input(1);
+  Value init = emptyTensor(b, ctx.loc, shape, ctx.type(0).getElementType());
+  Value y =
+      linalg::GenericOp::create(
+          b, ctx.loc, TypeRange{init.getType()}, ValueRange{},
+          ValueRange{init}, {AffineMap::getMultiDimIdentityMap(outRank, mctx)},
+          SmallVector<IteratorType>(outRank, IteratorType::parallel),
+          [&](OpBuilder &nb, Location nl, ValueRange) {
+            SmallVector<Value> coords;
+            for (int64_t d = 0; d < batch; ++d)
+              coords.push_back(loopIndex(nb, nl, d));
+            SmallVector<Value> at;
+            for (int64_t d = 0; d < q - 1; ++d)
+              at.push_back(loopIndex(nb, nl, d));
+            at.push_back(Value());
+            for (int64_t t = 0; t < k; ++t) {
+              at.back() = arith::ConstantIndexOp::create(nb, nl, t);
+              Value raw = tensor::ExtractOp::create(nb, nl, idxTensor, at);
+              coords.push_back(clampedIndex(nb, nl, raw, data[batch + t]));
+            }
+            for (int64_t d = batch + k; d < r; ++d)
+              coords.push_back(loopIndex(nb, nl, q - 1 + d - batch - k));
+            linalg::YieldOp::create(
+                nb, nl,
+                ValueRange{tensor::ExtractOp::create(nb, nl, source, coords)});
+          })
+          .getResult(0);
+  return one(y, ctx.dtype(0));
+}
+
+// -- ScatterElements / Scatter ---------------------------------------------------
+
+Results importScatterElements(NodeContext &ctx) {
+  if (failed(requireIntegerIndices(ctx, 1)))
+    return failure();
+  FailureOr<std::string> reduction = scatterReduction(ctx);
+  if (failed(reduction))
+    return failure();
+  ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
+  int64_t r = data.size();
+  if ((int64_t)indices.size() != r || ctx.shape(2) != indices) {
+    ctx.error() << "indices and updates must have the same shape and the "
+                   "rank of data";
+    return failure();
+  }
+  FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", 0), r);
+  if (failed(axis))
+    return failure();
+  int64_t a = *axis;
+  for (int64_t d = 0; d < r; ++d)
+    if (d != a && indices[d] > data[d]) {
+      ctx.error() << "indices dimension " << d << " (" << indices[d]
+                  << ") exceeds the data's (" << data[d] << ")";
+      return failure();
+    }
+  int64_t count = indices[a];
+  if (count == 0 || product(indices) == 0)
+    return one(ctx.input(0), ctx.dtype(0));
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  MLIRContext *mctx = b.getContext();
+  Value idxTensor = ctx.input(1), updates = ctx.input(2);
+  int64_t dataDim = data[a];
+  // Loops: the output's dimensions, then k along the updates' axis. The
+  // zero-size loop operand only gives k its range.
+  Value range = emptyTensor(b, loc, {count}, b.getI1Type());
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(r + 1, 0, {getAffineDimExpr(r, mctx)}, mctx),
+      AffineMap::getMultiDimIdentityMap(r + 1, mctx).getMajorSubMap(r)};
+  SmallVector<IteratorType> iterators(r, IteratorType::parallel);
+  iterators.push_back(IteratorType::reduction);
+  std::string red = *reduction;
+  Value y =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{ctx.type(0)}, ValueRange{range},
+          ValueRange{ctx.input(0)}, maps, iterators,
+          [&](OpBuilder &nb, Location nl, ValueRange v) {
+            Value acc = v[1];
+            Value inRange;
+            SmallVector<Value> at;
+            for (int64_t d = 0; d < r; ++d) {
+              if (d == a) {
+                at.push_back(loopIndex(nb, nl, r));
+                continue;
+              }
+              Value p = loopIndex(nb, nl, d);
+              if (indices[d] < data[d]) {
+                Value bound = arith::ConstantIndexOp::create(nb, nl, indices[d]);
+                Value ok = arith::CmpIOp::create(
+                    nb, nl, arith::CmpIPredicate::ult, p, bound);
+                inRange = inRange ? arith::AndIOp::create(nb, nl, inRange, ok)
+                                        .getResult()
+                                  : ok;
+                p = arith::MinSIOp::create(
+                    nb, nl, p,
+                    arith::ConstantIndexOp::create(nb, nl, indices[d] - 1));
+              }
+              at.push_back(p);
+            }
+            Value raw = tensor::ExtractOp::create(nb, nl, idxTensor, at);
+            Value target = normalizedIndex(nb, nl, raw, dataDim);
+            Value hit = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::eq, target, loopIndex(nb, nl, a));
+            if (inRange)
+              hit = arith::AndIOp::create(nb, nl, hit, inRange);
+            Value u = tensor::ExtractOp::create(nb, nl, updates, at);
+            Value next = combine(nb, nl, red, acc, u);
+            linalg::YieldOp::create(
+                nb, nl, ValueRange{arith::SelectOp::create(nb, nl, hit, next, acc)});
+          })
+          .getResult(0);
+  return one(y, ctx.dtype(0));
+}
+
+// -- ScatterND -------------------------------------------------------------------
+
+Results importScatterND(NodeContext &ctx) {
+  if (failed(requireIntegerIndices(ctx, 1)))
+    return failure();
+  FailureOr<std::string> reduction = scatterReduction(ctx);
+  if (failed(reduction))
+    return failure();
+  ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1),
+                    updates = ctx.shape(2);
+  int64_t r = data.size(), q = indices.size();
+  if (q < 1) {
+    ctx.error() << "indices must have rank 1 or more";
+    return failure();
+  }
+  int64_t k = indices[q - 1];
+  if (k > r) {
+    ctx.error() << "the last dimension of indices (" << k
+                << ") exceeds the rank of data (" << r << ")";
+    return failure();
+  }
+  SmallVector<int64_t> expected(indices.begin(), indices.end() - 1);
+  expected.append(data.begin() + k, data.end());
+  if (updates != ArrayRef<int64_t>(expected)) {
+    ctx.error() << "updates have shape " << ctx.type(2)
+                << "; indices and data give "
+                << RankedTensorType::get(expected, ctx.type(2).getElementType());
+    return failure();
+  }
+  int64_t count = product(indices.drop_back());
+  if (count == 0)
+    return one(ctx.input(0), ctx.dtype(0));
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  MLIRContext *mctx = b.getContext();
+  // Update slices flattened: indices [M, k], updates [M, data[k:]...].
+  Value idxTensor = reshape(b, loc, ctx.input(1), {count, k});
+  SmallVector<int64_t> flatUpdates = {count};
+  flatUpdates.append(data.begin() + k, data.end());
+  Value upd = reshape(b, loc, ctx.input(2), flatUpdates);
+  // Loops: the output's dimensions, then m over the update slices.
+  SmallVector<AffineExpr> updExprs = {getAffineDimExpr(r, mctx)};
+  for (int64_t d = k; d < r; ++d)
+    updExprs.push_back(getAffineDimExpr(d, mctx));
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(r + 1, 0, updExprs, mctx),
+      AffineMap::getMultiDimIdentityMap(r + 1, mctx).getMajorSubMap(r)};
+  SmallVector<IteratorType> iterators(r, IteratorType::parallel);
+  iterators.push_back(IteratorType::reduction);
+  std::string red = *reduction;
+  Value y =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{ctx.type(0)}, ValueRange{upd},
+          ValueRange{ctx.input(0)}, maps, iterators,
+          [&](OpBuilder &nb, Location nl, ValueRange v) {
+            Value u = v[0], acc = v[1];
+            Value m = loopIndex(nb, nl, r);
+            Value hit;
+            for (int64_t t = 0; t < k; ++t) {
+              Value raw = tensor::ExtractOp::create(
+                  nb, nl, idxTensor,
+                  ValueRange{m, arith::ConstantIndexOp::create(nb, nl, t)});
+              Value eq = arith::CmpIOp::create(
+                  nb, nl, arith::CmpIPredicate::eq,
+                  normalizedIndex(nb, nl, raw, data[t]), loopIndex(nb, nl, t));
+              hit = hit ? arith::AndIOp::create(nb, nl, hit, eq).getResult() : eq;
+            }
+            Value next = combine(nb, nl, red, acc, u);
+            Value out = hit ? arith::SelectOp::create(nb, nl, hit, next, acc)
+                                  .getResult()
+                            : next;
+            linalg::YieldOp::create(nb, nl, ValueRange{out});
+          })
+          .getResult(0);
+  return one(y, ctx.dtype(0));
+}
+
+// -- TopK ------------------------------------------------------------------------
+
+/// Whether `a` comes before `b` in TopK's order (NaN largest, as the greatest
+/// value), and whether they are equivalent.
+std::pair<Value, Value> topkOrder(OpBuilder &b, Location loc, Value a, Value x,
+                                  DType dt, bool largest) {
+  if (isFloatDType(dt)) {
+    Value aNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, a, a);
+    Value xNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+    Value notXNan = arith::XOrIOp::create(
+        b, loc, xNan, arith::ConstantIntOp::create(b, loc, 1, 1));
+    Value notANan = arith::XOrIOp::create(
+        b, loc, aNan, arith::ConstantIntOp::create(b, loc, 1, 1));
+    Value before;
+    if (largest)
+      before = arith::OrIOp::create(
+          b, loc,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a, x),
+          arith::AndIOp::create(b, loc, aNan, notXNan));
+    else
+      before = arith::OrIOp::create(
+          b, loc,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, a, x),
+          arith::AndIOp::create(b, loc, notANan, xNan));
+    Value same = arith::OrIOp::create(
+        b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a, x),
+        arith::AndIOp::create(b, loc, aNan, xNan));
+    return {before, same};
+  }
+  bool isUnsigned = isUnsignedDType(dt) || isBoolDType(dt);
+  auto pred = largest ? (isUnsigned ? arith::CmpIPredicate::ugt
+                                    : arith::CmpIPredicate::sgt)
+                      : (isUnsigned ? arith::CmpIPredicate::ult
+                                    : arith::CmpIPredicate::slt);
+  return {arith::CmpIOp::create(b, loc, pred, a, x),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, x)};
+}
+
+Results importTopK(NodeContext &ctx) {
+  int64_t r = ctx.rank(0);
+  if (r < 1) {
+    ctx.error() << "the input must have rank 1 or more";
+    return failure();
+  }
+  FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", -1), r);
+  if (failed(axis))
+    return failure();
+  int64_t k;
+  if (ctx.opset < 10) {
+    if (!ctx.has("k")) {
+      ctx.error() << "attribute 'k' is missing";
+      return failure();
+    }
+    k = ctx.getInt("k", 0);
+  } else {
+    FailureOr<SmallVector<int64_t>> kv = ctx.constInts(1, "k");
+    if (failed(kv))
+      return failure();
+    if (kv->size() != 1) {
+      ctx.error() << "k must hold one value";
+      return failure();
+    }
+    k = (*kv)[0];
+  }
+  int64_t a = *axis, n = ctx.shape(0)[a];
+  if (k < 0 || k > n) {
+    ctx.error() << "k = " << k << " is out of range for axis " << a
+                << " of size " << n;
+    return failure();
+  }
+  bool largest = ctx.getInt("largest", 1);
+  DType dt = ctx.dtype(0);
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  MLIRContext *mctx = b.getContext();
+  auto t = ctx.type(0);
+  Type elem = t.getElementType();
+  SmallVector<int64_t> outShape(t.getShape());
+  outShape[a] = k;
+  if (k == 0 || product(outShape) == 0)
+    return SmallVector<TypedValue>{
+        {emptyTensor(b, loc, outShape, elem), dt},
+        {emptyTensor(b, loc, outShape, b.getI64Type()), onnx::TensorProto::INT64}};
+  Value x = ctx.input(0);
+  // The map (d0..dr) -> (d0..dr-1) with the axis read from loop dim r.
+  SmallVector<AffineExpr> alongExprs;
+  for (int64_t d = 0; d < r; ++d)
+    alongExprs.push_back(getAffineDimExpr(d == a ? r : d, mctx));
+  AffineMap along = AffineMap::get(r + 1, 0, alongExprs, mctx);
+  AffineMap outer =
+      AffineMap::getMultiDimIdentityMap(r + 1, mctx).getMajorSubMap(r);
+  SmallVector<IteratorType> iterators(r, IteratorType::parallel);
+  iterators.push_back(IteratorType::reduction);
+
+  // rank(i) = #{j : x_j before x_i, or equivalent and j < i}.
+  Value rankInit = filledTensor(b, loc, t.getShape(), b.getI64Type(), 0);
+  Value ranks =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{rankInit.getType()}, ValueRange{x, x},
+          ValueRange{rankInit}, {outer, along, outer}, iterators,
+          [&](OpBuilder &nb, Location nl, ValueRange v) {
+            auto [before, same] = topkOrder(nb, nl, v[1], v[0], dt, largest);
+            Value lower = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
+                                                loopIndex(nb, nl, r),
+                                                loopIndex(nb, nl, a));
+            Value precedes = arith::OrIOp::create(
+                nb, nl, before, arith::AndIOp::create(nb, nl, same, lower));
+            Value inc = arith::ExtUIOp::create(nb, nl, nb.getI64Type(), precedes);
+            linalg::YieldOp::create(
+                nb, nl, ValueRange{arith::AddIOp::create(nb, nl, v[2], inc)});
+          })
+          .getResult(0);
+
+  // Output position p along the axis takes the element of rank p.
+  Value valInit = filledTensor(b, loc, outShape, elem, 0);
+  Value idxInit = filledTensor(b, loc, outShape, b.getI64Type(), 0);
+  auto pick = linalg::GenericOp::create(
+      b, loc, TypeRange{valInit.getType(), idxInit.getType()},
+      ValueRange{ranks, x}, ValueRange{valInit, idxInit},
+      {along, along, outer, outer}, iterators,
+      [&](OpBuilder &nb, Location nl, ValueRange v) {
+        Value hit = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                          v[0], indexAsI64(nb, nl, a));
+        Value val = arith::SelectOp::create(nb, nl, hit, v[1], v[2]);
+        Value idx = arith::SelectOp::create(nb, nl, hit, indexAsI64(nb, nl, r),
+                                            v[3]);
+        linalg::YieldOp::create(nb, nl, ValueRange{val, idx});
+      });
+  return SmallVector<TypedValue>{{pick.getResult(0), dt},
+                                 {pick.getResult(1), onnx::TensorProto::INT64}};
+}
+
+// -- Resize / Upsample -------------------------------------------------------------
+
+/// Where each output index of one axis reads the input: `taps` positions
+/// (clamped into the input) and their weights per output index, and whether
+/// the index lies outside the crop (tf_crop_and_resize).
+struct AxisTable {
+  int64_t taps = 1;
+  SmallVector<int64_t> index;  // [out][taps]
+  SmallVector<double> weight;  // [out][taps]
+  SmallVector<bool> outside;   // [out]
+  bool anyOutside = false;
+  bool identity = false;
+};
+
+struct ResizeParams {
+  std::string mode;       // nearest, linear, cubic
+  std::string coordMode;  // coordinate_transformation_mode
+  std::string nearestMode;
+  bool legacyNearest = false; // opset < 11: ORT's rounding (no nearest_mode)
+  double cubicA = -0.75;
+  bool excludeOutside = false;
+  double extrapolation = 0.0;
+};
+
+/// Coefficients of ONNX's reference implementation for `ratio` in (0, 1].
+SmallVector<double> resizeCoeffs(const ResizeParams &p, double ratio,
+                                 bool isIntegral) {
+  if (p.mode == "linear")
+    return {1 - ratio, ratio};
+  if (p.mode == "cubic") {
+    double A = p.cubicA, r1 = ratio + 1, s = 1 - ratio, s1 = s + 1;
+    return {((A * r1 - 5 * A) * r1 + 8 * A) * r1 - 4 * A,
+            ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1,
+            ((A + 2) * s - (A + 3)) * s * s + 1,
+            ((A * s1 - 5 * A) * s1 + 8 * A) * s1 - 4 * A};
+  }
+  if (isIntegral)
+    return {0, 1};
+  if (p.nearestMode == "round_prefer_floor")
+    return {double(ratio <= 0.5), double(ratio > 0.5)};
+  if (p.nearestMode == "round_prefer_ceil")
+    return {double(ratio < 0.5), double(ratio >= 0.5)};
+  if (p.nearestMode == "floor")
+    return {1, 0};
+  return {0, 1}; // ceil
+}
+
+/// The table of one axis: input size `in`, output size `out`, the scale
+/// the coordinates use, and the axis's crop [roiStart, roiEnd].
+AxisTable axisTable(const ResizeParams &p, int64_t in, int64_t out,
+                    double scale, double roiStart, double roiEnd) {
+  AxisTable t;
+  bool nearest = p.mode == "nearest";
+  int64_t n = p.mode == "cubic" ? 4 : 2;
+  t.taps = nearest ? 1 : n;
+  double outWidth = scale * double(in); // the reference's (float) length
+  for (int64_t x = 0; x < out; ++x) {
+    double xo;
+    const std::string &m = p.coordMode;
+    if (m == "align_corners")
+      xo = outWidth == 1 ? 0.0 : double(x) * double(in - 1) / (outWidth - 1);
+    else if (m == "asymmetric")
+      xo = double(x) / scale;
+    else if (m == "tf_half_pixel_for_nn")
+      xo = (double(x) + 0.5) / scale;
+    else if (m == "tf_crop_and_resize")
+      xo = (outWidth == 1 ? (roiEnd - roiStart) * double(in - 1) / 2
+                          : double(x) * (roiEnd - roiStart) * double(in - 1) /
+                                (outWidth - 1)) +
+           roiStart * double(in - 1);
+    else if (m == "pytorch_half_pixel")
+      xo = outWidth == 1 ? -0.5 : (double(x) + 0.5) / scale - 0.5;
+    else // half_pixel
+      xo = (double(x) + 0.5) / scale - 0.5;
+    bool outside = m == "tf_crop_and_resize" && (xo < 0 || xo > double(in - 1));
+    t.outside.push_back(outside);
+    t.anyOutside |= outside;
+    if (outside) {
+      for (int64_t k = 0; k < t.taps; ++k) {
+        t.index.push_back(0);
+        t.weight.push_back(0);
+      }
+      continue;
+    }
+    if (nearest && p.legacyNearest) {
+      // Before opset 11 (ONNX Runtime's rule): truncate when upsampling,
+      // round up when downsampling.
+      double v = scale < 1 ? std::ceil(xo) : std::trunc(xo);
+      t.index.push_back(std::clamp<int64_t>(int64_t(v), 0, in - 1));
+      t.weight.push_back(1);
+      continue;
+    }
+    double xoFloor = std::floor(xo);
+    bool integral = xo == xoFloor;
+    double ratio = integral ? 1.0 : xo - xoFloor;
+    SmallVector<double> coeffs = resizeCoeffs(p, ratio, integral);
+    // The n nearest positions of the edge-padded input (ties: the lower).
+    int64_t pad = (n + 1) / 2, limit = in + 2 * pad;
+    double xp = xo + pad;
+    int64_t c = std::clamp<int64_t>(int64_t(std::floor(xp)), 0, limit - 1);
+    int64_t lo = std::max<int64_t>(0, c - n - 1),
+            hi = std::min<int64_t>(limit, c + n + 2);
+    SmallVector<int64_t> cand;
+    for (int64_t i = lo; i < hi; ++i)
+      cand.push_back(i);
+    std::stable_sort(cand.begin(), cand.end(), [&](int64_t u, int64_t v) {
+      double du = std::abs(xp - double(u)), dv = std::abs(xp - double(v));
+      return du != dv ? du < dv : u < v;
+    });
+    cand.resize(n);
+    llvm::sort(cand);
+    if (p.excludeOutside) {
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t pos = cand[i] - pad;
+        if (pos < 0 || pos >= in)
+          coeffs[i] = 0;
+        sum += coeffs[i];
+      }
+      for (double &cf : coeffs)
+        cf /= sum;
+    }
+    if (nearest) {
+      int64_t chosen = coeffs[0] != 0 ? 0 : 1;
+      t.index.push_back(std::clamp<int64_t>(cand[chosen] - pad, 0, in - 1));
+      t.weight.push_back(1);
+      continue;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      t.index.push_back(std::clamp<int64_t>(cand[i] - pad, 0, in - 1));
+      t.weight.push_back(coeffs[i]);
+    }
+  }
+  // An axis every output index of which reads its own input index alone.
+  t.identity = in == out && !t.anyOutside;
+  for (int64_t x = 0; t.identity && x < out; ++x)
+    for (int64_t k = 0; k < t.taps; ++k) {
+      double w = t.weight[x * t.taps + k];
+      if (w != 0 && (w != 1 || t.index[x * t.taps + k] != x))
+        t.identity = false;
+    }
+  return t;
+}
+
+/// Floats of a constant input (scales, roi).
+FailureOr<SmallVector<double>> constFloats(NodeContext &ctx, unsigned i,
+                                           llvm::StringRef what) {
+  std::optional<DenseElementsAttr> c = ctx.constant(i);
+  if (!c || !llvm::isa<FloatType>(c->getElementType())) {
+    ctx.error() << what
+                << " must be a constant float tensor (an initializer or a "
+                   "Constant); mp compiles static shapes";
+    return failure();
+  }
+  SmallVector<double> out;
+  for (const APFloat &v : c->getValues<APFloat>()) {
+    APFloat d = v;
+    bool lost;
+    d.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+    out.push_back(d.convertToDouble());
+  }
+  return out;
+}
+
+Results buildResize(NodeContext &ctx, const ResizeParams &p,
+                    ArrayRef<int64_t> outShape, ArrayRef<double> scales,
+                    ArrayRef<double> roi) {
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  MLIRContext *mctx = b.getContext();
+  ArrayRef<int64_t> inShape = ctx.shape(0);
+  int64_t r = inShape.size();
+  Type elem = ctx.type(0).getElementType();
+  if (product(outShape) == 0 || product(inShape) == 0) {
+    if (product(outShape) != 0) {
+      ctx.error() << "cannot resize an empty input to a non-empty output";
+      return failure();
+    }
+    return one(emptyTensor(b, loc, outShape, elem), ctx.dtype(0));
+  }
+  SmallVector<AxisTable> tables;
+  SmallVector<int64_t> resized; // the axes that are not the identity
+  bool anyOutside = false;
+  for (int64_t d = 0; d < r; ++d) {
+    double start = roi.empty() ? 0.0 : roi[d];
+    double end = roi.empty() ? 1.0 : roi[d + r];
+    tables.push_back(
+        axisTable(p, inShape[d], outShape[d], scales[d], start, end));
+    if (!tables.back().identity)
+      resized.push_back(d);
+    anyOutside |= tables.back().anyOutside;
+  }
+  if (resized.empty())
+    return one(ctx.input(0), ctx.dtype(0));
+
+  bool nearest = p.mode == "nearest";
+  int64_t nr = resized.size();
+  // Loops: the output's dimensions, then (linear, cubic) one tap loop per
+  // resized axis.
+  int64_t loops = nearest ? r : r + nr;
+  // Interpolation computes in f32 (f64 for f64 data).
+  Type compute = elem.isF64() ? elem : Type(b.getF32Type());
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (int64_t j = 0; j < nr; ++j) {
+    const AxisTable &t = tables[resized[j]];
+    int64_t o = outShape[resized[j]];
+    SmallVector<int64_t> shape = {o};
+    SmallVector<AffineExpr> exprs = {getAffineDimExpr(resized[j], mctx)};
+    if (!nearest) {
+      shape.push_back(t.taps);
+      exprs.push_back(getAffineDimExpr(r + j, mctx));
+    }
+    inputs.push_back(constantOf(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get(shape, b.getI64Type()),
+                               ArrayRef<int64_t>(t.index))));
+    maps.push_back(AffineMap::get(loops, 0, exprs, mctx));
+    if (!nearest) {
+      auto wt = RankedTensorType::get(shape, compute);
+      DenseElementsAttr w;
+      if (compute.isF64()) {
+        w = DenseElementsAttr::get(wt, ArrayRef<double>(t.weight));
+      } else {
+        SmallVector<float> f(t.weight.begin(), t.weight.end());
+        w = DenseElementsAttr::get(wt, ArrayRef<float>(f));
+      }
+      inputs.push_back(constantOf(b, loc, w));
+      maps.push_back(AffineMap::get(loops, 0, exprs, mctx));
+    }
+  }
+  Value data = ctx.input(0);
+  auto coordsFrom = [&](OpBuilder &nb, Location nl, ValueRange idx) {
+    SmallVector<Value> coords;
+    for (int64_t d = 0, j = 0; d < r; ++d) {
+      if (j < nr && resized[j] == d)
+        coords.push_back(arith::IndexCastOp::create(nb, nl, nb.getIndexType(),
+                                                    idx[j++]));
+      else
+        coords.push_back(loopIndex(nb, nl, d));
+    }
+    return coords;
+  };
+  maps.push_back(AffineMap::getMultiDimIdentityMap(loops, mctx).getMajorSubMap(r));
+  Value y;
+  if (nearest) {
+    Value init = emptyTensor(b, loc, outShape, elem);
+    y = linalg::GenericOp::create(
+            b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+            SmallVector<IteratorType>(r, IteratorType::parallel),
+            [&](OpBuilder &nb, Location nl, ValueRange v) {
+              SmallVector<Value> coords = coordsFrom(nb, nl, v.drop_back());
+              linalg::YieldOp::create(
+                  nb, nl,
+                  ValueRange{tensor::ExtractOp::create(nb, nl, data, coords)});
+            })
+            .getResult(0);
+  } else {
+    if (!isFloatDType(ctx.dtype(0))) {
+      ctx.error() << "mode '" << p.mode << "' is imported for floating-point "
+                  << "inputs only, got " << dtypeName(ctx.dtype(0));
+      return failure();
+    }
+    Value init = filledTensor(b, loc, outShape, compute, 0.0);
+    SmallVector<IteratorType> iterators(r, IteratorType::parallel);
+    iterators.append(nr, IteratorType::reduction);
+    y = linalg::GenericOp::create(
+            b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+            iterators,
+            [&](OpBuilder &nb, Location nl, ValueRange v) {
+              SmallVector<Value> idx;
+              Value w;
+              for (int64_t j = 0; j < nr; ++j) {
+                idx.push_back(v[2 * j]);
+                w = w ? arith::MulFOp::create(nb, nl, w, v[2 * j + 1]).getResult()
+                      : v[2 * j + 1];
+              }
+              Value e = tensor::ExtractOp::create(nb, nl, data,
+                                                  coordsFrom(nb, nl, idx));
+              if (e.getType() != compute)
+                e = arith::ExtFOp::create(nb, nl, compute, e);
+              Value sum = arith::AddFOp::create(
+                  nb, nl, v.back(), arith::MulFOp::create(nb, nl, w, e));
+              linalg::YieldOp::create(nb, nl, ValueRange{sum});
+            })
+            .getResult(0);
+    if (compute != elem)
+      y = elementwise(b, loc, y, outShape, elem,
+                      [&](OpBuilder &nb, Location nl, ValueRange a) {
+                        return arith::TruncFOp::create(nb, nl, elem, a[0])
+                            .getResult();
+                      });
+  }
+  if (anyOutside) {
+    // tf_crop_and_resize: extrapolation_value wherever any axis's position
+    // lies outside the input.
+    SmallVector<Value> flags = {y};
+    SmallVector<AffineMap> flagMaps = {
+        AffineMap::getMultiDimIdentityMap(r, mctx)};
+    for (int64_t d = 0; d < r; ++d) {
+      if (!tables[d].anyOutside)
+        continue;
+      flags.push_back(constantOf(
+          b, loc,
+          DenseElementsAttr::get(
+              RankedTensorType::get({outShape[d]}, b.getI1Type()),
+              ArrayRef<bool>(tables[d].outside))));
+      flagMaps.push_back(
+          AffineMap::get(r, 0, {getAffineDimExpr(d, mctx)}, mctx));
+    }
+    flagMaps.push_back(AffineMap::getMultiDimIdentityMap(r, mctx));
+    Value init = emptyTensor(b, loc, outShape, elem);
+    double extrapolation = p.extrapolation;
+    y = linalg::GenericOp::create(
+            b, loc, TypeRange{init.getType()}, flags, ValueRange{init},
+            flagMaps, SmallVector<IteratorType>(r, IteratorType::parallel),
+            [&](OpBuilder &nb, Location nl, ValueRange v) {
+              Value any = v[1];
+              for (size_t i = 2; i + 1 < v.size(); ++i)
+                any = arith::OrIOp::create(nb, nl, any, v[i]);
+              Value e = scalarConstant(nb, nl, elem, extrapolation);
+              linalg::YieldOp::create(
+                  nb, nl, ValueRange{arith::SelectOp::create(nb, nl, any, e, v[0])});
+            })
+            .getResult(0);
+  }
+  return one(y, ctx.dtype(0));
+}
+
+Results importResize(NodeContext &ctx) {
+  bool upsample = ctx.node.op_type() == "Upsample";
+  bool legacy = upsample || ctx.opset < 11; // Upsample-7/9, Resize-10
+  if (upsample && ctx.opset < 7) {
+    ctx.error() << "Upsample before opset 7 (height_scale/width_scale) is "
+                   "not supported";
+    return failure();
+  }
+  ResizeParams p;
+  p.mode = ctx.getString("mode", "nearest");
+  bool modeOk = p.mode == "nearest" || p.mode == "linear" ||
+                (!legacy && p.mode == "cubic");
+  if (!modeOk) {
+    ctx.error() << "mode '" << p.mode << "' is not supported (nearest, linear"
+                << (legacy ? "" : ", cubic") << ")";
+    return failure();
+  }
+  int64_t r = ctx.rank(0);
+  ArrayRef<int64_t> inShape = ctx.shape(0);
+  SmallVector<double> scales, roi;
+  SmallVector<int64_t> outShape;
+  if (legacy) {
+    // Asymmetric coordinates and ONNX Runtime's nearest rounding: the
+    // operators before coordinate_transformation_mode and nearest_mode.
+    p.coordMode = "asymmetric";
+    p.legacyNearest = true;
+    if (upsample && ctx.opset < 9) {
+      for (float s : ctx.getFloats("scales"))
+        scales.push_back(s);
+    } else {
+      FailureOr<SmallVector<double>> s = constFloats(ctx, 1, "scales");
+      if (failed(s))
+        return failure();
+      scales = *s;
+    }
+  } else {
+    p.coordMode = ctx.getString("coordinate_transformation_mode", "half_pixel");
+    static const char *const coordModes[] = {
+        "half_pixel",         "pytorch_half_pixel", "align_corners",
+        "asymmetric",         "tf_half_pixel_for_nn",
+        "tf_crop_and_resize"};
+    if (!llvm::is_contained(coordModes, llvm::StringRef(p.coordMode))) {
+      ctx.error() << "coordinate_transformation_mode '" << p.coordMode
+                  << "' is not supported";
+      return failure();
+    }
+    p.nearestMode = ctx.getString("nearest_mode", "round_prefer_floor");
+    if (p.nearestMode != "round_prefer_floor" &&
+        p.nearestMode != "round_prefer_ceil" && p.nearestMode != "floor" &&
+        p.nearestMode != "ceil") {
+      ctx.error() << "nearest_mode '" << p.nearestMode
+                  << "' is not supported";
+      return failure();
+    }
+    p.cubicA = ctx.getFloat("cubic_coeff_a", -0.75f);
+    p.excludeOutside = ctx.getInt("exclude_outside", 0) != 0;
+    p.extrapolation = ctx.getFloat("extrapolation_value", 0.0f);
+    if (p.coordMode == "tf_crop_and_resize") {
+      FailureOr<SmallVector<double>> v =
+          ctx.hasInput(1) ? constFloats(ctx, 1, "roi")
+                          : FailureOr<SmallVector<double>>(SmallVector<double>{});
+      if (failed(v))
+        return failure();
+      if ((int64_t)v->size() != 2 * r) {
+        ctx.error() << "tf_crop_and_resize needs roi with 2 * rank = " << 2 * r
+                    << " values, got " << v->size();
+        return failure();
+      }
+      roi = *v;
+    }
+    if (ctx.hasInput(2)) {
+      FailureOr<SmallVector<double>> s = constFloats(ctx, 2, "scales");
+      if (failed(s))
+        return failure();
+      scales = *s;
+    }
+    if (ctx.hasInput(3)) {
+      FailureOr<SmallVector<int64_t>> s = ctx.constInts(3, "sizes");
+      if (failed(s))
+        return failure();
+      outShape = *s;
+    }
+    if (!scales.empty() && !outShape.empty()) {
+      ctx.error() << "give scales or sizes, not both";
+      return failure();
+    }
+    if (scales.empty() && outShape.empty()) {
+      ctx.error() << "neither scales nor sizes is given";
+      return failure();
+    }
+  }
+  if (!outShape.empty()) {
+    if ((int64_t)outShape.size() != r) {
+      ctx.error() << "sizes has " << outShape.size()
+                  << " values for an input of rank " << r;
+      return failure();
+    }
+    for (int64_t d = 0; d < r; ++d) {
+      if (outShape[d] < 0) {
+        ctx.error() << "sizes[" << d << "] = " << outShape[d]
+                    << " is negative";
+        return failure();
+      }
+      scales.push_back(inShape[d] ? double(outShape[d]) / double(inShape[d])
+                                  : 1.0);
+    }
+  } else {
+    if ((int64_t)scales.size() != r) {
+      ctx.error() << "scales has " << scales.size()
+                  << " values for an input of rank " << r;
+      return failure();
+    }
+    for (int64_t d = 0; d < r; ++d) {
+      if (!(scales[d] > 0) || !std::isfinite(scales[d])) {
+        ctx.error() << "scales[" << d << "] = " << scales[d]
+                    << " must be positive";
+        return failure();
+      }
+      outShape.push_back(int64_t(std::floor(scales[d] * double(inShape[d]))));
+    }
+  }
+  return buildResize(ctx, p, outShape, scales, roi);
+}
+
+} // namespace
+
+void addResizeScatterOps(OpTable &t) {
+  t["Resize"] = importResize;
+  t["Upsample"] = importResize;
+  t["TopK"] = importTopK;
+  t["GatherND"] = importGatherND;
+  t["ScatterElements"] = importScatterElements;
+  t["Scatter"] = importScatterElements;
+  t["ScatterND"] = importScatterND;
+}
+
+} // namespace mp::onnx_import
