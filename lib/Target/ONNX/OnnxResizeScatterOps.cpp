@@ -365,6 +365,98 @@ std::pair<Value, Value> topkOrder(OpBuilder &b, Location loc, Value a, Value x,
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, x)};
 }
 
+/// Below this k and above this axis size, TopK takes k passes of O(n)
+/// instead of the O(n^2) ranks.
+constexpr int64_t kTopKPassesMaxK = 8, kTopKPassesMinN = 64;
+
+/// TopK as k argmax passes: pass t takes the first of the best elements
+/// that come after pass t-1's pick in TopK's order (value, then index).
+Results topkByPasses(NodeContext &ctx, Value x, int64_t a, int64_t k, DType dt,
+                     bool largest) {
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  MLIRContext *mctx = b.getContext();
+  auto t = llvm::cast<RankedTensorType>(x.getType());
+  int64_t r = t.getRank();
+  Type elem = t.getElementType();
+  SmallVector<int64_t> outer;
+  SmallVector<AffineExpr> outerExprs;
+  for (int64_t d = 0; d < r; ++d)
+    if (d != a) {
+      outer.push_back(t.getDimSize(d));
+      outerExprs.push_back(getAffineDimExpr(d, mctx));
+    }
+  AffineMap outerMap = AffineMap::get(r, 0, outerExprs, mctx);
+  AffineMap all = AffineMap::getMultiDimIdentityMap(r, mctx);
+  SmallVector<IteratorType> iterators(r, IteratorType::parallel);
+  iterators[a] = IteratorType::reduction;
+  SmallVector<Value> vals, idxs;
+  for (int64_t pass = 0; pass < k; ++pass) {
+    Value bestInit = filledTensor(b, loc, outer, elem, 0);
+    Value idxInit = filledTensor(b, loc, outer, b.getI64Type(), -1);
+    SmallVector<Value> ins = {x};
+    SmallVector<AffineMap> maps = {all};
+    if (pass) {
+      ins.append({vals.back(), idxs.back()});
+      maps.append({outerMap, outerMap});
+    }
+    maps.append({outerMap, outerMap});
+    auto g = linalg::GenericOp::create(
+        b, loc, TypeRange{bestInit.getType(), idxInit.getType()}, ins,
+        ValueRange{bestInit, idxInit}, maps, iterators,
+        [&](OpBuilder &nb, Location nl, ValueRange v) {
+          Value xi = v[0], i = indexAsI64(nb, nl, a);
+          Value best = v[v.size() - 2], bestIdx = v.back();
+          Value none = arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::slt, bestIdx,
+              scalarConstant(nb, nl, nb.getI64Type(), 0));
+          // Strictly before the best so far (equal: the earlier index stays).
+          Value better = arith::OrIOp::create(
+              nb, nl, none, topkOrder(nb, nl, xi, best, dt, largest).first);
+          Value take = better;
+          if (pass) {
+            auto [prevBefore, same] = topkOrder(nb, nl, v[1], xi, dt, largest);
+            Value later = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sgt,
+                                                i, v[2]);
+            Value after = arith::OrIOp::create(
+                nb, nl, prevBefore, arith::AndIOp::create(nb, nl, same, later));
+            take = arith::AndIOp::create(nb, nl, take, after);
+          }
+          linalg::YieldOp::create(
+              nb, nl,
+              ValueRange{arith::SelectOp::create(nb, nl, take, xi, best),
+                         arith::SelectOp::create(nb, nl, take, i, bestIdx)});
+        });
+    vals.push_back(g.getResult(0));
+    idxs.push_back(g.getResult(1));
+  }
+  // Pass t's picks at position t along the axis.
+  SmallVector<int64_t> outShape(t.getShape());
+  outShape[a] = k;
+  auto gather = [&](ArrayRef<Value> parts, Type e) {
+    SmallVector<AffineMap> maps(parts.size(), outerMap);
+    maps.push_back(all);
+    Value init = emptyTensor(b, loc, outShape, e);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{init.getType()}, parts, ValueRange{init},
+               maps, SmallVector<IteratorType>(r, IteratorType::parallel),
+               [&](OpBuilder &nb, Location nl, ValueRange v) {
+                 Value pos = loopIndex(nb, nl, a), out = v[0];
+                 for (int64_t p = 1; p < k; ++p) {
+                   Value here = arith::CmpIOp::create(
+                       nb, nl, arith::CmpIPredicate::eq, pos,
+                       arith::ConstantIndexOp::create(nb, nl, p));
+                   out = arith::SelectOp::create(nb, nl, here, v[p], out);
+                 }
+                 linalg::YieldOp::create(nb, nl, ValueRange{out});
+               })
+        .getResult(0);
+  };
+  return SmallVector<TypedValue>{
+      {gather(vals, elem), dt},
+      {gather(idxs, b.getI64Type()), onnx::TensorProto::INT64}};
+}
+
 Results importTopK(NodeContext &ctx) {
   int64_t r = ctx.rank(0);
   if (r < 1) {
@@ -411,6 +503,8 @@ Results importTopK(NodeContext &ctx) {
         {emptyTensor(b, loc, outShape, elem), dt},
         {emptyTensor(b, loc, outShape, b.getI64Type()), onnx::TensorProto::INT64}};
   Value x = ctx.input(0);
+  if (k <= kTopKPassesMaxK && n > kTopKPassesMinN)
+    return topkByPasses(ctx, x, a, k, dt, largest);
   // The map (d0..dr) -> (d0..dr-1) with the axis read from loop dim r.
   SmallVector<AffineExpr> alongExprs;
   for (int64_t d = 0; d < r; ++d)

@@ -104,6 +104,35 @@ def bad_broadcast():
                  [helper.make_tensor_value_info("y", F, [2, 3])])
 
 
+def resize_runtime_scales():
+    """Resize whose scales are a graph input: the output shape is not known
+    when compiling."""
+    return model([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize")],
+                 [helper.make_tensor_value_info("x", F, [1, 1, 2, 2]),
+                  helper.make_tensor_value_info("scales", F, [4])],
+                 [helper.make_tensor_value_info("y", F, [1, 1, 4, 4])])
+
+
+def resize_bad_mode():
+    """Resize-11 with a nearest_mode ONNX does not define."""
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    roi = numpy_helper.from_array(np.zeros([0], np.float32), "roi")
+    return model([helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize",
+                                   mode="nearest", nearest_mode="round_half_even")],
+                 [helper.make_tensor_value_info("x", F, [1, 1, 2, 2])],
+                 [helper.make_tensor_value_info("y", F, [1, 1, 4, 4])], [scales, roi], opset=11)
+
+
+def scatter_max():
+    """ScatterElements with reduction 'max' (opset 18's), in an opset 16 model."""
+    return model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="scatter",
+                                   reduction="max")],
+                 [helper.make_tensor_value_info("x", F, [3, 3]),
+                  helper.make_tensor_value_info("i", I64, [1, 3]),
+                  helper.make_tensor_value_info("u", F, [1, 3])],
+                 [helper.make_tensor_value_info("y", F, [3, 3])], opset=16)
+
+
 def opset18():
     m = dynamic()
     m.opset_import[0].version = 18
@@ -111,7 +140,8 @@ def opset18():
 
 
 MODELS = {f.__name__: f for f in [mlp, shape_chain, cnn, dynamic, unsupported,
-                                   runtime_shape, bad_broadcast, opset18]}
+                                   runtime_shape, bad_broadcast, resize_runtime_scales,
+                                   resize_bad_mode, scatter_max, opset18]}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:
