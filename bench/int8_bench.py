@@ -5,8 +5,9 @@ One run, on one machine, the same trained digits MLP (64-512-512-10, batch
 64):
   - mp-run train examples/digits_mlp.mlir (f32, --epochs) writes a
     checkpoint; mp-run infer --calibrate writes calibration statistics;
-  - mp-run infer --time-batches N in f32, bf16, f16 and int8 (minmax, per
-    channel): samples/s of the compiled predict function alone, held-out
+  - mp-run infer --time-batches N in f32, bf16, f16, int8 (minmax, per
+    channel) and int8-dynamic (activation scales from each batch's own
+    max |x|, no calibration; the mode of quantize_dynamic): samples/s of the compiled predict function alone, held-out
     accuracy, and the bytes of weights each prediction reads;
   - Debian's PyTorch 1.13 on the same weights: FP32 nn.Sequential, and
     torch.quantization.quantize_dynamic(model, {nn.Linear}, dtype=qint8),
@@ -28,7 +29,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MP_RUN = os.path.join(ROOT, "build", "bin", "mp-run")
 MODEL = os.path.join(ROOT, "examples", "digits_mlp.mlir")
-ACCURACY = re.compile(r"held-out accuracy ([0-9.]+)% \((\w+) inference\)")
+ACCURACY = re.compile(r"held-out accuracy ([0-9.]+)% \(([\w-]+) inference\)")
 TIMED = re.compile(r"timed \d+ batches of \d+: (\d+) samples/s")
 WEIGHTS = re.compile(r"weights read per prediction: (\d+) bytes")
 
@@ -123,7 +124,7 @@ def main():
         mp(["infer", MODEL, "--checkpoint", checkpoint, "--calibrate", "10",
             "--calibration-out", stats], env)
         rows = []
-        for precision in ("f32", "bf16", "f16", "int8"):
+        for precision in ("f32", "bf16", "f16", "int8", "int8-dynamic"):
             print(f"  mp {precision} ...", file=sys.stderr)
             rows.append((f"mp {precision}",) +
                         run_mp(precision, checkpoint, stats, args.batches, env))

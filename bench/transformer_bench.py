@@ -11,7 +11,8 @@ step, from the same initial parameters):
   mlp          784-2048-2048-10, batch 256, cross-entropy, training
   mlp-infer    the same MLP, inference (logits of a batch)
 Competitors: mp f32, bf16 (and f16 with --f16), PyTorch f32 and bf16
-autocast. Each runs in a warm process of its own (compiled or built once,
+autocast; for mlp-infer also mp int8-dynamic (InferSession) and PyTorch's
+quantize_dynamic (qint8 nn.Linear). Each runs in a warm process of its own (compiled or built once,
 then timed): every round times one segment of --seconds per competitor,
 the order rotated from round to round, over --rounds rounds; the table
 gives the median throughput with its min-max, GFLOP/s from the workload's
@@ -123,7 +124,13 @@ def mp_runner(workload, quick, model, params, precision):
     else:
         x, y = mlp_data(mlp_cfg(quick))
     if workload == "mlp-infer":
-        return lambda: (session.predict(x), None)[1]
+        if precision == "int8-dynamic":
+            from mp.runtime import InferSession
+            predict = InferSession(model, session, precision="int8-dynamic").predict
+        else:
+            predict = session.predict
+        return (lambda: (predict(x), None)[1],
+                lambda: logits_error(predict(x), params, quick))
     return lambda: session.train_step(x, y)[0]
 
 
@@ -152,11 +159,14 @@ def torch_runner(workload, quick, params, mode):
 
     if workload == "mlp-infer":
         module.eval()
+        if mode == "int8-dynamic":
+            module = torch.ao.quantization.quantize_dynamic(
+                module, {torch.nn.Linear}, dtype=torch.qint8)
 
         def infer():
             with torch.no_grad(), amp():
-                module(x)
-        return infer
+                return module(x).float().numpy()
+        return (lambda: (infer(), None)[1], lambda: logits_error(infer(), params, quick))
     opt = torch.optim.SGD(module.parameters(), lr=LR, momentum=MOMENTUM)
 
     def step():
@@ -167,6 +177,19 @@ def torch_runner(workload, quick, params, mode):
         opt.step()
         return loss.item()
     return step
+
+
+def logits_error(logits, params, quick):
+    """Inference's fairness check: the relative error of a batch's logits
+    against the f32 model's (PyTorch, the same parameters)."""
+    import numpy as np
+    import torch
+    import mp
+    module = mlp_module(mlp_cfg(quick))
+    mp.load_params(module, params)
+    with torch.no_grad():
+        want = module.eval()(torch.from_numpy(mlp_data(mlp_cfg(quick))[0])).numpy()
+    return float(np.linalg.norm(logits - want) / np.linalg.norm(want))
 
 
 def peak_runner(dtype):
@@ -191,7 +214,9 @@ def worker(conn, spec, threads):
             step = torch_runner(*spec[1:])
         else:
             step = peak_runner(*spec[1:])
-        losses = [step() for _ in range(conn.recv())]
+        # Training steps return the loss; inference gives (step, check).
+        step, check = step if isinstance(step, tuple) else (step, step)
+        losses = [check() for _ in range(conn.recv())]
         conn.send(("losses", losses))
         while True:
             seconds = conn.recv()
@@ -309,6 +334,14 @@ def main():
                      for p in precisions]
             specs += [(f"pytorch {m}" + (" autocast" if m != "f32" else ""),
                        ("torch", workload, args.quick, params, m), m) for m in ("f32", "bf16")]
+            if not train:
+                # Dynamic INT8: each batch's activations scaled by their own
+                # range; PyTorch's quantize_dynamic on nn.Linear.
+                specs += [("mp int8-dynamic", ("mp", workload, args.quick, model, params,
+                                               "int8-dynamic"), "int8-dynamic"),
+                          ("pytorch int8-dynamic (quantize_dynamic qint8)",
+                           ("torch", workload, args.quick, params, "int8-dynamic"),
+                           "int8-dynamic")]
             print(f"  {workload}: starting {len(specs)} warm processes ...", file=sys.stderr)
             competitors = []
             try:
@@ -335,6 +368,7 @@ def main():
                 gflops = rate / units * flops / 1e9
                 # Without bf16 units a bf16 product runs on the f32 ones
                 # (PyTorch's bf16 matmul is then far below them).
+                # (int8: against the float peak, for scale only.)
                 peak = peaks["float32"] if precision == "f32" else max(peaks.values())
                 print(f"| {name} | {rate:.1f} | {min(c.rates):.1f}-{max(c.rates):.1f} | "
                       f"{rate / base:.2f}x | {versus} | {gflops:.1f} | "
@@ -352,6 +386,11 @@ def main():
                         failures.append(line)
                         line += " (FAIL: the competitors do not compute the same thing)"
                     print(line)
+                print()
+            else:
+                for c in competitors:
+                    print(f"logits of {c.name} against the f32 model's: relative error "
+                          f"{max(c.losses):.2e}")
                 print()
     print(f"measured peak on {args.threads} threads: f32 {peaks['float32'] / 1e9:.1f} "
           f"GFLOP/s, bf16 {peaks['bfloat16'] / 1e9:.1f} GFLOP/s (PyTorch 2048^3 matmul)")

@@ -12,7 +12,7 @@ import argparse
 import re
 import sys
 
-LINE = re.compile(r"held-out accuracy ([0-9.]+)% \((\w+)\)")
+LINE = re.compile(r"held-out accuracy ([0-9.]+)% \(([\w-]+)\)")
 
 
 def accuracy(paths):

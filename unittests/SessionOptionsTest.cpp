@@ -106,7 +106,11 @@ TEST(SessionOptions, InferPrecisionTakesInt8AndAuto) {
   EXPECT_FALSE(options.automaticPrecision);
   EXPECT_FALSE(parseInferPrecision("int4", options, error));
   EXPECT_EQ(error,
-            "bad --precision 'int4': expected f32, f16, bf16, auto or int8");
+            "bad --precision 'int4': expected f32, f16, bf16, auto, int8 or "
+            "int8-dynamic");
+  ASSERT_TRUE(parseInferPrecision("int8-dynamic", options, error));
+  EXPECT_EQ(options.mode, InferOptions::Mode::Int8);
+  EXPECT_EQ(options.quantization, mlir::mp::QuantizationMode::Int8Dynamic);
 }
 
 TEST(SessionOptions, LossKindTakesBothSpellingsAndNone) {

@@ -629,10 +629,18 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
       (o.device && !mp::parseDevice(o.device, infer.device, error)))
     return fail(error);
   if (infer.mode == mp::InferOptions::Mode::Int8) {
-    if (!o.calibration_path || !*o.calibration_path)
+    bool dynamic =
+        infer.quantization == mlir::mp::QuantizationMode::Int8Dynamic;
+    bool calibrated = o.calibration_path && *o.calibration_path;
+    if (!dynamic && !calibrated)
       return fail("mp_infer_create: precision int8 needs calibration_path "
-                  "(statistics from mp_calibrate)");
-    infer.calibrationPath = o.calibration_path;
+                  "(statistics from mp_calibrate), or precision "
+                  "int8-dynamic");
+    if (dynamic && calibrated)
+      return fail("mp_infer_create: precision int8-dynamic takes no "
+                  "calibration_path (activations are scaled at run time)");
+    if (calibrated)
+      infer.calibrationPath = o.calibration_path;
     if (o.method && !mp::parseQuantMethod(o.method, infer.method, error))
       return fail(error);
     infer.percentile = o.percentile;

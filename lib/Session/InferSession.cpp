@@ -139,6 +139,7 @@ bool InferSession::compile(const std::string &modelPath,
       return false;
     }
     mlir::mp::MPQuantizeOptions quantize;
+    quantize.mode = options.quantization;
     quantize.calibration = options.calibrationPath;
     quantize.method = options.method;
     quantize.percentile = options.percentile;

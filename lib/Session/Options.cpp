@@ -199,8 +199,10 @@ bool parseTrainPrecision(llvm::StringRef text, TrainOptions &options,
 
 bool parseInferPrecision(llvm::StringRef text, InferOptions &options,
                          std::string &error) {
-  if (text == "int8") {
+  if (std::optional<mlir::mp::QuantizationMode> quantization =
+          mlir::mp::symbolizeQuantizationMode(text)) {
     options.mode = InferOptions::Mode::Int8;
+    options.quantization = *quantization;
     return true;
   }
   std::string ignored;
@@ -214,7 +216,8 @@ bool parseInferPrecision(llvm::StringRef text, InferOptions &options,
     options.automaticPrecision = false;
     return true;
   }
-  return refuse("--precision", text, "f32, f16, bf16, auto or int8", error);
+  return refuse("--precision", text,
+                "f32, f16, bf16, auto, int8 or int8-dynamic", error);
 }
 
 } // namespace mp

@@ -152,7 +152,18 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
   const unsigned resultChannelDim = 1;
   int64_t channels = resultType.getDimSize(resultChannelDim);
 
-  Value actQ = quantizeActivation(b, loc, act, 1.0 / d.activationScale);
+  // The activation's scale: from calibration, or (int8-dynamic) from its
+  // own max |x|, computed here on every call.
+  Value actScale = mode == QuantizationMode::Int8Dynamic
+                       ? dynamicActivationScale(b, loc, act)
+                       : f32Constant(b, loc, d.activationScale);
+  Value invActScale = mode == QuantizationMode::Int8Dynamic
+                          ? arith::DivFOp::create(b, loc,
+                                                  f32Constant(b, loc, 1.0),
+                                                  actScale)
+                                .getResult()
+                          : f32Constant(b, loc, 1.0 / d.activationScale);
+  Value actQ = quantizeActivation(b, loc, act, invActScale);
   auto [weightQ, weightScale] = weightFor(b, d, func, weight, weightChannelDim);
   // Rescaling factor of the i32 accumulator per output channel.
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
@@ -164,9 +175,8 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
                     ArrayRef<AffineMap>{one, one}, parallel(1),
                     [&](OpBuilder &nb, Location nl, ValueRange args) {
                       yieldValue(nb, nl,
-                                 arith::MulFOp::create(
-                                     nb, nl, args[0],
-                                     f32Constant(nb, nl, d.activationScale)));
+                                 arith::MulFOp::create(nb, nl, args[0],
+                                                       actScale));
                     })
                     .getResult(0);
 
@@ -416,12 +426,20 @@ void QuantizePass::runOnOperation() {
   // The option parser offers f32 and f16; a caller may still set bf16.
   if (fallback == FloatPrecision::BF16)
     return fail("fallback must be f32 or f16, got 'bf16'");
-  if (calibration.empty())
+  bool dynamic = mode == QuantizationMode::Int8Dynamic;
+  if (dynamic && !calibration.empty())
+    return fail("mode=int8-dynamic takes no calibration= (each activation "
+                "is scaled by its own max |x| at run time); drop it, or use "
+                "mode=int8");
+  if (!dynamic && calibration.empty())
     return fail("needs calibration=FILE (statistics from mp-run infer "
-                "--calibrate N, see docs/quantization.md)");
+                "--calibrate N, see docs/quantization.md), or "
+                "mode=int8-dynamic");
   std::string error;
   FailureOr<llvm::StringMap<CalibrationEntry>> entries =
-      readCalibrationEntries(calibration, error);
+      dynamic ? FailureOr<llvm::StringMap<CalibrationEntry>>(
+                    llvm::StringMap<CalibrationEntry>())
+              : readCalibrationEntries(calibration, error);
   if (failed(entries))
     return fail(error);
   PlanOptions options{method,
@@ -430,7 +448,8 @@ void QuantizePass::runOnOperation() {
                       maxError,
                       {fallbackOps.begin(), fallbackOps.end()},
                       fallback == FloatPrecision::F16 ? OpPrecision::F16
-                                                      : OpPrecision::F32};
+                                                      : OpPrecision::F32,
+                      dynamic};
 
   SmallVector<func::FuncOp> funcs;
   for (auto func : module.getOps<func::FuncOp>())

@@ -43,8 +43,9 @@ Value roundClamp(OpBuilder &b, Location loc, Value x, double lo, double hi) {
   return arith::MinimumFOp::create(b, loc, r, f32Constant(b, loc, hi));
 }
 
-/// q = clamp(round(x * invScale), -127, 127) as i8, elementwise.
-Value quantizeActivation(OpBuilder &b, Location loc, Value x, double invScale) {
+/// q = clamp(round(x * invScale), -127, 127) as i8, elementwise; invScale
+/// is an f32 scalar (a constant, or computed at run time).
+Value quantizeActivation(OpBuilder &b, Location loc, Value x, Value invScale) {
   auto type = cast<RankedTensorType>(x.getType());
   AffineMap id = b.getMultiDimIdentityMap(type.getRank());
   return linalg::GenericOp::create(
@@ -52,13 +53,42 @@ Value quantizeActivation(OpBuilder &b, Location loc, Value x, double invScale) {
              ValueRange{emptyLike(b, loc, type.getShape(), b.getI8Type())},
              ArrayRef<AffineMap>{id, id}, parallel(type.getRank()),
              [&](OpBuilder &nb, Location nl, ValueRange args) {
-               Value scaled = arith::MulFOp::create(
-                   nb, nl, args[0], f32Constant(nb, nl, invScale));
+               Value scaled = arith::MulFOp::create(nb, nl, args[0], invScale);
                Value q = roundClamp(nb, nl, scaled, -127, 127);
                yieldValue(nb, nl,
                           arith::FPToSIOp::create(nb, nl, nb.getI8Type(), q));
              })
       .getResult(0);
+}
+
+Value dynamicActivationScale(OpBuilder &b, Location loc, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  unsigned rank = type.getRank();
+  Type f32 = b.getF32Type();
+  Value zero = f32Constant(b, loc, 0.0);
+  Value init =
+      linalg::FillOp::create(b, loc, zero, emptyLike(b, loc, {}, f32))
+          .getResult(0);
+  SmallVector<utils::IteratorType> reduction(rank,
+                                             utils::IteratorType::reduction);
+  Value absMax =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
+          ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank),
+                              AffineMap::get(rank, 0, {}, b.getContext())},
+          reduction,
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value a = math::AbsFOp::create(nb, nl, args[0]);
+            yieldValue(nb, nl, arith::MaximumFOp::create(nb, nl, a, args[1]));
+          })
+          .getResult(0);
+  Value max = tensor::ExtractOp::create(b, loc, absMax, ValueRange{});
+  // An all-zero tensor keeps scale 1 (its values quantize to 0 either way).
+  Value positive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, max, zero);
+  Value scale = arith::DivFOp::create(b, loc, max, f32Constant(b, loc, 127.0));
+  return arith::SelectOp::create(b, loc, positive, scale,
+                                 f32Constant(b, loc, 1.0));
 }
 
 /// Per-channel (or per-tensor, broadcast to every channel) symmetric int8

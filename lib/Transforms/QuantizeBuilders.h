@@ -37,8 +37,13 @@ Value f32Constant(OpBuilder &b, Location loc, double v);
 /// round-to-nearest-even(x), clamped to [lo, hi] (in f32).
 Value roundClamp(OpBuilder &b, Location loc, Value x, double lo, double hi);
 
-/// q = clamp(round(x * invScale), -127, 127) as i8, elementwise.
-Value quantizeActivation(OpBuilder &b, Location loc, Value x, double invScale);
+/// q = clamp(round(x * invScale), -127, 127) as i8, elementwise; invScale
+/// is an f32 scalar (a constant, or computed at run time).
+Value quantizeActivation(OpBuilder &b, Location loc, Value x, Value invScale);
+
+/// mode=int8-dynamic: x's scale computed in the IR on every call, max |x| /
+/// 127 (1 for an all-zero tensor), as an f32 scalar.
+Value dynamicActivationScale(OpBuilder &b, Location loc, Value x);
 
 /// Per-channel (or per-tensor, broadcast to every channel) symmetric int8
 /// weights in IR: returns (i8 weights, f32 scales of shape [channels]).

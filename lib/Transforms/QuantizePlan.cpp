@@ -77,19 +77,25 @@ LogicalResult mlir::mp::quantize::planFunction(
       decisions.push_back(std::move(d));
       return;
     }
-    auto entry = entries.find(d.activationId);
-    if (entry == entries.end()) {
-      op->emitError() << "no calibration data for '" << d.activationId
-                      << "', the input of this " << op->getName()
-                      << "; calibrate this module first (mp-run infer "
-                         "--calibrate N, or --mp-calibrate and a run)";
-      ok = false;
-      return;
+    if (options.dynamic) {
+      // Scaled by its own max |x| on every call: nothing clipped, and no
+      // threshold or scale known here.
+      d.activationError = 0;
+    } else {
+      auto entry = entries.find(d.activationId);
+      if (entry == entries.end()) {
+        op->emitError() << "no calibration data for '" << d.activationId
+                        << "', the input of this " << op->getName()
+                        << "; calibrate this module first (mp-run infer "
+                           "--calibrate N, or --mp-calibrate and a run)";
+        ok = false;
+        return;
+      }
+      d.threshold =
+          chooseThreshold(entry->second, options.method, options.percentile);
+      d.activationScale = d.threshold > 0 ? d.threshold / 127.0 : 1.0;
+      d.activationError = estimateRelativeError(entry->second, d.threshold);
     }
-    d.threshold =
-        chooseThreshold(entry->second, options.method, options.percentile);
-    d.activationScale = d.threshold > 0 ? d.threshold / 127.0 : 1.0;
-    d.activationError = estimateRelativeError(entry->second, d.threshold);
     DenseElementsAttr constant;
     if (matchPattern(weight, m_Constant(&constant))) {
       d.weightError =

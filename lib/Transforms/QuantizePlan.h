@@ -86,6 +86,8 @@ struct PlanOptions {
   std::vector<std::string> fallbackOps;
   /// F32 or F16.
   OpPrecision fallback;
+  /// mode=int8-dynamic: activation scales at run time, no calibration.
+  bool dynamic = false;
 };
 
 /// Appends a decision for every eligible op of `func` to `decisions`.

@@ -550,8 +550,9 @@ def _rows(x, num_features, what):
 
 class InferSession:
     """A model's mp.predict compiled alone for inference, in f32, f16,
-    bf16 (weights converted once) or int8 (weights quantized once, from the
-    statistics `calibrate` writes), with the parameters of a Session (copied
+    bf16 (weights converted once), int8 (weights quantized once, activation
+    scales from the statistics `calibrate` writes) or int8-dynamic (each
+    activation scaled by its own max |x| at run time; no calibration), with the parameters of a Session (copied
     when the InferSession is made). `measure=(x, batches)` (int8): every
     eligible op is measured in int8 against f32 on `batches` batches of the
     rows of `x`, and those above `max_error` stay f32, as `mp-run infer
@@ -590,8 +591,10 @@ class InferSession:
         _check(lib.mp_infer_create(os.fspath(model_path).encode(), ctypes.byref(options),
                                    session._handle, ctypes.byref(handle)))
         self._handle = handle
-        # "int8", or the float precision predictions run in ("auto" resolved).
-        self.precision = ("int8" if options.precision.decode() == "int8"
+        # "int8"/"int8-dynamic", or the float precision predictions run in
+        # ("auto" resolved).
+        asked = options.precision.decode()
+        self.precision = (asked if asked in ("int8", "int8-dynamic")
                           else lib.mp_infer_precision(handle).decode())
         self.precision_decision = lib.mp_infer_precision_decision(handle).decode()
         self.batch_size = lib.mp_infer_batch_size(handle)

@@ -106,7 +106,7 @@ def test_int8_from_numpy_calibration(trained, f32, tmp_path):
 
 def test_inference_errors(trained, tmp_path):
     path, session, _, data = trained
-    with pytest.raises(runtime.MPError, match="bad --precision .*: expected f32, f16, bf16, auto or int8"):
+    with pytest.raises(runtime.MPError, match="bad --precision .*: expected f32, f16, bf16, auto, int8 or int8-dynamic"):
         runtime.InferSession(path, session, precision="fp8")
     with pytest.raises(runtime.MPError, match="needs calibration_path"):
         runtime.InferSession(path, session, precision="int8")
@@ -166,3 +166,56 @@ def test_int8_measured_fallback_matches_mp_run(tmp_path, tools):
     with pytest.raises(runtime.MPError, match="measure_batches needs measure_x"):
         runtime.InferSession(model, session, "int8", calibration=stats,
                              measure=(data["x_train"], -1), **quantize)
+
+
+def _dynamic_int8_reference(module, x, batch):
+    """NumPy emulation of --mp-quantize mode=int8-dynamic on the MLP, in
+    the compiled code's f32 operations: per batch, each layer's input scaled
+    by its own max |x| / 127, weights per output channel, the bias in the
+    i32 accumulator, dequantized by s_x * s_w[c]."""
+    f32 = np.float32
+    layers = [m for m in module if isinstance(m, torch.nn.Linear)]
+    out = []
+    for start in range(0, x.shape[0], batch):
+        h = np.zeros((batch, x.shape[1]), dtype=f32)
+        rows = x[start:start + batch]
+        h[:rows.shape[0]] = rows
+        for i, layer in enumerate(layers):
+            w = layer.weight.detach().numpy().astype(f32)  # out x in
+            b = layer.bias.detach().numpy().astype(f32)
+            amax = np.abs(h).max()
+            s_x = f32(amax / f32(127)) if amax > 0 else f32(1)
+            q = np.clip(np.rint(h * (f32(1) / s_x)), -127, 127).astype(np.int64)
+            wmax = np.abs(w).max(axis=1)
+            s_w = np.where(wmax > 0, wmax / f32(127), f32(1)).astype(f32)
+            qw = np.clip(np.rint(w / s_w[:, None]), -127, 127).astype(np.int64)
+            scale = (s_w * s_x).astype(f32)
+            bq = np.clip(np.rint(b / scale), -2147483520.0, 2147483520.0).astype(np.int64)
+            acc = q @ qw.T + bq
+            h = (acc.astype(f32) * scale).astype(f32)
+            if i + 1 < len(layers):
+                h = np.maximum(h, f32(0))
+        out.append(h[:rows.shape[0]])
+    return np.concatenate(out)
+
+
+def test_int8_dynamic_matches_its_emulation(trained, f32):
+    """precision="int8-dynamic" needs no calibration; its logits equal a
+    NumPy emulation of the dynamic quantization (the same roundings) and
+    its accuracy is within 0.5 point of f32, with int8 weights."""
+    path, session, module, data = trained
+    reference, reference_logits = f32
+    infer = runtime.InferSession(path, session, precision="int8-dynamic")
+    assert infer.precision == "int8-dynamic"
+    x = data["x_test"]
+    logits = infer.predict(x)
+    want = _dynamic_int8_reference(module, x, session.batch_size)
+    err = rel_err(logits, want)
+    print("int8-dynamic against its emulation: rel err %.2e, %d of %d logits differ"
+          % (err, int(np.sum(logits != want)), want.size))
+    assert err < 1e-5
+    assert abs(_accuracy(logits, data) - _accuracy(reference_logits, data)) <= 0.5
+    assert infer.weight_bytes < reference.weight_bytes / 3
+    with pytest.raises(runtime.MPError, match="int8-dynamic takes no calibration_path"):
+        runtime.InferSession(path, session, precision="int8-dynamic",
+                             calibration=path)

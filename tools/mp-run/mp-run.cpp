@@ -62,7 +62,8 @@ static cl::opt<std::string>
     precision("precision",
               cl::desc("f32 | f16 | bf16 | auto (what the hardware has: "
                        "bf16 units, else f16 ones, else f32; `mp-run info` "
-                       "shows the choice) (infer also: int8)"),
+                       "shows the choice) (infer also: int8, from --calibration; "
+                   "int8-dynamic, activation scales at run time)"),
               cl::init("f32"));
 static cl::opt<bool>
     tf32("tf32",
@@ -522,9 +523,14 @@ int runInferSession(mp::Session &trained, mp::InferOptions options,
       return fail("--calibrate measures the f32 model; drop --precision");
     options.mode = mp::InferOptions::Mode::Calibrate;
   } else if (int8) {
-    if (calibrationPath.empty())
+    bool dynamic =
+        options.quantization == mlir::mp::QuantizationMode::Int8Dynamic;
+    if (!dynamic && calibrationPath.empty())
       return fail("--precision int8 needs --calibration FILE (write one "
-                  "with --calibrate N)");
+                  "with --calibrate N), or --precision int8-dynamic");
+    if (dynamic && !calibrationPath.empty())
+      return fail("--precision int8-dynamic takes no --calibration (each "
+                  "activation is scaled by its own max |x| at run time)");
     options.calibrationPath = calibrationPath;
     options.percentile = quantPercentile;
     options.perChannel = quantPerChannel;
@@ -678,7 +684,7 @@ extern "C" int mp_run_main(int argc, char **argv) {
   mp::TrainOptions options;
   mp::InferOptions inferOptions;
   std::string error;
-  if (command == "train" && precision == "int8")
+  if (command == "train" && llvm::StringRef(precision).starts_with("int8"))
     return fail("--precision int8 is for infer (post-training quantization "
                 "of a trained checkpoint)");
   bool parsedPrecision =

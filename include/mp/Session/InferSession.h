@@ -28,7 +28,9 @@ struct InferOptions {
   FloatPrecision precision = FloatPrecision::F32;
   bool automaticPrecision = false;
   /// Int8 mode: the --mp-quantize options, with the pass's defaults
-  /// (declared once, in Passes.td).
+  /// (declared once, in Passes.td). Int8Dynamic scales activations at run
+  /// time and takes no calibration file.
+  mlir::mp::QuantizationMode quantization = mlir::mp::MPQuantizeOptions().mode;
   std::string calibrationPath;
   QuantizationMethod method = mlir::mp::MPQuantizeOptions().method;
   double percentile = mlir::mp::MPQuantizeOptions().percentile;

@@ -582,6 +582,14 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
     An eligible op whose activation has no calibration entry is an error
     naming the op and the missing id.
 
+    `mode=int8-dynamic` needs no calibration (the mode of PyTorch's
+    `quantize_dynamic`): each activation's scale is computed in the IR from
+    the tensor's own `max |x|` on every call (`s_x = max|x| / 127`, 1 for
+    an all-zero tensor), so nothing is clipped; weights are quantized as
+    above. The sensitivity estimate then has only the weights' error (exact
+    for constant weights); ops still fall back by `max-error` on it and by
+    `fallback-ops`.
+
     Before:
 
     ```mlir
@@ -606,9 +614,14 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
            /*default=*/"::mlir::mp::QuantizationMode::Int8",
            "Quantization mode", [{::llvm::cl::values(
       clEnumValN(::mlir::mp::QuantizationMode::Int8, "int8",
-                 "signed 8-bit, symmetric"))}]>,
+                 "signed 8-bit, symmetric, activation scales from "
+                 "calibration"),
+      clEnumValN(::mlir::mp::QuantizationMode::Int8Dynamic, "int8-dynamic",
+                 "signed 8-bit, symmetric, each activation's scale from its "
+                 "own max |x| at run time (no calibration)"))}]>,
     Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
-           "Calibration statistics file (required; docs/calibration-stats.md)">,
+           "Calibration statistics file (required for mode=int8; "
+           "docs/calibration-stats.md)">,
     Option<"method", "method", "::mlir::mp::QuantizationMethod",
            /*default=*/"::mlir::mp::QuantizationMethod::MinMax",
            "Activation threshold", [{::llvm::cl::values(

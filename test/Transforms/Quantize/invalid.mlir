@@ -1,6 +1,8 @@
 // Every diagnostic of --mp-quantize.
 // RUN: not mp-opt %s --mp-quantize 2>&1 | FileCheck %s --check-prefix=NOFILE
-// NOFILE: error: --mp-quantize: needs calibration=FILE
+// NOFILE: error: --mp-quantize: needs calibration=FILE {{.*}}, or mode=int8-dynamic
+// RUN: not mp-opt %s --mp-quantize="mode=int8-dynamic calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=DYNCAL
+// DYNCAL: error: --mp-quantize: mode=int8-dynamic takes no calibration= (each activation is scaled by its own max |x| at run time); drop it, or use mode=int8
 // RUN: not mp-opt %s --mp-quantize="mode=int4 calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=MODE
 // MODE: for the --mode option: Cannot find option named 'int4'!
 // RUN: not mp-opt %s --mp-quantize="method=mse calibration=%S/Inputs/stats.json" 2>&1 | FileCheck %s --check-prefix=METHOD

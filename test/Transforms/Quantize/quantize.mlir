@@ -15,8 +15,8 @@
 // CHECK-LABEL: func.func @layer
 // CHECK-SAME: (%[[X:[^:]*]]: tensor<4x8xf32>, %[[B:[^:]*]]: tensor<16xf32> {mp.param = "b"}, %[[WQ:[^:]*]]: tensor<8x16xi8> {mp.qweight = "w"}, %[[WS:[^:]*]]: tensor<16xf32> {mp.qscale = "w"})
 // CHECK-SAME: attributes {mp.quantize_weights = @layer_quantize_weights}
-// CHECK: %[[XQ:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<4x8xf32>)
 // CHECK: %[[INV:.*]] = arith.constant 3.175000e+01 : f32
+// CHECK: %[[XQ:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<4x8xf32>)
 // CHECK: arith.mulf %{{.*}}, %[[INV]]
 // CHECK: math.roundeven
 // CHECK: arith.fptosi %{{.*}} : f32 to i8

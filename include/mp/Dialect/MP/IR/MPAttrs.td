@@ -91,7 +91,8 @@ def MP_LossKind : I32EnumAttr<"LossKind",
 
 def MP_QuantizationMode : I32EnumAttr<"QuantizationMode",
     "the integer type --mp-quantize quantizes to", [
-  I32EnumAttrCase<"Int8", 0, "int8">
+  I32EnumAttrCase<"Int8", 0, "int8">,
+  I32EnumAttrCase<"Int8Dynamic", 1, "int8-dynamic">
 ]> {
   let cppNamespace = "::mlir::mp";
   let genSpecializedAttr = 0;
