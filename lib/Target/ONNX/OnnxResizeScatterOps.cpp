@@ -24,6 +24,7 @@
 #include "OnnxImporter.h"
 
 #include "mlir/IR/AffineExpr.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
@@ -63,16 +64,20 @@ Value clampedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
   idx = arith::MaxSIOp::create(b, loc, idx,
                                arith::ConstantIndexOp::create(b, loc, 0));
   return arith::MinSIOp::create(
-      b, loc, idx, arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(dim - 1, 0)));
+      b, loc, idx,
+      arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(dim - 1, 0)));
 }
 
-Value combine(OpBuilder &b, Location loc, llvm::StringRef reduction, Value acc,
+/// A scatter's `reduction` attribute.
+enum class ScatterReduction { None, Add, Mul };
+
+Value combine(OpBuilder &b, Location loc, ScatterReduction reduction, Value acc,
               Value update) {
   bool isFloat = llvm::isa<FloatType>(acc.getType());
-  if (reduction == "add")
+  if (reduction == ScatterReduction::Add)
     return isFloat ? arith::AddFOp::create(b, loc, acc, update).getResult()
                    : arith::AddIOp::create(b, loc, acc, update).getResult();
-  if (reduction == "mul")
+  if (reduction == ScatterReduction::Mul)
     return isFloat ? arith::MulFOp::create(b, loc, acc, update).getResult()
                    : arith::MulIOp::create(b, loc, acc, update).getResult();
   return update;
@@ -86,22 +91,28 @@ LogicalResult requireIntegerIndices(NodeContext &ctx, unsigned i) {
 }
 
 /// The scatter reduction attribute (opset 16+; "none" before).
-FailureOr<std::string> scatterReduction(NodeContext &ctx) {
-  std::string reduction = ctx.getString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul") {
-    ctx.error() << "reduction '" << reduction
+FailureOr<ScatterReduction> scatterReduction(NodeContext &ctx) {
+  std::string text = ctx.getString("reduction", "none");
+  std::optional<ScatterReduction> reduction =
+      llvm::StringSwitch<std::optional<ScatterReduction>>(text)
+          .Case("none", ScatterReduction::None)
+          .Case("add", ScatterReduction::Add)
+          .Case("mul", ScatterReduction::Mul)
+          .Default(std::nullopt);
+  if (!reduction) {
+    ctx.error() << "reduction '" << text
                 << "' is not supported (none, add and mul are)";
     return failure();
   }
-  if (reduction != "none" && isBoolDType(ctx.dtype(0))) {
-    ctx.error() << "reduction '" << reduction
-                << "' on BOOL data is not supported";
+  if (*reduction != ScatterReduction::None && isBoolDType(ctx.dtype(0))) {
+    ctx.error() << "reduction '" << text << "' on BOOL data is not supported";
     return failure();
   }
-  return reduction;
+  return *reduction;
 }
 
-// -- GatherND -------------------------------------------------------------------
+// -- GatherND
+// -------------------------------------------------------------------
 
 Results importGatherND(NodeContext &ctx) {
   if (failed(requireIntegerIndices(ctx, 1)))
@@ -140,8 +151,8 @@ Results importGatherND(NodeContext &ctx) {
   Value init = emptyTensor(b, ctx.loc, shape, ctx.type(0).getElementType());
   Value y =
       linalg::GenericOp::create(
-          b, ctx.loc, TypeRange{init.getType()}, ValueRange{},
-          ValueRange{init}, {AffineMap::getMultiDimIdentityMap(outRank, mctx)},
+          b, ctx.loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
+          {AffineMap::getMultiDimIdentityMap(outRank, mctx)},
           SmallVector<IteratorType>(outRank, IteratorType::parallel),
           [&](OpBuilder &nb, Location nl, ValueRange) {
             SmallVector<Value> coords;
@@ -166,12 +177,13 @@ Results importGatherND(NodeContext &ctx) {
   return one(y, ctx.dtype(0));
 }
 
-// -- ScatterElements / Scatter ---------------------------------------------------
+// -- ScatterElements / Scatter
+// ---------------------------------------------------
 
 Results importScatterElements(NodeContext &ctx) {
   if (failed(requireIntegerIndices(ctx, 1)))
     return failure();
-  FailureOr<std::string> reduction = scatterReduction(ctx);
+  FailureOr<ScatterReduction> reduction = scatterReduction(ctx);
   if (failed(reduction))
     return failure();
   ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
@@ -207,7 +219,7 @@ Results importScatterElements(NodeContext &ctx) {
       AffineMap::getMultiDimIdentityMap(r + 1, mctx).getMajorSubMap(r)};
   SmallVector<IteratorType> iterators(r, IteratorType::parallel);
   iterators.push_back(IteratorType::reduction);
-  std::string red = *reduction;
+  ScatterReduction red = *reduction;
   Value y =
       linalg::GenericOp::create(
           b, loc, TypeRange{ctx.type(0)}, ValueRange{range},
@@ -223,12 +235,14 @@ Results importScatterElements(NodeContext &ctx) {
               }
               Value p = loopIndex(nb, nl, d);
               if (indices[d] < data[d]) {
-                Value bound = arith::ConstantIndexOp::create(nb, nl, indices[d]);
+                Value bound =
+                    arith::ConstantIndexOp::create(nb, nl, indices[d]);
                 Value ok = arith::CmpIOp::create(
                     nb, nl, arith::CmpIPredicate::ult, p, bound);
-                inRange = inRange ? arith::AndIOp::create(nb, nl, inRange, ok)
-                                        .getResult()
-                                  : ok;
+                inRange =
+                    inRange
+                        ? arith::AndIOp::create(nb, nl, inRange, ok).getResult()
+                        : ok;
                 p = arith::MinSIOp::create(
                     nb, nl, p,
                     arith::ConstantIndexOp::create(nb, nl, indices[d] - 1));
@@ -237,25 +251,27 @@ Results importScatterElements(NodeContext &ctx) {
             }
             Value raw = tensor::ExtractOp::create(nb, nl, idxTensor, at);
             Value target = normalizedIndex(nb, nl, raw, dataDim);
-            Value hit = arith::CmpIOp::create(
-                nb, nl, arith::CmpIPredicate::eq, target, loopIndex(nb, nl, a));
+            Value hit = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                              target, loopIndex(nb, nl, a));
             if (inRange)
               hit = arith::AndIOp::create(nb, nl, hit, inRange);
             Value u = tensor::ExtractOp::create(nb, nl, updates, at);
             Value next = combine(nb, nl, red, acc, u);
             linalg::YieldOp::create(
-                nb, nl, ValueRange{arith::SelectOp::create(nb, nl, hit, next, acc)});
+                nb, nl,
+                ValueRange{arith::SelectOp::create(nb, nl, hit, next, acc)});
           })
           .getResult(0);
   return one(y, ctx.dtype(0));
 }
 
-// -- ScatterND -------------------------------------------------------------------
+// -- ScatterND
+// -------------------------------------------------------------------
 
 Results importScatterND(NodeContext &ctx) {
   if (failed(requireIntegerIndices(ctx, 1)))
     return failure();
-  FailureOr<std::string> reduction = scatterReduction(ctx);
+  FailureOr<ScatterReduction> reduction = scatterReduction(ctx);
   if (failed(reduction))
     return failure();
   ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1),
@@ -276,7 +292,8 @@ Results importScatterND(NodeContext &ctx) {
   if (updates != ArrayRef<int64_t>(expected)) {
     ctx.error() << "updates have shape " << ctx.type(2)
                 << "; indices and data give "
-                << RankedTensorType::get(expected, ctx.type(2).getElementType());
+                << RankedTensorType::get(expected,
+                                         ctx.type(2).getElementType());
     return failure();
   }
   int64_t count = product(indices.drop_back());
@@ -299,7 +316,7 @@ Results importScatterND(NodeContext &ctx) {
       AffineMap::getMultiDimIdentityMap(r + 1, mctx).getMajorSubMap(r)};
   SmallVector<IteratorType> iterators(r, IteratorType::parallel);
   iterators.push_back(IteratorType::reduction);
-  std::string red = *reduction;
+  ScatterReduction red = *reduction;
   Value y =
       linalg::GenericOp::create(
           b, loc, TypeRange{ctx.type(0)}, ValueRange{upd},
@@ -315,7 +332,8 @@ Results importScatterND(NodeContext &ctx) {
               Value eq = arith::CmpIOp::create(
                   nb, nl, arith::CmpIPredicate::eq,
                   normalizedIndex(nb, nl, raw, data[t]), loopIndex(nb, nl, t));
-              hit = hit ? arith::AndIOp::create(nb, nl, hit, eq).getResult() : eq;
+              hit =
+                  hit ? arith::AndIOp::create(nb, nl, hit, eq).getResult() : eq;
             }
             Value next = combine(nb, nl, red, acc, u);
             Value out = hit ? arith::SelectOp::create(nb, nl, hit, next, acc)
@@ -327,7 +345,8 @@ Results importScatterND(NodeContext &ctx) {
   return one(y, ctx.dtype(0));
 }
 
-// -- TopK ------------------------------------------------------------------------
+// -- TopK
+// ------------------------------------------------------------------------
 
 /// Whether `a` comes before `b` in TopK's order (NaN largest, as the greatest
 /// value), and whether they are equivalent.
@@ -407,17 +426,17 @@ Results topkByPasses(NodeContext &ctx, Value x, int64_t a, int64_t k, DType dt,
         [&](OpBuilder &nb, Location nl, ValueRange v) {
           Value xi = v[0], i = indexAsI64(nb, nl, a);
           Value best = v[v.size() - 2], bestIdx = v.back();
-          Value none = arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::slt, bestIdx,
-              scalarConstant(nb, nl, nb.getI64Type(), 0));
+          Value none =
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, bestIdx,
+                                    scalarConstant(nb, nl, nb.getI64Type(), 0));
           // Strictly before the best so far (equal: the earlier index stays).
           Value better = arith::OrIOp::create(
               nb, nl, none, topkOrder(nb, nl, xi, best, dt, largest).first);
           Value take = better;
           if (pass) {
             auto [prevBefore, same] = topkOrder(nb, nl, v[1], xi, dt, largest);
-            Value later = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sgt,
-                                                i, v[2]);
+            Value later = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::sgt, i, v[2]);
             Value after = arith::OrIOp::create(
                 nb, nl, prevBefore, arith::AndIOp::create(nb, nl, same, later));
             take = arith::AndIOp::create(nb, nl, take, after);
@@ -438,8 +457,8 @@ Results topkByPasses(NodeContext &ctx, Value x, int64_t a, int64_t k, DType dt,
     maps.push_back(all);
     Value init = emptyTensor(b, loc, outShape, e);
     return linalg::GenericOp::create(
-               b, loc, TypeRange{init.getType()}, parts, ValueRange{init},
-               maps, SmallVector<IteratorType>(r, IteratorType::parallel),
+               b, loc, TypeRange{init.getType()}, parts, ValueRange{init}, maps,
+               SmallVector<IteratorType>(r, IteratorType::parallel),
                [&](OpBuilder &nb, Location nl, ValueRange v) {
                  Value pos = loopIndex(nb, nl, a), out = v[0];
                  for (int64_t p = 1; p < k; ++p) {
@@ -501,7 +520,8 @@ Results importTopK(NodeContext &ctx) {
   if (k == 0 || product(outShape) == 0)
     return SmallVector<TypedValue>{
         {emptyTensor(b, loc, outShape, elem), dt},
-        {emptyTensor(b, loc, outShape, b.getI64Type()), onnx::TensorProto::INT64}};
+        {emptyTensor(b, loc, outShape, b.getI64Type()),
+         onnx::TensorProto::INT64}};
   Value x = ctx.input(0);
   if (k <= kTopKPassesMaxK && n > kTopKPassesMinN)
     return topkByPasses(ctx, x, a, k, dt, largest);
@@ -523,12 +543,13 @@ Results importTopK(NodeContext &ctx) {
           ValueRange{rankInit}, {outer, along, outer}, iterators,
           [&](OpBuilder &nb, Location nl, ValueRange v) {
             auto [before, same] = topkOrder(nb, nl, v[1], v[0], dt, largest);
-            Value lower = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
-                                                loopIndex(nb, nl, r),
-                                                loopIndex(nb, nl, a));
+            Value lower = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ult, loopIndex(nb, nl, r),
+                loopIndex(nb, nl, a));
             Value precedes = arith::OrIOp::create(
                 nb, nl, before, arith::AndIOp::create(nb, nl, same, lower));
-            Value inc = arith::ExtUIOp::create(nb, nl, nb.getI64Type(), precedes);
+            Value inc =
+                arith::ExtUIOp::create(nb, nl, nb.getI64Type(), precedes);
             linalg::YieldOp::create(
                 nb, nl, ValueRange{arith::AddIOp::create(nb, nl, v[2], inc)});
           })
@@ -545,31 +566,32 @@ Results importTopK(NodeContext &ctx) {
         Value hit = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
                                           v[0], indexAsI64(nb, nl, a));
         Value val = arith::SelectOp::create(nb, nl, hit, v[1], v[2]);
-        Value idx = arith::SelectOp::create(nb, nl, hit, indexAsI64(nb, nl, r),
-                                            v[3]);
+        Value idx =
+            arith::SelectOp::create(nb, nl, hit, indexAsI64(nb, nl, r), v[3]);
         linalg::YieldOp::create(nb, nl, ValueRange{val, idx});
       });
   return SmallVector<TypedValue>{{pick.getResult(0), dt},
                                  {pick.getResult(1), onnx::TensorProto::INT64}};
 }
 
-// -- Resize / Upsample -------------------------------------------------------------
+// -- Resize / Upsample
+// -------------------------------------------------------------
 
 /// Where each output index of one axis reads the input: `taps` positions
 /// (clamped into the input) and their weights per output index, and whether
 /// the index lies outside the crop (tf_crop_and_resize).
 struct AxisTable {
   int64_t taps = 1;
-  SmallVector<int64_t> index;  // [out][taps]
-  SmallVector<double> weight;  // [out][taps]
-  SmallVector<bool> outside;   // [out]
+  SmallVector<int64_t> index; // [out][taps]
+  SmallVector<double> weight; // [out][taps]
+  SmallVector<bool> outside;  // [out]
   bool anyOutside = false;
   bool identity = false;
 };
 
 struct ResizeParams {
-  std::string mode;       // nearest, linear, cubic
-  std::string coordMode;  // coordinate_transformation_mode
+  std::string mode;      // nearest, linear, cubic
+  std::string coordMode; // coordinate_transformation_mode
   std::string nearestMode;
   bool legacyNearest = false; // opset < 11: ORT's rounding (no nearest_mode)
   double cubicA = -0.75;
@@ -789,14 +811,15 @@ Results buildResize(NodeContext &ctx, const ResizeParams &p,
     SmallVector<Value> coords;
     for (int64_t d = 0, j = 0; d < r; ++d) {
       if (j < nr && resized[j] == d)
-        coords.push_back(arith::IndexCastOp::create(nb, nl, nb.getIndexType(),
-                                                    idx[j++]));
+        coords.push_back(
+            arith::IndexCastOp::create(nb, nl, nb.getIndexType(), idx[j++]));
       else
         coords.push_back(loopIndex(nb, nl, d));
     }
     return coords;
   };
-  maps.push_back(AffineMap::getMultiDimIdentityMap(loops, mctx).getMajorSubMap(r));
+  maps.push_back(
+      AffineMap::getMultiDimIdentityMap(loops, mctx).getMajorSubMap(r));
   Value y;
   if (nearest) {
     Value init = emptyTensor(b, loc, outShape, elem);
@@ -827,7 +850,8 @@ Results buildResize(NodeContext &ctx, const ResizeParams &p,
               Value w;
               for (int64_t j = 0; j < nr; ++j) {
                 idx.push_back(v[2 * j]);
-                w = w ? arith::MulFOp::create(nb, nl, w, v[2 * j + 1]).getResult()
+                w = w ? arith::MulFOp::create(nb, nl, w, v[2 * j + 1])
+                            .getResult()
                       : v[2 * j + 1];
               }
               Value e = tensor::ExtractOp::create(nb, nl, data,
@@ -840,11 +864,11 @@ Results buildResize(NodeContext &ctx, const ResizeParams &p,
             })
             .getResult(0);
     if (compute != elem)
-      y = elementwise(b, loc, y, outShape, elem,
-                      [&](OpBuilder &nb, Location nl, ValueRange a) {
-                        return arith::TruncFOp::create(nb, nl, elem, a[0])
-                            .getResult();
-                      });
+      y = elementwise(
+          b, loc, y, outShape, elem,
+          [&](OpBuilder &nb, Location nl, ValueRange a) {
+            return arith::TruncFOp::create(nb, nl, elem, a[0]).getResult();
+          });
   }
   if (anyOutside) {
     // tf_crop_and_resize: extrapolation_value wherever any axis's position
@@ -855,11 +879,11 @@ Results buildResize(NodeContext &ctx, const ResizeParams &p,
     for (int64_t d = 0; d < r; ++d) {
       if (!tables[d].anyOutside)
         continue;
-      flags.push_back(constantOf(
-          b, loc,
-          DenseElementsAttr::get(
-              RankedTensorType::get({outShape[d]}, b.getI1Type()),
-              ArrayRef<bool>(tables[d].outside))));
+      flags.push_back(
+          constantOf(b, loc,
+                     DenseElementsAttr::get(
+                         RankedTensorType::get({outShape[d]}, b.getI1Type()),
+                         ArrayRef<bool>(tables[d].outside))));
       flagMaps.push_back(
           AffineMap::get(r, 0, {getAffineDimExpr(d, mctx)}, mctx));
     }
@@ -875,7 +899,8 @@ Results buildResize(NodeContext &ctx, const ResizeParams &p,
                 any = arith::OrIOp::create(nb, nl, any, v[i]);
               Value e = scalarConstant(nb, nl, elem, extrapolation);
               linalg::YieldOp::create(
-                  nb, nl, ValueRange{arith::SelectOp::create(nb, nl, any, e, v[0])});
+                  nb, nl,
+                  ValueRange{arith::SelectOp::create(nb, nl, any, e, v[0])});
             })
             .getResult(0);
   }
@@ -920,9 +945,8 @@ Results importResize(NodeContext &ctx) {
   } else {
     p.coordMode = ctx.getString("coordinate_transformation_mode", "half_pixel");
     static const char *const coordModes[] = {
-        "half_pixel",         "pytorch_half_pixel", "align_corners",
-        "asymmetric",         "tf_half_pixel_for_nn",
-        "tf_crop_and_resize"};
+        "half_pixel", "pytorch_half_pixel",   "align_corners",
+        "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
     if (!llvm::is_contained(coordModes, llvm::StringRef(p.coordMode))) {
       ctx.error() << "coordinate_transformation_mode '" << p.coordMode
                   << "' is not supported";
@@ -932,8 +956,7 @@ Results importResize(NodeContext &ctx) {
     if (p.nearestMode != "round_prefer_floor" &&
         p.nearestMode != "round_prefer_ceil" && p.nearestMode != "floor" &&
         p.nearestMode != "ceil") {
-      ctx.error() << "nearest_mode '" << p.nearestMode
-                  << "' is not supported";
+      ctx.error() << "nearest_mode '" << p.nearestMode << "' is not supported";
       return failure();
     }
     p.cubicA = ctx.getFloat("cubic_coeff_a", -0.75f);
@@ -941,8 +964,9 @@ Results importResize(NodeContext &ctx) {
     p.extrapolation = ctx.getFloat("extrapolation_value", 0.0f);
     if (p.coordMode == "tf_crop_and_resize") {
       FailureOr<SmallVector<double>> v =
-          ctx.hasInput(1) ? constFloats(ctx, 1, "roi")
-                          : FailureOr<SmallVector<double>>(SmallVector<double>{});
+          ctx.hasInput(1)
+              ? constFloats(ctx, 1, "roi")
+              : FailureOr<SmallVector<double>>(SmallVector<double>{});
       if (failed(v))
         return failure();
       if ((int64_t)v->size() != 2 * r) {
@@ -981,8 +1005,7 @@ Results importResize(NodeContext &ctx) {
     }
     for (int64_t d = 0; d < r; ++d) {
       if (outShape[d] < 0) {
-        ctx.error() << "sizes[" << d << "] = " << outShape[d]
-                    << " is negative";
+        ctx.error() << "sizes[" << d << "] = " << outShape[d] << " is negative";
         return failure();
       }
       scales.push_back(inShape[d] ? double(outShape[d]) / double(inShape[d])
