@@ -172,6 +172,11 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
              const std::function<Value(OpBuilder &, Location, Value)>
                  &prologue = nullptr);
 
+/// The element index for an indices value `raw` (any integer type) of a
+/// dimension of size `dim`, negative values counting from the end.
+Value normalizedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim);
+/// normalizedIndex clamped into [0, dim), so that a read stays in bounds.
+Value clampedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim);
 /// Converts a scalar between ONNX element types (Cast's semantics).
 Value convertScalar(OpBuilder &b, Location loc, Value v, DType from, DType to);
 /// Converts a whole tensor between ONNX element types.

@@ -212,23 +212,6 @@ Results importCumSum(NodeContext &ctx) {
   return one(y, dt);
 }
 
-/// An index read from a tensor, negative counting from the end, clamped
-/// into [0, dim) so that the read stays in bounds.
-Value boundedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
-  Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value isNeg =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx, zero);
-  idx = arith::SelectOp::create(
-      b, loc, isNeg,
-      arith::AddIOp::create(b, loc, idx,
-                            arith::ConstantIndexOp::create(b, loc, dim)),
-      idx);
-  idx = arith::MaxSIOp::create(b, loc, idx, zero);
-  return arith::MinSIOp::create(b, loc, idx,
-                                arith::ConstantIndexOp::create(b, loc, dim - 1));
-}
-
 Results importGatherElements(NodeContext &ctx) {
   int64_t rank = ctx.rank(0);
   if (ctx.rank(1) != rank) {
@@ -251,7 +234,7 @@ Results importGatherElements(NodeContext &ctx) {
                 [&](OpBuilder &nb, Location nl, ValueRange v) {
                   SmallVector<Value> coords;
                   for (int64_t d = 0; d < rank; ++d)
-                    coords.push_back(d == a ? boundedIndex(nb, nl, v[0], dim)
+                    coords.push_back(d == a ? clampedIndex(nb, nl, v[0], dim)
                                             : linalg::IndexOp::create(nb, nl, d)
                                                   .getResult());
                   Value e = tensor::ExtractOp::create(nb, nl, data, coords);
@@ -383,7 +366,7 @@ Value negativeLogLikelihood(NodeContext &ctx, Value logProb, Value target,
       [&](OpBuilder &nb, Location nl, ValueRange v) {
         Value t = convertScalar(nb, nl, v[0], targetType,
                                 onnx::TensorProto::INT64);
-        Value idx = boundedIndex(nb, nl, t, classes);
+        Value idx = clampedIndex(nb, nl, t, classes);
         SmallVector<Value> coords = {linalg::IndexOp::create(nb, nl, 0), idx};
         for (int64_t d = 1; d < rank; ++d)
           coords.push_back(linalg::IndexOp::create(nb, nl, d));

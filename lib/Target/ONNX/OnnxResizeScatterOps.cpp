@@ -46,28 +46,6 @@ Value indexAsI64(OpBuilder &b, Location loc, int64_t dim) {
                                     loopIndex(b, loc, dim));
 }
 
-/// An integer index read from a tensor as `index`, negative values counting
-/// from the end of a dimension of size `dim`.
-Value normalizedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
-  Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value isNeg =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx, zero);
-  Value wrapped = arith::AddIOp::create(
-      b, loc, idx, arith::ConstantIndexOp::create(b, loc, dim));
-  return arith::SelectOp::create(b, loc, isNeg, wrapped, idx);
-}
-
-/// normalizedIndex clamped into [0, dim) so that a read stays in bounds.
-Value clampedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
-  Value idx = normalizedIndex(b, loc, raw, dim);
-  idx = arith::MaxSIOp::create(b, loc, idx,
-                               arith::ConstantIndexOp::create(b, loc, 0));
-  return arith::MinSIOp::create(
-      b, loc, idx,
-      arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(dim - 1, 0)));
-}
-
 /// A scatter's `reduction` attribute.
 enum class ScatterReduction { None, Add, Mul };
 
@@ -111,8 +89,7 @@ FailureOr<ScatterReduction> scatterReduction(NodeContext &ctx) {
   return *reduction;
 }
 
-// -- GatherND
-// -------------------------------------------------------------------
+// -- GatherND -----------------------------------------------------------------
 
 Results importGatherND(NodeContext &ctx) {
   if (failed(requireIntegerIndices(ctx, 1)))
@@ -177,8 +154,7 @@ Results importGatherND(NodeContext &ctx) {
   return one(y, ctx.dtype(0));
 }
 
-// -- ScatterElements / Scatter
-// ---------------------------------------------------
+// -- ScatterElements / Scatter ------------------------------------------------
 
 Results importScatterElements(NodeContext &ctx) {
   if (failed(requireIntegerIndices(ctx, 1)))
@@ -265,8 +241,7 @@ Results importScatterElements(NodeContext &ctx) {
   return one(y, ctx.dtype(0));
 }
 
-// -- ScatterND
-// -------------------------------------------------------------------
+// -- ScatterND ----------------------------------------------------------------
 
 Results importScatterND(NodeContext &ctx) {
   if (failed(requireIntegerIndices(ctx, 1)))
@@ -345,8 +320,7 @@ Results importScatterND(NodeContext &ctx) {
   return one(y, ctx.dtype(0));
 }
 
-// -- TopK
-// ------------------------------------------------------------------------
+// -- TopK ---------------------------------------------------------------------
 
 /// Whether `a` comes before `b` in TopK's order (NaN largest, as the greatest
 /// value), and whether they are equivalent.
@@ -574,8 +548,7 @@ Results importTopK(NodeContext &ctx) {
                                  {pick.getResult(1), onnx::TensorProto::INT64}};
 }
 
-// -- Resize / Upsample
-// -------------------------------------------------------------
+// -- Resize / Upsample --------------------------------------------------------
 
 /// Where each output index of one axis reads the input: `taps` positions
 /// (clamped into the input) and their weights per output index, and whether

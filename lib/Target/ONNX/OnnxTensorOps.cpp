@@ -101,6 +101,25 @@ SliceAxis sliceAxis(int64_t dim, int64_t start, int64_t end, int64_t step) {
 
 } // namespace
 
+Value normalizedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
+  Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value isNeg =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx, zero);
+  Value wrapped = arith::AddIOp::create(
+      b, loc, idx, arith::ConstantIndexOp::create(b, loc, dim));
+  return arith::SelectOp::create(b, loc, isNeg, wrapped, idx);
+}
+
+Value clampedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
+  Value idx = normalizedIndex(b, loc, raw, dim);
+  idx = arith::MaxSIOp::create(b, loc, idx,
+                               arith::ConstantIndexOp::create(b, loc, 0));
+  return arith::MinSIOp::create(
+      b, loc, idx,
+      arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(dim - 1, 0)));
+}
+
 Results foldIntegerNode(NodeContext &ctx) {
   static const llvm::StringSet<> foldable = {
       "Add",   "Sub",       "Mul",     "Div",     "Neg",   "Equal",
@@ -786,17 +805,6 @@ Results importSplit(NodeContext &ctx) {
   return out;
 }
 
-/// The element index for indices value `raw` of a dimension of size `dim`
-/// (negative indices count from the end), as an index.
-Value normalizedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
-  Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value isNeg =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx, zero);
-  Value wrapped = arith::AddIOp::create(
-      b, loc, idx, arith::ConstantIndexOp::create(b, loc, dim));
-  return arith::SelectOp::create(b, loc, isNeg, wrapped, idx);
-}
 
 Results importGather(NodeContext &ctx) {
   ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
