@@ -650,8 +650,8 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
   if (o.batch_size < 0)
     return fail("mp_infer_create: batch_size " + std::to_string(o.batch_size) +
                 " is negative");
-  infer.modelBatch = o.batch_size ? o.batch_size
-                                  : weights->session->trainOptions().modelBatch;
+  infer.modelBatch =
+      o.batch_size ? o.batch_size : weights->session->trainOptions().modelBatch;
   if (o.measure_batches < 0 ||
       (o.measure_batches > 0 && (!o.measure_x || o.measure_rows < 1)))
     return fail("mp_infer_create: measure_batches needs measure_x with "

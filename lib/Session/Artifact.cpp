@@ -379,9 +379,9 @@ llvm::json::Object Session::artifactMetadata() const {
   // parameter: little-endian f32 bytes in base64.
   llvm::json::Object initial;
   for (const auto &[name, values] : initialValues)
-    initial[name] = llvm::encodeBase64(llvm::StringRef(
-        reinterpret_cast<const char *>(values.data()),
-        values.size() * sizeof(float)));
+    initial[name] = llvm::encodeBase64(
+        llvm::StringRef(reinterpret_cast<const char *>(values.data()),
+                        values.size() * sizeof(float)));
   return llvm::json::Object{
       {"initial_values", std::move(initial)},
       {"options", std::move(options)},

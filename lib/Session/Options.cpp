@@ -134,7 +134,8 @@ bool parseOptimizer(llvm::StringRef text, OptimizerAlgorithm &algorithm,
 }
 
 bool parseLossKind(llvm::StringRef text,
-                   std::optional<mlir::mp::LossKind> &kind, std::string &error) {
+                   std::optional<mlir::mp::LossKind> &kind,
+                   std::string &error) {
   kind.reset();
   if (text.empty())
     return true;
@@ -142,12 +143,12 @@ bool parseLossKind(llvm::StringRef text,
   std::replace(spelled.begin(), spelled.end(), '_', '-');
   if ((kind = mlir::mp::symbolizeLossKind(spelled)))
     return true;
-  return refuse("--loss", text,
-                spellings<mlir::mp::LossKind>(
-                    mlir::mp::getMaxEnumValForLossKind(),
-                    mlir::mp::stringifyLossKind,
-                    [](mlir::mp::LossKind) { return true; }),
-                error);
+  return refuse(
+      "--loss", text,
+      spellings<mlir::mp::LossKind>(mlir::mp::getMaxEnumValForLossKind(),
+                                    mlir::mp::stringifyLossKind,
+                                    [](mlir::mp::LossKind) { return true; }),
+      error);
 }
 
 bool parseDevice(llvm::StringRef text, Device &device, std::string &error) {

@@ -157,28 +157,27 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
   Value actScale = mode == QuantizationMode::Int8Dynamic
                        ? dynamicActivationScale(b, loc, act)
                        : f32Constant(b, loc, d.activationScale);
-  Value invActScale = mode == QuantizationMode::Int8Dynamic
-                          ? arith::DivFOp::create(b, loc,
-                                                  f32Constant(b, loc, 1.0),
-                                                  actScale)
-                                .getResult()
-                          : f32Constant(b, loc, 1.0 / d.activationScale);
+  Value invActScale =
+      mode == QuantizationMode::Int8Dynamic
+          ? arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0), actScale)
+                .getResult()
+          : f32Constant(b, loc, 1.0 / d.activationScale);
   Value actQ = quantizeActivation(b, loc, act, invActScale);
   auto [weightQ, weightScale] = weightFor(b, d, func, weight, weightChannelDim);
   // Rescaling factor of the i32 accumulator per output channel.
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   AffineMap one = b.getMultiDimIdentityMap(1);
-  Value scale = linalg::GenericOp::create(
-                    b, loc, TypeRange{RankedTensorType::get({channels}, f32)},
-                    ValueRange{weightScale},
-                    ValueRange{emptyLike(b, loc, {channels}, f32)},
-                    ArrayRef<AffineMap>{one, one}, parallel(1),
-                    [&](OpBuilder &nb, Location nl, ValueRange args) {
-                      yieldValue(nb, nl,
-                                 arith::MulFOp::create(nb, nl, args[0],
-                                                       actScale));
-                    })
-                    .getResult(0);
+  Value scale =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get({channels}, f32)},
+          ValueRange{weightScale},
+          ValueRange{emptyLike(b, loc, {channels}, f32)},
+          ArrayRef<AffineMap>{one, one}, parallel(1),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            yieldValue(nb, nl,
+                       arith::MulFOp::create(nb, nl, args[0], actScale));
+          })
+          .getResult(0);
 
   // The consumer the dequantization fuses into, and its bias add.
   linalg::GenericOp consumer;

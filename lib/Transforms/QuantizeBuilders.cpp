@@ -66,9 +66,8 @@ Value dynamicActivationScale(OpBuilder &b, Location loc, Value x) {
   unsigned rank = type.getRank();
   Type f32 = b.getF32Type();
   Value zero = f32Constant(b, loc, 0.0);
-  Value init =
-      linalg::FillOp::create(b, loc, zero, emptyLike(b, loc, {}, f32))
-          .getResult(0);
+  Value init = linalg::FillOp::create(b, loc, zero, emptyLike(b, loc, {}, f32))
+                   .getResult(0);
   SmallVector<utils::IteratorType> reduction(rank,
                                              utils::IteratorType::reduction);
   Value absMax =

@@ -21,71 +21,82 @@ namespace cl = llvm::cl;
 // Every default is the session library's (TrainOptions), as in mp-run.
 static const mp::TrainOptions trainDefaults;
 
+// Only these show in --help (LLVM registers hundreds of its own).
+static cl::OptionCategory mpCompileOptions("mp-compile options");
+
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
+                                      cl::cat(mpCompileOptions),
                                       cl::desc("<model.mlir | model.onnx>"));
 static cl::opt<std::string> outputPath("o", cl::Required,
+                                       cl::cat(mpCompileOptions),
                                        cl::desc("Artifact to write (.mpa)"),
                                        cl::value_desc("file"));
-static cl::opt<std::string> precision("precision",
-                                      cl::desc("f32 | f16 | bf16 | auto (what this CPU has)"),
-                                      cl::init("f32"));
 static cl::opt<std::string>
-    lossScale("loss-scale",
+    precision("precision", cl::cat(mpCompileOptions),
+              cl::desc("f32 | f16 | bf16 | auto (what this CPU has)"),
+              cl::init("f32"));
+static cl::opt<std::string>
+    lossScale("loss-scale", cl::cat(mpCompileOptions),
               cl::desc("dynamic | adaptive | static:N | none (default: "
                        "dynamic for f16, none for bf16 and f32)"),
               cl::init(""));
 static cl::opt<double> scaleMargin(
-    "scale-margin",
+    "scale-margin", cl::cat(mpCompileOptions),
     cl::desc("--loss-scale adaptive: keep the scaled gradients' amax this "
              "many times below f16's maximum"),
     cl::init(trainDefaults.scaleMargin));
 static cl::opt<int64_t> scaleHysteresis(
-    "scale-hysteresis",
+    "scale-hysteresis", cl::cat(mpCompileOptions),
     cl::desc("--loss-scale adaptive: clean steps in a row that must ask for "
              "a lower scale before it falls"),
     cl::init(trainDefaults.scaleHysteresis));
 static cl::opt<std::string> optimizer(
-    "optimizer", cl::desc("sgd | adam | adamw"),
+    "optimizer", cl::cat(mpCompileOptions), cl::desc("sgd | adam | adamw"),
     cl::init(
         mlir::mp::stringifyOptimizerAlgorithm(trainDefaults.optimizer).str()));
-static cl::opt<double> lr("lr", cl::desc("Learning rate"),
+static cl::opt<double> lr("lr", cl::cat(mpCompileOptions),
+                          cl::desc("Learning rate"),
                           cl::init(trainDefaults.lr));
-static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
+static cl::opt<double> momentum("momentum", cl::cat(mpCompileOptions),
+                                cl::desc("SGD momentum"),
                                 cl::init(trainDefaults.momentum));
-static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+static cl::opt<double> weightDecay("weight-decay", cl::cat(mpCompileOptions),
+                                   cl::desc("Weight decay"),
                                    cl::init(trainDefaults.weightDecay));
 static cl::opt<int64_t>
-    accumulate("accumulate",
+    accumulate("accumulate", cl::cat(mpCompileOptions),
                cl::desc("Micro-batches per optimizer step (gradient "
                         "accumulation)"),
                cl::init(trainDefaults.accumulate));
 static cl::list<std::string>
-    keepF32("keep-f32", cl::desc("Keep the op at this source location "
-                                 "(FILE:LINE:COL or LINE:COL) in f32"));
+    keepF32("keep-f32", cl::cat(mpCompileOptions),
+            cl::desc("Keep the op at this source location "
+                     "(FILE:LINE:COL or LINE:COL) in f32"));
 static cl::opt<uint64_t>
-    seed("seed",
+    seed("seed", cl::cat(mpCompileOptions),
          cl::desc("Default seed of the parameters' initialisation when the "
                   "artifact is opened"),
          cl::init(0));
 static cl::opt<std::string>
-    linker("linker",
+    linker("linker", cl::cat(mpCompileOptions),
            cl::desc("C compiler driver that links the shared object "
                     "(found on PATH)"),
            cl::init(mp::Session::kDefaultLinker));
-static cl::opt<int64_t> batchSize(
-    "batch-size",
-    cl::desc("An ONNX model's dynamic batch dimension becomes this"),
-    cl::init(0));
+static cl::opt<int64_t>
+    batchSize("batch-size", cl::cat(mpCompileOptions),
+              cl::desc("An ONNX model's dynamic batch dimension becomes this"),
+              cl::init(0));
 static cl::opt<std::string> lossKind(
-    "loss",
+    "loss", cl::cat(mpCompileOptions),
     cl::desc("cross-entropy or mse: the loss around the model's mp.predict "
              "when it has no mp.loss function (an ONNX model; default there: "
              "cross-entropy)"));
-static cl::opt<bool> quiet("quiet", cl::desc("No progress lines"),
-                           cl::init(false));
+static cl::opt<bool> quiet("quiet", cl::cat(mpCompileOptions),
+                           cl::desc("No progress lines"), cl::init(false));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(mpCompileOptions);
   cl::ParseCommandLineOptions(
       argc, argv,
       "mp-compile: compile a model into an artifact mp-run and the C API "

@@ -53,102 +53,110 @@ static const mp::TrainerOptions trainerDefaults;
 static const mp::InferOptions inferDefaults;
 static const mp::MonitorOptions monitorDefaults;
 
+// Only these show in --help (LLVM registers hundreds of its own).
+static cl::OptionCategory mpRunOptions("mp-run options");
+
 static cl::opt<std::string> command(cl::Positional, cl::Required,
+                                    cl::cat(mpRunOptions),
                                     cl::desc("<train|infer|compare|info>"));
 static cl::opt<std::string>
-    modelPath(cl::Positional, cl::Optional,
+    modelPath(cl::Positional, cl::Optional, cl::cat(mpRunOptions),
               cl::desc("<model.mlir | artifact.mpa (from mp-compile)>"));
-static cl::opt<std::string>
-    precision("precision",
-              cl::desc("f32 | f16 | bf16 | auto (what the hardware has: "
-                       "bf16 units, else f16 ones, else f32; `mp-run info` "
-                       "shows the choice) (infer also: int8, from --calibration; "
-                   "int8-dynamic, activation scales at run time)"),
-              cl::init("f32"));
+static cl::opt<std::string> precision(
+    "precision", cl::cat(mpRunOptions),
+    cl::desc("f32 | f16 | bf16 | auto (what the hardware has: "
+             "bf16 units, else f16 ones, else f32; `mp-run info` "
+             "shows the choice) (infer also: int8, from --calibration; "
+             "int8-dynamic, activation scales at run time)"),
+    cl::init("f32"));
 static cl::opt<bool>
-    tf32("tf32",
+    tf32("tf32", cl::cat(mpRunOptions),
          cl::desc("--device cuda: f32 products on TF32 tensor cores (sm_80+; "
                   "on by default there with --precision auto; "
                   "--tf32=false turns it off)"),
          cl::init(false));
 static cl::opt<std::string>
-    lossScale("loss-scale",
+    lossScale("loss-scale", cl::cat(mpRunOptions),
               cl::desc("dynamic | adaptive | static:N | none (default: "
                        "dynamic for f16, none for bf16 and f32)"),
               cl::init(""));
 static cl::opt<double> scaleMargin(
-    "scale-margin",
+    "scale-margin", cl::cat(mpRunOptions),
     cl::desc("--loss-scale adaptive: keep the scaled gradients' amax this "
              "many times below f16's maximum"),
     cl::init(trainDefaults.scaleMargin));
 static cl::opt<int64_t> scaleHysteresis(
-    "scale-hysteresis",
+    "scale-hysteresis", cl::cat(mpRunOptions),
     cl::desc("--loss-scale adaptive: clean steps in a row that must ask for "
              "a lower scale before it falls"),
     cl::init(trainDefaults.scaleHysteresis));
 static cl::opt<std::string> optimizer(
-    "optimizer", cl::desc("sgd | adam | adamw"),
+    "optimizer", cl::cat(mpRunOptions), cl::desc("sgd | adam | adamw"),
     cl::init(
         mlir::mp::stringifyOptimizerAlgorithm(trainDefaults.optimizer).str()));
-static cl::opt<double> lr("lr", cl::desc("Learning rate"),
+static cl::opt<double> lr("lr", cl::cat(mpRunOptions),
+                          cl::desc("Learning rate"),
                           cl::init(trainDefaults.lr));
-static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
+static cl::opt<double> momentum("momentum", cl::cat(mpRunOptions),
+                                cl::desc("SGD momentum"),
                                 cl::init(trainDefaults.momentum));
-static cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+static cl::opt<double> weightDecay("weight-decay", cl::cat(mpRunOptions),
+                                   cl::desc("Weight decay"),
                                    cl::init(trainDefaults.weightDecay));
 static cl::opt<int64_t>
-    accumulate("accumulate",
+    accumulate("accumulate", cl::cat(mpRunOptions),
                cl::desc("Micro-batches per optimizer step: gradients summed "
                         "in f32 over N batches, one update per window"),
                cl::init(trainDefaults.accumulate));
 static cl::list<std::string>
-    keepF32("keep-f32",
+    keepF32("keep-f32", cl::cat(mpRunOptions),
             cl::desc("Keep the op at this source location (FILE:LINE:COL or "
                      "LINE:COL, as --check-numerics names it) and its "
                      "derivative in f32; repeatable"));
-static cl::opt<unsigned> epochs("epochs", cl::desc("Passes over the data"),
+static cl::opt<unsigned> epochs("epochs", cl::cat(mpRunOptions),
+                                cl::desc("Passes over the data"),
                                 cl::init(trainerDefaults.epochs));
 static cl::opt<int>
-    batchSize("batch-size",
+    batchSize("batch-size", cl::cat(mpRunOptions),
               cl::desc("Batch size (must match the model's static batch; "
                        "an ONNX model's dynamic batch dimension takes it)"),
               cl::init(0));
 static cl::opt<std::string> lossKind(
-    "loss",
+    "loss", cl::cat(mpRunOptions),
     cl::desc("cross-entropy or mse: the loss around the model's mp.predict "
              "when it has no mp.loss function (an ONNX model; default there: "
              "cross-entropy)"));
 static cl::opt<std::string>
-    device("device",
+    device("device", cl::cat(mpRunOptions),
            cl::desc("cpu (default) or cuda: train and infer on the GPU "
                     "(--mp-lower-gpu with device memory, libmprt_cuda.so; "
                     "parameters and optimizer state stay on the device)"),
            cl::init("cpu"));
 static cl::opt<std::string>
-    initScheme("init",
+    initScheme("init", cl::cat(mpRunOptions),
                cl::desc("Weight initialisation: he-uniform (default), "
                         "he-normal, xavier-uniform, xavier-normal or zeros; "
                         "biases start at zero"),
                cl::init("he-uniform"));
-static cl::opt<uint64_t> seed("seed",
+static cl::opt<uint64_t> seed("seed", cl::cat(mpRunOptions),
                               cl::desc("Seed for initialisation and "
                                        "shuffling"),
                               cl::init(trainDefaults.seed));
 static cl::opt<std::string>
-    checkpointPath("checkpoint",
+    checkpointPath("checkpoint", cl::cat(mpRunOptions),
                    cl::desc("Checkpoint file (.npz), or a directory (an "
                             "existing one, or a path ending in '/') for "
                             "DIR/checkpoint.npz: train saves it after every "
                             "epoch (atomically), infer reads it"),
                    cl::init(""));
 static cl::opt<unsigned> checkpointEvery(
-    "checkpoint-every",
+    "checkpoint-every", cl::cat(mpRunOptions),
     cl::desc("Also save the checkpoint every N optimizer steps (0: only at "
              "the end of each epoch); the one it replaces is kept as "
              "FILE.prev"),
     cl::init(trainerDefaults.checkpointEvery));
 static cl::opt<bool> checkNumerics(
-    "check-numerics",
+    "check-numerics", cl::cat(mpRunOptions),
     cl::desc("Probe every op's output (--mp-check-numerics) and report, per "
              "step, the first op whose output had inf/nan or went beyond "
              "FP16's range, with a summary at the end"),
@@ -157,7 +165,7 @@ static cl::opt<bool> checkNumerics(
 // The stability monitor (train only; docs/training.md).
 enum class MonitorSwitch { Off, On };
 static cl::opt<MonitorSwitch>
-    monitor("monitor",
+    monitor("monitor", cl::cat(mpRunOptions),
             cl::desc("train: warn (stderr) of a non-finite loss, loss spikes, "
                      "repeated overflow, a loss scale pinned at its floor and "
                      "gradients underflowing to zero"),
@@ -165,7 +173,7 @@ static cl::opt<MonitorSwitch>
                        clEnumValN(MonitorSwitch::Off, "off", "no checks")),
             cl::init(MonitorSwitch::On));
 static cl::opt<mp::RepairMode> autoPrecisionRepair(
-    "auto-precision-repair",
+    "auto-precision-repair", cl::cat(mpRunOptions),
     cl::desc("train: when steps keep failing in a way loss scaling cannot "
              "cure (inf/nan loss, overflow at the scale's floor), find the "
              "f16/bf16 ops responsible with probes, keep them in f32, "
@@ -175,45 +183,47 @@ static cl::opt<mp::RepairMode> autoPrecisionRepair(
     cl::init(mp::RepairMode::Auto));
 // Named in mp_run_main (claimStatsFlag): LLVM registers a -stats of its own.
 static cl::opt<std::string>
-    statsPath(cl::desc("train: write the run's history (per step loss, "
+    statsPath(cl::cat(mpRunOptions),
+              cl::desc("train: write the run's history (per step loss, "
                        "gradient norm, scale, skipped; the monitor's reports; "
                        "per epoch figures) as JSON to FILE, after every "
                        "epoch (atomically)"),
               cl::value_desc("FILE"), cl::init(""));
 static cl::opt<double>
-    spikeFactor("spike-factor",
+    spikeFactor("spike-factor", cl::cat(mpRunOptions),
                 cl::desc("Monitor: a loss above this factor times the "
                          "median of the recent steps is a spike"),
                 cl::init(monitorDefaults.spikeFactor));
 static cl::opt<int> overflowWindow(
-    "overflow-window",
+    "overflow-window", cl::cat(mpRunOptions),
     cl::desc("Monitor: the steps in which --overflow-limit skipped steps "
              "are repeated overflow"),
     cl::init(monitorDefaults.overflowWindow));
 static cl::opt<int>
-    overflowLimit("overflow-limit",
+    overflowLimit("overflow-limit", cl::cat(mpRunOptions),
                   cl::desc("Monitor: skipped steps within --overflow-window "
                            "that are reported as repeated overflow"),
                   cl::init(monitorDefaults.overflowLimit));
 static cl::opt<unsigned>
-    compareTop("top", cl::desc("compare: how many ops to list (0: all)"),
+    compareTop("top", cl::cat(mpRunOptions),
+               cl::desc("compare: how many ops to list (0: all)"),
                cl::init(20));
 static cl::opt<std::string> cacheDir(
-    "cache-dir",
+    "cache-dir", cl::cat(mpRunOptions),
     cl::desc("Where compiled training steps are kept for the next run of the "
              "same model and options (default: $MP_CACHE_DIR, else "
              "$XDG_CACHE_HOME/mp or ~/.cache/mp)"),
     cl::init(""));
 static cl::opt<bool>
-    noCache("no-cache",
+    noCache("no-cache", cl::cat(mpRunOptions),
             cl::desc("Compile the training step without the compile cache "
                      "(also MP_CACHE=off)"),
             cl::init(false));
-static cl::opt<bool> resume("resume",
+static cl::opt<bool> resume("resume", cl::cat(mpRunOptions),
                             cl::desc("Continue training from --checkpoint"),
                             cl::init(false));
 static cl::opt<std::string>
-    dataPath("data",
+    dataPath("data", cl::cat(mpRunOptions),
              cl::desc("digits (the default data set) or FILE.npz with "
                       "x_train, y_train, x_test, y_test (f32, labels "
                       "one-hot)"),
@@ -221,54 +231,56 @@ static cl::opt<std::string>
 
 // INT8 inference and calibration (infer only).
 static cl::opt<unsigned>
-    calibrateBatches("calibrate",
+    calibrateBatches("calibrate", cl::cat(mpRunOptions),
                      cl::desc("infer: run N batches of the training split "
                               "through mp.predict with probes and write "
                               "calibration statistics (--calibration-out)"),
                      cl::init(0));
 static cl::opt<std::string>
-    calibrationOut("calibration-out",
+    calibrationOut("calibration-out", cl::cat(mpRunOptions),
                    cl::desc("Where --calibrate writes the statistics"),
                    cl::init("calibration.json"));
 static cl::opt<std::string>
-    calibrationPath("calibration",
+    calibrationPath("calibration", cl::cat(mpRunOptions),
                     cl::desc("Calibration statistics for --precision int8"),
                     cl::init(""));
 static cl::opt<std::string> quantMethod(
-    "quant-method",
+    "quant-method", cl::cat(mpRunOptions),
     cl::desc("int8 activation threshold: minmax | percentile | "
              "entropy"),
     cl::init(
         mlir::mp::stringifyQuantizationMethod(inferDefaults.method).str()));
 static cl::opt<double> quantPercentile("quant-percentile",
+                                       cl::cat(mpRunOptions),
                                        cl::desc("Percentile for "
                                                 "--quant-method percentile"),
                                        cl::init(inferDefaults.percentile));
-static cl::opt<bool> quantPerChannel("quant-per-channel",
+static cl::opt<bool> quantPerChannel("quant-per-channel", cl::cat(mpRunOptions),
                                      cl::desc("int8 weights: one scale per "
                                               "output channel"),
                                      cl::init(inferDefaults.perChannel));
 static cl::opt<double>
-    quantMaxError("quant-max-error",
+    quantMaxError("quant-max-error", cl::cat(mpRunOptions),
                   cl::desc("int8: ops with a larger estimated relative error "
                            "fall back (--quant-fallback)"),
                   cl::init(inferDefaults.maxError));
 static cl::opt<std::string> quantFallback(
-    "quant-fallback", cl::desc("Precision of ops that fall back: f32 | f16"),
+    "quant-fallback", cl::cat(mpRunOptions),
+    cl::desc("Precision of ops that fall back: f32 | f16"),
     cl::init(mlir::mp::stringifyFloatPrecision(inferDefaults.fallback).str()));
 static cl::opt<std::string>
-    quantReport("quant-report",
+    quantReport("quant-report", cl::cat(mpRunOptions),
                 cl::desc("int8: write --mp-quantize's JSON report here"),
                 cl::init(""));
 static cl::opt<unsigned> quantMeasure(
-    "quant-measure",
+    "quant-measure", cl::cat(mpRunOptions),
     cl::desc("int8: run N calibration batches through the int8 and the f32 "
              "model, measure each quantized op's output error against f32, "
              "and let ops above --quant-max-error fall back (default 4; 0: "
              "the compile-time estimates only)"),
     cl::init(4));
 static cl::opt<unsigned>
-    timeBatches("time-batches",
+    timeBatches("time-batches", cl::cat(mpRunOptions),
                 cl::desc("infer: also time N predictions of one batch in "
                          "the predict-only session and print samples/s"),
                 cl::init(0));
@@ -635,6 +647,7 @@ void claimStatsFlag() {
 extern "C" int mp_run_main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   claimStatsFlag();
+  cl::HideUnrelatedOptions(mpRunOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-run: train models in mixed precision\n");
   if (command != "train" && command != "infer" && command != "compare" &&

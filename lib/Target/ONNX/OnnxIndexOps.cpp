@@ -234,9 +234,10 @@ Results importGatherElements(NodeContext &ctx) {
                 [&](OpBuilder &nb, Location nl, ValueRange v) {
                   SmallVector<Value> coords;
                   for (int64_t d = 0; d < rank; ++d)
-                    coords.push_back(d == a ? clampedIndex(nb, nl, v[0], dim)
-                                            : linalg::IndexOp::create(nb, nl, d)
-                                                  .getResult());
+                    coords.push_back(
+                        d == a
+                            ? clampedIndex(nb, nl, v[0], dim)
+                            : linalg::IndexOp::create(nb, nl, d).getResult());
                   Value e = tensor::ExtractOp::create(nb, nl, data, coords);
                   linalg::YieldOp::create(nb, nl, e);
                 })

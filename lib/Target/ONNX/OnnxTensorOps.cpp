@@ -122,8 +122,8 @@ Value clampedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
 
 Results foldIntegerNode(NodeContext &ctx) {
   static const llvm::StringSet<> foldable = {
-      "Add",   "Sub",       "Mul",     "Div",     "Neg",   "Equal",
-      "Where", "Concat",    "Gather",  "Identity", "Slice", "Cast",
+      "Add",   "Sub",        "Mul",    "Div",      "Neg",      "Equal",
+      "Where", "Concat",     "Gather", "Identity", "Slice",    "Cast",
       "Range", "ReduceProd", "Max",    "Min",      "Transpose"};
   llvm::StringRef op = ctx.node.op_type();
   if (!foldable.contains(op) || ctx.numInputs() == 0)
@@ -279,8 +279,8 @@ Results foldIntegerNode(NodeContext &ctx) {
       int64_t step = ctx.hasInput(4) ? in[4].data[j] : 1;
       if (axis < 0 || axis >= rank || step == 0)
         return SmallVector<TypedValue>{};
-      axes[axis] = sliceAxis(in[0].shape[axis], in[1].data[j], in[2].data[j],
-                             step);
+      axes[axis] =
+          sliceAxis(in[0].shape[axis], in[1].data[j], in[2].data[j], step);
     }
     out = IntTensor{{}, {}};
     for (const SliceAxis &a : axes)
@@ -289,7 +289,8 @@ Results foldIntegerNode(NodeContext &ctx) {
       SmallVector<int64_t> idx = unflatten(n, out->shape);
       int64_t offset = 0;
       for (int64_t d = 0; d < rank; ++d)
-        offset = offset * in[0].shape[d] + axes[d].start + idx[d] * axes[d].step;
+        offset =
+            offset * in[0].shape[d] + axes[d].start + idx[d] * axes[d].step;
       out->data.push_back(in[0].data[offset]);
     }
   } else if (op == "Transpose") {
@@ -804,7 +805,6 @@ Results importSplit(NodeContext &ctx) {
   }
   return out;
 }
-
 
 Results importGather(NodeContext &ctx) {
   ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
