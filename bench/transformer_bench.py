@@ -115,7 +115,9 @@ def mp_runner(workload, quick, model, params, precision):
     import numpy as np
     import gpu_bench
     from mp.runtime import Session
-    session = Session(model, precision=precision, lr=LR, momentum=MOMENTUM)
+    # int8-dynamic is an InferSession's precision, over f32 parameters.
+    session = Session(model, precision="f32" if precision == "int8-dynamic" else precision,
+                      lr=LR, momentum=MOMENTUM)
     with np.load(params) as arrays:
         for name in arrays.files:
             session.set(name, arrays[name])
