@@ -86,11 +86,8 @@ static cl::opt<int64_t>
     batchSize("batch-size", cl::cat(mpCompileOptions),
               cl::desc("An ONNX model's dynamic batch dimension becomes this"),
               cl::init(0));
-static cl::opt<std::string> lossKind(
-    "loss", cl::cat(mpCompileOptions),
-    cl::desc("cross-entropy or mse: the loss around the model's mp.predict "
-             "when it has no mp.loss function (an ONNX model; default there: "
-             "cross-entropy)"));
+static cl::opt<std::string> lossKind("loss", cl::cat(mpCompileOptions),
+                                     cl::desc(mp::kLossKindHelp));
 static cl::opt<bool> quiet("quiet", cl::cat(mpCompileOptions),
                            cl::desc("No progress lines"), cl::init(false));
 

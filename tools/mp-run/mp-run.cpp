@@ -121,11 +121,8 @@ static cl::opt<int>
               cl::desc("Batch size (must match the model's static batch; "
                        "an ONNX model's dynamic batch dimension takes it)"),
               cl::init(0));
-static cl::opt<std::string> lossKind(
-    "loss", cl::cat(mpRunOptions),
-    cl::desc("cross-entropy or mse: the loss around the model's mp.predict "
-             "when it has no mp.loss function (an ONNX model; default there: "
-             "cross-entropy)"));
+static cl::opt<std::string> lossKind("loss", cl::cat(mpRunOptions),
+                                     cl::desc(mp::kLossKindHelp));
 static cl::opt<std::string>
     device("device", cl::cat(mpRunOptions),
            cl::desc("cpu (default) or cuda: train and infer on the GPU "

@@ -59,6 +59,10 @@ bool parseOptimizer(llvm::StringRef text, OptimizerAlgorithm &algorithm,
 bool parseDevice(llvm::StringRef text, Device &device, std::string &error);
 /// --loss, the loss put around a model that only predicts (ONNX): "" (none
 /// asked for), cross-entropy or mse; '_' may stand for '-'.
+/// --loss's help text, shared by mp-run and mp-compile.
+inline constexpr const char *kLossKindHelp =
+    "cross-entropy or mse: the loss around the model's mp.predict when it "
+    "has no mp.loss function (an ONNX model; default there: cross-entropy)";
 bool parseLossKind(llvm::StringRef text,
                    std::optional<mlir::mp::LossKind> &kind, std::string &error);
 llvm::StringRef stringifyDevice(Device device);
