@@ -17,7 +17,8 @@
 #      accumulation and precision repair on the GPU; the Python
 #      Session on the GPU against the CPU (gpu_session_check.py); the commands
 #      of test/mp-run/cuda-train.test (CPU f32 vs GPU f16/bf16 for 30
-#      epochs, f16 and int8 inference on the GPU); gemm_bench on a few shapes
+#      epochs, f16, int8 and int8-dynamic inference on the GPU); gemm_bench
+#      on a few shapes
 #   2  gemm_bench --require on the large shapes; gpu_bench.py on the MLP
 #   3  the transformer block (d_model 4096, 64 x 512 tokens) against PyTorch
 #      AMP (GradScaler f16, autocast bf16) and FP32, in one run
@@ -190,6 +191,15 @@ stage1() {
     grep 'f32 reference' '$tmp/int8.log' | sed 's/ reference//' > '$tmp/int8.ref' &&
     grep 'int8 inference' '$tmp/int8.log' | sed 's/ inference.*/)/' > '$tmp/int8.gpu' &&
     '$python' '$root/scripts/compare_accuracy.py' '$tmp/int8.ref' '$tmp/int8.gpu' \
+      --max-diff 0.5" || return
+  # Dynamic int8: activation scales computed on the GPU per batch, s8
+  # cuBLASLt products, no calibration file (the f32 checkpoint above).
+  step "infer int8-dynamic on the GPU within 0.5 point of f32" infer.log 120 sh -c "
+    mp-run infer '$ex' --device cuda --checkpoint '$tmp/f32.npz' \
+      --precision int8-dynamic | tee -a '$out/infer.log' > '$tmp/dyn.log' &&
+    grep 'f32 reference' '$tmp/dyn.log' | sed 's/ reference//' > '$tmp/dyn.ref' &&
+    grep 'int8-dynamic inference' '$tmp/dyn.log' | sed 's/ inference.*/)/' > '$tmp/dyn.gpu' &&
+    '$python' '$root/scripts/compare_accuracy.py' '$tmp/dyn.ref' '$tmp/dyn.gpu' \
       --max-diff 0.5" || return
   step "gemm_bench, a few shapes" bench.log 150 \
     "$python" "$root/bench/gemm_bench.py" --device cuda --dtypes f32,f16,bf16,s8 \

@@ -44,6 +44,23 @@ if [ -f "$build/CTestTestfile.cmake" ]; then
   [ "$ctest_status" -ne 0 ] && status=$ctest_status
 fi
 
+# The GPU device bundle's library (scripts/gpu_bundle.sh; docs/gpu.md) is
+# linked only on request; linking it here, with --no-undefined, and training
+# one epoch through it keeps a GPU session's first call from failing on a
+# library the bundle forgot.
+echo "== test: the GPU device bundle links and trains (ninja mp-bundle)"
+if cmake --build "$build" --target mp-bundle > "$log" 2>&1 &&
+  "$build/bundle/bin/mp-run" train "$root/examples/digits_mlp.mlir" --epochs 1 \
+    --data "$build/data/digits.npz" >> "$log" 2>&1; then
+  echo "bundle: ok"
+  passed=$((passed + 1))
+else
+  tail -20 "$log"
+  echo "bundle: FAILED"
+  failed=$((failed + 1))
+  status=1
+fi
+
 # The Python package's tests (python/tests), with Debian's python3 (numpy,
 # torch): "== N failed, M passed, K xfailed in 50.1s ==".
 echo "== test: Python package (pytest python/tests)"
