@@ -454,6 +454,10 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   if (!window || *window < 1 || *window > INT32_MAX)
     return bad("accumulate");
   compiledOptions.accumulate = *window;
+  // Absent from artifacts written before QAT existed: off.
+  compiledOptions.qat = o->getBoolean("qat").value_or(false);
+  compiledOptions.qatFreezeAfter =
+      o->getInteger("qat_freeze_after").value_or(0);
   compiledOptions.keepF32.clear();
   if (const llvm::json::Array *pins = o->getArray("keep_f32"))
     for (const llvm::json::Value &pin : *pins)

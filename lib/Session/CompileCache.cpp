@@ -105,6 +105,8 @@ llvm::json::Object compileOptionsJson(const TrainOptions &o) {
       {"momentum", o.momentum},
       {"weight_decay", o.weightDecay},
       {"accumulate", o.accumulate},
+      {"qat", o.qat},
+      {"qat_freeze_after", o.qatFreezeAfter},
       {"keep_f32", llvm::json::Array(o.keepF32)},
       {"add_loss", o.addLoss ? llvm::json::Value(mlir::mp::stringifyLossKind(
                                    *o.addLoss))

@@ -187,6 +187,8 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   pipeline.momentum = options.momentum;
   pipeline.weightDecay = options.weightDecay;
   pipeline.accumulate = options.accumulate;
+  pipeline.qat = options.qat;
+  pipeline.qatFreezeAfter = options.qatFreezeAfter;
   PassManager pm(context.get());
   mlir::mp::buildTrainPipeline(pm, pipeline);
   if (failed(pm.run(*module))) {
@@ -680,6 +682,7 @@ bool Session::saveCheckpoint(const std::string &path,
            {"scale_margin", compiledOptions.scaleMargin},
            {"scale_hysteresis", compiledOptions.scaleHysteresis},
            {"accumulate", compiledOptions.accumulate},
+           {"qat", compiledOptions.qat},
            {"keep_f32", llvm::json::Array(compiledOptions.keepF32)},
            {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};
   std::string text;

@@ -244,6 +244,17 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
   if (!resolveCheckpointPath(trainer->options.checkpointPath, true, error))
     return nullptr;
   trainer->batches = train.rows / b;
+  if (!options.initFromPath.empty()) {
+    if (options.resume) {
+      error = "start from a checkpoint's parameters or resume a run, not "
+              "both";
+      return nullptr;
+    }
+    RunPosition ignored;
+    if (!restoreCheckpoint(session, options.initFromPath, /*withState=*/false,
+                           ignored, error))
+      return nullptr;
+  }
   if (options.resume) {
     const std::string &path = trainer->options.checkpointPath;
     // The precision plan it was saved with, repairs included: the step is

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Dialect/MP/IR/MPOps.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
 
@@ -818,6 +819,46 @@ LogicalResult ReverseSweep::differentiate(Operation *op, OpBuilder &b) {
             })
             .getResult(0);
     addGrad(b, pad.getSource(), interior);
+    return success();
+  }
+  if (auto fakeQuant = dyn_cast<FakeQuantOp>(op)) {
+    // The straight-through estimator, clipped: dy where x rounds into
+    // [-127, 127] at its scale, 0 where it was clamped; the scale gets none.
+    auto type = fakeQuant.getInput().getType();
+    unsigned rank = type.getRank();
+    AffineMap id = b.getMultiDimIdentityMap(rank);
+    AffineMap scaleMap = AffineMap::get(rank, 0, b.getContext());
+    if (std::optional<int64_t> axis = fakeQuant.getAxis())
+      scaleMap = AffineMap::get(rank, 0, b.getAffineDimExpr(*axis),
+                                b.getContext());
+    Value dy = grads.lookup(fakeQuant.getOutput());
+    Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                         type.getElementType());
+    Value dx =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{type},
+            ValueRange{fakeQuant.getInput(), fakeQuant.getScale(), dy},
+            ValueRange{init}, ArrayRef<AffineMap>{id, scaleMap, id, id},
+            SmallVector<utils::IteratorType>(rank,
+                                             utils::IteratorType::parallel),
+            [](OpBuilder &nb, Location nloc, ValueRange args) {
+              Value x = args[0];
+              if (!x.getType().isF32())
+                x = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), x);
+              Value r = math::RoundEvenOp::create(
+                  nb, nloc, arith::DivFOp::create(nb, nloc, x, args[1]));
+              Value limit = floatConstant(nb, nloc, r.getType(), 127.0);
+              Value inside = arith::CmpFOp::create(
+                  nb, nloc, arith::CmpFPredicate::OLE,
+                  math::AbsFOp::create(nb, nloc, r), limit);
+              Value zero = floatConstant(nb, nloc, args[2].getType(), 0.0);
+              linalg::YieldOp::create(
+                  nb, nloc,
+                  arith::SelectOp::create(nb, nloc, inside, args[2], zero)
+                      .getResult());
+            })
+            .getResult(0);
+    addGrad(b, fakeQuant.getInput(), dx);
     return success();
   }
   if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {

@@ -26,6 +26,8 @@ using namespace mlir::mp;
 
 void mlir::mp::buildTrainPipeline(OpPassManager &pm,
                                   const TrainPipelineOptions &options) {
+  if (options.qat)
+    pm.addPass(createMPFakeQuant());
   pm.addPass(createMPAutodiff());
   MPLossScalingOptions scaling;
   scaling.mode = options.lossScale;
@@ -43,6 +45,11 @@ void mlir::mp::buildTrainPipeline(OpPassManager &pm,
   optimizer.weightDecay = options.weightDecay;
   optimizer.accumulate = options.accumulate;
   pm.addPass(createMPOptimizer(optimizer));
+  if (options.qat) {
+    MPQuantObserversOptions observers;
+    observers.freezeAfter = options.qatFreezeAfter;
+    pm.addPass(createMPQuantObservers(observers));
+  }
   // f32 training is the same step without the precision rewrite.
   if (options.dtype == FloatPrecision::F32)
     return;

@@ -108,6 +108,24 @@ static cl::opt<int64_t>
                cl::desc("Micro-batches per optimizer step: gradients summed "
                         "in f32 over N batches, one update per window"),
                cl::init(trainDefaults.accumulate));
+static cl::opt<bool>
+    qat("qat", cl::cat(mpRunOptions),
+        cl::desc("train: quantization-aware training (fake int8 weights per "
+                 "channel and activations through moving-average observers "
+                 "kept in the checkpoint; then infer --precision int8 with "
+                 "no --calibration); usually with --init-from an f32 "
+                 "checkpoint"),
+        cl::init(false));
+static cl::opt<int64_t> qatFreezeAfter(
+    "qat-freeze-after", cl::cat(mpRunOptions),
+    cl::desc("--qat: optimizer steps after which the activation observers "
+             "stop moving (0: never)"),
+    cl::init(trainDefaults.qatFreezeAfter));
+static cl::opt<std::string> initFrom(
+    "init-from", cl::cat(mpRunOptions),
+    cl::desc("train: start from this checkpoint's parameters (fine-tuning); "
+             "optimizer state, step and epoch start afresh"),
+    cl::value_desc("FILE"));
 static cl::list<std::string>
     keepF32("keep-f32", cl::cat(mpRunOptions),
             cl::desc("Keep the op at this source location (FILE:LINE:COL or "
@@ -435,6 +453,8 @@ int checkArtifactOptions(const mp::Session &session,
       differs(momentum, given.momentum, compiled.momentum) ||
       differs(weightDecay, given.weightDecay, compiled.weightDecay) ||
       differs(accumulate, given.accumulate, compiled.accumulate) ||
+      differs(qat, given.qat, compiled.qat) ||
+      differs(qatFreezeAfter, given.qatFreezeAfter, compiled.qatFreezeAfter) ||
       differs(keepF32, given.keepF32, compiled.keepF32))
     return fail(
         "artifact '" + modelPath + "' was compiled with --precision " +
@@ -659,6 +679,15 @@ extern "C" int mp_run_main(int argc, char **argv) {
     return fail(command + " needs a model (.mlir, .onnx) or an artifact (.mpa)");
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint");
+  if (command != "train" &&
+      (qat || qatFreezeAfter.getNumOccurrences() || !initFrom.empty()))
+    return fail("--qat, --qat-freeze-after and --init-from are for train "
+                "(infer --precision int8 reads a QAT checkpoint's scales)");
+  if (resume && !initFrom.empty())
+    return fail("--init-from starts a new run from a checkpoint's "
+                "parameters; --resume continues one: use one of them");
+  if (qatFreezeAfter.getNumOccurrences() && !qat)
+    return fail("--qat-freeze-after needs --qat");
   if (command != "train" && autoPrecisionRepair.getNumOccurrences())
     return fail("--auto-precision-repair is for train");
   if (command != "train" &&
@@ -719,6 +748,8 @@ extern "C" int mp_run_main(int argc, char **argv) {
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.accumulate = accumulate;
+  options.qat = qat;
+  options.qatFreezeAfter = qatFreezeAfter;
   options.scaleMargin = scaleMargin;
   options.scaleHysteresis = scaleHysteresis;
   options.keepF32.assign(keepF32.begin(), keepF32.end());
@@ -849,6 +880,7 @@ extern "C" int mp_run_main(int argc, char **argv) {
   trainerOptions.checkpointPath = checkpointPath;
   trainerOptions.checkpointEvery = checkpointEvery;
   trainerOptions.resume = resume;
+  trainerOptions.initFromPath = initFrom;
   trainerOptions.repair.mode = autoPrecisionRepair;
   std::unique_ptr<mp::Trainer> trainer = mp::Trainer::create(
       *session, train.view(), test.view(), trainerOptions, error);
@@ -872,6 +904,16 @@ extern "C" int mp_run_main(int argc, char **argv) {
   if (cache == mp::CacheUse::Unusable)
     std::fprintf(stderr, "mp-run: note: compiled without the cache: %s\n",
                  session->cacheNote().c_str());
+  if (!initFrom.empty())
+    std::printf("starting from the parameters of %s\n", initFrom.c_str());
+  if (qat)
+    std::printf("quantization-aware training: int8 fake quantization, "
+                "weights per channel, activations through observers saved "
+                "with the checkpoint%s\n",
+                qatFreezeAfter > 0 ? (" (frozen after step " +
+                                      std::to_string(qatFreezeAfter) + ")")
+                                         .c_str()
+                                   : "");
   if (resume)
     std::printf("resuming at epoch %lld, batch %lld from %s\n",
                 (long long)trainer->position().epoch + 1,

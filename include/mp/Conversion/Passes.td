@@ -19,6 +19,9 @@ def ConvertMPToUpstream : Pass<"convert-mp-to-upstream"> {
     * `mp.observe` is dropped (its input is forwarded); run
       `--mp-probes-to-runtime` first (as `--mp-lower-cpu` does) to record
       what probes see instead;
+    * `mp.quant_scale` becomes a max-|x| reduction and a divide by 127;
+      `mp.fake_quant` one `linalg.generic` rounding to the int8 grid and
+      back (their `observer` names have been read by then);
     * attributes whose values are the mp dialect's (`mp.loss_scaling =
       #mp.loss_scaling<...>`, `mp.precision`, `mp.decision`) are removed:
       the passes that read them have run, and upstream tools could not

@@ -90,6 +90,12 @@ struct TrainOptions {
   double weightDecay = mlir::mp::MPOptimizerOptions().weightDecay;
   /// Micro-batches per optimizer step (gradient accumulation; 1: none).
   int64_t accumulate = 1;
+  /// Quantization-aware training (--mp-fake-quant, --mp-quant-observers):
+  /// the step sees int8 rounding; the activation observers are state
+  /// ("<weight>.input_amax"), frozen after `qatFreezeAfter` steps (0:
+  /// never).
+  bool qat = false;
+  int64_t qatFreezeAfter = mlir::mp::MPQuantObserversOptions().freezeAfter;
   /// Source locations of ops kept in f32 whatever the precision
   /// (PrecisionPins.h; mp-run --keep-f32).
   std::vector<std::string> keepF32;

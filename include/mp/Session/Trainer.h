@@ -120,6 +120,10 @@ struct TrainerOptions {
   /// scalars and the position inside its epoch); the session is compiled
   /// again when the checkpoint keeps ops in f32 that it does not.
   bool resume = false;
+  /// Without `resume`: start from this checkpoint's parameters only
+  /// (fine-tuning, e.g. quantization-aware training from an f32 run); the
+  /// optimizer state, step and position start afresh.
+  std::string initFromPath;
   /// Self-healing precision (PrecisionRepair.h): when and how often.
   RepairOptions repair;
 };

@@ -494,6 +494,95 @@ def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def MPFakeQuant : Pass<"mp-fake-quant", "::mlir::ModuleOp"> {
+  let summary = "Quantization-aware training: fake-quantize the inputs of "
+                "the loss function's int8-eligible contractions";
+  let description = [{
+    In the `mp.loss` function, each contraction that `--mp-quantize` would
+    rewrite to int8 — a `linalg.matmul` (plain, or with B indexed (n, k) as
+    PyTorch's nn.Linear exports) or `linalg.conv_2d_nchw_fchw` on f32, with
+    a zero-filled accumulator and an `mp.param` argument as its weight —
+    reads its operands through `mp.fake_quant`:
+
+    * the weight per output channel (matmul: B's n dimension; convolution:
+      F), with the scale `mp.quant_scale` computes from the current weight
+      on every step, as int8 inference does once;
+    * the activation per tensor, with an `mp.quant_scale` that names an
+      observer, `<weight>.input_amax` (`.2`, `.3`, ... when a weight feeds
+      several contractions): `--mp-quant-observers` makes that scale a
+      moving average kept as optimizer state, which `mp-run infer
+      --precision int8` later reads from the checkpoint.
+
+    Run it before `--mp-autodiff`: the gradient goes through the rounding by
+    the clipped straight-through estimator (mp.fake_quant's rule). Batched
+    products (attention) stay in floating point, as in `--mp-quantize`.
+    A module without an `mp.loss` function, or one without any eligible
+    contraction, is an error.
+
+    Before:
+
+    ```mlir
+    %mm = linalg.matmul ins(%x, %w1 : tensor<64x64xf32>, tensor<64x512xf32>)
+        outs(%z : tensor<64x512xf32>) -> tensor<64x512xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %sx = mp.quant_scale %x {observer = "w1.input_amax"} : tensor<64x64xf32> -> tensor<f32>
+    %xq = mp.fake_quant %x, %sx : tensor<64x64xf32>, tensor<f32>
+    %sw = mp.quant_scale %w1 {axis = 1 : i64} : tensor<64x512xf32> -> tensor<512xf32>
+    %wq = mp.fake_quant %w1, %sw {axis = 1 : i64} : tensor<64x512xf32>, tensor<512xf32>
+    %mm = linalg.matmul ins(%xq, %wq : tensor<64x64xf32>, tensor<64x512xf32>)
+        outs(%z : tensor<64x512xf32>) -> tensor<64x512xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::mp::MPDialect"];
+  let statistics = [
+    Statistic<"numFakeQuantized", "contractions",
+              "contractions whose inputs are fake-quantized">
+  ];
+}
+
+def MPQuantObservers : Pass<"mp-quant-observers", "::mlir::ModuleOp"> {
+  let summary = "Keep the activation scales of quantization-aware training "
+                "as moving-average observers in the training step's state";
+  let description = [{
+    In the training step `--mp-optimizer` built (the function with an
+    `mp.step` argument), each `mp.quant_scale` that names an observer gets
+    a state argument and result `mp.state = "<observer>"` (a rank-0 f32
+    tensor: the running max |x|, 0 before the first step), placed after the
+    optimizer's state so the session saves, restores and updates it like
+    momentum. Each step updates it as PyTorch's
+    MovingAverageMinMaxObserver does (symmetric):
+
+        amax' = amax == 0 ? max|x| : amax + c (max|x| - amax)
+
+    with `c` = `averaging-constant`, and the activation is fake-quantized
+    with the scale `amax' / 127` (1 while it is 0). From step
+    `freeze-after` on (when positive) the observers keep their value, as
+    PyTorch's `disable_observer`. An accumulation step
+    (`--mp-optimizer accumulate > 1`) is refused: its micro-batches have no
+    state to update.
+  }];
+  let options = [
+    Option<"averagingConstant", "averaging-constant", "double", "0.01",
+           "Weight of the newest batch in the moving average (0, 1]">,
+    Option<"freezeAfter", "freeze-after", "int64_t", "0",
+           "Optimizer steps after which the observers stop moving "
+           "(0: never)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let statistics = [
+    Statistic<"numObservers", "observers", "observers threaded as state">
+  ];
+}
+
 def MPCalibrate : Pass<"mp-calibrate", "::mlir::ModuleOp"> {
   let summary = "Insert mp.observe probes on the inputs and outputs of every "
                 "op INT8 quantization may rewrite";

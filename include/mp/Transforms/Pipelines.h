@@ -81,10 +81,21 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
       llvm::cl::desc("Micro-batches per optimizer step (gradient "
                      "accumulation)"),
       llvm::cl::init(MPOptimizerOptions().accumulate)};
+  Option<bool> qat{
+      *this, "qat",
+      llvm::cl::desc("Quantization-aware training: --mp-fake-quant before "
+                     "autodiff, --mp-quant-observers after the optimizer"),
+      llvm::cl::init(false)};
+  Option<int64_t> qatFreezeAfter{
+      *this, "qat-freeze-after",
+      llvm::cl::desc("QAT: optimizer steps after which the activation "
+                     "observers stop moving (0: never)"),
+      llvm::cl::init(MPQuantObserversOptions().freezeAfter)};
 };
 
-/// --mp-autodiff, --mp-loss-scaling, --mp-optimizer, then (dtype f16 or
-/// bf16) --auto-mixed-precision and --mp-save-low-precision.
+/// (qat) --mp-fake-quant, then --mp-autodiff, --mp-loss-scaling,
+/// --mp-optimizer, (qat) --mp-quant-observers, then (dtype f16 or bf16)
+/// --auto-mixed-precision and --mp-save-low-precision.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &options);
 
 struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {

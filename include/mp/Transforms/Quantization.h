@@ -10,6 +10,8 @@
 
 #include "mp/Dialect/MP/IR/MPAttrs.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -54,6 +56,24 @@ double chooseThreshold(const CalibrationEntry &entry, QuantizationMethod method,
 /// exact. Without a histogram, a uniform distribution on [0, max |x|] is
 /// assumed.
 double estimateRelativeError(const CalibrationEntry &entry, double threshold);
+
+/// A contraction that quantization-aware training fake-quantizes and int8
+/// inference then quantizes with the scales it learned.
+struct FakeQuantTarget {
+  linalg::LinalgOp op;
+  /// The weight operand's output-channel dimension.
+  unsigned channelDim = 0;
+  /// The weight: an mp.param argument of the function.
+  std::string param;
+  /// The activation's observer: "<param>.input_amax", then ".2", ".3", ...
+  /// for a weight's later contractions.
+  std::string observer;
+};
+
+/// The contractions of `func` --mp-quantize rewrites whose weight is an
+/// mp.param argument, in order (the loss and predict functions of a model
+/// spell the same forward, so their observers correspond by name).
+SmallVector<FakeQuantTarget> fakeQuantTargets(func::FuncOp func);
 
 } // namespace mp
 } // namespace mlir

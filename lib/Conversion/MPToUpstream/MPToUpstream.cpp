@@ -376,6 +376,127 @@ struct ObserveLowering : OpConversionPattern<ObserveOp> {
   }
 };
 
+/// mp.quant_scale: max |x| (over everything, or per slice of `axis`) in
+/// f32, then /127, 1 where the maximum is 0.
+struct QuantScaleLowering : OpConversionPattern<QuantScaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(QuantScaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getInput().getType();
+    auto scaleType = op.getScale().getType();
+    unsigned rank = type.getRank();
+    MLIRContext *context = rewriter.getContext();
+    Type f32 = rewriter.getF32Type();
+    auto constant = [&](OpBuilder &b, Location l, double v) -> Value {
+      return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v));
+    };
+    Value zero = constant(rewriter, loc, 0.0);
+    Value init =
+        linalg::FillOp::create(
+            rewriter, loc, ValueRange{zero},
+            ValueRange{tensor::EmptyOp::create(rewriter, loc,
+                                               scaleType.getShape(), f32)})
+            .getResult(0);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::reduction);
+    AffineMap out = AffineMap::get(rank, 0, context);
+    if (std::optional<int64_t> axis = op.getAxis()) {
+      iterators[*axis] = utils::IteratorType::parallel;
+      out = AffineMap::get(rank, 0, rewriter.getAffineDimExpr(*axis), context);
+    }
+    Value absMax =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{scaleType}, ValueRange{adaptor.getInput()},
+            ValueRange{init},
+            ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(rank), out},
+            iterators,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value x = args[0];
+              if (!x.getType().isF32())
+                x = arith::ExtFOp::create(b, l, b.getF32Type(), x);
+              Value a = math::AbsFOp::create(b, l, x);
+              linalg::YieldOp::create(
+                  b, l,
+                  arith::MaximumFOp::create(b, l, a, args[1]).getResult());
+            })
+            .getResult(0);
+    unsigned scaleRank = scaleType.getRank();
+    AffineMap id = rewriter.getMultiDimIdentityMap(scaleRank);
+    Value scale =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{scaleType}, ValueRange{absMax},
+            ValueRange{tensor::EmptyOp::create(rewriter, loc,
+                                               scaleType.getShape(), f32)},
+            ArrayRef<AffineMap>{id, id},
+            SmallVector<utils::IteratorType>(scaleRank,
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value positive = arith::CmpFOp::create(
+                  b, l, arith::CmpFPredicate::OGT, args[0], constant(b, l, 0));
+              Value s = arith::DivFOp::create(b, l, args[0],
+                                              constant(b, l, 127.0));
+              linalg::YieldOp::create(
+                  b, l,
+                  arith::SelectOp::create(b, l, positive, s,
+                                          constant(b, l, 1.0))
+                      .getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, scale);
+    return success();
+  }
+};
+
+/// mp.fake_quant: clamp(roundeven(x / s), -127, 127) * s in f32, rounded
+/// back to x's type.
+struct FakeQuantLowering : OpConversionPattern<FakeQuantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(FakeQuantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getInput().getType();
+    unsigned rank = type.getRank();
+    MLIRContext *context = rewriter.getContext();
+    AffineMap id = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap scaleMap = AffineMap::get(rank, 0, context);
+    if (std::optional<int64_t> axis = op.getAxis())
+      scaleMap =
+          AffineMap::get(rank, 0, rewriter.getAffineDimExpr(*axis), context);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{type},
+            ValueRange{adaptor.getInput(), adaptor.getScale()},
+            ValueRange{tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                               type.getElementType())},
+            ArrayRef<AffineMap>{id, scaleMap, id},
+            SmallVector<utils::IteratorType>(rank,
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Type f32 = b.getF32Type();
+              Value x = args[0];
+              if (!x.getType().isF32())
+                x = arith::ExtFOp::create(b, l, f32, x);
+              auto constant = [&](double v) -> Value {
+                return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v));
+              };
+              Value r = math::RoundEvenOp::create(
+                  b, l, arith::DivFOp::create(b, l, x, args[1]));
+              r = arith::MaximumFOp::create(b, l, r, constant(-127.0));
+              r = arith::MinimumFOp::create(b, l, r, constant(127.0));
+              Value q = arith::MulFOp::create(b, l, r, args[1]);
+              if (q.getType() != args[0].getType())
+                q = arith::TruncFOp::create(b, l, args[0].getType(), q);
+              linalg::YieldOp::create(b, l, q);
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct ConvertMPToUpstreamPass
     : mp::impl::ConvertMPToUpstreamBase<ConvertMPToUpstreamPass> {
   void runOnOperation() override {
@@ -391,7 +512,8 @@ struct ConvertMPToUpstreamPass
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(context);
     patterns.add<ScaleLossLowering, UnscaleLowering, UpdateScaleLowering,
-                 AdaptScaleLowering, ObserveLowering>(context);
+                 AdaptScaleLowering, ObserveLowering, QuantScaleLowering,
+                 FakeQuantLowering>(context);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

@@ -268,3 +268,41 @@ void ObserveOp::getEffects(
   effects.emplace_back(MemoryEffects::Read::get());
   effects.emplace_back(MemoryEffects::Write::get());
 }
+
+//===----------------------------------------------------------------------===//
+// Fake quantization
+//===----------------------------------------------------------------------===//
+
+/// `scale` fits `input`: rank 0 without `axis`, else 1-D of the size of
+/// `input`'s dimension `axis`.
+static LogicalResult verifyScaleShape(Operation *op, RankedTensorType input,
+                                      RankedTensorType scale,
+                                      std::optional<int64_t> axis) {
+  if (!axis) {
+    if (scale.getRank() != 0)
+      return op->emitOpError("needs a rank-0 scale without 'axis', got ")
+             << scale;
+    return success();
+  }
+  if (*axis < 0 || *axis >= input.getRank())
+    return op->emitOpError("axis ")
+           << *axis << " is out of range for " << input;
+  if (scale.getRank() != 1 ||
+      scale.getDimSize(0) != input.getDimSize(*axis))
+    return op->emitOpError("needs a 1-D scale of dimension ")
+           << *axis << "'s size " << input.getDimSize(*axis) << ", got "
+           << scale;
+  return success();
+}
+
+LogicalResult QuantScaleOp::verify() {
+  if (getObserver() && (getAxis() || getObserver()->empty()))
+    return emitOpError("an observer is per tensor and needs a non-empty name");
+  return verifyScaleShape(*this, getInput().getType(), getScale().getType(),
+                          getAxis());
+}
+
+LogicalResult FakeQuantOp::verify() {
+  return verifyScaleShape(*this, getInput().getType(), getScale().getType(),
+                          getAxis());
+}

@@ -1,6 +1,6 @@
 //===- MPOps.td - mp dialect operations --------------------*- tablegen -*-===//
 //
-// Loss scaling and calibration ops.
+// Loss scaling, calibration and fake-quantization ops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -215,6 +215,69 @@ def MP_ObserveOp : MP_Op<"observe", [AllTypesMatch<["input", "output"]>,
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$id);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "$input `as` $id attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// mp.quant_scale
+//===----------------------------------------------------------------------===//
+
+def MP_QuantScaleOp : MP_Op<"quant_scale", [Pure]> {
+  let summary = "symmetric int8 scale of a tensor (per tensor or per channel)";
+  let description = [{
+    Returns `max |x| / 127` over the whole tensor (a rank-0 result), or with
+    `axis` over each slice along that dimension (a 1-D result of its size);
+    1 where that maximum is 0. The scale is a constant to differentiation:
+    no gradient flows through it (quantization-aware training's observers,
+    as in PyTorch's FakeQuantize).
+
+    With `observer` (per tensor only) the scale is an activation's: a
+    training step made by `--mp-quant-observers` takes it from the named
+    moving-average observer (optimizer state of that name) instead of from
+    this batch; everywhere else it is this tensor's own.
+
+    Example:
+
+    ```mlir
+    %sw = mp.quant_scale %w {axis = 1 : i64} : tensor<64x512xf32> -> tensor<512xf32>
+    %sx = mp.quant_scale %x {observer = "w1.input_amax"} : tensor<64x64xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins MP_FloatTensor:$input, OptionalAttr<I64Attr>:$axis,
+                   OptionalAttr<StrAttr>:$observer);
+  let results = (outs RankedTensorOf<[F32]>:$scale);
+  let assemblyFormat =
+      "$input attr-dict `:` type($input) `->` type($scale)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// mp.fake_quant
+//===----------------------------------------------------------------------===//
+
+def MP_FakeQuantOp : MP_Op<"fake_quant",
+    [Pure, AllTypesMatch<["input", "output"]>]> {
+  let summary = "round to the symmetric int8 grid and back (QAT)";
+  let description = [{
+    Returns `clamp(roundeven(x / s), -127, 127) * s` elementwise, where `s`
+    is a rank-0 scale, or with `axis` a 1-D scale indexed by that
+    dimension: what int8 inference computes with the same scales, kept in
+    floating point so that training sees the rounding. Its derivative is
+    the straight-through estimator clipped to the representable range:
+    `dx = dy` where `roundeven(x / s)` lies in [-127, 127], 0 elsewhere; no
+    gradient flows to the scale.
+
+    Example:
+
+    ```mlir
+    %wq = mp.fake_quant %w, %sw {axis = 1 : i64} : tensor<64x512xf32>, tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins MP_FloatTensor:$input, RankedTensorOf<[F32]>:$scale,
+                   OptionalAttr<I64Attr>:$axis);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat =
+      "$input `,` $scale attr-dict `:` type($input) `,` type($scale)";
   let hasVerifier = 1;
 }
 
