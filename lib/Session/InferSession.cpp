@@ -6,6 +6,8 @@
 
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
+#include "mp/Transforms/PrecisionAnalysis.h"
+#include "mp/Transforms/Quantization.h"
 #include "mprt/mprt.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -14,10 +16,13 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -59,6 +64,83 @@ InferSession::create(const std::string &modelPath, const InferOptions &options,
       !session->bind(params, error))
     return nullptr;
   return session;
+}
+
+bool readCheckpointScalars(const std::string &path,
+                           std::map<std::string, float> &scalars,
+                           std::string &error) {
+  mprt_checkpoint *checkpoint = nullptr;
+  if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
+  }
+  for (size_t i = 0; i < mprt_checkpoint_count(checkpoint); ++i) {
+    const mprt_tensor *tensor = mprt_checkpoint_tensor(checkpoint, i);
+    if (mprt_tensor_rank(tensor) == 0 &&
+        mprt_tensor_dtype(tensor) == MPRT_DTYPE_F32)
+      scalars[mprt_checkpoint_name(checkpoint, i)] =
+          *static_cast<const float *>(mprt_tensor_data(tensor));
+  }
+  mprt_checkpoint_free(checkpoint);
+  return true;
+}
+
+bool InferSession::writeQatCalibration(
+    func::FuncOp predictFn, const std::map<std::string, float> &observers,
+    std::string &error) {
+  llvm::DenseMap<Value, std::string> ids = mlir::mp::valueIds(predictFn);
+  llvm::json::Object values;
+  SmallVector<mlir::mp::FakeQuantTarget> targets =
+      mlir::mp::fakeQuantTargets(predictFn);
+  if (llvm::none_of(targets, [&](const mlir::mp::FakeQuantTarget &target) {
+        return observers.count(target.observer);
+      })) {
+    error = "no QAT observers for @" + predictFn.getSymName().str() +
+            "'s contractions (a checkpoint of mp-run train --qat holds "
+            "them): int8 needs calibration statistics otherwise";
+    return false;
+  }
+  for (mlir::mp::FakeQuantTarget &target : targets) {
+    auto found = observers.find(target.observer);
+    if (found == observers.end()) {
+      error = "the QAT observers have no '" + target.observer +
+              "' (the input of @" + predictFn.getSymName().str() + "'s " +
+              target.op->getName().getStringRef().str() + " with weight '" +
+              target.param +
+              "'): train with --qat on this model, or give --calibration";
+      return false;
+    }
+    double amax = found->second;
+    if (!(amax >= 0) || !std::isfinite(amax)) {
+      error = "QAT observer '" + target.observer + "' holds " +
+              std::to_string(amax) + ", not a finite max |x|";
+      return false;
+    }
+    values[ids.lookup(target.op.getDpsInputOperand(0)->get())] =
+        llvm::json::Object{{"min", -amax}, {"max", amax}, {"abs_max", amax}};
+  }
+  if (values.empty()) {
+    error = "@" + predictFn.getSymName().str() +
+            " has no contraction QAT fake-quantizes";
+    return false;
+  }
+  llvm::SmallString<128> path;
+  int fd = -1;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "mp-qat-calibration", "json", fd, path)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return false;
+  }
+  qatCalibrationPath = path.str().str();
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << llvm::json::Value(llvm::json::Object{{"values", std::move(values)}});
+  os.flush();
+  if (os.has_error()) {
+    error = "cannot write '" + qatCalibrationPath + "'";
+    os.clear_error();
+    return false;
+  }
+  return true;
 }
 
 bool InferSession::compile(const std::string &modelPath,
@@ -144,6 +226,17 @@ bool InferSession::compile(const std::string &modelPath,
     quantize.method = options.method;
     quantize.percentile = options.percentile;
     quantize.perChannel = options.perChannel;
+    if (!options.qatObservers.empty() && options.calibrationPath.empty() &&
+        options.quantization == mlir::mp::QuantizationMode::Int8) {
+      // The ranges QAT observed become the calibration file, clipped at
+      // exactly their max (minmax) with the weights per channel, as the
+      // training step rounded them.
+      if (!writeQatCalibration(predictFn, options.qatObservers, error))
+        return false;
+      quantize.calibration = qatCalibrationPath;
+      quantize.method = QuantizationMethod::MinMax;
+      quantize.perChannel = true;
+    }
     quantize.maxError = options.maxError;
     quantize.fallback = options.fallback;
     quantize.report = options.reportPath;
@@ -154,7 +247,10 @@ bool InferSession::compile(const std::string &modelPath,
     break;
   }
   }
-  if (failed(pm.run(*module))) {
+  bool compiled = succeeded(pm.run(*module));
+  if (!qatCalibrationPath.empty())
+    llvm::sys::fs::remove(qatCalibrationPath);
+  if (!compiled) {
     error = "compiling @" + predictFn.getSymName().str() + " failed\n" +
             diagnostics;
     return false;

@@ -554,9 +554,19 @@ int runInferSession(mp::Session &trained, mp::InferOptions options,
   } else if (int8) {
     bool dynamic =
         options.quantization == mlir::mp::QuantizationMode::Int8Dynamic;
-    if (!dynamic && calibrationPath.empty())
+    // A QAT checkpoint carries its activation ranges.
+    if (!dynamic && calibrationPath.empty() && !checkpointPath.empty() &&
+        !mp::readCheckpointScalars(checkpointPath, options.qatObservers,
+                                   error))
+      return fail(error);
+    if (!dynamic && calibrationPath.empty() && options.qatObservers.empty())
       return fail("--precision int8 needs --calibration FILE (write one "
-                  "with --calibrate N), or --precision int8-dynamic");
+                  "with --calibrate N), a checkpoint of mp-run train --qat, "
+                  "or --precision int8-dynamic");
+    if (!options.qatObservers.empty())
+      std::printf("int8 scales from quantization-aware training: %zu "
+                  "activation observers in %s, weights per channel\n",
+                  options.qatObservers.size(), checkpointPath.c_str());
     if (dynamic && !calibrationPath.empty())
       return fail("--precision int8-dynamic takes no --calibration (each "
                   "activation is scaled by its own max |x| at run time)");

@@ -12,6 +12,10 @@
 
 #include "mp/Session/Session.h"
 
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -42,6 +46,12 @@ struct InferOptions {
   /// op's f32 result (to measure errors against the f32 model).
   std::vector<std::string> fallbackOps;
   bool probeOutputs = false;
+  /// Int8 mode without a calibration file: the activation ranges
+  /// quantization-aware training observed (max |x| by observer name, as a
+  /// QAT checkpoint holds them; readCheckpointScalars). Every contraction
+  /// QAT fake-quantized then takes its observer's scale and per-channel
+  /// weights, as in training; a missing observer is an error.
+  std::map<std::string, float> qatObservers;
   /// Cpu, or Cuda: @predict (and the one-time weight conversion) lowered
   /// with --mp-lower-gpu{device-memory=true}; weights stay in device
   /// memory. Calibration probes run on the CPU only.
@@ -49,6 +59,13 @@ struct InferOptions {
   /// An ONNX model's dynamic batch dimension becomes this (0: none).
   int64_t modelBatch = 0;
 };
+
+/// The rank-0 f32 tensors of a checkpoint, by name: a QAT run's activation
+/// observers ("<weight>.input_amax"). False with `error` when the file
+/// cannot be read.
+bool readCheckpointScalars(const std::string &path,
+                           std::map<std::string, float> &scalars,
+                           std::string &error);
 
 /// Inference's --precision: f32, f16, bf16 or auto (Mode::Float), or int8
 /// (Mode::Int8); false with an error for anything else.
@@ -105,6 +122,12 @@ private:
   bool compile(const std::string &modelPath, const InferOptions &options,
                std::string &error);
   bool bind(const std::vector<HostTensor> &params, std::string &error);
+  /// Writes qatObservers as the calibration file of @predict's contractions
+  /// (qatCalibrationPath, a temporary file removed after compiling).
+  bool writeQatCalibration(mlir::func::FuncOp predictFn,
+                           const std::map<std::string, float> &observers,
+                           std::string &error);
+  std::string qatCalibrationPath;
 
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<mlir::ExecutionEngine> engine;

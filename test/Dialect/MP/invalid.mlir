@@ -411,3 +411,43 @@ func.func @predict_on_op(%x: tensor<4xf32>, %e: tensor<4xf32>) {
 func.func @misspelt(%w: tensor<1xf32>) attributes {mp.parameter = "w"} {
   return
 }
+
+// -----
+
+func.func @quant_scale_rank(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'mp.quant_scale' op needs a rank-0 scale without 'axis', got 'tensor<8xf32>'}}
+  %s = mp.quant_scale %x : tensor<4x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @quant_scale_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'mp.quant_scale' op axis 2 is out of range for 'tensor<4x8xf32>'}}
+  %s = mp.quant_scale %x {axis = 2 : i64} : tensor<4x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @quant_scale_channels(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'mp.quant_scale' op needs a 1-D scale of dimension 1's size 8, got 'tensor<4xf32>'}}
+  %s = mp.quant_scale %x {axis = 1 : i64} : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @quant_scale_observer_per_channel(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'mp.quant_scale' op an observer is per tensor and needs a non-empty name}}
+  %s = mp.quant_scale %x {axis = 1 : i64, observer = "w.input_amax"} : tensor<4x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @fake_quant_scale(%x: tensor<4x8xf32>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{'mp.fake_quant' op needs a 1-D scale of dimension 1's size 8, got 'tensor<4xf32>'}}
+  %q = mp.fake_quant %x, %s {axis = 1 : i64} : tensor<4x8xf32>, tensor<4xf32>
+  return
+}

@@ -111,3 +111,16 @@ func.func @loss_grad_adaptive(%w: tensor<4xf32> {mp.param = "w"}, %s: f32 {mp.lo
   %f = arith.constant {mp.seed} false
   return %s, %w, %f, %s : f32, tensor<4xf32>, i1, f32
 }
+
+// CHECK-LABEL: func.func @fake_quant
+func.func @fake_quant(%x: tensor<4x8xf32>, %w: tensor<8x16xbf16>) -> (tensor<4x8xf32>, tensor<8x16xbf16>) {
+  // CHECK: mp.quant_scale %{{.*}} {observer = "w.input_amax"} : tensor<4x8xf32> -> tensor<f32>
+  %sx = mp.quant_scale %x {observer = "w.input_amax"} : tensor<4x8xf32> -> tensor<f32>
+  // CHECK: mp.fake_quant %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<f32>
+  %xq = mp.fake_quant %x, %sx : tensor<4x8xf32>, tensor<f32>
+  // CHECK: mp.quant_scale %{{.*}} {axis = 1 : i64} : tensor<8x16xbf16> -> tensor<16xf32>
+  %sw = mp.quant_scale %w {axis = 1 : i64} : tensor<8x16xbf16> -> tensor<16xf32>
+  // CHECK: mp.fake_quant %{{.*}}, %{{.*}} {axis = 1 : i64} : tensor<8x16xbf16>, tensor<16xf32>
+  %wq = mp.fake_quant %w, %sw {axis = 1 : i64} : tensor<8x16xbf16>, tensor<16xf32>
+  return %xq, %wq : tensor<4x8xf32>, tensor<8x16xbf16>
+}
