@@ -17,8 +17,8 @@
 #      accumulation and precision repair on the GPU; the Python
 #      Session on the GPU against the CPU (gpu_session_check.py); the commands
 #      of test/mp-run/cuda-train.test (CPU f32 vs GPU f16/bf16 for 30
-#      epochs, f16, int8 and int8-dynamic inference on the GPU); gemm_bench
-#      on a few shapes
+#      epochs, f16, int8 and int8-dynamic inference on the GPU); QAT on the
+#      GPU and int8 from its checkpoint; gemm_bench on a few shapes
 #   2  gemm_bench --require on the large shapes; gpu_bench.py on the MLP
 #   3  the transformer block (d_model 4096, 64 x 512 tokens) against PyTorch
 #      AMP (GradScaler f16, autocast bf16) and FP32, in one run
@@ -200,6 +200,17 @@ stage1() {
     grep 'f32 reference' '$tmp/dyn.log' | sed 's/ reference//' > '$tmp/dyn.ref' &&
     grep 'int8-dynamic inference' '$tmp/dyn.log' | sed 's/ inference.*/)/' > '$tmp/dyn.gpu' &&
     '$python' '$root/scripts/compare_accuracy.py' '$tmp/dyn.ref' '$tmp/dyn.gpu' \
+      --max-diff 0.5" || return
+  # Quantization-aware training on the GPU from the f32 checkpoint, then
+  # int8 on the GPU from its observers (no calibration file).
+  step "QAT on the GPU, int8 within 0.5 point of its f32" infer.log 180 sh -c "
+    mp-run train '$ex' --device cuda --qat --init-from '$tmp/f32.npz' --lr 0.01 \
+      --epochs 2 --checkpoint '$tmp/qat.npz' | tee -a '$out/infer.log' > /dev/null &&
+    mp-run infer '$ex' --device cuda --checkpoint '$tmp/qat.npz' --precision int8 \
+      | tee -a '$out/infer.log' > '$tmp/qat.log' &&
+    grep 'f32 reference' '$tmp/qat.log' | sed 's/ reference//' > '$tmp/qat.ref' &&
+    grep 'int8 inference' '$tmp/qat.log' | sed 's/ inference.*/)/' > '$tmp/qat.gpu' &&
+    '$python' '$root/scripts/compare_accuracy.py' '$tmp/qat.ref' '$tmp/qat.gpu' \
       --max-diff 0.5" || return
   step "gemm_bench, a few shapes" bench.log 150 \
     "$python" "$root/bench/gemm_bench.py" --device cuda --dtypes f32,f16,bf16,s8 \

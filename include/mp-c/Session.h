@@ -75,6 +75,14 @@ typedef struct mp_session_options {
   /* An ONNX model's dynamic batch dimension becomes this (0, the default:
    * none; a dynamic batch is then an error), as mp-run's --batch-size. */
   int64_t batch_size;
+  /* Quantization-aware training, as mp-run's --qat: 1 fake-quantizes the
+   * int8-eligible contractions (weights per channel, activations through
+   * moving-average observers kept as optimizer state and saved with it);
+   * an mp_infer of precision "int8" on this session then needs no
+   * calibration_path. `qat_freeze_after` N > 0 stops the observers after N
+   * optimizer steps. 0 and 0 (defaults): off. */
+  int qat;
+  int64_t qat_freeze_after;
 } mp_session_options;
 
 /* Fills `options` with the defaults above. */
@@ -191,6 +199,9 @@ int64_t mp_session_skipped_steps(const mp_session *session);
  * .npz mp-run reads); loads them back (shapes must match). */
 int mp_session_save(const mp_session *session, const char *path);
 int mp_session_load(mp_session *session, const char *path);
+/* Loads only the parameters of a checkpoint (fine-tuning, e.g. QAT from an
+ * f32 run): optimizer state and scalars stay as they are. */
+int mp_session_load_parameters(mp_session *session, const char *path);
 
 /*===----------------------------------------------------------------------===*
  * Training runs: the epoch loop mp-run train runs (mp::Trainer): the rows
@@ -307,7 +318,9 @@ typedef struct mp_infer_options {
   const char *precision;        /* "f32" (default), "f16", "bf16", "int8",
                                    or "auto" (what the hardware has, as
                                    mp_session_options.precision) */
-  const char *calibration_path; /* int8: statistics from mp_calibrate */
+  const char *calibration_path; /* int8: statistics from mp_calibrate;
+                                   NULL or "" with a weights session
+                                   trained with qat: its observers */
   const char *method;           /* int8: "minmax" (default), "percentile",
                                    "entropy" */
   double percentile;            /* int8, method percentile: 99.99 */

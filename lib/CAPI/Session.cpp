@@ -109,6 +109,8 @@ void mp_session_options_init(mp_session_options *options) {
   options->cache_dir = nullptr;
   options->loss = nullptr;
   options->batch_size = 0;
+  options->qat = defaults.qat ? 1 : 0;
+  options->qat_freeze_after = defaults.qatFreezeAfter;
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -144,6 +146,13 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   train.accumulate = o.accumulate;
   train.scaleMargin = o.scale_margin;
   train.scaleHysteresis = o.scale_hysteresis;
+  if (o.qat_freeze_after < 0)
+    return fail("mp_session_create: qat_freeze_after " +
+                std::to_string(o.qat_freeze_after) + " is negative");
+  if (o.qat_freeze_after > 0 && !o.qat)
+    return fail("mp_session_create: qat_freeze_after needs qat");
+  train.qat = o.qat != 0;
+  train.qatFreezeAfter = o.qat_freeze_after;
   if (o.keep_f32_count < 0 || (o.keep_f32_count > 0 && !o.keep_f32))
     return fail("mp_session_create: keep_f32 is NULL or its count negative");
   for (int64_t i = 0; i < o.keep_f32_count; ++i) {
@@ -410,6 +419,16 @@ int mp_session_load(mp_session *s, const char *path) {
   return succeed();
 }
 
+int mp_session_load_parameters(mp_session *s, const char *path) {
+  if (!s || !path)
+    return fail("mp_session_load_parameters: NULL session or path");
+  mp::RunPosition position;
+  std::string error;
+  if (!s->session->loadCheckpoint(path, /*withState=*/false, position, error))
+    return fail(error);
+  return succeed();
+}
+
 void mp_trainer_options_init(mp_trainer_options *options) {
   if (!options)
     return;
@@ -632,10 +651,14 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
     bool dynamic =
         infer.quantization == mlir::mp::QuantizationMode::Int8Dynamic;
     bool calibrated = o.calibration_path && *o.calibration_path;
+    // A session trained with qat carries its activation ranges.
     if (!dynamic && !calibrated)
+      infer.qatObservers =
+          mp::scalarStateTensors(weights->session->optimizerState());
+    if (!dynamic && !calibrated && infer.qatObservers.empty())
       return fail("mp_infer_create: precision int8 needs calibration_path "
-                  "(statistics from mp_calibrate), or precision "
-                  "int8-dynamic");
+                  "(statistics from mp_calibrate), a weights session "
+                  "trained with qat, or precision int8-dynamic");
     if (dynamic && calibrated)
       return fail("mp_infer_create: precision int8-dynamic takes no "
                   "calibration_path (activations are scaled at run time)");

@@ -85,6 +85,15 @@ bool readCheckpointScalars(const std::string &path,
   return true;
 }
 
+std::map<std::string, float>
+scalarStateTensors(const std::vector<HostTensor> &state) {
+  std::map<std::string, float> scalars;
+  for (const HostTensor &t : state)
+    if (t.shape.empty() && t.data.size() == 1)
+      scalars[t.name] = t.data.front();
+  return scalars;
+}
+
 bool InferSession::writeQatCalibration(
     func::FuncOp predictFn, const std::map<std::string, float> &observers,
     std::string &error) {

@@ -45,7 +45,8 @@ class _Options(ctypes.Structure):
                 ("keep_f32_count", ctypes.c_int64),
                 ("scale_margin", ctypes.c_double), ("scale_hysteresis", ctypes.c_int64),
                 ("cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p),
-                ("loss", ctypes.c_char_p), ("batch_size", ctypes.c_int64)]
+                ("loss", ctypes.c_char_p), ("batch_size", ctypes.c_int64),
+                ("qat", ctypes.c_int), ("qat_freeze_after", ctypes.c_int64)]
 
 
 class _InferOptions(ctypes.Structure):
@@ -143,6 +144,7 @@ def library():
         "mp_session_init_parameters": (ctypes.c_int, [P, ctypes.c_int, ctypes.c_uint64]),
         "mp_session_save": (ctypes.c_int, [P, ctypes.c_char_p]),
         "mp_session_load": (ctypes.c_int, [P, ctypes.c_char_p]),
+        "mp_session_load_parameters": (ctypes.c_int, [P, ctypes.c_char_p]),
         "mp_infer_options_init": (None, [ctypes.POINTER(_InferOptions)]),
         "mp_infer_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_InferOptions),
                                            P, ctypes.POINTER(P)]),
@@ -235,7 +237,7 @@ class Session:
                  lr=None, momentum=None, weight_decay=None, seed=None, device=None,
                  tf32=None, accumulate=None, keep_f32=None, scale_margin=None,
                  scale_hysteresis=None, cache=True, cache_dir=None, loss=None,
-                 batch_size=None):
+                 batch_size=None, qat=False, qat_freeze_after=None):
         """Options left None take the library's defaults
         (mp_session_options_init: f32, loss scale by precision, SGD, lr
         0.05, momentum 0.9, no weight decay, seed 0, the CPU, TF32 as
@@ -255,7 +257,10 @@ class Session:
         file) starts from its own weights; loss="cross-entropy" (its
         default) or "mse" is the loss put around its prediction, and
         batch_size fixes a dynamic batch dimension, as mp-run's --loss and
-        --batch-size."""
+        --batch-size. qat=True trains with int8 fake quantization
+        (docs/quantization.md), usually after load_parameters() of an f32
+        checkpoint; qat_freeze_after=N stops its observers after N steps;
+        an InferSession of precision "int8" on it needs no calibration."""
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
@@ -272,6 +277,9 @@ class Session:
                 setattr(options, name, value)
         if tf32 is not None:
             options.tf32 = 1 if tf32 else 0
+        options.qat = 1 if qat else 0
+        if qat_freeze_after is not None:
+            options.qat_freeze_after = qat_freeze_after
         options.cache = 1 if cache else 0
         if cache_dir is not None:
             options.cache_dir = os.fspath(cache_dir).encode()
@@ -530,6 +538,12 @@ class Session:
     def load(self, path):
         _check(library().mp_session_load(self._handle, os.fspath(path).encode()))
 
+    def load_parameters(self, path):
+        """Only the parameters of a checkpoint (fine-tuning, e.g. QAT from an
+        f32 run); optimizer state and step stay as they are."""
+        _check(library().mp_session_load_parameters(self._handle,
+                                                    os.fspath(path).encode()))
+
     def _lookup(self, name, kind):
         try:
             return self._index[(kind, name)]
@@ -551,7 +565,8 @@ def _rows(x, num_features, what):
 class InferSession:
     """A model's mp.predict compiled alone for inference, in f32, f16,
     bf16 (weights converted once), int8 (weights quantized once, activation
-    scales from the statistics `calibrate` writes) or int8-dynamic (each
+    scales from the statistics `calibrate` writes, or with no calibration
+    from the observers of a Session trained with qat=True) or int8-dynamic (each
     activation scaled by its own max |x| at run time; no calibration), with the parameters of a Session (copied
     when the InferSession is made). `measure=(x, batches)` (int8): every
     eligible op is measured in int8 against f32 on `batches` batches of the

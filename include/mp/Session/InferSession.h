@@ -67,6 +67,11 @@ bool readCheckpointScalars(const std::string &path,
                            std::map<std::string, float> &scalars,
                            std::string &error);
 
+/// The rank-0 tensors of a training session's state, by name: the
+/// activation observers of a --qat session (what its checkpoint holds).
+std::map<std::string, float>
+scalarStateTensors(const std::vector<HostTensor> &state);
+
 /// Inference's --precision: f32, f16, bf16 or auto (Mode::Float), or int8
 /// (Mode::Int8); false with an error for anything else.
 bool parseInferPrecision(llvm::StringRef text, InferOptions &options,
