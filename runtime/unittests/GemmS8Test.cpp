@@ -1,5 +1,6 @@
 //===- GemmS8Test.cpp - int8 mprt_gemm and CPU features -------------------===//
 
+#include "internal.h"
 #include "mprt/mprt.h"
 
 #include <gtest/gtest.h>
@@ -46,6 +47,45 @@ TEST(GemmS8, MatchesExactIntegerProductsWithTransposes) {
               MPRT_OK)
         << mprt_last_error();
     EXPECT_EQ(c, expected) << "flags " << flags;
+  }
+}
+
+// The kernel that runs without int8 dot-product instructions, both
+// variants on every machine: odd sizes (a lone last row, columns beyond
+// the 4-wide blocks, k not a multiple of 16), both transposes, a block
+// large enough to be shared among threads, and -128 everywhere.
+TEST(GemmS8, WidenedKernelsAreExact) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> value(-128, 127);
+  bool avx2 = mprt_cpu_features() & MPRT_CPU_AVX2;
+  struct Shape {
+    int m, n, k;
+  };
+  for (Shape s : {Shape{37, 29, 300}, Shape{1, 3, 5}, Shape{64, 130, 513}}) {
+    for (int flags = 0; flags < 4; ++flags) {
+      bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+      std::vector<int8_t> a(s.m * s.k), b(s.k * s.n);
+      for (int8_t &x : a)
+        x = static_cast<int8_t>(value(rng));
+      for (int8_t &x : b)
+        x = static_cast<int8_t>(value(rng));
+      if (flags == 3)
+        std::fill(a.begin(), a.end(), -128), std::fill(b.begin(), b.end(), -128);
+      std::vector<int32_t> expected(s.m * s.n);
+      for (int i = 0; i < s.m * s.n; ++i)
+        expected[i] = 3 * i - 7;
+      std::vector<int32_t> initial = expected;
+      reference(a, b, expected, s.m, s.n, s.k, ta, tb);
+      for (bool vector : {false, true}) {
+        if (vector && !avx2)
+          continue; // the CPU has no AVX2: only the portable loops run here
+        std::vector<int32_t> c = initial;
+        mprt::gemmS8Widened(a.data(), ta ? s.m : s.k, b.data(), tb ? s.k : s.n,
+                            c.data(), s.n, s.m, s.n, s.k, ta, tb, vector);
+        EXPECT_EQ(c, expected) << s.m << "x" << s.n << "x" << s.k << " flags "
+                               << flags << (vector ? " avx2" : " portable");
+      }
+    }
   }
 }
 
