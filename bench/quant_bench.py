@@ -31,10 +31,17 @@ point) and each one's difference to its framework's f32 model; the
 check that both frameworks start from the same function is that their f32
 accuracies agree and their f32 logits match to 1e-4.
 
+With --speed it then measures int8 speed in the same run: dynamic INT8
+against PyTorch's quantize_dynamic (and f32, bf16) on the wide MLP
+(784-2048-2048-10, batch 256) and the transformer block's inference,
+through bench/transformer_bench.py's warm processes, rotated rounds and
+medians (--seconds, --rounds).
+
 Needs: scripts/setup.sh done (build/bin/mp-run, build/data/digits.npz);
 Debian's python3-torch for the PyTorch columns (/usr/bin/python3).
 Usage: bench/quant_bench.py [--epochs 10] [--gain 64] [--outliers 4]
            [--qat-epochs 2] [--lr 0.001] [--calibrate 10]
+           [--speed [--seconds 8] [--rounds 5]]
 """
 import argparse
 import os
@@ -223,6 +230,10 @@ def main():
     parser.add_argument("--qat-epochs", type=int, default=2)
     parser.add_argument("--lr", type=float, default=0.001)
     parser.add_argument("--calibrate", type=int, default=10)
+    parser.add_argument("--speed", action="store_true",
+                        help="also time dynamic int8 against quantize_dynamic")
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     for path in (MP_RUN, DATA):
         if not os.path.exists(path):
@@ -257,6 +268,14 @@ def main():
               "f32 accuracies %.2f%% and %.2f%%." % (same, base, torch_base))
         if same > 1e-4:
             sys.exit("the PyTorch model does not compute mp's function")
+    if args.speed:
+        sys.stdout.flush()
+        result = subprocess.run(
+            ["/usr/bin/python3", os.path.join(ROOT, "bench", "transformer_bench.py"),
+             "--workloads", "mlp-infer,block-infer", "--seconds", str(args.seconds),
+             "--rounds", str(args.rounds)])
+        if result.returncode != 0:
+            sys.exit("the speed measurement failed")
 
 
 if __name__ == "__main__":

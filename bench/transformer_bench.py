@@ -10,9 +10,13 @@ step, from the same initial parameters):
                mp.runtime.Session); samples are sequences
   mlp          784-2048-2048-10, batch 256, cross-entropy, training
   mlp-infer    the same MLP, inference (logits of a batch)
+  block-infer  the encoder block, inference (its output for the 16 x 128
+               tokens)
 Competitors: mp f32, bf16 (and f16 with --f16), PyTorch f32 and bf16
-autocast; for mlp-infer also mp int8-dynamic (InferSession) and PyTorch's
-quantize_dynamic (qint8 nn.Linear). Each runs in a warm process of its own (compiled or built once,
+autocast; for the inference workloads also mp int8-dynamic (InferSession)
+and PyTorch's quantize_dynamic (qint8 nn.Linear: on the block, the
+feed-forward layers; PyTorch leaves attention's projections in f32, mp
+quantizes them too). Each runs in a warm process of its own (compiled or built once,
 then timed): every round times one segment of --seconds per competitor,
 the order rotated from round to round, over --rounds rounds; the table
 gives the median throughput with its min-max, GFLOP/s from the workload's
@@ -26,7 +30,7 @@ for bf16, informational).
 Threads: --threads (default: every core), set as OMP_NUM_THREADS for both
 (mp's oneDNN and compiled loops, PyTorch's intra-op pool).
 
-Usage: bench/transformer_bench.py [--workloads block,mlp,mlp-infer]
+Usage: bench/transformer_bench.py [--workloads block,mlp,mlp-infer,block-infer]
          [--seconds 8] [--rounds 5] [--threads N] [--f16] [--quick]
 --quick: small shapes and short segments, to check the script (not a
 measurement).
@@ -58,11 +62,12 @@ def mlp_cfg(quick):
                 batch=32 if quick else 256)
 
 
-def block_flops(cfg):
-    """Matrix-product FLOPs of one training step (forward x 3)."""
+def block_flops(cfg, train=True):
+    """Matrix-product FLOPs of one training step (forward x 3) or
+    forward pass."""
     t, d, length = cfg["sequences"] * cfg["seq_len"], cfg["d_model"], cfg["seq_len"]
     forward = 2 * t * d * 3 * d + 2 * 2 * t * length * d + 2 * t * d * d + 2 * 2 * t * d * 4 * d
-    return 3 * forward
+    return 3 * forward if train else forward
 
 
 def mlp_flops(cfg, train):
@@ -105,7 +110,8 @@ def export_models(quick, work):
     x = torch.empty(cfg["batch"], cfg["widths"][0])
     with open(model, "w") as f:
         f.write(mp.export_training(module, x, num_classes=cfg["widths"][-1]))
-    return {"block": block, "mlp": (model, params), "mlp-infer": (model, params)}
+    return {"block": block, "block-infer": block, "mlp": (model, params),
+            "mlp-infer": (model, params)}
 
 
 # -- runners (built inside the worker process) -----------------------------------
@@ -121,18 +127,18 @@ def mp_runner(workload, quick, model, params, precision):
     with np.load(params) as arrays:
         for name in arrays.files:
             session.set(name, arrays[name])
-    if workload == "block":
+    if workload.startswith("block"):
         x, y = gpu_bench.block_data(block_cfg(quick))
     else:
         x, y = mlp_data(mlp_cfg(quick))
-    if workload == "mlp-infer":
+    if workload.endswith("-infer"):
         if precision == "int8-dynamic":
             from mp.runtime import InferSession
             predict = InferSession(model, session, precision="int8-dynamic").predict
         else:
             predict = session.predict
         return (lambda: (predict(x), None)[1],
-                lambda: logits_error(predict(x), params, quick))
+                lambda: logits_error(predict(x), workload, params, quick))
     return lambda: session.train_step(x, y)[0]
 
 
@@ -142,7 +148,7 @@ def torch_runner(workload, quick, params, mode):
     import torch
     import gpu_bench
     import mp
-    if workload == "block":
+    if workload.startswith("block"):
         cfg = block_cfg(quick)
         module = gpu_bench.encoder_block(cfg)
         x, y = (torch.from_numpy(a) for a in gpu_bench.block_data(cfg))
@@ -159,16 +165,23 @@ def torch_runner(workload, quick, params, mode):
             return torch.autocast("cpu", dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    if workload == "mlp-infer":
+    if workload.endswith("-infer"):
         module.eval()
         if mode == "int8-dynamic":
             module = torch.ao.quantization.quantize_dynamic(
                 module, {torch.nn.Linear}, dtype=torch.qint8)
+        if workload.startswith("block") and mode != "f32":
+            # PyTorch 1.13's fused encoder-layer kernel (eval without grad)
+            # takes neither bf16 autocast nor dynamically quantized
+            # linears: the layer's own modules then (dropout is 0, so train
+            # mode is the same function). f32 keeps the fused kernel.
+            module.train()
 
         def infer():
             with torch.no_grad(), amp():
                 return module(x).float().numpy()
-        return (lambda: (infer(), None)[1], lambda: logits_error(infer(), params, quick))
+        return (lambda: (infer(), None)[1],
+                lambda: logits_error(infer(), workload, params, quick))
     opt = torch.optim.SGD(module.parameters(), lr=LR, momentum=MOMENTUM)
 
     def step():
@@ -181,16 +194,22 @@ def torch_runner(workload, quick, params, mode):
     return step
 
 
-def logits_error(logits, params, quick):
-    """Inference's fairness check: the relative error of a batch's logits
+def logits_error(logits, workload, params, quick):
+    """Inference's fairness check: the relative error of a batch's outputs
     against the f32 model's (PyTorch, the same parameters)."""
     import numpy as np
     import torch
+    import gpu_bench
     import mp
-    module = mlp_module(mlp_cfg(quick))
+    if workload.startswith("block"):
+        module = gpu_bench.encoder_block(block_cfg(quick))
+        x = gpu_bench.block_data(block_cfg(quick))[0]
+    else:
+        module = mlp_module(mlp_cfg(quick))
+        x = mlp_data(mlp_cfg(quick))[0]
     mp.load_params(module, params)
     with torch.no_grad():
-        want = module.eval()(torch.from_numpy(mlp_data(mlp_cfg(quick))[0])).numpy()
+        want = module.eval()(torch.from_numpy(x)).numpy()
     return float(np.linalg.norm(logits - want) / np.linalg.norm(want))
 
 
@@ -284,7 +303,7 @@ def relative_difference(a, b):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", default="block,mlp,mlp-infer")
+    parser.add_argument("--workloads", default="block,mlp,mlp-infer,block-infer")
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
@@ -296,7 +315,7 @@ def main():
         args.seconds, args.rounds = min(args.seconds, 0.5), min(args.rounds, 2)
     workloads = args.workloads.split(",")
     for w in workloads:
-        if w not in ("block", "mlp", "mlp-infer"):
+        if w not in ("block", "mlp", "mlp-infer", "block-infer"):
             parser.error(f"unknown workload '{w}'")
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
 
@@ -317,14 +336,14 @@ def main():
             models = pool.apply(export_models, (args.quick, work))
         for workload in workloads:
             model, params = models[workload]
-            train = workload != "mlp-infer"
-            if workload == "block":
+            train = not workload.endswith("-infer")
+            if workload.startswith("block"):
                 cfg = block_cfg(args.quick)
                 units, unit = cfg["sequences"], "sequences/s"
-                flops = block_flops(cfg)
+                flops = block_flops(cfg, train)
                 title = (f"TransformerEncoderLayer d_model {cfg['d_model']}, {cfg['heads']} "
                          f"heads, feed-forward {4 * cfg['d_model']}, {cfg['sequences']} x "
-                         f"{cfg['seq_len']} tokens, training")
+                         f"{cfg['seq_len']} tokens, " + ("training" if train else "inference"))
             else:
                 cfg = mlp_cfg(args.quick)
                 units, unit = cfg["batch"], "samples/s"
