@@ -108,9 +108,9 @@ llvm::json::Object compileOptionsJson(const TrainOptions &o) {
       {"qat", o.qat},
       {"qat_freeze_after", o.qatFreezeAfter},
       {"keep_f32", llvm::json::Array(o.keepF32)},
-      {"add_loss", o.addLoss ? llvm::json::Value(mlir::mp::stringifyLossKind(
-                                   *o.addLoss))
-                             : llvm::json::Value(nullptr)},
+      {"add_loss",
+       o.addLoss ? llvm::json::Value(mlir::mp::stringifyLossKind(*o.addLoss))
+                 : llvm::json::Value(nullptr)},
       {"model_batch", o.modelBatch}};
 }
 

@@ -829,11 +829,11 @@ LogicalResult ReverseSweep::differentiate(Operation *op, OpBuilder &b) {
     AffineMap id = b.getMultiDimIdentityMap(rank);
     AffineMap scaleMap = AffineMap::get(rank, 0, b.getContext());
     if (std::optional<int64_t> axis = fakeQuant.getAxis())
-      scaleMap = AffineMap::get(rank, 0, b.getAffineDimExpr(*axis),
-                                b.getContext());
+      scaleMap =
+          AffineMap::get(rank, 0, b.getAffineDimExpr(*axis), b.getContext());
     Value dy = grads.lookup(fakeQuant.getOutput());
-    Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                         type.getElementType());
+    Value init =
+        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
     Value dx =
         linalg::GenericOp::create(
             b, loc, TypeRange{type},

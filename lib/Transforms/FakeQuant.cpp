@@ -47,8 +47,8 @@ SmallVector<FakeQuantTarget> mlir::mp::fakeQuantTargets(func::FuncOp func) {
     auto weight = dyn_cast<BlockArgument>(op.getDpsInputOperand(1)->get());
     if (!weight || weight.getOwner()->getParentOp() != func)
       return;
-    auto name =
-        func.getArgAttrOfType<StringAttr>(weight.getArgNumber(), kParamAttrName);
+    auto name = func.getArgAttrOfType<StringAttr>(weight.getArgNumber(),
+                                                  kParamAttrName);
     if (!name)
       return;
     FakeQuantTarget target;
@@ -102,9 +102,9 @@ struct FakeQuantPass : mp::impl::MPFakeQuantBase<FakeQuantPass> {
     OpOperand *weight = op.getDpsInputOperand(1);
 
     Value x = activation->get();
-    auto xScale = QuantScaleOp::create(
-        b, loc, RankedTensorType::get({}, f32), x, IntegerAttr(),
-        b.getStringAttr(target.observer));
+    auto xScale =
+        QuantScaleOp::create(b, loc, RankedTensorType::get({}, f32), x,
+                             IntegerAttr(), b.getStringAttr(target.observer));
     activation->set(FakeQuantOp::create(b, loc, x.getType(), x,
                                         xScale.getScale(), IntegerAttr()));
 
@@ -112,10 +112,10 @@ struct FakeQuantPass : mp::impl::MPFakeQuantBase<FakeQuantPass> {
     auto wType = cast<RankedTensorType>(w.getType());
     IntegerAttr axis = b.getI64IntegerAttr(target.channelDim);
     auto wScale = QuantScaleOp::create(
-        b, loc, RankedTensorType::get({wType.getDimSize(target.channelDim)}, f32),
-        w, axis, StringAttr());
-    weight->set(
-        FakeQuantOp::create(b, loc, wType, w, wScale.getScale(), axis));
+        b, loc,
+        RankedTensorType::get({wType.getDimSize(target.channelDim)}, f32), w,
+        axis, StringAttr());
+    weight->set(FakeQuantOp::create(b, loc, wType, w, wScale.getScale(), axis));
     ++numFakeQuantized;
   }
 };

@@ -48,8 +48,7 @@ Value scalarTensor(OpBuilder &b, Location loc, Value value) {
       .getResult(0);
 }
 
-struct QuantObserversPass
-    : mp::impl::MPQuantObserversBase<QuantObserversPass> {
+struct QuantObserversPass : mp::impl::MPQuantObserversBase<QuantObserversPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -94,8 +93,7 @@ struct QuantObserversPass
     }
   }
 
-  LogicalResult thread(func::FuncOp step,
-                       SmallVector<QuantScaleOp> &observed) {
+  LogicalResult thread(func::FuncOp step, SmallVector<QuantScaleOp> &observed) {
     int64_t stepArg = argumentWith(step, kStepAttrName);
     int64_t stepResult = resultWith(step, kStepAttrName);
     if (stepArg < 0 || stepResult < 0 || !step.getBody().hasOneBlock())
@@ -152,25 +150,22 @@ struct QuantObserversPass
     unsigned rank = input.getType().getRank();
     Value init = scalarTensor(b, loc, constant(0.0));
     auto reduction = linalg::GenericOp::create(
-            b, loc, TypeRange{init.getType()}, ValueRange{input},
-            ValueRange{init},
-            ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank),
-                                AffineMap::get(rank, 0, b.getContext())},
-            SmallVector<utils::IteratorType>(rank,
-                                             utils::IteratorType::reduction),
-            [&](OpBuilder &nb, Location l, ValueRange args) {
-              Value x = args[0];
-              if (!x.getType().isF32())
-                x = arith::ExtFOp::create(nb, l, f32, x);
-              Value a = math::AbsFOp::create(nb, l, x);
-              linalg::YieldOp::create(
-                  nb, l,
-                  arith::MaximumFOp::create(nb, l, a, args[1]).getResult());
-            });
+        b, loc, TypeRange{init.getType()}, ValueRange{input}, ValueRange{init},
+        ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank),
+                            AffineMap::get(rank, 0, b.getContext())},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::reduction),
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value x = args[0];
+          if (!x.getType().isF32())
+            x = arith::ExtFOp::create(nb, l, f32, x);
+          Value a = math::AbsFOp::create(nb, l, x);
+          linalg::YieldOp::create(
+              nb, l, arith::MaximumFOp::create(nb, l, a, args[1]).getResult());
+        });
     // The observer measures in f32, whatever AMP decides for the step.
-    reduction->setAttr(kPrecisionAttrName, FloatPrecisionAttr::get(
-                                               b.getContext(),
-                                               FloatPrecision::F32));
+    reduction->setAttr(
+        kPrecisionAttrName,
+        FloatPrecisionAttr::get(b.getContext(), FloatPrecision::F32));
     Value batchMax = reduction.getResult(0);
     Value current = tensor::ExtractOp::create(b, loc, batchMax, ValueRange{});
     Value previous = tensor::ExtractOp::create(b, loc, old, ValueRange{});

@@ -65,8 +65,8 @@ void widenBlock(const Product &p, int64_t jb, int16_t *block) {
         break;
       int16_t *out = block + q * 2 * kColumns + half;
       for (int64_t j = 0; j < width; ++j)
-        out[2 * j] = p.transB ? p.b[(j0 + j) * p.ldb + row]
-                              : p.b[row * p.ldb + j0 + j];
+        out[2 * j] =
+            p.transB ? p.b[(j0 + j) * p.ldb + row] : p.b[row * p.ldb + j0 + j];
     }
 }
 
@@ -80,7 +80,8 @@ void blockPortable(const Product &p, const int16_t *block, int64_t i0,
       int32_t sum = 0;
       for (int64_t q = 0; q < p.kPairs; ++q) {
         const int16_t *pair = block + q * 2 * kColumns + 2 * j;
-        sum += int32_t(row[2 * q]) * pair[0] + int32_t(row[2 * q + 1]) * pair[1];
+        sum +=
+            int32_t(row[2 * q]) * pair[0] + int32_t(row[2 * q + 1]) * pair[1];
       }
       p.c[(i0 + r) * p.ldc + j0 + j] += sum;
     }
@@ -91,9 +92,9 @@ void blockPortable(const Product &p, const int16_t *block, int64_t i0,
 /// Rows accumulators stay in registers). |a b| <= 2^14: a pair never
 /// reaches vpmaddwd's one overflow (-2^15 squared twice).
 template <int Rows>
-__attribute__((target("avx2"))) void
-blockAvx2(const Product &p, const int16_t *block, int64_t i0, int64_t j0,
-          int64_t width) {
+__attribute__((target("avx2"))) void blockAvx2(const Product &p,
+                                               const int16_t *block, int64_t i0,
+                                               int64_t j0, int64_t width) {
   __m256i acc[Rows][2];
   for (int r = 0; r < Rows; ++r)
     acc[r][0] = acc[r][1] = _mm256_setzero_si256();
@@ -119,8 +120,8 @@ blockAvx2(const Product &p, const int16_t *block, int64_t i0, int64_t j0,
     if (width == kColumns) {
       for (int h = 0; h < 2; ++h) {
         __m256i *at = reinterpret_cast<__m256i *>(out + 8 * h);
-        _mm256_storeu_si256(at,
-                            _mm256_add_epi32(_mm256_loadu_si256(at), acc[r][h]));
+        _mm256_storeu_si256(
+            at, _mm256_add_epi32(_mm256_loadu_si256(at), acc[r][h]));
       }
       continue;
     }

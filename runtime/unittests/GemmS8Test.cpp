@@ -70,7 +70,8 @@ TEST(GemmS8, WidenedKernelsAreExact) {
       for (int8_t &x : b)
         x = static_cast<int8_t>(value(rng));
       if (flags == 3)
-        std::fill(a.begin(), a.end(), -128), std::fill(b.begin(), b.end(), -128);
+        std::fill(a.begin(), a.end(), -128),
+            std::fill(b.begin(), b.end(), -128);
       std::vector<int32_t> expected(s.m * s.n);
       for (int i = 0; i < s.m * s.n; ++i)
         expected[i] = 3 * i - 7;

@@ -556,8 +556,7 @@ int runInferSession(mp::Session &trained, mp::InferOptions options,
         options.quantization == mlir::mp::QuantizationMode::Int8Dynamic;
     // A QAT checkpoint carries its activation ranges.
     if (!dynamic && calibrationPath.empty() && !checkpointPath.empty() &&
-        !mp::readCheckpointScalars(checkpointPath, options.qatObservers,
-                                   error))
+        !mp::readCheckpointScalars(checkpointPath, options.qatObservers, error))
       return fail(error);
     if (!dynamic && calibrationPath.empty() && options.qatObservers.empty())
       return fail("--precision int8 needs --calibration FILE (write one "

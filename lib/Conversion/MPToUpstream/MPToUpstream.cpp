@@ -394,10 +394,9 @@ struct QuantScaleLowering : OpConversionPattern<QuantScaleOp> {
     };
     Value zero = constant(rewriter, loc, 0.0);
     Value init =
-        linalg::FillOp::create(
-            rewriter, loc, ValueRange{zero},
-            ValueRange{tensor::EmptyOp::create(rewriter, loc,
-                                               scaleType.getShape(), f32)})
+        linalg::FillOp::create(rewriter, loc, ValueRange{zero},
+                               ValueRange{tensor::EmptyOp::create(
+                                   rewriter, loc, scaleType.getShape(), f32)})
             .getResult(0);
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::reduction);
@@ -435,8 +434,8 @@ struct QuantScaleLowering : OpConversionPattern<QuantScaleOp> {
             [&](OpBuilder &b, Location l, ValueRange args) {
               Value positive = arith::CmpFOp::create(
                   b, l, arith::CmpFPredicate::OGT, args[0], constant(b, l, 0));
-              Value s = arith::DivFOp::create(b, l, args[0],
-                                              constant(b, l, 127.0));
+              Value s =
+                  arith::DivFOp::create(b, l, args[0], constant(b, l, 127.0));
               linalg::YieldOp::create(
                   b, l,
                   arith::SelectOp::create(b, l, positive, s,

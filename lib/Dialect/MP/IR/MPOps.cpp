@@ -287,8 +287,7 @@ static LogicalResult verifyScaleShape(Operation *op, RankedTensorType input,
   if (*axis < 0 || *axis >= input.getRank())
     return op->emitOpError("axis ")
            << *axis << " is out of range for " << input;
-  if (scale.getRank() != 1 ||
-      scale.getDimSize(0) != input.getDimSize(*axis))
+  if (scale.getRank() != 1 || scale.getDimSize(0) != input.getDimSize(*axis))
     return op->emitOpError("needs a 1-D scale of dimension ")
            << *axis << "'s size " << input.getDimSize(*axis) << ", got "
            << scale;
