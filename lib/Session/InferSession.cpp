@@ -128,11 +128,6 @@ bool InferSession::writeQatCalibration(
     values[ids.lookup(target.op.getDpsInputOperand(0)->get())] =
         llvm::json::Object{{"min", -amax}, {"max", amax}, {"abs_max", amax}};
   }
-  if (values.empty()) {
-    error = "@" + predictFn.getSymName().str() +
-            " has no contraction QAT fake-quantizes";
-    return false;
-  }
   llvm::SmallString<128> path;
   int fd = -1;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "QuantizeBuilders.h"
+
 #include "mp/Dialect/MP/IR/MPOps.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
@@ -142,27 +144,12 @@ struct QuantObserversPass : mp::impl::MPQuantObserversBase<QuantObserversPass> {
   /// then a moving average; held from step `freezeAfter` on.
   Value update(OpBuilder &b, QuantScaleOp op, Value old, func::FuncOp step) {
     Location loc = op.getLoc();
-    Type f32 = b.getF32Type();
     auto constant = [&](double v) -> Value {
       return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
     };
-    auto input = op.getInput();
-    unsigned rank = input.getType().getRank();
-    Value init = scalarTensor(b, loc, constant(0.0));
-    auto reduction = linalg::GenericOp::create(
-        b, loc, TypeRange{init.getType()}, ValueRange{input}, ValueRange{init},
-        ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank),
-                            AffineMap::get(rank, 0, b.getContext())},
-        SmallVector<utils::IteratorType>(rank, utils::IteratorType::reduction),
-        [&](OpBuilder &nb, Location l, ValueRange args) {
-          Value x = args[0];
-          if (!x.getType().isF32())
-            x = arith::ExtFOp::create(nb, l, f32, x);
-          Value a = math::AbsFOp::create(nb, l, x);
-          linalg::YieldOp::create(
-              nb, l, arith::MaximumFOp::create(nb, l, a, args[1]).getResult());
-        });
-    // The observer measures in f32, whatever AMP decides for the step.
+    // The batch's max |x|, measured in f32 whatever AMP decides later.
+    linalg::GenericOp reduction =
+        quantize::absMaxReduction(b, loc, op.getInput());
     reduction->setAttr(
         kPrecisionAttrName,
         FloatPrecisionAttr::get(b.getContext(), FloatPrecision::F32));

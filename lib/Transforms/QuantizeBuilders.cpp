@@ -61,7 +61,7 @@ Value quantizeActivation(OpBuilder &b, Location loc, Value x, Value invScale) {
       .getResult(0);
 }
 
-Value dynamicActivationScale(OpBuilder &b, Location loc, Value x) {
+linalg::GenericOp absMaxReduction(OpBuilder &b, Location loc, Value x) {
   auto type = cast<RankedTensorType>(x.getType());
   unsigned rank = type.getRank();
   Type f32 = b.getF32Type();
@@ -70,18 +70,23 @@ Value dynamicActivationScale(OpBuilder &b, Location loc, Value x) {
                    .getResult(0);
   SmallVector<utils::IteratorType> reduction(rank,
                                              utils::IteratorType::reduction);
-  Value absMax =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
-          ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank),
-                              AffineMap::get(rank, 0, {}, b.getContext())},
-          reduction,
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value a = math::AbsFOp::create(nb, nl, args[0]);
-            yieldValue(nb, nl, arith::MaximumFOp::create(nb, nl, a, args[1]));
-          })
-          .getResult(0);
-  Value max = tensor::ExtractOp::create(b, loc, absMax, ValueRange{});
+  return linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ValueRange{x}, ValueRange{init},
+      ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank),
+                          AffineMap::get(rank, 0, {}, b.getContext())},
+      reduction, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value v = args[0];
+        if (!v.getType().isF32())
+          v = arith::ExtFOp::create(nb, nl, nb.getF32Type(), v);
+        Value a = math::AbsFOp::create(nb, nl, v);
+        yieldValue(nb, nl, arith::MaximumFOp::create(nb, nl, a, args[1]));
+      });
+}
+
+Value dynamicActivationScale(OpBuilder &b, Location loc, Value x) {
+  Value zero = f32Constant(b, loc, 0.0);
+  Value max = tensor::ExtractOp::create(
+      b, loc, absMaxReduction(b, loc, x).getResult(0), ValueRange{});
   // An all-zero tensor keeps scale 1 (its values quantize to 0 either way).
   Value positive =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, max, zero);

@@ -2,7 +2,8 @@
 //
 // The rewrite side of --mp-quantize: activations rounded to int8, weights
 // quantized per channel (in IR, or folded from constants), named ops rebuilt
-// with i8 operands, casts. Private to lib/Transforms (Quantize.cpp).
+// with i8 operands, casts. Private to lib/Transforms (Quantize.cpp, and the
+// QAT passes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,10 @@ Value roundClamp(OpBuilder &b, Location loc, Value x, double lo, double hi);
 /// q = clamp(round(x * invScale), -127, 127) as i8, elementwise; invScale
 /// is an f32 scalar (a constant, or computed at run time).
 Value quantizeActivation(OpBuilder &b, Location loc, Value x, Value invScale);
+
+/// max |x| over all of the float tensor x, in f32, as a rank-0 tensor (the
+/// reduction's result).
+linalg::GenericOp absMaxReduction(OpBuilder &b, Location loc, Value x);
 
 /// mode=int8-dynamic: x's scale computed in the IR on every call, max |x| /
 /// 127 (1 for an all-zero tensor), as an f32 scalar.
