@@ -683,6 +683,7 @@ bool Session::saveCheckpoint(const std::string &path,
            {"scale_hysteresis", compiledOptions.scaleHysteresis},
            {"accumulate", compiledOptions.accumulate},
            {"qat", compiledOptions.qat},
+           {"qat_freeze_after", compiledOptions.qatFreezeAfter},
            {"keep_f32", llvm::json::Array(compiledOptions.keepF32)},
            {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};
   std::string text;

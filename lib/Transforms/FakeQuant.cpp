@@ -31,10 +31,9 @@ SmallVector<FakeQuantTarget> mlir::mp::fakeQuantTargets(func::FuncOp func) {
   llvm::StringMap<unsigned> uses;
   func.walk([&](linalg::LinalgOp op) {
     // The ops and layouts --mp-quantize rewrites (QuantizePlan.cpp).
-    bool conv = isa<linalg::Conv2DNchwFchwOp>(op);
-    bool transposed = quantize::isTransposedBMatmul(op);
-    auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
-    if (!conv && !(matmul && (!matmul.hasUserDefinedMaps() || transposed)))
+    FailureOr<quantize::ChannelDims> dims =
+        quantize::int8ChannelDims(op.getOperation());
+    if (failed(dims))
       return;
     if (op.getNumDpsInputs() != 2 || op->getNumResults() != 1 ||
         !quantize::isZeroFill(op.getDpsInitOperand(0)->get()))
@@ -53,7 +52,7 @@ SmallVector<FakeQuantTarget> mlir::mp::fakeQuantTargets(func::FuncOp func) {
       return;
     FakeQuantTarget target;
     target.op = op;
-    target.channelDim = conv || transposed ? 0 : 1;
+    target.channelDim = dims->weight;
     target.param = name.str();
     unsigned use = ++uses[name.getValue()];
     target.observer = target.param + ".input_amax";
@@ -83,9 +82,9 @@ struct FakeQuantPass : mp::impl::MPFakeQuantBase<FakeQuantPass> {
       SmallVector<FakeQuantTarget> targets = fakeQuantTargets(loss);
       if (targets.empty()) {
         loss.emitError()
-            << "mp-fake-quant: no linalg.matmul or linalg.conv_2d_nchw_fchw "
-               "on f32 with an mp.param weight and a zero-filled accumulator "
-               "to fake-quantize";
+            << "mp-fake-quant: no linalg.matmul, linalg.batch_matmul or "
+               "linalg.conv_2d_nchw_fchw on f32 with an mp.param weight and a "
+               "zero-filled accumulator to fake-quantize";
         return signalPassFailure();
       }
       for (const FakeQuantTarget &target : targets)

@@ -145,11 +145,10 @@ void QuantizePass::rewrite(Decision &d, func::FuncOp func) {
   }
 
   // Output channel: the weight's (matmul: column, or row of a transposed
-  // B; conv FCHW: F) and the result's dimension 1 in all layouts.
-  bool isConv = isa<linalg::Conv2DNchwFchwOp>(op.getOperation());
-  unsigned weightChannelDim =
-      isConv || isTransposedBMatmul(op.getOperation()) ? 0 : 1;
-  const unsigned resultChannelDim = 1;
+  // B; batch_matmul: column; conv FCHW: F) and the result's.
+  ChannelDims dims = *int8ChannelDims(op.getOperation());
+  unsigned weightChannelDim = dims.weight;
+  const unsigned resultChannelDim = dims.result;
   int64_t channels = resultType.getDimSize(resultChannelDim);
 
   // The activation's scale: from calibration, or (int8-dynamic) from its

@@ -247,6 +247,22 @@ bool isTransposedBMatmul(Operation *op) {
   return matmul.getIndexingMapsArray() == expected;
 }
 
+FailureOr<ChannelDims> int8ChannelDims(Operation *op) {
+  if (isa<linalg::Conv2DNchwFchwOp>(op))
+    return ChannelDims{0, 1};
+  if (auto matmul = dyn_cast<linalg::MatmulOp>(op)) {
+    if (!matmul.hasUserDefinedMaps())
+      return ChannelDims{1, 1};
+    if (isTransposedBMatmul(op))
+      return ChannelDims{0, 1};
+    return failure();
+  }
+  if (auto batched = dyn_cast<linalg::BatchMatmulOp>(op))
+    if (!batched.hasUserDefinedMaps())
+      return ChannelDims{2, 2};
+  return failure();
+}
+
 bool isZeroFill(Value init) {
   auto fill = init.getDefiningOp<linalg::FillOp>();
   if (!fill)

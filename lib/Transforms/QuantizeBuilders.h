@@ -84,6 +84,18 @@ bool isTransposedBMatmul(Operation *op);
 /// `init` is a linalg.fill of zero.
 bool isZeroFill(Value init);
 
+/// The output-channel dimensions of a contraction the int8 rewrite handles:
+/// its weight's (operand B) and its result's.
+struct ChannelDims {
+  unsigned weight, result;
+};
+
+/// linalg.matmul, plain (B is k x n) or transposed-B (n x k);
+/// linalg.batch_matmul, plain (B is batch x k x n, each n one channel across
+/// the batch); linalg.conv_2d_nchw_fchw (F). Failure for other ops and
+/// layouts.
+FailureOr<ChannelDims> int8ChannelDims(Operation *op);
+
 } // namespace quantize
 } // namespace mp
 } // namespace mlir

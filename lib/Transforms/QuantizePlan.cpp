@@ -11,6 +11,7 @@
 #include "QuantizeBuilders.h"
 
 #include "mp/Support/IRUtils.h"
+#include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/PrecisionAnalysis.h"
 
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -23,6 +24,18 @@ using namespace mlir;
 using namespace mlir::mp;
 using namespace mlir::mp::quantize;
 
+/// A batched product's B operand that is a weight: a constant, or an
+/// mp.param argument of the function.
+static bool isWeight(Value value) {
+  if (matchPattern(value, m_Constant()))
+    return true;
+  auto arg = dyn_cast<BlockArgument>(value);
+  auto func =
+      arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  return func && arg.getOwner() == &func.getBody().front() &&
+         func.getArgAttr(arg.getArgNumber(), kParamAttrName);
+}
+
 /// Why the int8 rewrite does not handle `op`, or Unsupported::None.
 static Unsupported unsupportedReason(linalg::LinalgOp op,
                                      StringRef activationId) {
@@ -30,14 +43,18 @@ static Unsupported unsupportedReason(linalg::LinalgOp op,
   auto allF32 = llvm::all_of(operation->getOperandTypes(), [](Type t) {
     return cast<RankedTensorType>(t).getElementType().isF32();
   });
-  if (!isa<linalg::MatmulOp, linalg::Conv2DNchwFchwOp>(operation))
+  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp>(
+          operation))
     return Unsupported::OpKind;
   if (!allF32)
     return Unsupported::NonF32Operands;
-  if (auto matmul = dyn_cast<linalg::MatmulOp>(operation);
-      matmul && !matmul.getIndexingMaps().empty() &&
-      matmul.hasUserDefinedMaps() && !isTransposedBMatmul(operation))
+  if (failed(int8ChannelDims(operation)))
     return Unsupported::MatmulLayout;
+  // Attention's products multiply two activations: neither has channels
+  // to scale once.
+  if (isa<linalg::BatchMatmulOp>(operation) &&
+      !isWeight(op.getDpsInputOperand(1)->get()))
+    return Unsupported::BatchedActivations;
   if (!isZeroFill(op.getDpsInitOperand(0)->get()))
     return Unsupported::NonZeroAccumulator;
   if (activationId.empty())
@@ -98,10 +115,9 @@ LogicalResult mlir::mp::quantize::planFunction(
     }
     DenseElementsAttr constant;
     if (matchPattern(weight, m_Constant(&constant))) {
-      d.weightError =
-          quantizeConstant(constant, isa<linalg::MatmulOp>(op) ? 1 : 0,
-                           options.perChannel)
-              .error;
+      d.weightError = quantizeConstant(constant, int8ChannelDims(op)->weight,
+                                       options.perChannel)
+                          .error;
     } else {
       auto w = entries.find(d.weightId);
       if (!d.weightId.empty() && w != entries.end())

@@ -32,12 +32,15 @@ enum class OpPrecision { F32, F16, Int8 };
 /// untouched); `None` when it does.
 enum class Unsupported {
   None,
-  /// Neither linalg.matmul nor linalg.conv_2d_nchw_fchw.
+  /// Not linalg.matmul, linalg.batch_matmul or linalg.conv_2d_nchw_fchw.
   OpKind,
   /// An operand is not an f32 tensor.
   NonF32Operands,
-  /// A matmul with a transposed A or broadcast operands.
+  /// A matmul with a transposed A or broadcast operands (a batch_matmul:
+  /// any maps of its own).
   MatmulLayout,
+  /// A batch_matmul whose B is not a weight (attention's products).
+  BatchedActivations,
   /// The accumulator is not a zero fill.
   NonZeroAccumulator,
   /// The activation has no calibration id.

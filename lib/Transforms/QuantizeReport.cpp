@@ -29,11 +29,14 @@ static StringRef nameOf(OpPrecision precision) {
 static StringRef nameOf(Unsupported unsupported) {
   static const char *const names[] = {
       "",
-      "not quantized: int8 rewriting supports linalg.matmul and "
-      "linalg.conv_2d_nchw_fchw",
+      "not quantized: int8 rewriting supports linalg.matmul, "
+      "linalg.batch_matmul and linalg.conv_2d_nchw_fchw",
       "not quantized: operands are not all f32",
       "not quantized: matmul with a transposed A or broadcast operands "
-      "(plain and transposed-B matmuls are quantized)",
+      "(plain and transposed-B matmuls and plain batch_matmuls are "
+      "quantized)",
+      "not quantized: batch_matmul of two activations (its B is neither a "
+      "constant nor an mp.param weight)",
       "not quantized: accumulates into a value other than a zero fill",
       "not quantized: its input has no calibration id (a constant or an "
       "uncounted op)"};

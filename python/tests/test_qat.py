@@ -11,6 +11,7 @@ import torch
 import models
 import mprun_order
 from conftest import rel_err
+import mp
 from mp import runtime
 from test_runtime import _export
 from test_training import BATCH, _digits
@@ -138,3 +139,89 @@ def test_qat_errors(qat):
         runtime.Session(path, qat_freeze_after=10)
     with pytest.raises(runtime.MPError, match="qat_freeze_after -1 is negative"):
         runtime.Session(path, qat=True, qat_freeze_after=-1)
+
+
+class PerHead(torch.nn.Module):
+    """Eight 8-pixel rows, each through its own 8x16 weight (one
+    torch.bmm with a batched weight, a linalg.batch_matmul), then a linear
+    head."""
+
+    def __init__(self):
+        super().__init__()
+        self.heads = torch.nn.Parameter(torch.randn(8, 8, 16) * 0.35)
+        self.out = torch.nn.Linear(128, 10)
+
+    def forward(self, x):
+        rows = x.reshape(x.shape[0], 8, 8).transpose(0, 1)       # [8, B, 8]
+        h = torch.relu(torch.bmm(rows, self.heads))               # [8, B, 16]
+        return self.out(h.transpose(0, 1).reshape(x.shape[0], 128))
+
+
+def _per_head_forward(params, amax, x, moving=False):
+    """PerHead fake-quantized: each product's input rounded with its
+    observer's scale (moved by this input first when `moving`, as a training
+    step does), the batched weight per output column n (one scale across the
+    heads), the linear head's weight per output row."""
+    def act(v, a):
+        if moving:
+            a = F32(a + F32(0.01) * (np.abs(v).max() - a))
+        return _fake_quant(v, np.array(a / F32(127) if a > 0 else F32(1), dtype=F32))
+    heads, w, b = params["heads"], params["out.weight"], params["out.bias"]
+    hmax = np.abs(heads).max(axis=(0, 1))
+    hq = _fake_quant(heads, np.where(hmax > 0, hmax / F32(127), F32(1)).astype(F32))
+    rows = act(x.astype(F32), amax[0]).reshape(-1, 8, 8).transpose(1, 0, 2)
+    h = np.maximum(np.matmul(rows, hq), F32(0)).transpose(1, 0, 2).reshape(-1, 128)
+    return (act(h.astype(F32), amax[1]) @ _fake_quant(w, _weight_scale(w), axis=0).T
+            + b).astype(F32)
+
+
+def test_batched_weight_qat_and_int8(tmp_path):
+    """A batch_matmul whose B is a weight is fake-quantized in training (the
+    step's loss is the NumPy fake-quantized forward) and runs as int8 from
+    the QAT observers (its logits are that forward up to requantization
+    rounding; its weight is stored as int8)."""
+    torch.manual_seed(0)
+    path = tmp_path / "per_head.mlir"
+    path.write_text(mp.export_training(PerHead(), torch.zeros(BATCH, 64), num_classes=10))
+    text = path.read_text()
+    assert "linalg.batch_matmul" in text
+    data = _digits()
+    f32 = runtime.Session(path)
+    _epochs(f32, data, 3)
+    f32.save(tmp_path / "f32.npz")
+    session = runtime.Session(path, qat=True, lr=0.01)
+    session.load_parameters(tmp_path / "f32.npz")
+    _epochs(session, data, 1)
+    session.save(tmp_path / "qat.npz")
+    saved = dict(np.load(tmp_path / "qat.npz"))
+    names = ["heads.input_amax", "out.weight.input_amax"]
+    assert all(name in saved for name in names), sorted(saved)
+
+    # One more step: the observers move by this batch, then the forward.
+    params = session.parameters()
+    x, y = data["x_train"][:BATCH], data["y_train"][:BATCH]
+    amax = [F32(saved[n]) for n in names]
+    logits = _per_head_forward(params, amax, x, moving=True).astype(np.float64)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    want = -(logp * y).sum() / BATCH
+    loss, stepped = session.train_step(x, y)
+    assert stepped
+    print("per-head QAT step loss %.7f, NumPy fake-quantized forward %.7f" % (loss, want))
+    assert abs(loss - want) <= 1e-5 * abs(want)
+
+    session.save(tmp_path / "qat-now.npz")
+    saved = dict(np.load(tmp_path / "qat-now.npz"))
+    params = session.parameters()
+    infer = runtime.InferSession(path, session, precision="int8")
+    got = infer.predict(data["x_test"])
+    want = _per_head_forward(params, [F32(saved[n]) for n in names], data["x_test"])
+    err = rel_err(got, want)
+    flips = int(np.sum(got.argmax(1) != want.argmax(1)))
+    print("per-head int8 against the fake-quantized forward: rel err %.2e, "
+          "%d of %d predictions differ" % (err, flips, got.shape[0]))
+    assert err < 2e-3
+    assert flips <= 1
+    # Both products' weights are int8 (the batched one would otherwise stay
+    # 4096 bytes of f32 on its own).
+    assert infer.weight_bytes < sum(v.nbytes for v in params.values()) / 3

@@ -68,6 +68,12 @@ static cl::opt<int64_t>
                cl::desc("Micro-batches per optimizer step (gradient "
                         "accumulation)"),
                cl::init(trainDefaults.accumulate));
+static cl::opt<bool> qat("qat", cl::cat(mpCompileOptions),
+                         cl::desc(mp::kQatHelp), cl::init(false));
+static cl::opt<int64_t> qatFreezeAfter("qat-freeze-after",
+                                       cl::cat(mpCompileOptions),
+                                       cl::desc(mp::kQatFreezeAfterHelp),
+                                       cl::init(trainDefaults.qatFreezeAfter));
 static cl::list<std::string>
     keepF32("keep-f32", cl::cat(mpCompileOptions),
             cl::desc("Keep the op at this source location "
@@ -107,6 +113,12 @@ int main(int argc, char **argv) {
     llvm::errs() << "mp-compile: error: " << error << "\n";
     return 1;
   }
+  if (qatFreezeAfter.getNumOccurrences() && !qat) {
+    llvm::errs() << "mp-compile: error: --qat-freeze-after needs --qat\n";
+    return 1;
+  }
+  options.qat = qat;
+  options.qatFreezeAfter = qatFreezeAfter;
   options.lr = lr;
   options.momentum = momentum;
   options.weightDecay = weightDecay;

@@ -108,19 +108,12 @@ static cl::opt<int64_t>
                cl::desc("Micro-batches per optimizer step: gradients summed "
                         "in f32 over N batches, one update per window"),
                cl::init(trainDefaults.accumulate));
-static cl::opt<bool>
-    qat("qat", cl::cat(mpRunOptions),
-        cl::desc("train: quantization-aware training (fake int8 weights per "
-                 "channel and activations through moving-average observers "
-                 "kept in the checkpoint; then infer --precision int8 with "
-                 "no --calibration); usually with --init-from an f32 "
-                 "checkpoint"),
-        cl::init(false));
-static cl::opt<int64_t> qatFreezeAfter(
-    "qat-freeze-after", cl::cat(mpRunOptions),
-    cl::desc("--qat: optimizer steps after which the activation observers "
-             "stop moving (0: never)"),
-    cl::init(trainDefaults.qatFreezeAfter));
+static cl::opt<bool> qat("qat", cl::cat(mpRunOptions), cl::desc(mp::kQatHelp),
+                         cl::init(false));
+static cl::opt<int64_t> qatFreezeAfter("qat-freeze-after",
+                                       cl::cat(mpRunOptions),
+                                       cl::desc(mp::kQatFreezeAfterHelp),
+                                       cl::init(trainDefaults.qatFreezeAfter));
 static cl::opt<std::string> initFrom(
     "init-from", cl::cat(mpRunOptions),
     cl::desc("train: start from this checkpoint's parameters (fine-tuning); "
@@ -915,14 +908,17 @@ extern "C" int mp_run_main(int argc, char **argv) {
                  session->cacheNote().c_str());
   if (!initFrom.empty())
     std::printf("starting from the parameters of %s\n", initFrom.c_str());
-  if (qat)
+  // The session's options: an artifact compiled with --qat trains so too.
+  const mp::TrainOptions &compiled = session->trainOptions();
+  if (compiled.qat)
     std::printf("quantization-aware training: int8 fake quantization, "
                 "weights per channel, activations through observers saved "
                 "with the checkpoint%s\n",
-                qatFreezeAfter > 0 ? (" (frozen after step " +
-                                      std::to_string(qatFreezeAfter) + ")")
-                                         .c_str()
-                                   : "");
+                compiled.qatFreezeAfter > 0
+                    ? (" (frozen after step " +
+                       std::to_string(compiled.qatFreezeAfter) + ")")
+                          .c_str()
+                    : "");
   if (resume)
     std::printf("resuming at epoch %lld, batch %lld from %s\n",
                 (long long)trainer->position().epoch + 1,

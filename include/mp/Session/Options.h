@@ -63,6 +63,16 @@ bool parseDevice(llvm::StringRef text, Device &device, std::string &error);
 inline constexpr const char *kLossKindHelp =
     "cross-entropy or mse: the loss around the model's mp.predict when it "
     "has no mp.loss function (an ONNX model; default there: cross-entropy)";
+/// --qat's and --qat-freeze-after's help texts, shared by mp-run and
+/// mp-compile.
+inline constexpr const char *kQatHelp =
+    "train: quantization-aware training (fake int8 weights per channel and "
+    "activations through moving-average observers kept in the checkpoint; "
+    "then infer --precision int8 with no --calibration); usually with "
+    "--init-from an f32 checkpoint";
+inline constexpr const char *kQatFreezeAfterHelp =
+    "--qat: optimizer steps after which the activation observers stop "
+    "moving (0: never)";
 bool parseLossKind(llvm::StringRef text,
                    std::optional<mlir::mp::LossKind> &kind, std::string &error);
 llvm::StringRef stringifyDevice(Device device);

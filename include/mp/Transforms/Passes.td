@@ -500,11 +500,13 @@ def MPFakeQuant : Pass<"mp-fake-quant", "::mlir::ModuleOp"> {
   let description = [{
     In the `mp.loss` function, each contraction that `--mp-quantize` would
     rewrite to int8 — a `linalg.matmul` (plain, or with B indexed (n, k) as
-    PyTorch's nn.Linear exports) or `linalg.conv_2d_nchw_fchw` on f32, with
-    a zero-filled accumulator and an `mp.param` argument as its weight —
-    reads its operands through `mp.fake_quant`:
+    PyTorch's nn.Linear exports), a plain `linalg.batch_matmul` or a
+    `linalg.conv_2d_nchw_fchw` on f32, with a zero-filled accumulator and an
+    `mp.param` argument as its weight — reads its operands through
+    `mp.fake_quant`:
 
-    * the weight per output channel (matmul: B's n dimension; convolution:
+    * the weight per output channel (matmul and batch_matmul: B's n
+      dimension, one scale across a batched weight's batch; convolution:
       F), with the scale `mp.quant_scale` computes from the current weight
       on every step, as int8 inference does once;
     * the activation per tensor, with an `mp.quant_scale` that names an
@@ -514,8 +516,9 @@ def MPFakeQuant : Pass<"mp-fake-quant", "::mlir::ModuleOp"> {
       --precision int8` later reads from the checkpoint.
 
     Run it before `--mp-autodiff`: the gradient goes through the rounding by
-    the clipped straight-through estimator (mp.fake_quant's rule). Batched
-    products (attention) stay in floating point, as in `--mp-quantize`.
+    the clipped straight-through estimator (mp.fake_quant's rule). Products
+    of two activations (attention) stay in floating point, as in
+    `--mp-quantize`.
     A module without an `mp.loss` function, or one without any eligible
     contraction, is an error.
 
@@ -626,9 +629,11 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
   let summary = "INT8 post-training quantization of matmuls and convolutions "
                 "from calibration statistics, with sensitivity fallback";
   let description = [{
-    Rewrites each `linalg.matmul` and `linalg.conv_2d_nchw_fchw` on f32
-    tensors (run `--mp-import` first for tosa models) to an i8 x i8 -> i32
-    contraction:
+    Rewrites each `linalg.matmul` (plain, or with B indexed (n, k)),
+    `linalg.batch_matmul` whose B is a weight (a constant or an `mp.param`
+    argument; attention's products of two activations stay f32) and
+    `linalg.conv_2d_nchw_fchw` on f32 tensors (run `--mp-import` first for
+    tosa models) to an i8 x i8 -> i32 contraction:
 
     * activations (the first input): symmetric signed 8-bit, one scale per
       tensor, `scale = T / 127`, where the clipping threshold `T` comes from
@@ -637,7 +642,8 @@ def MPQuantize : Pass<"mp-quantize", "::mlir::ModuleOp"> {
       |x| histogram) or `entropy` (the threshold minimising the KL
       divergence between the histogram and its 128-level quantized form);
     * weights (the second input): symmetric signed 8-bit, one scale per
-      output channel (`per-channel=true`) or per tensor. A constant weight
+      output channel (`per-channel=true`; a batched weight's n dimension,
+      shared across its batch) or per tensor. A constant weight
       is quantized at compile time; a weight that is a function argument
       (an `mp.param`) is quantized once, by a generated function
       `@<f>_quantize_weights` (marked `mp.quantize_weights`) that maps the

@@ -86,3 +86,37 @@ func.func @predict(%x: tensor<4x8xf32>, %w: tensor<16x8xf32> {mp.param = "w"}) -
       ins(%x, %w : tensor<4x8xf32>, tensor<16x8xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
   return %h : tensor<4x16xf32>
 }
+
+// -----
+
+// A batch_matmul with a batched weight (per-head projections): the weight
+// per output column n (axis 2), one scale across its batch, as int8
+// inference quantizes it; attention's product of two activations is left
+// alone.
+// CHECK-LABEL: func.func @loss
+// CHECK: %[[SX:.*]] = mp.quant_scale %{{.*}} {observer = "heads.input_amax"} : tensor<2x5x3xf32> -> tensor<f32>
+// CHECK: %[[SW:.*]] = mp.quant_scale %[[W:.*]] {axis = 2 : i64} : tensor<2x3x4xf32> -> tensor<4xf32>
+// CHECK: %[[WQ:.*]] = mp.fake_quant %[[W]], %[[SW]] {axis = 2 : i64} : tensor<2x3x4xf32>, tensor<4xf32>
+// CHECK: %[[P:.*]] = linalg.batch_matmul ins(%{{.*}}, %[[WQ]] : tensor<2x5x3xf32>, tensor<2x3x4xf32>)
+// CHECK-NOT: mp.fake_quant
+// CHECK: linalg.batch_matmul ins(%[[P]], %{{.*}} : tensor<2x5x4xf32>, tensor<2x4x5xf32>)
+func.func @loss(%x: tensor<2x5x3xf32>, %k: tensor<2x4x5xf32>,
+                %w: tensor<2x3x4xf32> {mp.param = "heads"}) -> f32 attributes {mp.loss} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x5x4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<2x5x4xf32>) -> tensor<2x5x4xf32>
+  %p = linalg.batch_matmul ins(%x, %w : tensor<2x5x3xf32>, tensor<2x3x4xf32>) outs(%z : tensor<2x5x4xf32>) -> tensor<2x5x4xf32>
+  %e2 = tensor.empty() : tensor<2x5x5xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
+  %s = linalg.batch_matmul ins(%p, %k : tensor<2x5x4xf32>, tensor<2x4x5xf32>) outs(%z2 : tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
+  %s0 = tensor.empty() : tensor<f32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<f32>) -> tensor<f32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> ()>], iterator_types = ["reduction", "reduction", "reduction"]}
+      ins(%s : tensor<2x5x5xf32>) outs(%sz : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %l = tensor.extract %sum[] : tensor<f32>
+  return %l : f32
+}

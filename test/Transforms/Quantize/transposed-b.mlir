@@ -30,7 +30,7 @@ func.func @separate(%x: tensor<2x3xf32>, %w: tensor<4x3xf32> {mp.param = "w"}) -
 // the last split is the one left in %t.json).
 // CHECK-LABEL: func.func @separate(
 // CHECK: linalg.matmul indexing_maps = {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3x2xf32>, tensor<3x4xf32>)
-// REPORT: "reason": "not quantized: matmul with a transposed A or broadcast operands (plain and transposed-B matmuls are quantized)"
+// REPORT: "reason": "not quantized: matmul with a transposed A or broadcast operands (plain and transposed-B matmuls and plain batch_matmuls are quantized)"
 func.func @separate(%x: tensor<3x2xf32>, %w: tensor<3x4xf32> {mp.param = "w"}) -> tensor<2x4xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<2x4xf32>
