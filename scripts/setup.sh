@@ -15,6 +15,7 @@ packages=(
   libclang-rt-22-dev # ASan, UBSan and libFuzzer for scripts/sanitize.sh
   libonnx-dev libprotobuf-dev # the ONNX importer (mp-translate --import-onnx)
   libonnx-testdata python3-onnx # ONNX's backend tests (scripts/onnx_conformance.py)
+  mpich libmpich-dev # data-parallel training (mp-run train --distributed)
 )
 
 missing=()

@@ -82,6 +82,11 @@ if os.path.exists(mprt_cuda):
     config.available_features.add("mprt-cuda")
     config.substitutions.append(("%mprt_cuda", mprt_cuda))
 
+# `mpi`: libmprt was built with MPICH and mpirun is on PATH, so
+# data-parallel tests can start jobs (docs/distributed.md).
+if getattr(config, "mp_has_mpi", False) and shutil.which("mpirun"):
+    config.available_features.add("mpi")
+
 # The CUDA driver and cuBLASLt stand-ins (runtime/cuda/standin): with
 # LD_LIBRARY_PATH=%cuda_standin, libmprt_cuda finds them instead of a
 # driver. Tests set it per command, so the probe below still sees no GPU.

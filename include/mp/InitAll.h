@@ -18,9 +18,11 @@
 namespace mlir {
 namespace mp {
 
-/// Adds the mp dialect to `registry`.
+/// Adds the mp dialect, and the interfaces mp gives upstream ops, to
+/// `registry`.
 inline void registerAllDialects(DialectRegistry &registry) {
   registry.insert<MPDialect>();
+  registerCollectiveEffects(registry);
 }
 
 /// Registers every mp pass and pipeline with the global pass registry, so

@@ -111,7 +111,8 @@ llvm::json::Object compileOptionsJson(const TrainOptions &o) {
       {"add_loss",
        o.addLoss ? llvm::json::Value(mlir::mp::stringifyLossKind(*o.addLoss))
                  : llvm::json::Value(nullptr)},
-      {"model_batch", o.modelBatch}};
+      {"model_batch", o.modelBatch},
+      {"ranks", o.ranks}};
 }
 
 std::string compileCachePath(const std::string &dir,

@@ -181,6 +181,8 @@ llvm::ArrayRef<RuntimeSymbol> runtimeSymbols() {
       {"mprt_gemm_batched", reinterpret_cast<void *>(&mprt_gemm_batched)},
       {"mprt_observe", reinterpret_cast<void *>(&mprt_observe)},
       {"mprt_parallel_for", reinterpret_cast<void *>(&mprt_parallel_for)},
+      // --mp-data-parallel's all-reduces, through the runtime's MPI.
+      {"MPI_Allreduce", reinterpret_cast<void *>(&mprt_dist_mpi_allreduce)},
       {"malloc", reinterpret_cast<void *>(&mprt_counted_malloc)},
       {"free", reinterpret_cast<void *>(&mprt_counted_free)},
       {"memrefCopy", reinterpret_cast<void *>(&mprt_memref_copy)},

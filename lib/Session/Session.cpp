@@ -23,10 +23,13 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
 #include <cmath>
@@ -189,6 +192,7 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   pipeline.accumulate = options.accumulate;
   pipeline.qat = options.qat;
   pipeline.qatFreezeAfter = options.qatFreezeAfter;
+  pipeline.ranks = options.ranks;
   PassManager pm(context.get());
   mlir::mp::buildTrainPipeline(pm, pipeline);
   if (failed(pm.run(*module))) {
@@ -311,6 +315,92 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   return true;
 }
 
+bool Session::joinJob(const std::string &modelPath, TrainOptions &options,
+                      std::string &error) {
+  if (options.device == Device::Cuda) {
+    error = "distributed training runs on the CPU (the GPU path, over NCCL "
+            "or CUDA-aware MPI, is not built)";
+    return false;
+  }
+  if (options.accumulate > 1) {
+    error = "distributed training with --accumulate is not supported yet";
+    return false;
+  }
+  if (options.probes != TrainOptions::Probes::None) {
+    error = "--check-numerics and compare run in one process; drop "
+            "--distributed";
+    return false;
+  }
+  int32_t rank = 0, size = 0;
+  if (mprt_dist_init(&rank, &size) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
+  }
+  distRank = rank;
+  distRanks = size;
+  options.ranks = size;
+  // A dynamic batch (ONNX, --batch-size) is the global batch: each rank
+  // computes its share. A model's static batch is each rank's.
+  if (options.modelBatch > 0) {
+    if (options.modelBatch % size != 0) {
+      error = "the global batch of " + std::to_string(options.modelBatch) +
+              " rows is not divisible by the job's " + std::to_string(size) +
+              " ranks";
+      return false;
+    }
+    options.modelBatch /= size;
+  }
+  // Every rank must build the same step: the model's bytes and the options
+  // that shape the step (the seed only initializes, and rank 0's
+  // parameters are broadcast).
+  auto bytes = llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false);
+  if (!bytes) {
+    error = "cannot read model '" + modelPath + "'";
+    return false;
+  }
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << llvm::json::Value(compileOptionsJson(options));
+  uint64_t hash = llvm::xxh3_64bits((*bytes)->getBuffer()) ^
+                  (llvm::xxh3_64bits(key) * 0x9e3779b97f4a7c15ULL);
+  int32_t same = 0;
+  if (mprt_dist_same(hash, &same) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
+  }
+  if (!same) {
+    error = "the ranks of this job compile different steps (another model "
+            "file or other compile options on some rank); every rank must "
+            "run the same command";
+    return false;
+  }
+  return true;
+}
+
+bool Session::broadcastTrainingState(std::string &error) {
+  if (!isDistributed())
+    return true;
+  syncToHost();
+  for (std::vector<HostTensor> *group : {&training.params, &training.state})
+    for (HostTensor &t : *group)
+      if (mprt_dist_broadcast_f32(t.data.data(), t.numElements()) != MPRT_OK) {
+        error = mprt_last_error();
+        return false;
+      }
+  return true;
+}
+
+uint64_t Session::parameterChecksum() {
+  syncToHost();
+  uint64_t hash = 0;
+  for (const HostTensor &t : training.params)
+    hash = hash * 0x100000001b3ULL ^
+           llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+               reinterpret_cast<const uint8_t *>(t.data.data()),
+               t.data.size() * sizeof(float)));
+  return hash;
+}
+
 bool Session::compile(const std::string &modelPath,
                       const TrainOptions &requested, std::string &error) {
   // The GPU is opened after lowering, so that a machine without one still
@@ -343,6 +433,8 @@ bool Session::compile(const std::string &modelPath,
       !checkTf32(hardware, options.device, error))
     return false;
   entries.tf32 = options.tf32.value_or(false);
+  if (options.distributed && !joinJob(modelPath, options, error))
+    return false;
 
   // A CPU step without probes comes from the compile cache when it is
   // there, and goes into it when it is not (CompileCache.h). A cached entry
@@ -668,6 +760,7 @@ bool Session::saveCheckpoint(const std::string &path,
       {"micro", training.scalars.micro},
       {"window_overflow", training.scalars.windowOverflow},
       {"window_amax", static_cast<double>(training.scalars.windowAmax)},
+      {"ranks", ranks()},
       // What the step was compiled with, for the reader (loading ignores
       // it: a resumed run may change them).
       {"options",
@@ -750,6 +843,16 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
     step = metadata.getInteger("step");
     scale = metadata.getNumber("scale");
     tracker = metadata.getInteger("growth_tracker");
+    // A data-parallel run's position counts global batches of its size.
+    int64_t savedRanks = metadata.getInteger("ranks").value_or(1);
+    if (withState && savedRanks != ranks()) {
+      error = "checkpoint '" + path + "' was saved by a run of " +
+              std::to_string(savedRanks) +
+              " rank(s); resume it with the "
+              "same number (this run has " +
+              std::to_string(ranks()) + ")";
+      ok = false;
+    }
     if (!step || !scale || !tracker) {
       error = "checkpoint '" + path +
               "' lacks its training metadata (step, scale, growth_tracker)";

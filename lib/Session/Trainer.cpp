@@ -243,7 +243,9 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
       new Trainer(session, train, test, options));
   if (!resolveCheckpointPath(trainer->options.checkpointPath, true, error))
     return nullptr;
-  trainer->batches = train.rows / b;
+  // Data-parallel: a global batch is b rows per rank, consecutive in the
+  // epoch's order; each rank reads its own b of them.
+  trainer->batches = train.rows / (b * session.ranks());
   if (!options.initFromPath.empty()) {
     if (options.resume) {
       error = "start from a checkpoint's parameters or resume a run, not "
@@ -293,9 +295,20 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
       return nullptr;
     }
   }
+  // Data-parallel: every rank starts from rank 0's state.
+  if (!session.broadcastTrainingState(error))
+    return nullptr;
+  // A repair would recompile one rank's step from its own statistics.
+  RepairOptions repair = options.repair;
+  if (session.isDistributed()) {
+    if (repair.mode == RepairMode::On) {
+      error = "precision repair is not supported in a data-parallel run yet";
+      return nullptr;
+    }
+    repair.mode = RepairMode::Off;
+  }
   std::string refused;
-  trainer->repairer =
-      PrecisionRepairer::create(session, options.repair, refused);
+  trainer->repairer = PrecisionRepairer::create(session, repair, refused);
   if (!refused.empty()) {
     error = refused;
     return nullptr;
@@ -304,6 +317,9 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
 }
 
 bool Trainer::save(const RunPosition &position, std::string &error) {
+  // Every rank holds the same state: rank 0 writes it.
+  if (session.rank() != 0)
+    return true;
   return session.saveCheckpoint(options.checkpointPath, position,
                                 previousCheckpointPath(options.checkpointPath),
                                 error);
@@ -320,6 +336,7 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
           c = session.numClasses();
   int64_t epoch = next.epoch + 1;
   std::vector<int64_t> order = epochOrder(train.rows, options.seed, epoch);
+  int64_t rank = session.rank(), ranks = session.ranks();
   std::vector<float> x(b * f), y(b * c);
   double lossSum = 0, repairSeconds = 0;
   int64_t steps = 0;
@@ -328,7 +345,7 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
   auto start = std::chrono::steady_clock::now();
   for (int64_t batch = next.batch; batch < batches; ++batch) {
     for (int64_t r = 0; r < b; ++r) {
-      int64_t row = order[batch * b + r];
+      int64_t row = order[(batch * ranks + rank) * b + r];
       std::copy_n(train.x + row * f, f, x.begin() + r * f);
       std::copy_n(train.y + row * c, c, y.begin() + r * c);
     }
@@ -351,6 +368,18 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
       if (observer)
         observer->afterRepair(repair);
     }
+    if (options.checkReplicas && session.isDistributed()) {
+      int32_t same = 0;
+      if (mprt_dist_same(session.parameterChecksum(), &same) != MPRT_OK) {
+        error = mprt_last_error();
+        return false;
+      }
+      if (!same) {
+        error =
+            "the ranks' parameters differ after step " + std::to_string(step);
+        return false;
+      }
+    }
     lossSum += result.loss;
     ++steps;
     next.batch = batch + 1;
@@ -368,13 +397,13 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
       repairSeconds;
   next = {epoch, 0};
   seconds += epochSeconds;
-  samples += steps * b;
+  samples += steps * b * ranks;
 
   report = EpochReport();
   report.epoch = epoch;
   report.epochs = options.epochs;
   report.steps = steps;
-  report.samples = steps * b;
+  report.samples = steps * b * ranks;
   report.meanLoss = lossSum / std::max<int64_t>(steps, 1);
   report.seconds = epochSeconds;
   if (test.rows > 0) {

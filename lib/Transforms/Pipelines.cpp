@@ -38,6 +38,11 @@ void mlir::mp::buildTrainPipeline(OpPassManager &pm,
   scaling.margin = options.margin;
   scaling.hysteresis = options.hysteresis;
   pm.addPass(createMPLossScaling(scaling));
+  if (options.ranks > 0) {
+    MPDataParallelOptions parallel;
+    parallel.ranks = options.ranks;
+    pm.addPass(createMPDataParallel(parallel));
+  }
   MPOptimizerOptions optimizer;
   optimizer.algorithm = options.optimizer;
   optimizer.learningRate = options.lr;
@@ -131,6 +136,8 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertVectorToLLVMPass());
+  // --mp-data-parallel's all-reduces (none in a one-process step).
+  pm.addPass(createMPCollectivesToLLVM());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

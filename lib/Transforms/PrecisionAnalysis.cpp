@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Transforms/PrecisionAnalysis.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mp/Dialect/MP/IR/MPDialect.h"
 #include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
@@ -268,6 +270,11 @@ FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
     return Classified{PrecisionClass::Deny,
                       "mp ops keep the types they declare (loss scaling "
                       "unscales in f32)"};
+  // --mp-data-parallel's buffers: gradients are all-reduced in f32.
+  if (isa<bufferization::ToBufferOp, bufferization::ToTensorOp>(op))
+    return Classified{PrecisionClass::Deny,
+                      "buffers of a collective (--mp-data-parallel) are "
+                      "all-reduced in f32"};
   if (isa<CallOpInterface>(op))
     return Classified{PrecisionClass::Deny,
                       "calls pass f32; the callee is analysed on its own"};

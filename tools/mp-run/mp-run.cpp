@@ -114,6 +114,18 @@ static cl::opt<int64_t> qatFreezeAfter("qat-freeze-after",
                                        cl::cat(mpRunOptions),
                                        cl::desc(mp::kQatFreezeAfterHelp),
                                        cl::init(trainDefaults.qatFreezeAfter));
+static cl::opt<bool> distributed(
+    "distributed", cl::cat(mpRunOptions),
+    cl::desc("train: data-parallel over the ranks of an MPI job (mpirun -np "
+             "N mp-run train ... --distributed): each rank takes its share "
+             "of every global batch of N x batch rows, gradients are "
+             "averaged over MPI; rank 0 prints and writes checkpoints"),
+    cl::init(false));
+static cl::opt<bool> checkReplicas(
+    "check-replicas", cl::cat(mpRunOptions),
+    cl::desc("--distributed: after every step, check that all ranks hold "
+             "bitwise equal parameters"),
+    cl::init(false));
 static cl::opt<std::string> initFrom(
     "init-from", cl::cat(mpRunOptions),
     cl::desc("train: start from this checkpoint's parameters (fine-tuning); "
@@ -752,6 +764,7 @@ extern "C" int mp_run_main(int argc, char **argv) {
   options.accumulate = accumulate;
   options.qat = qat;
   options.qatFreezeAfter = qatFreezeAfter;
+  options.distributed = distributed;
   options.scaleMargin = scaleMargin;
   options.scaleHysteresis = scaleHysteresis;
   options.keepF32.assign(keepF32.begin(), keepF32.end());
@@ -778,6 +791,14 @@ extern "C" int mp_run_main(int argc, char **argv) {
       return fail("--device cuda: --check-numerics and compare run on the "
                   "CPU (drop --device cuda)");
   }
+  if (distributed && command != "train")
+    return fail("--distributed is for train");
+  if (checkReplicas && !distributed)
+    return fail("--check-replicas needs --distributed");
+  if (distributed && (llvm::StringRef(modelPath).ends_with(".mpa") ||
+                      mp::Session::isArtifact(modelPath)))
+    return fail("--distributed compiles the model (.mlir, .onnx): an "
+                "artifact's step has no all-reduce");
   if (command == "compare") {
     if (llvm::StringRef(modelPath).ends_with(".mpa") ||
         mp::Session::isArtifact(modelPath))
@@ -820,7 +841,8 @@ extern "C" int mp_run_main(int argc, char **argv) {
           .count();
   int64_t b = session->batchSize(), f = session->numFeatures(),
           c = session->numClasses();
-  if (batchSize != 0 && batchSize != b)
+  // Data-parallel: --batch-size is the global batch, b each rank's share.
+  if (batchSize != 0 && batchSize != b * session->ranks())
     return fail("--batch-size " + std::to_string(batchSize) +
                 " does not match the model's static batch of " +
                 std::to_string(b));
@@ -884,6 +906,10 @@ extern "C" int mp_run_main(int argc, char **argv) {
   trainerOptions.resume = resume;
   trainerOptions.initFromPath = initFrom;
   trainerOptions.repair.mode = autoPrecisionRepair;
+  trainerOptions.checkReplicas = checkReplicas;
+  // Data-parallel: rank 0 speaks for the job (errors come from every rank).
+  if (session->rank() != 0 && !std::freopen("/dev/null", "w", stdout))
+    return fail("cannot silence rank " + std::to_string(session->rank()));
   std::unique_ptr<mp::Trainer> trainer = mp::Trainer::create(
       *session, train.view(), test.view(), trainerOptions, error);
   if (!trainer)
@@ -906,6 +932,12 @@ extern "C" int mp_run_main(int argc, char **argv) {
   if (cache == mp::CacheUse::Unusable)
     std::fprintf(stderr, "mp-run: note: compiled without the cache: %s\n",
                  session->cacheNote().c_str());
+  if (session->isDistributed())
+    std::printf("data-parallel over %lld MPI ranks: global batch %lld (%lld "
+                "rows per rank), gradients averaged by one all-reduce a "
+                "step; %lld steps an epoch\n",
+                (long long)session->ranks(), (long long)(b * session->ranks()),
+                (long long)b, (long long)trainer->batchesPerEpoch());
   if (!initFrom.empty())
     std::printf("starting from the parameters of %s\n", initFrom.c_str());
   // The session's options: an artifact compiled with --qat trains so too.

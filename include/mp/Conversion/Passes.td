@@ -535,6 +535,22 @@ def MPParallelLaunchesToRuntime
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def MPCollectivesToLLVM : Pass<"mp-collectives-to-llvm", "::mlir::ModuleOp"> {
+  let summary = "Lower the mpi dialect's collectives (--mp-data-parallel's "
+                "all-reduces) to MPI library calls";
+  let description = [{
+    Runs on memrefs, after bufferization (in `--mp-lower-cpu`, before
+    `finalize-memref-to-llvm`): upstream's MPI-to-LLVM patterns turn
+    `mpi.comm_world`, `mpi.comm_rank` and `mpi.allreduce` into calls of
+    `MPI_Comm_rank` and `MPI_Allreduce` with the handles of the ABI the
+    module's `dlti.map` names (MPICH). The process links the MPI library
+    and has called `MPI_Init` (the runtime's `mprt_dist_init`). A module
+    without mpi ops is left as it is; an mpi op the patterns do not lower
+    (`comm_size`, barrier, non-blocking operations) is an error.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def MPConvolutionsToGemm
     : Pass<"mp-convolutions-to-gemm", "::mlir::func::FuncOp"> {
   let summary = "Rewrite 2-D convolutions on tensors as an im2col copy and "

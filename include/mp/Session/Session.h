@@ -106,6 +106,13 @@ struct TrainOptions {
   std::optional<mlir::mp::LossKind> addLoss;
   /// An ONNX model's dynamic batch dimension becomes this (0: none).
   int64_t modelBatch = 0;
+  /// Data-parallel training inside an MPI job (mpirun -np N): the session
+  /// initializes MPI, every rank compiles the same step with
+  /// --mp-data-parallel over `ranks` = the job's size (filled in by
+  /// compile), and a Trainer gives each rank its shard of every global
+  /// batch (docs/distributed.md). CPU only.
+  bool distributed = false;
+  int64_t ranks = 0;
   /// Cpu, or Cuda: the step is lowered with --mp-lower-gpu (device memory)
   /// and runs on the GPU; parameters, optimizer state and loss-scale state
   /// stay in device memory between steps.
@@ -307,6 +314,17 @@ public:
     syncToHost();
     return training.state;
   }
+  /// Data-parallel (TrainOptions::distributed): this process's rank and
+  /// the job's size (0 and 1 in a one-process session).
+  bool isDistributed() const { return distRanks > 0; }
+  int64_t rank() const { return distRank; }
+  int64_t ranks() const { return distRanks > 0 ? distRanks : 1; }
+  /// Rank 0's parameters and optimizer state replace every other rank's
+  /// (a collective; nothing in a one-process session).
+  bool broadcastTrainingState(std::string &error);
+  /// A hash of the parameters' bytes: equal on ranks that hold bitwise
+  /// equal parameters.
+  uint64_t parameterChecksum();
   /// True when the step runs on a GPU (--device cuda).
   bool onDevice() const;
   /// Whether the step writes the new parameters and state over the old
@@ -355,6 +373,10 @@ private:
   /// A GPU session's host copies brought up to date (and marked as possibly
   /// changed by the caller).
   void syncToHost() const;
+  /// Joins the MPI job (TrainOptions::distributed): initializes MPI, sets
+  /// `options.ranks`, and checks that every rank compiles the same step.
+  bool joinJob(const std::string &modelPath, TrainOptions &options,
+               std::string &error);
   /// The metadata record of an artifact (Artifact.cpp).
   llvm::json::Object artifactMetadata() const;
   bool readArtifactMetadata(const llvm::json::Object &metadata,
@@ -394,6 +416,8 @@ private:
   LossScalingMode scaleMode = LossScalingMode::None;
   bool hasPredict = false;
   bool vectorized = true;
+  /// Data-parallel: this rank, and the job's size (0: not distributed).
+  int64_t distRank = 0, distRanks = 0;
 
   // The training state; mutable: on a GPU session the backend refreshes
   // the host copies, also from const members such as saving.

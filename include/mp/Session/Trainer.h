@@ -126,6 +126,9 @@ struct TrainerOptions {
   std::string initFromPath;
   /// Self-healing precision (PrecisionRepair.h): when and how often.
   RepairOptions repair;
+  /// Data-parallel: after every step, check that all ranks hold bitwise
+  /// equal parameters (a checksum compared over MPI), failing if not.
+  bool checkReplicas = false;
 };
 
 /// What one epoch did.

@@ -6,8 +6,11 @@
 #include "mp/Dialect/MP/IR/MPDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MPI/IR/MPI.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -22,6 +25,11 @@ namespace mp {
 
 #define GEN_PASS_REGISTRATION
 #include "mp/Transforms/Passes.h.inc"
+
+/// Declares what mpi.allreduce reads and writes (its send and receive
+/// buffers, and the communication), which upstream leaves unknown and
+/// buffer deallocation refuses: --mp-data-parallel's steps need it.
+void registerCollectiveEffects(DialectRegistry &registry);
 
 } // namespace mp
 } // namespace mlir

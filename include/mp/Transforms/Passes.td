@@ -586,6 +586,47 @@ def MPQuantObservers : Pass<"mp-quant-observers", "::mlir::ModuleOp"> {
   ];
 }
 
+def MPDataParallel : Pass<"mp-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Data-parallel training: the gradient function's gradients "
+                "are averaged over the ranks of an MPI job (mpi.allreduce)";
+  let description = [{
+    For a job of `ranks` processes that each run the same step on their own
+    shard of a global batch. In each gradient function (`mp.gradient_of`,
+    after `--mp-autodiff` and `--mp-loss-scaling`), the f32 gradients it
+    returns (`mp.grad` results), and the loss (its first result), are
+    packed into one flat f32 buffer, summed over the ranks by one
+    `mpi.allreduce` (MPI_SUM) and divided by `ranks`;
+    an `mp.found_inf` result is reduced with MPI_MAX (as an i32, since MPI
+    has no i1), so every rank skips the same steps and keeps the same loss
+    scale. The optimizer (`--mp-optimizer`, next) then updates identical
+    parameters on every rank.
+
+    The module gets `dlti.map = #dlti.map<"MPI:Implementation" = "MPICH">`,
+    the ABI upstream's MPI-to-LLVM lowering emits (`--mp-lower-cpu` runs it
+    through `--mp-collectives-to-llvm`). The buffers are 1-D and
+    contiguous, as that lowering requires. A gradient that is not f32, or a
+    module without a gradient function, is an error.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "Processes in the job (MPI_Comm_size of MPI_COMM_WORLD): the "
+           "summed gradients are divided by it">
+  ];
+  let dependentDialects = [
+    "::mlir::DLTIDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::mpi::MPIDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let statistics = [
+    Statistic<"numReduced", "reduced-gradients",
+              "gradients averaged over the ranks">
+  ];
+}
+
 def MPCalibrate : Pass<"mp-calibrate", "::mlir::ModuleOp"> {
   let summary = "Insert mp.observe probes on the inputs and outputs of every "
                 "op INT8 quantization may rewrite";

@@ -91,10 +91,17 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
       llvm::cl::desc("QAT: optimizer steps after which the activation "
                      "observers stop moving (0: never)"),
       llvm::cl::init(MPQuantObserversOptions().freezeAfter)};
+  Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("Data-parallel training over this many MPI ranks: "
+                     "--mp-data-parallel averages the gradients before the "
+                     "optimizer (0: one process, no MPI)"),
+      llvm::cl::init(0)};
 };
 
 /// (qat) --mp-fake-quant, then --mp-autodiff, --mp-loss-scaling,
-/// --mp-optimizer, (qat) --mp-quant-observers, then (dtype f16 or bf16)
+/// (ranks > 0) --mp-data-parallel, --mp-optimizer, (qat) --mp-quant-observers,
+/// then (dtype f16 or bf16)
 /// --auto-mixed-precision and --mp-save-low-precision.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &options);
 

@@ -519,6 +519,36 @@ uint32_t mprt_cpu_features(void);
  * or "none". A static string. */
 const char *mprt_cpu_features_string(void);
 
+/* Data-parallel training over MPI (MPICH's ABI; docs/distributed.md).
+ * Built only where CMake found MPI (MPRT_HAS_MPI); elsewhere every
+ * function below fails with MPRT_ERROR_ARGUMENT and a message saying so. */
+
+/* 1 when libmprt was built with MPI. */
+int32_t mprt_dist_available(void);
+
+/* Initializes MPI once per process (MPI_Init unless the program already
+ * did) and gives this process's rank and the job's size. Fails when no MPI
+ * launcher started the process (no PMI_RANK, PMIX_RANK or
+ * OMPI_COMM_WORLD_SIZE in the environment: run it with mpirun -np N). */
+mprt_status mprt_dist_init(int32_t *rank, int32_t *size);
+
+/* Every rank passes its value; *same is 1 when all ranks passed the same
+ * one (a collective: every rank must call it). */
+mprt_status mprt_dist_same(uint64_t value, int32_t *same);
+
+/* Rank 0's `count` floats replace every other rank's (a collective). */
+mprt_status mprt_dist_broadcast_f32(float *data, int64_t count);
+
+/* MPI_Allreduce with MPICH's integer handles: the symbol compiled steps
+ * call for upstream's mpi.allreduce lowering (bound by the JIT and by
+ * artifacts like any runtime function). Returns MPI's error code. */
+int mprt_dist_mpi_allreduce(const void *send, void *receive, int count,
+                            int datatype, int op, int comm);
+
+/* MPI_Finalize, once, where mprt_dist_init initialized MPI (also run at
+ * exit). */
+void mprt_dist_finalize(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
