@@ -76,7 +76,8 @@ struct DataParallelPass : mp::impl::MPDataParallelBase<DataParallelPass> {
     ModuleOp module = getOperation();
     if (ranks < 1) {
       emitError(module.getLoc())
-          << "mp-data-parallel: ranks must be at least 1, got " << ranks;
+          << "mp-data-parallel: ranks must be at least 1, got "
+          << static_cast<int64_t>(ranks);
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> gradients;
