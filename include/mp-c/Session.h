@@ -83,6 +83,15 @@ typedef struct mp_session_options {
    * optimizer steps. 0 and 0 (defaults): off. */
   int qat;
   int64_t qat_freeze_after;
+  /* Data-parallel training inside an MPI job (mpirun -np N), as mp-run's
+   * --distributed: 1 initializes MPI, compiles the step with gradients
+   * averaged over the job's ranks (every rank must create the same
+   * session) and starts every rank from rank 0's parameters. Each rank then
+   * calls mp_session_train_step with its own share of every global batch
+   * (rows [rank * B, (rank + 1) * B) of N * B; B is mp_session_batch_size,
+   * and a `batch_size` given above is the global batch). 0 (default): one
+   * process. */
+  int distributed;
 } mp_session_options;
 
 /* Fills `options` with the defaults above. */
@@ -128,6 +137,12 @@ const char *mp_hardware_report(void);
 
 /* The model's static batch size, elements per sample of x, classes. */
 int64_t mp_session_batch_size(const mp_session *session);
+/* 1 when this mp was built with MPI (data-parallel sessions possible). */
+int mp_distributed_available(void);
+/* A data-parallel session's rank in its job and the job's size (0 and 1
+ * without `distributed`). */
+int64_t mp_session_process_rank(const mp_session *session);
+int64_t mp_session_process_count(const mp_session *session);
 int64_t mp_session_num_features(const mp_session *session);
 int64_t mp_session_num_classes(const mp_session *session);
 

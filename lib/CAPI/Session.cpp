@@ -111,6 +111,7 @@ void mp_session_options_init(mp_session_options *options) {
   options->batch_size = 0;
   options->qat = defaults.qat ? 1 : 0;
   options->qat_freeze_after = defaults.qatFreezeAfter;
+  options->distributed = defaults.distributed ? 1 : 0;
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -153,6 +154,7 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
     return fail("mp_session_create: qat_freeze_after needs qat");
   train.qat = o.qat != 0;
   train.qatFreezeAfter = o.qat_freeze_after;
+  train.distributed = o.distributed != 0;
   if (o.keep_f32_count < 0 || (o.keep_f32_count > 0 && !o.keep_f32))
     return fail("mp_session_create: keep_f32 is NULL or its count negative");
   for (int64_t i = 0; i < o.keep_f32_count; ++i) {
@@ -193,6 +195,13 @@ void mp_session_free(mp_session *session) { delete session; }
 
 int64_t mp_session_batch_size(const mp_session *s) {
   return s ? s->session->batchSize() : 0;
+}
+int mp_distributed_available(void) { return mprt_dist_available(); }
+int64_t mp_session_process_rank(const mp_session *s) {
+  return s ? s->session->rank() : 0;
+}
+int64_t mp_session_process_count(const mp_session *s) {
+  return s ? s->session->ranks() : 1;
 }
 int64_t mp_session_num_features(const mp_session *s) {
   return s ? s->session->numFeatures() : 0;

@@ -56,6 +56,9 @@ std::unique_ptr<Session> Session::create(const std::string &modelPath,
   if (!session->compile(modelPath, options, error))
     return nullptr;
   session->initialiseParameters(options.seed);
+  // Data-parallel: every rank starts from rank 0's parameters.
+  if (!session->broadcastTrainingState(error))
+    return nullptr;
   return session;
 }
 

@@ -46,7 +46,8 @@ class _Options(ctypes.Structure):
                 ("scale_margin", ctypes.c_double), ("scale_hysteresis", ctypes.c_int64),
                 ("cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p),
                 ("loss", ctypes.c_char_p), ("batch_size", ctypes.c_int64),
-                ("qat", ctypes.c_int), ("qat_freeze_after", ctypes.c_int64)]
+                ("qat", ctypes.c_int), ("qat_freeze_after", ctypes.c_int64),
+                ("distributed", ctypes.c_int)]
 
 
 class _InferOptions(ctypes.Structure):
@@ -114,6 +115,9 @@ def library():
         "mp_session_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(P)]),
         "mp_session_free": (None, [P]),
         "mp_session_batch_size": (ctypes.c_int64, [P]),
+        "mp_distributed_available": (ctypes.c_int, []),
+        "mp_session_process_rank": (ctypes.c_int64, [P]),
+        "mp_session_process_count": (ctypes.c_int64, [P]),
         "mp_session_num_features": (ctypes.c_int64, [P]),
         "mp_session_num_classes": (ctypes.c_int64, [P]),
         "mp_session_count": (S, [P, ctypes.c_int]),
@@ -237,7 +241,8 @@ class Session:
                  lr=None, momentum=None, weight_decay=None, seed=None, device=None,
                  tf32=None, accumulate=None, keep_f32=None, scale_margin=None,
                  scale_hysteresis=None, cache=True, cache_dir=None, loss=None,
-                 batch_size=None, qat=False, qat_freeze_after=None):
+                 batch_size=None, qat=False, qat_freeze_after=None,
+                 distributed=False):
         """Options left None take the library's defaults
         (mp_session_options_init: f32, loss scale by precision, SGD, lr
         0.05, momentum 0.9, no weight decay, seed 0, the CPU, TF32 as
@@ -260,7 +265,13 @@ class Session:
         --batch-size. qat=True trains with int8 fake quantization
         (docs/quantization.md), usually after load_parameters() of an f32
         checkpoint; qat_freeze_after=N stops its observers after N steps;
-        an InferSession of precision "int8" on it needs no calibration."""
+        an InferSession of precision "int8" on it needs no calibration.
+        distributed=True (in a job started by mpirun -np N) averages the
+        gradients over the job's ranks, as mp-run's --distributed; every
+        rank creates the same session, starts from rank 0's parameters and
+        passes its share of each global batch to train_step (rows
+        [process_rank * batch_size, ...) of process_count * batch_size;
+        a batch_size given here is the global batch)."""
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
@@ -278,6 +289,7 @@ class Session:
         if tf32 is not None:
             options.tf32 = 1 if tf32 else 0
         options.qat = 1 if qat else 0
+        options.distributed = 1 if distributed else 0
         if qat_freeze_after is not None:
             options.qat_freeze_after = qat_freeze_after
         options.cache = 1 if cache else 0
@@ -309,6 +321,8 @@ class Session:
         lib = library()
         self._handle = handle
         self.batch_size = lib.mp_session_batch_size(handle)
+        self.process_rank = lib.mp_session_process_rank(handle)
+        self.process_count = lib.mp_session_process_count(handle)
         self.num_features = lib.mp_session_num_features(handle)
         self.num_classes = lib.mp_session_num_classes(handle)
         self.precision = lib.mp_session_precision(handle).decode()
