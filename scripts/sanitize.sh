@@ -51,6 +51,8 @@ flags+=" -fsanitize-ignorelist=$ignorelist"
 flags+=" -DMP_SANITIZE_IGNORELIST=$(cksum <"$ignorelist" | cut -d' ' -f1)"
 # Configured every time (cheap), so that changed flags reach an old folder.
 echo "== sanitize: configuring $build"
+# MPRT_ENABLE_MPI=OFF: the sanitized runtime tests do not need MPI, and
+# mprt-unittests linked with MPICH crashed at start under ASan.
 # CMAKE_*_FLAGS_RELEASE without -DNDEBUG: mp's own code keeps its asserts
 # (Debian's MLIR libraries are built without them).
 cmake -S "$root" -B "$build" -G Ninja \
@@ -60,6 +62,7 @@ cmake -S "$root" -B "$build" -G Ninja \
     -DCMAKE_C_FLAGS_RELEASE="-O1" -DCMAKE_CXX_FLAGS_RELEASE="-O1" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DMP_ENABLE_FUZZERS=ON \
+    -DMPRT_ENABLE_MPI=OFF \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null || exit 1
 
 targets=(mprt-unittests mprt-fuzzers)

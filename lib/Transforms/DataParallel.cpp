@@ -16,6 +16,8 @@
 #include "mlir/Dialect/MPI/IR/MPI.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <limits>
+
 namespace mlir {
 namespace mp {
 #define GEN_PASS_DEF_MPDATAPARALLEL
@@ -147,7 +149,11 @@ struct DataParallelPass : mp::impl::MPDataParallelBase<DataParallelPass> {
     // empty-tensor elimination would have the gradients computed in place
     // into strided views of the flat buffer, which the affine analyses of
     // the CPU lowering do not take.
-    auto flatType = RankedTensorType::get({total}, f32);
+    // MPI counts elements in an int (one call; buckets are not built).
+    if (total > std::numeric_limits<int32_t>::max())
+      return func.emitError()
+             << "mp-data-parallel: " << total
+             << " gradient elements exceed one MPI all-reduce (2^31 - 1)";
     SmallVector<Value> rows;
     for (unsigned i : grads)
       rows.push_back(flatten(b, loc, ret.getOperand(i)));

@@ -162,3 +162,14 @@ extern "C" void mprt_dist_finalize(void) {
     MPI_Finalize();
 #endif
 }
+
+extern "C" void mprt_dist_abort(int code) {
+#ifdef MPRT_HAS_MPI
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (initializedHere && !finalized)
+    MPI_Abort(MPI_COMM_WORLD, code);
+#else
+  (void)code;
+#endif
+}

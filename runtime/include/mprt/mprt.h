@@ -549,6 +549,11 @@ int mprt_dist_mpi_allreduce(const void *send, void *receive, int count,
  * exit). */
 void mprt_dist_finalize(void);
 
+/* Ends the whole job (MPI_Abort) where mprt_dist_init initialized MPI, so
+ * that a rank that fails does not leave the others waiting in a collective;
+ * returns (doing nothing) otherwise. */
+void mprt_dist_abort(int code);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
