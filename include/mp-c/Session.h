@@ -143,6 +143,11 @@ int mp_distributed_available(void);
  * without `distributed`). */
 int64_t mp_session_process_rank(const mp_session *session);
 int64_t mp_session_process_count(const mp_session *session);
+/* For a rank that fails in a data-parallel job: flushes stdio and ends the
+ * process with `code` without MPI_Finalize, so that mpirun ends the whole
+ * job instead of leaving the other ranks waiting in an all-reduce. Does
+ * nothing (returns) where no session started MPI. */
+void mp_distributed_abort(int code);
 int64_t mp_session_num_features(const mp_session *session);
 int64_t mp_session_num_classes(const mp_session *session);
 

@@ -197,6 +197,7 @@ int64_t mp_session_batch_size(const mp_session *s) {
   return s ? s->session->batchSize() : 0;
 }
 int mp_distributed_available(void) { return mprt_dist_available(); }
+void mp_distributed_abort(int code) { mprt_dist_abort(code); }
 int64_t mp_session_process_rank(const mp_session *s) {
   return s ? s->session->rank() : 0;
 }

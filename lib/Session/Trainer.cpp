@@ -6,6 +6,7 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
 #include <chrono>
@@ -210,6 +211,47 @@ std::string formatEpochLine(const EpochReport &report) {
   return line;
 }
 
+/// Data-parallel: every rank must run the same steps on the same data. A
+/// rank that planned fewer steps would finish while the others wait for it
+/// in an all-reduce, and one that read other rows would train another model.
+bool Trainer::agreeOnRun(std::string &error) {
+  int64_t plan[] = {options.epochs, static_cast<int64_t>(options.seed),
+                    batches,        next.epoch,
+                    next.batch,     options.checkReplicas};
+  uint64_t planHash = llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(plan), sizeof(plan)));
+  int32_t same = 0;
+  if (mprt_dist_same(planHash, &same) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
+  }
+  if (!same) {
+    error = "the ranks of this job plan different runs (--epochs, --seed, "
+            "--check-replicas, the resumed position or the number of "
+            "training rows differ); every rank must run the same command";
+    return false;
+  }
+  auto bytesOf = [](const float *data, int64_t count) {
+    return llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(data),
+                                   count * sizeof(float));
+  };
+  int64_t f = session.numFeatures(), c = session.numClasses();
+  uint64_t dataHash = llvm::xxh3_64bits(bytesOf(train.x, train.rows * f)) ^
+                      llvm::xxh3_64bits(bytesOf(train.y, train.rows * c)) *
+                          0x9e3779b97f4a7c15ULL;
+  if (mprt_dist_same(dataHash, &same) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
+  }
+  if (!same) {
+    error = "the ranks of this job read different training data (every "
+            "rank reads the whole training set and takes its share of each "
+            "global batch)";
+    return false;
+  }
+  return true;
+}
+
 std::unique_ptr<Trainer> Trainer::create(Session &session,
                                          const LabelledRows &train,
                                          const LabelledRows &test,
@@ -297,6 +339,8 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
   }
   // Data-parallel: every rank starts from rank 0's state.
   if (!session.broadcastTrainingState(error))
+    return nullptr;
+  if (session.isDistributed() && !trainer->agreeOnRun(error))
     return nullptr;
   // A repair would recompile one rank's step from its own statistics.
   RepairOptions repair = options.repair;

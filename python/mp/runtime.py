@@ -116,6 +116,7 @@ def library():
         "mp_session_free": (None, [P]),
         "mp_session_batch_size": (ctypes.c_int64, [P]),
         "mp_distributed_available": (ctypes.c_int, []),
+        "mp_distributed_abort": (None, [ctypes.c_int]),
         "mp_session_process_rank": (ctypes.c_int64, [P]),
         "mp_session_process_count": (ctypes.c_int64, [P]),
         "mp_session_num_features": (ctypes.c_int64, [P]),
@@ -184,6 +185,22 @@ def library():
         function.restype, function.argtypes = restype, argtypes
     _lib = lib
     return lib
+
+
+def _end_job_on_uncaught_exception():
+    """In a data-parallel job, a rank that dies of an exception would leave
+    the others waiting for it in an all-reduce (and Python's exit would
+    wait in MPI_Finalize): after the traceback, end the whole job."""
+    hook = sys.excepthook
+    if getattr(hook, "_mp_ends_job", False):
+        return
+
+    def end_job(kind, value, traceback):
+        hook(kind, value, traceback)
+        library().mp_distributed_abort(1)
+
+    end_job._mp_ends_job = True
+    sys.excepthook = end_job
 
 
 def _check(status):
@@ -290,6 +307,8 @@ class Session:
             options.tf32 = 1 if tf32 else 0
         options.qat = 1 if qat else 0
         options.distributed = 1 if distributed else 0
+        if distributed:
+            _end_job_on_uncaught_exception()
         if qat_freeze_after is not None:
             options.qat_freeze_after = qat_freeze_after
         options.cache = 1 if cache else 0

@@ -89,6 +89,37 @@ def test_two_ranks_equal_one_process(tmp_path):
     assert worst <= 1e-6
 
 
+FAILING_WORKER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from mp import runtime
+    s = runtime.Session(sys.argv[1], distributed=True)
+    if s.process_rank == 1:
+        raise RuntimeError("rank 1 gives up")
+    x = np.zeros((s.batch_size, s.num_features), np.float32)
+    y = np.zeros((s.batch_size, s.num_classes), np.float32)
+    s.train_step(x, y)  # waits for rank 1 in the all-reduce
+""")
+
+
+@pytest.mark.skipif(_mpi_ready() is not None, reason=str(_mpi_ready()))
+def test_a_failing_rank_ends_the_job(tmp_path):
+    """Rank 1's uncaught exception ends the job with its traceback, where
+    rank 0 would otherwise wait for it in the step's all-reduce forever."""
+    model = tmp_path / "m.mlir"
+    model.write_text(mp.export_training(models.mlp(hidden=16), torch.zeros(8, 64),
+                                        num_classes=10))
+    (tmp_path / "worker.py").write_text(FAILING_WORKER)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(mp.__file__)))
+    env = dict(os.environ, MP_CACHE="off", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join(
+                   p for p in (package_root, os.environ.get("PYTHONPATH")) if p))
+    run = subprocess.run(["mpirun", "-np", "2", sys.executable, str(tmp_path / "worker.py"),
+                          str(model)], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert "RuntimeError: rank 1 gives up" in run.stderr, run.stdout + run.stderr
+
+
 def test_distributed_needs_a_launcher(tmp_path):
     reason = _mpi_ready()
     path = tmp_path / "m.mlir"

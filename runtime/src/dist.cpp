@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "mprt/mprt.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -167,8 +168,14 @@ extern "C" void mprt_dist_abort(int code) {
 #ifdef MPRT_HAS_MPI
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (initializedHere && !finalized)
-    MPI_Abort(MPI_COMM_WORLD, code);
+  if (initializedHere && !finalized) {
+    // Leave without MPI_Finalize: the launcher then ends the job, where
+    // MPI_Finalize would wait for ranks that wait for this one in a
+    // collective. Not MPI_Abort: with it, hydra dropped what the ranks had
+    // just written (the error) before forwarding it.
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
 #else
   (void)code;
 #endif

@@ -675,7 +675,18 @@ void claimStatsFlag() {
 /// mp-run's whole command line. The tool's main only calls this, so the
 /// device bundle's one shared library (scripts/gpu_bundle.sh) holds mp-run
 /// and the launcher stays a few bytes.
+static int runCommandLine(int argc, char **argv);
+
 extern "C" int mp_run_main(int argc, char **argv) {
+  int status = runCommandLine(argc, argv);
+  // A data-parallel rank that fails ends the job: the others would wait
+  // for it in the next all-reduce.
+  if (status != 0)
+    mprt_dist_abort(status);
+  return status;
+}
+
+static int runCommandLine(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   claimStatsFlag();
   cl::HideUnrelatedOptions(mpRunOptions);

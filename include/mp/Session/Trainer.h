@@ -193,6 +193,7 @@ private:
           const LabelledRows &test, const TrainerOptions &options)
       : session(session), train(train), test(test), options(options) {}
   bool save(const RunPosition &position, std::string &error);
+  bool agreeOnRun(std::string &error);
 
   Session &session;
   LabelledRows train, test;

@@ -549,9 +549,11 @@ int mprt_dist_mpi_allreduce(const void *send, void *receive, int count,
  * exit). */
 void mprt_dist_finalize(void);
 
-/* Ends the whole job (MPI_Abort) where mprt_dist_init initialized MPI, so
- * that a rank that fails does not leave the others waiting in a collective;
- * returns (doing nothing) otherwise. */
+/* For a rank that fails: where mprt_dist_init initialized MPI, flushes
+ * stdio and ends this process with `code` without MPI_Finalize, so that the
+ * launcher ends the whole job instead of leaving the other ranks waiting
+ * in a collective (MPI_Finalize would wait for them); returns (doing
+ * nothing) otherwise. */
 void mprt_dist_abort(int code);
 
 #ifdef __cplusplus
