@@ -16,6 +16,7 @@ packages=(
   libonnx-dev libprotobuf-dev # the ONNX importer (mp-translate --import-onnx)
   libonnx-testdata python3-onnx # ONNX's backend tests (scripts/onnx_conformance.py)
   mpich libmpich-dev # data-parallel training (mp-run train --distributed)
+  iproute2 # the two-host data-parallel test (network namespaces, veth)
 )
 
 missing=()

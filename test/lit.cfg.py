@@ -51,6 +51,7 @@ config.substitutions.append(
 # ptxas (CUDA toolkit) assembles PTX for the --mp-lower-gpu fatbin tests;
 # MLIR finds it on PATH or in /usr/local/cuda/bin. No GPU is needed.
 import shutil
+import subprocess
 
 ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 if os.path.exists(ptxas):
@@ -86,6 +87,17 @@ if os.path.exists(mprt_cuda):
 # data-parallel tests can start jobs (docs/distributed.md).
 if getattr(config, "mp_has_mpi", False) and shutil.which("mpirun"):
     config.available_features.add("mpi")
+    # `two-hosts`: the job can also run across two network namespaces
+    # joined by a veth pair (test/mp-run/Inputs/two_hosts.sh), which needs
+    # root; where it cannot, say why the two-host test is skipped.
+    _two_hosts = subprocess.run(
+        [os.path.join(config.test_source_root, "mp-run", "Inputs", "two_hosts.sh"),
+         "--probe"], capture_output=True, text=True)
+    if _two_hosts.returncode == 0:
+        config.available_features.add("two-hosts")
+    else:
+        lit_config.note("test/mp-run/two-hosts.test is skipped: "
+                        + (_two_hosts.stdout + _two_hosts.stderr).strip())
 
 # The CUDA driver and cuBLASLt stand-ins (runtime/cuda/standin): with
 # LD_LIBRARY_PATH=%cuda_standin, libmprt_cuda finds them instead of a
