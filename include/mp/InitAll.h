@@ -22,7 +22,7 @@ namespace mp {
 /// `registry`.
 inline void registerAllDialects(DialectRegistry &registry) {
   registry.insert<MPDialect>();
-  registerCollectiveEffects(registry);
+  registerCollectiveInterfaces(registry);
 }
 
 /// Registers every mp pass and pipeline with the global pass registry, so

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/MPI/IR/MPI.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/InliningUtils.h"
 
 #include <limits>
 
@@ -51,6 +52,17 @@ struct AllReduceEffects
                          &reduce.getRecvbufMutable(),
                          SideEffects::DefaultResource::get());
     effects.emplace_back(MemoryEffects::Write::get(), Communication::get());
+  }
+};
+
+/// MPI ops may be inlined: the gradient function and the training step
+/// that holds the all-reduce are inlined into the session's entry, where
+/// the parameters' updates can be seen to happen in place (a call that
+/// stays would read and write anything).
+struct CollectivesInliner : DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
   }
 };
 
@@ -248,8 +260,9 @@ struct DataParallelPass : mp::impl::MPDataParallelBase<DataParallelPass> {
 
 } // namespace
 
-void mlir::mp::registerCollectiveEffects(DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *context, mpi::MPIDialect *) {
+void mlir::mp::registerCollectiveInterfaces(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, mpi::MPIDialect *dialect) {
     mpi::AllReduceOp::attachInterface<AllReduceEffects>(*context);
+    dialect->addInterfaces<CollectivesInliner>();
   });
 }

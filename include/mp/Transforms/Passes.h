@@ -28,8 +28,10 @@ namespace mp {
 
 /// Declares what mpi.allreduce reads and writes (its send and receive
 /// buffers, and the communication), which upstream leaves unknown and
-/// buffer deallocation refuses: --mp-data-parallel's steps need it.
-void registerCollectiveEffects(DialectRegistry &registry);
+/// buffer deallocation refuses, and lets the inliner inline mpi ops (a
+/// step that stays a call cannot update its parameters in place):
+/// --mp-data-parallel's steps need both.
+void registerCollectiveInterfaces(DialectRegistry &registry);
 
 } // namespace mp
 } // namespace mlir
