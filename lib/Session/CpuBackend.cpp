@@ -47,7 +47,10 @@ public:
     args.addMemRef(&result.loss, {});
     args.addMemRef(&stepped, {});
     args.addMemRef(&result.gradNorm, {});
-    entries.train(args.get().data());
+    {
+      StepThreads threads;
+      entries.train(args.get().data());
+    }
     if (!inPlace) {
       std::swap(training.params, nextParams);
       std::swap(training.state, nextState);
@@ -69,7 +72,10 @@ public:
     StepState next = scalars;
     addWindow(args, inPlace ? training.sums : nextSums, next);
     args.addMemRef(&result.loss, {});
-    entries.accumulate(args.get().data());
+    {
+      StepThreads threads;
+      entries.accumulate(args.get().data());
+    }
     if (!inPlace)
       std::swap(training.sums, nextSums);
     scalars.windowOverflow = next.windowOverflow;
@@ -84,7 +90,10 @@ public:
     for (HostTensor &p : training.params)
       args.addMemRef(p.data.data(), p.shape);
     args.addMemRef(logits, {entries.batch, entries.classes});
-    entries.predict(args.get().data());
+    {
+      StepThreads threads;
+      entries.predict(args.get().data());
+    }
     return true;
   }
 

@@ -380,6 +380,7 @@ bool InferSession::bind(const std::vector<HostTensor> &hostParams,
     buffer.bytes.assign(numElements(b.shape) * b.elementBytes, 0);
     args.addMemRef(argumentData(buffer), buffer.shape);
   }
+  StepThreads threads;
   if (llvm::Error e = engine->invokePacked("mp_infer_weights", args.get())) {
     error = "making the weights once (int8 or f16/bf16) failed: " +
             llvm::toString(std::move(e));
@@ -458,6 +459,7 @@ bool InferSession::predict(const float *x, float *logits, std::string &error) {
     args.addMemRef(argumentData(it->second), it->second.shape);
   }
   args.addMemRef(cuda ? deviceLogits : logits, {batch, classes});
+  StepThreads threads;
   if (llvm::Error e = engine->invokePacked("mp_infer_predict", args.get())) {
     error = "prediction failed: " + llvm::toString(std::move(e));
     return false;

@@ -128,11 +128,16 @@ std::map<std::string, std::vector<float>> takeInitialValues(ModuleOp module) {
   return values;
 }
 
-bool parallelLoopsEnabled() {
-  const char *value = std::getenv("MP_PARALLEL_LOOPS");
+/// A switch that is on unless the variable is 0 or off.
+static bool switchedOn(const char *variable) {
+  const char *value = std::getenv(variable);
   return !value || (llvm::StringRef(value) != "0" &&
                     !llvm::StringRef(value).equals_insensitive("off"));
 }
+
+bool parallelLoopsEnabled() { return switchedOn("MP_PARALLEL_LOOPS"); }
+
+bool approximateMathEnabled() { return switchedOn("MP_APPROXIMATE_MATH"); }
 
 bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
                  std::string &diagnostics, bool &vectorized) {
@@ -157,6 +162,7 @@ bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
   mlir::mp::LowerCpuOptions options;
   options.runtimeContractions = true;
   options.parallel = parallelLoopsEnabled();
+  options.approximateMath = approximateMathEnabled();
   PassManager pm(context);
   mlir::mp::buildLowerCpuPipeline(pm, options);
   vectorized = succeeded(pm.run(*module));

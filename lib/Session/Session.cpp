@@ -443,10 +443,11 @@ bool Session::compile(const std::string &modelPath,
   // there, and goes into it when it is not (CompileCache.h). A cached entry
   // exists only for options that compiled, so the checks in lower() hold
   // for it too. MP_DUMP_STEP_IR asks for the lowering itself;
-  // MP_PARALLEL_LOOPS=0 for a lowering the cache key does not describe.
+  // MP_PARALLEL_LOOPS=0 and MP_APPROXIMATE_MATH=0 for a lowering the
+  // cache key does not describe.
   std::string cacheDir;
   if (!gpu && options.probes == TrainOptions::Probes::None &&
-      !std::getenv("MP_DUMP_STEP_IR") && parallelLoopsEnabled())
+      !std::getenv("MP_DUMP_STEP_IR") && defaultLowering())
     cacheDir = resolveCacheDir(options.cache);
   if (!cacheDir.empty()) {
     std::string problem;

@@ -131,6 +131,9 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
     vectorize.vectorSize = vectorLanes;
     pm.addNestedPass<func::FuncOp>(createMPVectorizeLoops(vectorize));
   }
+  // exp, log, tanh, erf in vector registers, not one libm call per lane.
+  if (options.approximateMath)
+    pm.addNestedPass<func::FuncOp>(createMPApproximateMath());
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

@@ -333,3 +333,42 @@ def test_precision_auto_follows_the_hardware_report(tmp_path):
     assert metadata["precision"] == session.precision
     with pytest.raises(runtime.MPError, match="the CPU has no TF32"):
         runtime.Session(EXAMPLE, precision="auto", tf32=True)
+
+
+def test_steps_run_on_mps_thread_count_not_torchs(tmp_path, monkeypatch):
+    """PyTorch, imported in the same process, may set libgomp to fewer
+    threads (1 on a 2-core machine); a session's steps still run on mp's
+    count (every core, MPRT_NUM_THREADS or OMP_NUM_THREADS) and leave
+    PyTorch's setting as they found it."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    path = tmp_path / "m.mlir"
+    path.write_text(mp.export_training(models.mlp(hidden=16), torch.zeros(8, 64),
+                                       num_classes=10))
+    script = textwrap.dedent("""
+        import ctypes, sys
+        import numpy as np
+        import torch
+        from mp import runtime
+        torch.set_num_threads(1)
+        lib = runtime.library()
+        lib.mprt_threads.restype = ctypes.c_int32
+        s = runtime.Session(sys.argv[1], cache=False)
+        s.train_step(np.zeros((8, 64), np.float32), np.eye(10, dtype=np.float32)[np.zeros(8, int)])
+        print(lib.mprt_threads(), torch.get_num_threads())
+    """)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(mp.__file__)))
+    for env_threads, expected in ((None, len(os.sched_getaffinity(0))), ("3", 3)):
+        env = dict(os.environ, PYTHONPATH=package_root)
+        env.pop("OMP_NUM_THREADS", None)
+        env.pop("MPRT_NUM_THREADS", None)
+        if env_threads:
+            env["MPRT_NUM_THREADS"] = env_threads
+        done = subprocess.run([sys.executable, "-c", script, str(path)], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        mp_threads, torch_threads = map(int, done.stdout.split()[-2:])
+        assert mp_threads == expected
+        assert torch_threads == 1

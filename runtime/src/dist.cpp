@@ -70,10 +70,12 @@ extern "C" mprt_status mprt_dist_init(int32_t *rank, int32_t *size) {
   int r = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  // Ranks on one host share its cores: unless OMP_NUM_THREADS says
+  // Ranks on one host share its cores: unless MPRT_NUM_THREADS or
+  // OMP_NUM_THREADS says
   // otherwise, each takes its share (N ranks of all cores each would
   // oversubscribe them N times, and MPI's waits spin).
-  if (initializedHere && !std::getenv("OMP_NUM_THREADS")) {
+  if (initializedHere && !std::getenv("MPRT_NUM_THREADS") &&
+      !std::getenv("OMP_NUM_THREADS")) {
     MPI_Comm host;
     int local = 1;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r,
@@ -83,7 +85,7 @@ extern "C" mprt_status mprt_dist_init(int32_t *rank, int32_t *size) {
     }
     unsigned cores = std::thread::hardware_concurrency();
     int threads = cores > 0 ? static_cast<int>(cores) / local : 1;
-    omp_set_num_threads(threads > 0 ? threads : 1);
+    mprt_set_threads(threads > 0 ? threads : 1);
   }
   *rank = r;
   *size = n;

@@ -10,6 +10,8 @@
 #include "mprt/mprt.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 
 namespace {
 
@@ -32,6 +34,46 @@ void runShare(void *data) {
 }
 
 } // namespace
+
+namespace {
+std::atomic<int32_t> chosenThreads{0};
+
+int32_t threadsFrom(const char *variable) {
+  const char *text = std::getenv(variable);
+  if (!text || !*text)
+    return 0;
+  char *end = nullptr;
+  long value = std::strtol(text, &end, 10); // "4" or "4,2": the first level
+  return end != text && value > 0 ? static_cast<int32_t>(value) : 0;
+}
+} // namespace
+
+int32_t mprt_threads(void) {
+  if (int32_t chosen = chosenThreads.load())
+    return chosen;
+  int32_t threads = threadsFrom("MPRT_NUM_THREADS");
+  if (!threads)
+    threads = threadsFrom("OMP_NUM_THREADS");
+  if (!threads)
+    threads = std::max(1, omp_get_num_procs());
+  chosenThreads.store(threads);
+  return threads;
+}
+
+void mprt_set_threads(int32_t n) { chosenThreads.store(n > 0 ? n : 1); }
+
+int32_t mprt_threads_enter(void) {
+  int32_t previous = omp_get_max_threads();
+  int32_t threads = mprt_threads();
+  if (threads != previous)
+    omp_set_num_threads(threads);
+  return previous;
+}
+
+void mprt_threads_leave(int32_t previous) {
+  if (previous > 0 && previous != omp_get_max_threads())
+    omp_set_num_threads(previous);
+}
 
 void mprt_parallel_for(int64_t n, mprt_loop_body body, void *context) {
   if (n <= 0)

@@ -100,3 +100,26 @@ TEST(MprtParallelFor, InsideAParallelRegionRunsSerially) {
 }
 
 } // namespace
+
+namespace {
+
+// Another library in the process (PyTorch) sets libgomp to one thread; a
+// compiled step still runs on mp's count, and leaves libgomp as it found it.
+TEST(MprtThreads, StepsRunOnMpsCountWhateverLibgompWasSetTo) {
+  omp_set_num_threads(1);
+  mprt_set_threads(3);
+  EXPECT_EQ(mprt_threads(), 3);
+  int32_t previous = mprt_threads_enter();
+  EXPECT_EQ(previous, 1);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  Record record(3000);
+  mprt_parallel_for(3000, recordShare, &record);
+  expectEvenCover(record, 3000, 3);
+  EXPECT_EQ(record.shares.size(), 3u);
+  mprt_threads_leave(previous);
+  EXPECT_EQ(omp_get_max_threads(), 1);
+  mprt_set_threads(0); // at least one
+  EXPECT_EQ(mprt_threads(), 1);
+}
+
+} // namespace

@@ -414,6 +414,28 @@ def MPPromoteAccumulators
   let dependentDialects = ["::mlir::affine::AffineDialect"];
 }
 
+def MPApproximateMath : Pass<"mp-approximate-math", "::mlir::func::FuncOp"> {
+  let summary = "Compute f32 exp, expm1, log, log1p, log2, tanh and erf with "
+                "vectorizable polynomials instead of libm calls";
+  let description = [{
+    LLVM's x86 code generator has no vector `exp`, `log`, `tanh` or `erf`:
+    a `math.exp` on `vector<16xf32>` becomes sixteen calls of libm's
+    `expf`, one lane at a time. This pass applies upstream's polynomial
+    approximations (`populateMathPolynomialApproximationPatterns`) to these
+    f32 functions, scalar or vector: range reduction, a polynomial
+    evaluated with FMAs, and the exponent assembled with integer
+    operations, all in vector registers. Other element types and other
+    math functions are left as they are. `--mp-lower-cpu` runs it after
+    `--mp-vectorize-loops`; `--mp-lower-cpu{approximate-math=0}` keeps libm.
+    Accuracy against libm (errors in ulp and special values: infinities,
+    NaN, overflow and underflow) is measured by
+    `unittests/ApproximateMathTest.cpp`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def MPVectorizeLoops : Pass<"mp-vectorize-loops", "::mlir::func::FuncOp"> {
   let summary = "Vectorize parallel affine loops whose accesses have unit "
                 "stride";

@@ -20,6 +20,8 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "mprt/mprt.h"
+
 #include <cstdint>
 #include <memory>
 #include <map>
@@ -32,6 +34,21 @@ namespace mp {
 /// The expanded memref arguments of an LLVM-lowered function (allocated
 /// pointer, aligned pointer, offset, sizes, strides), packed as pointers for
 /// ExecutionEngine::invokePacked.
+/// While it lives, the calling thread's OpenMP thread count (compiled
+/// loops and oneDNN's products) is mp's own, mprt_threads(): every core,
+/// MPRT_NUM_THREADS or OMP_NUM_THREADS, whatever another library in the
+/// process set libgomp to. A compiled step or prediction runs inside one.
+class StepThreads {
+public:
+  StepThreads() : previous(mprt_threads_enter()) {}
+  ~StepThreads() { mprt_threads_leave(previous); }
+  StepThreads(const StepThreads &) = delete;
+  StepThreads &operator=(const StepThreads &) = delete;
+
+private:
+  int32_t previous;
+};
+
 class PackedArgs {
 public:
   void addMemRef(void *data, const std::vector<int64_t> &shape) {
@@ -115,6 +132,17 @@ bool dumpModuleIfAsked(mlir::ModuleOp module, const char *variable,
 /// off, which keeps them on the calling thread (to compare: the results
 /// are the same bit for bit).
 bool parallelLoopsEnabled();
+
+/// Whether the CPU lowering computes f32 exp, log, tanh and erf with
+/// vector polynomials (--mp-approximate-math): yes unless
+/// MP_APPROXIMATE_MATH is 0 or off, which keeps libm's (to compare).
+bool approximateMathEnabled();
+
+/// Whether either comparison switch above is off: such a lowering is not
+/// what the compile cache's key describes.
+inline bool defaultLowering() {
+  return parallelLoopsEnabled() && approximateMathEnabled();
+}
 
 /// Lowers a module on tensors to the LLVM dialect: for the CPU with runtime
 /// contractions, parallel loops (parallelLoopsEnabled), vectorized, or with

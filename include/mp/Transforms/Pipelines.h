@@ -118,6 +118,12 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
       llvm::cl::desc("Vectorize unit-stride parallel loops (16 lanes, "
                      "--mp-vectorize-loops)"),
       llvm::cl::init(true)};
+  Option<bool> approximateMath{
+      *this, "approximate-math",
+      llvm::cl::desc("Compute f32 exp, expm1, log, log1p, log2, tanh and erf "
+                     "with vectorizable polynomials (--mp-approximate-math) "
+                     "instead of a libm call per element"),
+      llvm::cl::init(true)};
   Option<bool> parallel{
       *this, "parallel",
       llvm::cl::desc("Run large parallel loop nests on every OpenMP thread "

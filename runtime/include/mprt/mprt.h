@@ -308,8 +308,24 @@ mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
 /*===-- Parallel loops ------------------------------------------------------===
  *
  * Compiled loops run on the OpenMP threads that oneDNN's products use
- * (libgomp; OMP_NUM_THREADS sets how many for both).
+ * (libgomp; MPRT_NUM_THREADS or OMP_NUM_THREADS sets how many for both,
+ * every core by default).
  *===----------------------------------------------------------------------===*/
+
+/* How many threads compiled steps and their products run on: the last
+ * mprt_set_threads, else MPRT_NUM_THREADS, else OMP_NUM_THREADS, else
+ * every core the process may run on. Not libgomp's current setting, which
+ * other libraries in the process change (importing PyTorch set it to 1 on
+ * a 2-core machine, and mp's steps ran at half speed). */
+int32_t mprt_threads(void);
+/* Fixes mprt_threads (n >= 1; data-parallel ranks take their share of the
+ * host's cores this way). */
+void mprt_set_threads(int32_t n);
+/* Around a compiled step: sets the calling thread's OpenMP thread count to
+ * mprt_threads() and returns the one it replaces, for
+ * mprt_threads_leave to restore. */
+int32_t mprt_threads_enter(void);
+void mprt_threads_leave(int32_t previous);
 
 /* The body of a loop outlined by --mp-parallelize-loops: runs iterations
  * [begin, end) with the captured values at context. */

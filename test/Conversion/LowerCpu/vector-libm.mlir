@@ -1,12 +1,22 @@
-// erf (GELU's) has no LLVM intrinsic: on a vectorized loop, libm calls on
-// extracted lanes. --mp-lower-cpu lowers those extracts and inserts too, so
-// the module is all LLVM and runs; erf(x) for x = -2, -1.75, ..., 1.75.
-// RUN: mp-opt %s --mp-lower-cpu | FileCheck %s --check-prefix=IR
+// erf (GELU's) has no LLVM intrinsic. By default --mp-lower-cpu computes it
+// as a vector polynomial (--mp-approximate-math); with approximate-math=0,
+// a vectorized loop calls libm on extracted lanes, and --mp-lower-cpu lowers
+// those extracts and inserts too. Either way the module is all LLVM and
+// runs, with the same values to the digits printed: erf(x) for x = -2,
+// -1.75, ..., 1.75.
+// RUN: mp-opt %s --mp-lower-cpu="approximate-math=0" | FileCheck %s --check-prefix=LIBM
+// RUN: mp-opt %s --mp-lower-cpu="approximate-math=0" | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils | FileCheck %s
+// RUN: mp-opt %s --mp-lower-cpu | FileCheck %s --check-prefix=POLYNOMIAL
 // RUN: mp-opt %s --mp-lower-cpu | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils | FileCheck %s
 
-// IR: llvm.call @erff
-// IR-NOT: vector.extract
-// IR-NOT: vector.insert
+// LIBM: llvm.call @erff
+// LIBM-NOT: vector.extract
+// LIBM-NOT: vector.insert
+
+// POLYNOMIAL-LABEL: llvm.func @erf
+// POLYNOMIAL-NOT: erff
+// POLYNOMIAL: llvm.intr.fma
+// POLYNOMIAL-NOT: erff
 
 // CHECK: sizes = [16]
 // CHECK-NEXT: [-0.995322, -0.986672, -0.966105, -0.9229, -0.842701, -0.711156, -0.5205, -0.276326, 0, 0.276326, 0.5205, 0.711156, 0.842701, 0.9229, 0.966105, 0.986672]
