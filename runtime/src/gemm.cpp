@@ -374,6 +374,14 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                     static_cast<size_t>(n) * sizeof(uint16_t));
     return MPRT_OK;
   }
+  if (rounded && type == MPRT_GEMM_BF16 &&
+      mprt::runCachedMatmul(reinterpret_cast<const void *>(a), lda,
+                            reinterpret_cast<const void *>(b), ldb,
+                            reinterpret_cast<void *>(c), ldc, m, n, k,
+                            flags & MPRT_GEMM_TRANS_A,
+                            flags & MPRT_GEMM_TRANS_B, dnnl_bf16, dnnl_bf16,
+                            /*accumulate=*/false))
+    return MPRT_OK; // oneDNN writes the bf16 result itself
   if (rounded) {
     // The f32 product in a scratch buffer that lives for this call only,
     // then rounded into C.

@@ -43,7 +43,8 @@ struct CachedMatmul {
   bool usable = false;
 };
 
-/// Shape, leading dimensions, transposition bits and the two data types.
+/// Shape, leading dimensions, transposition and accumulation bits and the
+/// two data types.
 using MatmulKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t,
                              int64_t, int32_t, int32_t, int32_t>;
 
@@ -67,14 +68,15 @@ MatmulCache &cache() {
   return *instance;
 }
 
-/// The memory and primitive descriptors of C += op(A) op(B); false (and
-/// no `pd`) when oneDNN has no implementation.
+/// The memory and primitive descriptors of C += op(A) op(B) (C = op(A)
+/// op(B) without `accumulate`); false (and no `pd`) when oneDNN has no
+/// implementation.
 bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
                     int64_t lda, int64_t ldb, int64_t ldc, bool transA,
                     bool transB, dnnl_data_type_t abType,
-                    dnnl_data_type_t cType, dnnl_memory_desc_t &aDesc,
-                    dnnl_memory_desc_t &bDesc, dnnl_memory_desc_t &cDesc,
-                    dnnl_primitive_desc_t &pd) {
+                    dnnl_data_type_t cType, bool accumulate,
+                    dnnl_memory_desc_t &aDesc, dnnl_memory_desc_t &bDesc,
+                    dnnl_memory_desc_t &cDesc, dnnl_primitive_desc_t &pd) {
   pd = nullptr;
   dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
   dnnl_dims_t aStrides = {transA ? 1 : lda, transA ? lda : 1};
@@ -94,7 +96,8 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
             dnnl_primitive_attr_create(&attr) == dnnl_success &&
             dnnl_post_ops_create(&postOps) == dnnl_success &&
             // C += ...: linalg.matmul accumulates into its output.
-            dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success &&
+            (!accumulate ||
+             dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success) &&
             dnnl_primitive_attr_set_post_ops(attr, postOps) == dnnl_success &&
             dnnl_primitive_desc_create(&pd, &matmul, attr, engine, nullptr) ==
                 dnnl_success;
@@ -114,7 +117,7 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
 CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
                          int64_t lda, int64_t ldb, int64_t ldc, bool transA,
                          bool transB, dnnl_data_type_t abType,
-                         dnnl_data_type_t cType) {
+                         dnnl_data_type_t cType, bool accumulate) {
   CachedMatmul entry;
   if (!c.engine)
     return entry;
@@ -122,7 +125,7 @@ CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
   dnnl_primitive_desc_t pd = nullptr;
   entry.usable =
       describeMatmul(c.engine, m, n, k, lda, ldb, ldc, transA, transB, abType,
-                     cType, aDesc, bDesc, cDesc, pd) &&
+                     cType, accumulate, aDesc, bDesc, cDesc, pd) &&
       dnnl_primitive_create(&entry.primitive, pd) == dnnl_success &&
       dnnl_memory_create(&entry.a, &aDesc, c.engine, DNNL_MEMORY_NONE) ==
           dnnl_success &&
@@ -140,7 +143,8 @@ CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
 bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                            int64_t ldb, void *c, int64_t ldc, int64_t m,
                            int64_t n, int64_t k, bool transA, bool transB,
-                           dnnl_data_type_t abType, dnnl_data_type_t cType) {
+                           dnnl_data_type_t abType, dnnl_data_type_t cType,
+                           bool accumulate) {
   MatmulCache &matmuls = cache();
   std::lock_guard<std::mutex> lock(matmuls.mutex);
   MatmulKey key{m,
@@ -149,14 +153,14 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                 lda,
                 ldb,
                 ldc,
-                (transA ? 1 : 0) | (transB ? 2 : 0),
+                (transA ? 1 : 0) | (transB ? 2 : 0) | (accumulate ? 4 : 0),
                 static_cast<int32_t>(abType),
                 static_cast<int32_t>(cType)};
   auto it = matmuls.entries.find(key);
   if (it == matmuls.entries.end())
     it = matmuls.entries
              .emplace(key, buildMatmul(matmuls, m, n, k, lda, ldb, ldc, transA,
-                                       transB, abType, cType))
+                                       transB, abType, cType, accumulate))
              .first;
   CachedMatmul &entry = it->second;
   if (!entry.usable)
@@ -184,7 +188,8 @@ std::string mprt::matmulImplementation(dnnl_data_type_t abType,
   dnnl_primitive_desc_t pd = nullptr;
   std::lock_guard<std::mutex> lock(matmuls.mutex);
   if (!describeMatmul(matmuls.engine, kSize, kSize, kSize, kSize, kSize, kSize,
-                      false, false, abType, cType, aDesc, bDesc, cDesc, pd))
+                      false, false, abType, cType, /*accumulate=*/true, aDesc,
+                      bDesc, cDesc, pd))
     return "";
   const char *name = nullptr;
   std::string text;
