@@ -366,18 +366,24 @@ bool Session::joinJob(const std::string &modelPath, TrainOptions &options,
   os << llvm::json::Value(compileOptionsJson(options));
   uint64_t hash = llvm::xxh3_64bits((*bytes)->getBuffer()) ^
                   (llvm::xxh3_64bits(key) * 0x9e3779b97f4a7c15ULL);
+  return sameOnEveryRank(
+      hash,
+      "the ranks of this job compile different steps (another model file or "
+      "other compile options on some rank); every rank must run the same "
+      "command",
+      error);
+}
+
+bool Session::sameOnEveryRank(uint64_t value, const std::string &disagreement,
+                              std::string &error) {
   int32_t same = 0;
-  if (mprt_dist_same(hash, &same) != MPRT_OK) {
+  if (mprt_dist_same(value, &same) != MPRT_OK) {
     error = mprt_last_error();
     return false;
   }
-  if (!same) {
-    error = "the ranks of this job compile different steps (another model "
-            "file or other compile options on some rank); every rank must "
-            "run the same command";
-    return false;
-  }
-  return true;
+  if (!same)
+    error = disagreement;
+  return same;
 }
 
 bool Session::broadcastTrainingState(std::string &error) {

@@ -220,17 +220,13 @@ bool Trainer::agreeOnRun(std::string &error) {
                     next.batch,     options.checkReplicas};
   uint64_t planHash = llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
       reinterpret_cast<const uint8_t *>(plan), sizeof(plan)));
-  int32_t same = 0;
-  if (mprt_dist_same(planHash, &same) != MPRT_OK) {
-    error = mprt_last_error();
+  if (!Session::sameOnEveryRank(
+          planHash,
+          "the ranks of this job plan different runs (--epochs, --seed, "
+          "--check-replicas, the resumed position or the number of training "
+          "rows differ); every rank must run the same command",
+          error))
     return false;
-  }
-  if (!same) {
-    error = "the ranks of this job plan different runs (--epochs, --seed, "
-            "--check-replicas, the resumed position or the number of "
-            "training rows differ); every rank must run the same command";
-    return false;
-  }
   auto bytesOf = [](const float *data, int64_t count) {
     return llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(data),
                                    count * sizeof(float));
@@ -239,17 +235,11 @@ bool Trainer::agreeOnRun(std::string &error) {
   uint64_t dataHash = llvm::xxh3_64bits(bytesOf(train.x, train.rows * f)) ^
                       llvm::xxh3_64bits(bytesOf(train.y, train.rows * c)) *
                           0x9e3779b97f4a7c15ULL;
-  if (mprt_dist_same(dataHash, &same) != MPRT_OK) {
-    error = mprt_last_error();
-    return false;
-  }
-  if (!same) {
-    error = "the ranks of this job read different training data (every "
-            "rank reads the whole training set and takes its share of each "
-            "global batch)";
-    return false;
-  }
-  return true;
+  return Session::sameOnEveryRank(
+      dataHash,
+      "the ranks of this job read different training data (every rank reads "
+      "the whole training set and takes its share of each global batch)",
+      error);
 }
 
 std::unique_ptr<Trainer> Trainer::create(Session &session,
@@ -413,16 +403,12 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
         observer->afterRepair(repair);
     }
     if (options.checkReplicas && session.isDistributed()) {
-      int32_t same = 0;
-      if (mprt_dist_same(session.parameterChecksum(), &same) != MPRT_OK) {
-        error = mprt_last_error();
+      if (!Session::sameOnEveryRank(session.parameterChecksum(),
+                                    "the ranks' parameters differ after "
+                                    "step " +
+                                        std::to_string(step),
+                                    error))
         return false;
-      }
-      if (!same) {
-        error =
-            "the ranks' parameters differ after step " + std::to_string(step);
-        return false;
-      }
     }
     lossSum += result.loss;
     ++steps;

@@ -325,6 +325,11 @@ public:
   /// A hash of the parameters' bytes: equal on ranks that hold bitwise
   /// equal parameters.
   uint64_t parameterChecksum();
+  /// Data-parallel: whether `value` is the same on every rank (a
+  /// collective). False with `error` set to `disagreement` when it is not,
+  /// or to MPI's error.
+  static bool sameOnEveryRank(uint64_t value, const std::string &disagreement,
+                              std::string &error);
   /// True when the step runs on a GPU (--device cuda).
   bool onDevice() const;
   /// Whether the step writes the new parameters and state over the old
