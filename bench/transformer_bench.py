@@ -21,9 +21,11 @@ then timed): every round times one segment of --seconds per competitor,
 the order rotated from round to round, over --rounds rounds; the table
 gives the median throughput with its min-max, GFLOP/s from the workload's
 matrix-product FLOPs, and that as a fraction of this CPU's peak measured
-here (a large PyTorch f32 and bf16 matmul on the same threads, not
-assumed; for bf16 and f16 the faster of the two, since a CPU without bf16
-units runs bf16 products on its f32 ones). Fairness check: mp f32 and PyTorch f32 losses over the first
+here (a large f32 and bf16 matmul on the same threads, through PyTorch
+and through oneDNN, whichever is faster: Debian's PyTorch f32 matmul
+reached only half of oneDNN's on an AVX-512 EPYC; not assumed; for bf16
+and f16 the faster of the two types, since a CPU without bf16 units runs
+bf16 products on its f32 ones). Fairness check: mp f32 and PyTorch f32 losses over the first
 --check-steps identical steps, largest relative difference (and the same
 for bf16, informational).
 
@@ -213,13 +215,39 @@ def logits_error(logits, workload, params, quick):
     return float(np.linalg.norm(logits - want) / np.linalg.norm(want))
 
 
-def peak_runner(dtype):
-    """A large matmul: this CPU's attainable product rate on these threads."""
+def peak_runner(dtype, library="torch"):
+    """A large matmul: this CPU's attainable product rate on these threads,
+    through PyTorch's matmul or oneDNN's (libmprt's mprt_gemm, what mp's
+    products call); the table takes the faster of the two."""
     import torch
     n = 2048
-    a = torch.randn(n, n).to(getattr(torch, dtype))
-    b = torch.randn(n, n).to(getattr(torch, dtype))
-    return lambda: (torch.mm(a, b), None)[1]
+    if library == "torch":
+        a = torch.randn(n, n).to(getattr(torch, dtype))
+        b = torch.randn(n, n).to(getattr(torch, dtype))
+        return lambda: (torch.mm(a, b), None)[1]
+    import ctypes
+    import numpy as np
+    from mp import runtime
+    lib = runtime.library()
+    gemm = lib.mprt_gemm
+    gemm.argtypes = [ctypes.c_int64] * 9 + [ctypes.c_int32] * 2
+    gemm.restype = ctypes.c_int
+    lib.mprt_last_error.restype = ctypes.c_char_p
+    rng = np.random.default_rng(0)
+
+    def operand():
+        values = rng.standard_normal((n, n), dtype=np.float32)
+        if dtype == "float32":
+            return values
+        return (values.view(np.uint32) >> 16).astype(np.uint16)  # bf16 bits
+    a, b = operand(), operand()
+    kind = 0 if dtype == "float32" else 2  # MPRT_GEMM_F32, MPRT_GEMM_BF16
+    c = np.zeros((n, n), np.float32)
+
+    def step():
+        if gemm(a.ctypes.data, n, b.ctypes.data, n, c.ctypes.data, n, n, n, n, 0, kind) != 0:
+            raise RuntimeError(lib.mprt_last_error().decode())
+    return step
 
 
 def worker(conn, spec, threads):
@@ -322,11 +350,14 @@ def main():
     print("  measuring this CPU's peak (f32 and bf16 matmul) ...", file=sys.stderr)
     peaks = {}
     flops_2048 = 2 * 2048 ** 3
+    peak_sources = {}
     for dtype in ("float32", "bfloat16"):
-        c = Competitor(f"peak {dtype}", ("peak", dtype), args.threads, 1)
-        timed_rounds([c], 2, max(args.seconds / 2, 0.5), flops_2048)
-        peaks[dtype] = max(c.rates)
-        c.close()
+        for library in ("torch", "onednn"):
+            c = Competitor(f"peak {dtype} {library}", ("peak", dtype, library), args.threads, 1)
+            timed_rounds([c], 2, max(args.seconds / 2, 0.5), flops_2048)
+            if max(c.rates) > peaks.get(dtype, 0):
+                peaks[dtype], peak_sources[dtype] = max(c.rates), library
+            c.close()
 
     failures = []
     with tempfile.TemporaryDirectory() as work:
@@ -413,8 +444,11 @@ def main():
                     print(f"logits of {c.name} against the f32 model's: relative error "
                           f"{max(c.losses):.2e}")
                 print()
-    print(f"measured peak on {args.threads} threads: f32 {peaks['float32'] / 1e9:.1f} "
-          f"GFLOP/s, bf16 {peaks['bfloat16'] / 1e9:.1f} GFLOP/s (PyTorch 2048^3 matmul)")
+    names = {"torch": "PyTorch", "onednn": "oneDNN through mprt_gemm"}
+    print(f"measured peak on {args.threads} threads (the faster 2048^3 matmul of PyTorch "
+          f"and oneDNN): f32 {peaks['float32'] / 1e9:.1f} GFLOP/s "
+          f"({names[peak_sources['float32']]}), bf16 {peaks['bfloat16'] / 1e9:.1f} GFLOP/s "
+          f"({names[peak_sources['bfloat16']]})")
     if args.quick:
         print("(--quick: small shapes and short segments: not a measurement)")
     if failures:
