@@ -4,6 +4,7 @@
 
 #include "mprt/mprt.h"
 
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -43,10 +44,9 @@ struct CachedMatmul {
   bool usable = false;
 };
 
-/// Shape, leading dimensions, transposition and accumulation bits and the
-/// two data types.
-using MatmulKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t,
-                             int64_t, int32_t, int32_t, int32_t>;
+/// Shape, leading dimensions, transposition and accumulation bits, the two
+/// data types, and the batch with its strides.
+using MatmulKey = std::array<int64_t, 13>;
 
 struct MatmulCache {
   std::mutex mutex;
@@ -75,21 +75,41 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
                     int64_t lda, int64_t ldb, int64_t ldc, bool transA,
                     bool transB, dnnl_data_type_t abType,
                     dnnl_data_type_t cType, bool accumulate,
-                    dnnl_memory_desc_t &aDesc, dnnl_memory_desc_t &bDesc,
-                    dnnl_memory_desc_t &cDesc, dnnl_primitive_desc_t &pd) {
+                    const mprt::MatmulBatch &batch, dnnl_memory_desc_t &aDesc,
+                    dnnl_memory_desc_t &bDesc, dnnl_memory_desc_t &cDesc,
+                    dnnl_primitive_desc_t &pd) {
   pd = nullptr;
-  dnnl_dims_t aDims = {m, k}, bDims = {k, n}, cDims = {m, n};
-  dnnl_dims_t aStrides = {transA ? 1 : lda, transA ? lda : 1};
-  dnnl_dims_t bStrides = {transB ? 1 : ldb, transB ? ldb : 1};
-  dnnl_dims_t cStrides = {ldc, 1};
+  // A batch is a leading dimension; an operand whose batch stride is 0 is
+  // shared, a batch dimension of 1 that oneDNN broadcasts.
+  bool batched = batch.count > 1;
+  int rank = batched ? 3 : 2, o = batched ? 1 : 0;
+  dnnl_dims_t aDims, bDims, cDims, aStrides, bStrides, cStrides;
+  auto fill = [&](dnnl_dims_t dims, dnnl_dims_t strides, int64_t rows,
+                  int64_t cols, int64_t rowStride, int64_t colStride,
+                  int64_t batchStride) {
+    if (batched) {
+      dims[0] = batchStride ? batch.count : 1;
+      strides[0] = batchStride ? batchStride : rows * cols;
+    }
+    dims[o] = rows;
+    dims[o + 1] = cols;
+    strides[o] = rowStride;
+    strides[o + 1] = colStride;
+  };
+  fill(aDims, aStrides, m, k, transA ? 1 : lda, transA ? lda : 1,
+       batch.strideA);
+  fill(bDims, bStrides, k, n, transB ? 1 : ldb, transB ? ldb : 1,
+       batch.strideB);
+  fill(cDims, cStrides, m, n, ldc, 1, batch.strideC);
   dnnl_matmul_desc_t matmul;
   dnnl_primitive_attr_t attr = nullptr;
   dnnl_post_ops_t postOps = nullptr;
-  bool ok = dnnl_memory_desc_init_by_strides(&aDesc, 2, aDims, abType,
+  bool ok = (!batched || batch.strideC > 0) &&
+            dnnl_memory_desc_init_by_strides(&aDesc, rank, aDims, abType,
                                              aStrides) == dnnl_success &&
-            dnnl_memory_desc_init_by_strides(&bDesc, 2, bDims, abType,
+            dnnl_memory_desc_init_by_strides(&bDesc, rank, bDims, abType,
                                              bStrides) == dnnl_success &&
-            dnnl_memory_desc_init_by_strides(&cDesc, 2, cDims, cType,
+            dnnl_memory_desc_init_by_strides(&cDesc, rank, cDims, cType,
                                              cStrides) == dnnl_success &&
             dnnl_matmul_desc_init(&matmul, &aDesc, &bDesc, nullptr, &cDesc) ==
                 dnnl_success &&
@@ -117,7 +137,8 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
 CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
                          int64_t lda, int64_t ldb, int64_t ldc, bool transA,
                          bool transB, dnnl_data_type_t abType,
-                         dnnl_data_type_t cType, bool accumulate) {
+                         dnnl_data_type_t cType, bool accumulate,
+                         const mprt::MatmulBatch &batch) {
   CachedMatmul entry;
   if (!c.engine)
     return entry;
@@ -125,7 +146,7 @@ CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
   dnnl_primitive_desc_t pd = nullptr;
   entry.usable =
       describeMatmul(c.engine, m, n, k, lda, ldb, ldc, transA, transB, abType,
-                     cType, accumulate, aDesc, bDesc, cDesc, pd) &&
+                     cType, accumulate, batch, aDesc, bDesc, cDesc, pd) &&
       dnnl_primitive_create(&entry.primitive, pd) == dnnl_success &&
       dnnl_memory_create(&entry.a, &aDesc, c.engine, DNNL_MEMORY_NONE) ==
           dnnl_success &&
@@ -144,7 +165,7 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                            int64_t ldb, void *c, int64_t ldc, int64_t m,
                            int64_t n, int64_t k, bool transA, bool transB,
                            dnnl_data_type_t abType, dnnl_data_type_t cType,
-                           bool accumulate) {
+                           bool accumulate, const MatmulBatch &batch) {
   MatmulCache &matmuls = cache();
   std::lock_guard<std::mutex> lock(matmuls.mutex);
   MatmulKey key{m,
@@ -154,14 +175,19 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                 ldb,
                 ldc,
                 (transA ? 1 : 0) | (transB ? 2 : 0) | (accumulate ? 4 : 0),
-                static_cast<int32_t>(abType),
-                static_cast<int32_t>(cType)};
+                static_cast<int64_t>(abType),
+                static_cast<int64_t>(cType),
+                batch.count,
+                batch.strideA,
+                batch.strideB,
+                batch.strideC};
   auto it = matmuls.entries.find(key);
   if (it == matmuls.entries.end())
-    it = matmuls.entries
-             .emplace(key, buildMatmul(matmuls, m, n, k, lda, ldb, ldc, transA,
-                                       transB, abType, cType, accumulate))
-             .first;
+    it =
+        matmuls.entries
+            .emplace(key, buildMatmul(matmuls, m, n, k, lda, ldb, ldc, transA,
+                                      transB, abType, cType, accumulate, batch))
+            .first;
   CachedMatmul &entry = it->second;
   if (!entry.usable)
     return false;
@@ -188,8 +214,8 @@ std::string mprt::matmulImplementation(dnnl_data_type_t abType,
   dnnl_primitive_desc_t pd = nullptr;
   std::lock_guard<std::mutex> lock(matmuls.mutex);
   if (!describeMatmul(matmuls.engine, kSize, kSize, kSize, kSize, kSize, kSize,
-                      false, false, abType, cType, /*accumulate=*/true, aDesc,
-                      bDesc, cDesc, pd))
+                      false, false, abType, cType, /*accumulate=*/true,
+                      MatmulBatch(), aDesc, bDesc, cDesc, pd))
     return "";
   const char *name = nullptr;
   std::string text;

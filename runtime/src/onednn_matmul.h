@@ -23,15 +23,23 @@ namespace mprt {
 /// before oneDNN's first call; every caller of oneDNN calls it first.
 void capOneDnnIsa();
 
+/// `count` products whose operands and results lie `stride*` elements
+/// apart (a stride of 0: one operand shared by every product).
+struct MatmulBatch {
+  int64_t count = 1, strideA = 0, strideB = 0, strideC = 0;
+};
+
 /// C(`cType`) += op(A) op(B) with A and B of `abType`, row-major with
 /// leading dimensions lda, ldb, ldc (op: transposed when transA/transB);
 /// without `accumulate`, C = op(A) op(B), converted to `cType` once.
 /// False when oneDNN has no primitive for it (an old CPU or oneDNN): the
-/// caller then takes another path. Thread-safe.
+/// caller then takes another path. With `batch`, all its products in one
+/// call. Thread-safe.
 bool runCachedMatmul(const void *a, int64_t lda, const void *b, int64_t ldb,
                      void *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                      bool transA, bool transB, dnnl_data_type_t abType,
-                     dnnl_data_type_t cType, bool accumulate = true);
+                     dnnl_data_type_t cType, bool accumulate = true,
+                     const MatmulBatch &batch = MatmulBatch());
 
 /// The name of the kernel oneDNN picks for A(`abType`) B -> C(`cType`) on
 /// this CPU ("brg:avx512_core_bf16", "gemm:jit", ...), or "" when it has

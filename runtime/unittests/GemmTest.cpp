@@ -366,20 +366,29 @@ TEST(Gemm, BatchedMatchesOneCallPerElement) {
   const int m = 3, n = 4, k = 5, batch = 3;
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> small(-4, 4);
-  for (int type : {MPRT_GEMM_F32, MPRT_GEMM_S8}) {
+  // bf16 runs the whole batch as one oneDNN primitive (A shared: a batch
+  // dimension of 1), the others one product at a time.
+  for (int type : {MPRT_GEMM_F32, MPRT_GEMM_S8, MPRT_GEMM_BF16}) {
     std::vector<float> af(m * k), bf(batch * k * n);
     std::vector<int8_t> a8(af.size()), b8(bf.size());
-    for (size_t i = 0; i < af.size(); ++i)
+    std::vector<uint16_t> a16(af.size()), b16(bf.size());
+    for (size_t i = 0; i < af.size(); ++i) {
       a8[i] = static_cast<int8_t>(af[i] = small(rng));
-    for (size_t i = 0; i < bf.size(); ++i)
+      a16[i] = bfloatBits(af[i]);
+    }
+    for (size_t i = 0; i < bf.size(); ++i) {
       b8[i] = static_cast<int8_t>(bf[i] = small(rng));
-    const void *pa = type == MPRT_GEMM_F32
-                         ? static_cast<const void *>(af.data())
-                         : a8.data();
-    const void *pb = type == MPRT_GEMM_F32
-                         ? static_cast<const void *>(bf.data())
-                         : b8.data();
-    int64_t elt = type == MPRT_GEMM_F32 ? 4 : 1;
+      b16[i] = bfloatBits(bf[i]);
+    }
+    const void *pa =
+        type == MPRT_GEMM_F32    ? static_cast<const void *>(af.data())
+        : type == MPRT_GEMM_BF16 ? static_cast<const void *>(a16.data())
+                                 : a8.data();
+    const void *pb =
+        type == MPRT_GEMM_F32    ? static_cast<const void *>(bf.data())
+        : type == MPRT_GEMM_BF16 ? static_cast<const void *>(b16.data())
+                                 : b8.data();
+    int64_t elt = type == MPRT_GEMM_F32 ? 4 : type == MPRT_GEMM_BF16 ? 2 : 1;
     std::vector<int32_t> c(batch * m * n, 1), expected(batch * m * n, 1);
     ASSERT_EQ(mprt_gemm_batched(address(pa), k, address(pb), n,
                                 address(c.data()), n, m, n, k, 0, type, batch,
