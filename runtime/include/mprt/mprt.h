@@ -285,8 +285,9 @@ typedef enum mprt_gemm_type MPRT_ENUM_BASE {
  * op(X) is X or its transpose (flags). Pointers arrive as integers: this is
  * what --mp-contractions-to-runtime emits. f32 runs on oneDNN's sgemm;
  * bf16 on oneDNN's matmul primitive (AMX-BF16 or AVX512-BF16 kernels where
- * the CPU has them, else the inputs are widened to f32); f16 as
- * mprt_gemm_f16_mode says. Returns MPRT_OK, or MPRT_ERROR_ARGUMENT (with
+ * the CPU has them, else the inputs are widened to f32), which also writes
+ * a rounded bf16 C itself (with AVX512-BF16, results below 2^-126 become
+ * zero); f16 as mprt_gemm_f16_mode says. Returns MPRT_OK, or MPRT_ERROR_ARGUMENT (with
  * mprt_last_error) for bad sizes or types. */
 mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                       int64_t c, int64_t ldc, int64_t m, int64_t n, int64_t k,
@@ -298,7 +299,9 @@ mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
  * convolution); C's must keep the results apart (at least (m - 1) * ldc +
  * n) when batch > 1. What --mp-contractions-to-runtime emits for
  * batch_matmul and other products with a leading batch loop; the same
- * convention as libmprt_cuda's mprt_cuda_gemm_batched. */
+ * convention as libmprt_cuda's mprt_cuda_gemm_batched. A bf16 batch runs
+ * as one oneDNN matmul with a batch dimension; others one product at a
+ * time. */
 mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                               int64_t c, int64_t ldc, int64_t m, int64_t n,
                               int64_t k, int32_t flags, int32_t type,
