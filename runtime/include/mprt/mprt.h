@@ -285,9 +285,9 @@ typedef enum mprt_gemm_type MPRT_ENUM_BASE {
  * op(X) is X or its transpose (flags). Pointers arrive as integers: this is
  * what --mp-contractions-to-runtime emits. f32 runs on oneDNN's sgemm;
  * bf16 on oneDNN's matmul primitive (AMX-BF16 or AVX512-BF16 kernels where
- * the CPU has them, else the inputs are widened to f32), which also writes
- * a rounded bf16 C itself (with AVX512-BF16, results below 2^-126 become
- * zero); f16 as mprt_gemm_f16_mode says. Returns MPRT_OK, or MPRT_ERROR_ARGUMENT (with
+ * the CPU has them, else the inputs are widened to f32; AVX512-BF16's dot
+ * products flush subnormal products to zero), which also writes a rounded
+ * bf16 C itself; f16 as mprt_gemm_f16_mode says. Returns MPRT_OK, or MPRT_ERROR_ARGUMENT (with
  * mprt_last_error) for bad sizes or types. */
 mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                       int64_t c, int64_t ldc, int64_t m, int64_t n, int64_t k,
