@@ -71,11 +71,9 @@ extern "C" mprt_status mprt_dist_init(int32_t *rank, int32_t *size) {
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   // Ranks on one host share its cores: unless MPRT_NUM_THREADS or
-  // OMP_NUM_THREADS says
-  // otherwise, each takes its share (N ranks of all cores each would
-  // oversubscribe them N times, and MPI's waits spin).
-  if (initializedHere && !std::getenv("MPRT_NUM_THREADS") &&
-      !std::getenv("OMP_NUM_THREADS")) {
+  // OMP_NUM_THREADS says otherwise, each takes its share (N ranks of all
+  // cores each would oversubscribe them N times, and MPI's waits spin).
+  if (initializedHere && !mprt::threadsFromEnvironment()) {
     MPI_Comm host;
     int local = 1;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r,

@@ -242,6 +242,10 @@ mprt_status gemmS8(int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c,
 /// mprt_cpu_features reports, AVX512-VNNI, AVX-VNNI or AMX-INT8); else
 /// gemmS8 runs its own exact kernel.
 bool hasInt8DotProducts();
+
+/// The thread count MPRT_NUM_THREADS, else OMP_NUM_THREADS, asks for (its
+/// first number); 0 where neither does.
+int32_t threadsFromEnvironment();
 /// What gemmS8 runs without them: C += op(A) op(B) exactly, operands
 /// widened to int16 and pairs of products summed in int32 (AVX2's vpmaddwd
 /// in register blocks on every thread when `avx2`, else portable loops).

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gomp.h"
+#include "internal.h"
 #include "mprt/mprt.h"
 
 #include <algorithm>
@@ -48,12 +49,15 @@ int32_t threadsFrom(const char *variable) {
 }
 } // namespace
 
+int32_t mprt::threadsFromEnvironment() {
+  int32_t threads = threadsFrom("MPRT_NUM_THREADS");
+  return threads ? threads : threadsFrom("OMP_NUM_THREADS");
+}
+
 int32_t mprt_threads(void) {
   if (int32_t chosen = chosenThreads.load())
     return chosen;
-  int32_t threads = threadsFrom("MPRT_NUM_THREADS");
-  if (!threads)
-    threads = threadsFrom("OMP_NUM_THREADS");
+  int32_t threads = mprt::threadsFromEnvironment();
   if (!threads)
     threads = std::max(1, omp_get_num_procs());
   chosenThreads.store(threads);

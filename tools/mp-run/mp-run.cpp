@@ -672,11 +672,11 @@ void claimStatsFlag() {
 
 } // namespace
 
+static int runCommandLine(int argc, char **argv);
+
 /// mp-run's whole command line. The tool's main only calls this, so the
 /// device bundle's one shared library (scripts/gpu_bundle.sh) holds mp-run
 /// and the launcher stays a few bytes.
-static int runCommandLine(int argc, char **argv);
-
 extern "C" int mp_run_main(int argc, char **argv) {
   int status = runCommandLine(argc, argv);
   // A data-parallel rank that fails ends the job: the others would wait

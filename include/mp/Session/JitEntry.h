@@ -31,9 +31,6 @@
 
 namespace mp {
 
-/// The expanded memref arguments of an LLVM-lowered function (allocated
-/// pointer, aligned pointer, offset, sizes, strides), packed as pointers for
-/// ExecutionEngine::invokePacked.
 /// While it lives, the calling thread's OpenMP thread count (compiled
 /// loops and oneDNN's products) is mp's own, mprt_threads(): every core,
 /// MPRT_NUM_THREADS or OMP_NUM_THREADS, whatever another library in the
@@ -49,6 +46,9 @@ private:
   int32_t previous;
 };
 
+/// The expanded memref arguments of an LLVM-lowered function (allocated
+/// pointer, aligned pointer, offset, sizes, strides), packed as pointers for
+/// ExecutionEngine::invokePacked.
 class PackedArgs {
 public:
   void addMemRef(void *data, const std::vector<int64_t> &shape) {
