@@ -25,7 +25,10 @@ here (a large f32 and bf16 matmul on the same threads, through PyTorch
 and through oneDNN, whichever is faster: Debian's PyTorch f32 matmul
 reached only half of oneDNN's on an AVX-512 EPYC; not assumed; for bf16
 and f16 the faster of the two types, since a CPU without bf16 units runs
-bf16 products on its f32 ones). Fairness check: mp f32 and PyTorch f32 losses over the first
+bf16 products on its f32 ones), and for mp the share of each segment
+spent outside its matrix products (libmprt's own count of the time in
+mprt_gemm calls: the compiled loops, the session's copies and the
+threads' gaps). Fairness check: mp f32 and PyTorch f32 losses over the first
 --check-steps identical steps, largest relative difference (and the same
 for bf16, informational).
 
@@ -267,18 +270,26 @@ def worker(conn, spec, threads):
         step, check = step if isinstance(step, tuple) else (step, step)
         losses = [check() for _ in range(conn.recv())]
         conn.send(("losses", losses))
+        # mp's time inside its products (libmprt's own count).
+        gemm_seconds = None
+        if kind == "mp":
+            from mp.runtime import gemm_totals
+            gemm_seconds = lambda: gemm_totals()[1]  # noqa: E731
         while True:
             seconds = conn.recv()
             if seconds is None:
                 break
             count, start = 0, time.perf_counter()
+            in_gemm = gemm_seconds() if gemm_seconds else None
             while True:
                 step()
                 count += 1
                 elapsed = time.perf_counter() - start
                 if elapsed >= seconds:
                     break
-            conn.send(("segment", count, elapsed))
+            if gemm_seconds:
+                in_gemm = gemm_seconds() - in_gemm
+            conn.send(("segment", count, elapsed, in_gemm))
     except Exception as e:  # noqa: BLE001 - the parent reports it
         import traceback
         conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
@@ -295,6 +306,7 @@ class Competitor:
         parent.send(check_steps)
         self.losses = self._receive("losses")[0]
         self.rates = []
+        self.outside_gemm = []  # mp: the share of each segment outside products
 
     def _receive(self, kind):
         message = self.conn.recv()
@@ -305,8 +317,10 @@ class Competitor:
 
     def segment(self, seconds, units_per_step):
         self.conn.send(seconds)
-        count, elapsed = self._receive("segment")
+        count, elapsed, in_gemm = self._receive("segment")
         self.rates.append(count * units_per_step / elapsed)
+        if in_gemm is not None:
+            self.outside_gemm.append(1 - in_gemm / elapsed)
 
     def close(self):
         if self.conn:
@@ -407,8 +421,8 @@ def main():
             print(f"## {title}, {args.threads} threads")
             print()
             print(f"| run | {unit} (median) | min-max | vs mp f32 | mp / PyTorch same "
-                  "precision | GFLOP/s | of measured peak |")
-            print("|---|---:|---:|---:|---:|---:|---:|")
+                  "precision | GFLOP/s | of measured peak | time outside GEMM calls |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|")
             base = statistics.median(by_name["mp f32"].rates)
             for (name, _, precision), c in zip(specs, competitors):
                 rate = statistics.median(c.rates)
@@ -422,9 +436,11 @@ def main():
                 # (PyTorch's bf16 matmul is then far below them).
                 # (int8: against the float peak, for scale only.)
                 peak = peaks["float32"] if precision == "f32" else max(peaks.values())
+                outside = (f"{100 * statistics.median(c.outside_gemm):.1f}%"
+                           if c.outside_gemm else "-")
                 print(f"| {name} | {rate:.1f} | {min(c.rates):.1f}-{max(c.rates):.1f} | "
                       f"{rate / base:.2f}x | {versus} | {gflops:.1f} | "
-                      f"{100 * gflops * 1e9 / peak:.0f}% |")
+                      f"{100 * gflops * 1e9 / peak:.0f}% | {outside} |")
             print()
             if train:
                 for precision in ("f32", "bf16"):

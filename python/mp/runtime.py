@@ -179,6 +179,9 @@ def library():
                                [P, ctypes.POINTER(ctypes.POINTER(_StabilityReport))]),
         "mp_trainer_repairs": (ctypes.c_int64,
                                [P, ctypes.POINTER(ctypes.POINTER(_PrecisionRepair))]),
+        # libmprt's, through the session library's dependency.
+        "mprt_gemm_totals": (None, [ctypes.POINTER(ctypes.c_int64),
+                                    ctypes.POINTER(ctypes.c_double)]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -225,6 +228,16 @@ def hardware_report():
     """What `mp-run info` prints: the CPU's (and GPU's) features, what each
     precision runs on, and what precision="auto" picks."""
     return library().mp_hardware_report().decode()
+
+
+def gemm_totals():
+    """(calls, seconds): the matrix products (libmprt's mprt_gemm and
+    mprt_gemm_batched) this process has run so far, and the wall-clock time
+    inside them. The change over some steps, against the steps' time, is
+    the share those steps spend in products."""
+    calls, seconds = ctypes.c_int64(), ctypes.c_double()
+    library().mprt_gemm_totals(ctypes.byref(calls), ctypes.byref(seconds))
+    return calls.value, seconds.value
 
 
 def epoch_order(rows, epoch, seed=0):

@@ -372,3 +372,29 @@ def test_steps_run_on_mps_thread_count_not_torchs(tmp_path, monkeypatch):
         mp_threads, torch_threads = map(int, done.stdout.split()[-2:])
         assert mp_threads == expected
         assert torch_threads == 1
+
+
+def test_gemm_totals_count_each_steps_products(tmp_path):
+    """runtime.gemm_totals() counts libmprt's product calls and the time in
+    them: the 3-layer MLP's prediction makes its 3 products, a training step
+    8 (3 forward, 3 weight gradients, 2 input gradients), every step alike,
+    and the time inside them is part of the step's."""
+    import time
+    path = tmp_path / "m.mlir"
+    path.write_text(mp.export_training(models.mlp(hidden=16), torch.zeros(8, 64),
+                                       num_classes=10))
+    session = runtime.Session(str(path), cache=False)
+    x = np.ones((8, 64), np.float32)
+    y = np.eye(10, dtype=np.float32)[np.arange(8) % 10]
+    session.train_step(x, y)  # compiled and warm
+    calls, seconds = runtime.gemm_totals()
+    session.predict(x)
+    assert runtime.gemm_totals()[0] - calls == 3
+    for _ in range(3):
+        calls, seconds = runtime.gemm_totals()
+        start = time.perf_counter()
+        session.train_step(x, y)
+        elapsed = time.perf_counter() - start
+        after_calls, after_seconds = runtime.gemm_totals()
+        assert after_calls - calls == 8
+        assert 0 < after_seconds - seconds <= elapsed

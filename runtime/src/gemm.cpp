@@ -20,10 +20,12 @@
 #include <immintrin.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace {
@@ -221,14 +223,50 @@ int f16ModeFromEnvironment() {
 /// Runs a cached 16-bit matmul; false when oneDNN cannot (then widen).
 bool matmul16(int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c,
               int64_t ldc, int64_t m, int64_t n, int64_t k, bool transA,
-              bool transB, int32_t type) {
+              bool transB, int32_t type, bool accumulate) {
   return mprt::runCachedMatmul(
       reinterpret_cast<const void *>(a), lda, reinterpret_cast<const void *>(b),
       ldb, reinterpret_cast<void *>(c), ldc, m, n, k, transA, transB,
-      type == MPRT_GEMM_BF16 ? dnnl_bf16 : dnnl_f16, dnnl_f32);
+      type == MPRT_GEMM_BF16 ? dnnl_bf16 : dnnl_f16, dnnl_f32, accumulate);
 }
 
+constexpr int32_t kKnownFlags = MPRT_GEMM_TRANS_A | MPRT_GEMM_TRANS_B |
+                                MPRT_GEMM_ROUNDED_C | MPRT_GEMM_OVERWRITE_C;
+
+/// What mprt_gemm_totals reports.
+std::atomic<int64_t> totalCalls{0}, totalNanoseconds{0};
+
+/// Adds the outermost GEMM call on this thread to the totals (a batch and
+/// the products it makes count once).
+class CallTimer {
+public:
+  CallTimer() {
+    if (depth++ == 0)
+      start = std::chrono::steady_clock::now();
+  }
+  ~CallTimer() {
+    if (--depth != 0)
+      return;
+    auto elapsed = std::chrono::steady_clock::now() - start;
+    totalNanoseconds +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
+    ++totalCalls;
+  }
+
+private:
+  static thread_local int depth;
+  std::chrono::steady_clock::time_point start;
+};
+thread_local int CallTimer::depth = 0;
+
 } // namespace
+
+extern "C" void mprt_gemm_totals(int64_t *calls, double *seconds) {
+  if (calls)
+    *calls = totalCalls.load();
+  if (seconds)
+    *seconds = static_cast<double>(totalNanoseconds.load()) * 1e-9;
+}
 
 extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
                                          int64_t ldb, int64_t c, int64_t ldc,
@@ -236,6 +274,7 @@ extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
                                          int32_t flags, int32_t type,
                                          int64_t batch, int64_t strideA,
                                          int64_t strideB, int64_t strideC) {
+  CallTimer timer;
   mprt::clearError();
   if (batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 ||
       (batch > 1 && strideC < (m - 1) * ldc + n))
@@ -248,15 +287,14 @@ extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
   // bf16 on oneDNN's matmul primitive: the whole batch in one call (as
   // every product alone would run, or rounded to bf16 by oneDNN).
   bool rounded = flags & MPRT_GEMM_ROUNDED_C;
+  bool overwrite = rounded || (flags & MPRT_GEMM_OVERWRITE_C);
   if (type == MPRT_GEMM_BF16 && batch > 1 && m > 0 && n > 0 && k > 0 && a &&
-      b && c &&
-      !(flags &
-        ~(MPRT_GEMM_TRANS_A | MPRT_GEMM_TRANS_B | MPRT_GEMM_ROUNDED_C)) &&
+      b && c && !(flags & ~kKnownFlags) &&
       mprt::runCachedMatmul(
           reinterpret_cast<const void *>(a), lda,
           reinterpret_cast<const void *>(b), ldb, reinterpret_cast<void *>(c),
           ldc, m, n, k, flags & MPRT_GEMM_TRANS_A, flags & MPRT_GEMM_TRANS_B,
-          dnnl_bf16, rounded ? dnnl_bf16 : dnnl_f32, /*accumulate=*/!rounded,
+          dnnl_bf16, rounded ? dnnl_bf16 : dnnl_f32, /*accumulate=*/!overwrite,
           mprt::MatmulBatch{batch, strideA, strideB, strideC}))
     return MPRT_OK;
   // Bytes per element of A and B; C is f32 or s32, or A's type when
@@ -358,10 +396,10 @@ extern "C" mprt_status mprt_gemm_describe(int32_t type, char *out,
 extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                                  int64_t c, int64_t ldc, int64_t m, int64_t n,
                                  int64_t k, int32_t flags, int32_t type) {
+  CallTimer timer;
   mprt::clearError();
-  constexpr int32_t kKnownFlags =
-      MPRT_GEMM_TRANS_A | MPRT_GEMM_TRANS_B | MPRT_GEMM_ROUNDED_C;
   bool rounded = flags & MPRT_GEMM_ROUNDED_C;
+  bool overwrite = rounded || (flags & MPRT_GEMM_OVERWRITE_C);
   if ((flags & ~kKnownFlags) ||
       (rounded && type != MPRT_GEMM_F16 && type != MPRT_GEMM_BF16))
     return mprt::fail(MPRT_ERROR_ARGUMENT,
@@ -381,11 +419,12 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
     return MPRT_OK;
   if (k == 0) {
     // An empty sum (oneDNN's 16-bit primitives must not see k = 0): C is
-    // unchanged, or +0 when rounded.
-    if (rounded)
+    // unchanged, or +0 when overwritten.
+    size_t elementBytes = rounded ? sizeof(uint16_t) : sizeof(float);
+    if (overwrite)
       for (int64_t i = 0; i < m; ++i)
-        std::memset(reinterpret_cast<uint16_t *>(c) + i * ldc, 0,
-                    static_cast<size_t>(n) * sizeof(uint16_t));
+        std::memset(reinterpret_cast<char *>(c) + i * ldc * elementBytes, 0,
+                    static_cast<size_t>(n) * elementBytes);
     return MPRT_OK;
   }
   if (rounded && type == MPRT_GEMM_BF16 &&
@@ -399,13 +438,13 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
   if (rounded) {
     // The f32 product in a scratch buffer that lives for this call only,
     // then rounded into C.
-    std::vector<float> product(static_cast<size_t>(m * n), 0.0f);
-    mprt_status status =
-        mprt_gemm(a, lda, b, ldb, reinterpret_cast<int64_t>(product.data()), n,
-                  m, n, k, flags & ~MPRT_GEMM_ROUNDED_C, type);
+    std::unique_ptr<float[]> product(new float[static_cast<size_t>(m * n)]);
+    mprt_status status = mprt_gemm(
+        a, lda, b, ldb, reinterpret_cast<int64_t>(product.get()), n, m, n, k,
+        (flags & ~MPRT_GEMM_ROUNDED_C) | MPRT_GEMM_OVERWRITE_C, type);
     if (status != MPRT_OK)
       return status;
-    storeRounded(product.data(), m, n, reinterpret_cast<uint16_t *>(c), ldc,
+    storeRounded(product.get(), m, n, reinterpret_cast<uint16_t *>(c), ldc,
                  type);
     return MPRT_OK;
   }
@@ -429,7 +468,7 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                  bfloatB, vectorized);
     if (matmul16(reinterpret_cast<int64_t>(bfloatA.data()), colsA,
                  reinterpret_cast<int64_t>(bfloatB.data()), colsB, c, ldc, m, n,
-                 k, transA, transB, MPRT_GEMM_BF16))
+                 k, transA, transB, MPRT_GEMM_BF16, !overwrite))
       return MPRT_OK;
     // No bf16 kernel after all: widen the rounded operands to f32.
     a = reinterpret_cast<int64_t>(bfloatA.data());
@@ -438,7 +477,8 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
     ldb = colsB;
     type = MPRT_GEMM_BF16;
   } else if (type != MPRT_GEMM_F32 && f16Mode != MPRT_F16_GEMM_F32 &&
-             matmul16(a, lda, b, ldb, c, ldc, m, n, k, transA, transB, type)) {
+             matmul16(a, lda, b, ldb, c, ldc, m, n, k, transA, transB, type,
+                      !overwrite)) {
     return MPRT_OK;
   }
   if (type != MPRT_GEMM_F32) {
@@ -452,9 +492,9 @@ extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
     ldb = transB ? k : n;
   }
   mprt::capOneDnnIsa();
-  dnnl_status_t status =
-      dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, pa, lda,
-                 pb, ldb, 1.0f, reinterpret_cast<float *>(c), ldc);
+  dnnl_status_t status = dnnl_sgemm(
+      transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, pa, lda, pb, ldb,
+      overwrite ? 0.0f : 1.0f, reinterpret_cast<float *>(c), ldc);
   if (status != dnnl_success)
     return mprt::fail(MPRT_ERROR_ARGUMENT,
                       "mprt_gemm: oneDNN sgemm failed with status %d",

@@ -200,6 +200,11 @@ mprt_status mprt::gemmS8(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                 (long long)ldb, (long long)ldc);
   if (m == 0 || n == 0)
     return MPRT_OK;
+  bool overwrite = flags & MPRT_GEMM_OVERWRITE_C;
+  if (overwrite && (k == 0 || !mprt::hasInt8DotProducts()))
+    for (int64_t i = 0; i < m; ++i)
+      std::memset(reinterpret_cast<int32_t *>(c) + i * ldc, 0,
+                  static_cast<size_t>(n) * sizeof(int32_t));
   if (!mprt::hasInt8DotProducts()) {
     mprt::gemmS8Widened(reinterpret_cast<const int8_t *>(a), lda,
                         reinterpret_cast<const int8_t *>(b), ldb,
@@ -210,15 +215,17 @@ mprt_status mprt::gemmS8(int64_t a, int64_t lda, int64_t b, int64_t ldb,
   if (k > 0 && mprt::runCachedMatmul(reinterpret_cast<const void *>(a), lda,
                                      reinterpret_cast<const void *>(b), ldb,
                                      reinterpret_cast<void *>(c), ldc, m, n, k,
-                                     transA, transB, dnnl_s8, dnnl_s32))
+                                     transA, transB, dnnl_s8, dnnl_s32,
+                                     /*accumulate=*/!overwrite))
     return MPRT_OK;
   const int32_t zero = 0;
-  // Row-major C += A B (beta 1), no zero points: symmetric quantization.
-  dnnl_status_t status =
-      dnnl_gemm_s8s8s32(transA ? 'T' : 'N', transB ? 'T' : 'N', 'F', m, n, k,
-                        1.0f, reinterpret_cast<const int8_t *>(a), lda, 0,
-                        reinterpret_cast<const int8_t *>(b), ldb, 0, 1.0f,
-                        reinterpret_cast<int32_t *>(c), ldc, &zero);
+  // Row-major C += A B (beta 1; 0 to overwrite), no zero points: symmetric
+  // quantization.
+  dnnl_status_t status = dnnl_gemm_s8s8s32(
+      transA ? 'T' : 'N', transB ? 'T' : 'N', 'F', m, n, k, 1.0f,
+      reinterpret_cast<const int8_t *>(a), lda, 0,
+      reinterpret_cast<const int8_t *>(b), ldb, 0, overwrite ? 0.0f : 1.0f,
+      reinterpret_cast<int32_t *>(c), ldc, &zero);
   if (status != dnnl_success)
     return fail(MPRT_ERROR_ARGUMENT,
                 "mprt_gemm (s8): oneDNN gemm_s8s8s32 failed with status %d",

@@ -332,7 +332,7 @@ TEST(Gemm, RoundedCArgumentsAndEmptySums) {
             MPRT_ERROR_ARGUMENT);
   EXPECT_NE(std::string(mprt_last_error()).find("rounded C needs f16 or bf16"),
             std::string::npos);
-  EXPECT_EQ(mprt_gemm(address(x), 2, address(x), 2, address(c), 2, 2, 2, 2, 8,
+  EXPECT_EQ(mprt_gemm(address(x), 2, address(x), 2, address(c), 2, 2, 2, 2, 16,
                       MPRT_GEMM_F16),
             MPRT_ERROR_ARGUMENT);
   // k = 0: C = round(empty sum) = +0, not "unchanged" as for C +=.
@@ -415,6 +415,99 @@ TEST(Gemm, BatchedRejectsOverlappingResults) {
   EXPECT_EQ(mprt_gemm_batched(address(x), 2, address(x), 2, address(x), 2, 2, 2,
                               2, 0, MPRT_GEMM_F32, 0, 0, 0, 0),
             MPRT_OK);
+}
+
+} // namespace
+
+namespace {
+
+// MPRT_GEMM_OVERWRITE_C: C = op(A) op(B) without reading C. C starts as NaN
+// bit patterns with a leading dimension beyond n; the result must equal the
+// product accumulated into zeros, bit for bit (no product here is -0), and
+// the gap between rows must stay as it was. Every type (f16 in each mode),
+// every transpose, one call and a batch with A shared; k = 0 stores zeros.
+TEST(Gemm, OverwriteCEqualsTheProductIntoZeros) {
+  const int m = 5, n = 7, k = 19, ldc = 9, batch = 3;
+  const uint32_t garbage = 0x7fc00123u; // a NaN, and an odd int32
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> small(-4, 4);
+  struct Case {
+    int type, f16Mode;
+  };
+  for (Case c : {Case{MPRT_GEMM_F32, 0}, Case{MPRT_GEMM_BF16, 0},
+                 Case{MPRT_GEMM_S8, 0}, Case{MPRT_GEMM_F16, 1},
+                 Case{MPRT_GEMM_F16, 2}, Case{MPRT_GEMM_F16, 3}}) {
+    if (c.type == MPRT_GEMM_F16)
+      mprt_gemm_set_f16_mode(c.f16Mode);
+    for (int flags = 0; flags < 4; ++flags)
+      for (int kk : {k, 0}) {
+        SCOPED_TRACE("type " + std::to_string(c.type) + " f16 mode " +
+                     std::to_string(c.f16Mode) + " flags " +
+                     std::to_string(flags) + " k " + std::to_string(kk));
+        bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+        std::vector<float> af(m * k), bf(batch * k * n);
+        for (float &v : af)
+          v = small(rng) + 0.5f; // never 0: no -0 products
+        for (float &v : bf)
+          v = small(rng) + 0.5f;
+        std::vector<int8_t> a8(af.size()), b8(bf.size());
+        std::vector<uint16_t> a16(af.size()), b16(bf.size());
+        for (size_t i = 0; i < af.size(); ++i) {
+          a8[i] = static_cast<int8_t>(2 * af[i]);
+          a16[i] =
+              c.type == MPRT_GEMM_F16 ? halfBits(af[i]) : bfloatBits(af[i]);
+        }
+        for (size_t i = 0; i < bf.size(); ++i) {
+          b8[i] = static_cast<int8_t>(2 * bf[i]);
+          b16[i] =
+              c.type == MPRT_GEMM_F16 ? halfBits(bf[i]) : bfloatBits(bf[i]);
+        }
+        const void *pa =
+            c.type == MPRT_GEMM_F32  ? static_cast<const void *>(af.data())
+            : c.type == MPRT_GEMM_S8 ? static_cast<const void *>(a8.data())
+                                     : a16.data();
+        const void *pb =
+            c.type == MPRT_GEMM_F32  ? static_cast<const void *>(bf.data())
+            : c.type == MPRT_GEMM_S8 ? static_cast<const void *>(b8.data())
+                                     : b16.data();
+        int64_t elt = c.type == MPRT_GEMM_F32  ? 4
+                      : c.type == MPRT_GEMM_S8 ? 1
+                                               : 2;
+        int64_t lda = ta ? m : kk, ldb = tb ? kk : n;
+        lda = std::max<int64_t>(lda, 1);
+        ldb = std::max<int64_t>(ldb, 1);
+        int64_t cSize = batch * m * ldc;
+        std::vector<uint32_t> got(cSize, garbage), want(cSize, garbage);
+        for (int64_t i = 0; i < cSize; ++i)
+          if (i % ldc < n)
+            want[i] = 0; // +0.0f and int32 0 alike
+        // The expected result: one accumulating call per product.
+        for (int p = 0; p < batch; ++p)
+          ASSERT_EQ(mprt_gemm(address(pa), lda, address(pb) + p * k * n * elt,
+                              ldb, address(want.data() + p * m * ldc), ldc, m,
+                              n, kk, flags, c.type),
+                    MPRT_OK)
+              << mprt_last_error();
+        // One call: the first product.
+        ASSERT_EQ(mprt_gemm(address(pa), lda, address(pb), ldb,
+                            address(got.data()), ldc, m, n, kk,
+                            flags | MPRT_GEMM_OVERWRITE_C, c.type),
+                  MPRT_OK)
+            << mprt_last_error();
+        EXPECT_TRUE(
+            std::equal(got.begin(), got.begin() + m * ldc, want.begin()));
+        // The batch, A shared.
+        std::fill(got.begin(), got.end(), garbage);
+        ASSERT_EQ(mprt_gemm_batched(address(pa), lda, address(pb), ldb,
+                                    address(got.data()), ldc, m, n, kk,
+                                    flags | MPRT_GEMM_OVERWRITE_C, c.type,
+                                    batch, 0, k * n, m * ldc),
+                  MPRT_OK)
+            << mprt_last_error();
+        EXPECT_EQ(got, want);
+      }
+  }
+  mprt_gemm_set_f16_mode(MPRT_F16_GEMM_AUTO);
 }
 
 } // namespace

@@ -105,8 +105,14 @@ def ConvertContractionsToRuntime
     with flag 4 (`MPRT_GEMM_ROUNDED_C`): it writes `D` (f16 or bf16,
     accumulated in f32 and rounded once) and `C`, its fill and the rounding
     pass disappear. `D` must be a fresh buffer that nothing reads or views
-    before the rounding (its allocation moves before the call). The program must be
-    linked (or JIT-resolved) with libmprt or libmprt_cuda.
+    before the rounding (its allocation moves before the call).
+
+    With `runtime=cpu`, any other product whose C is a fresh buffer filled
+    with zero just for it — `C = alloc; fill(0, C); C += A B`, where C's
+    other users all come after the product — calls the GEMM with flag 8
+    (`MPRT_GEMM_OVERWRITE_C`, `C = A B`) and the fill goes: the zeros are
+    neither written nor read. (A product of -0 then stays -0.) The program
+    must be linked (or JIT-resolved) with libmprt or libmprt_cuda.
   }];
   let options = [
     Option<"runtime", "runtime", "::mlir::mp::ContractionRuntime",
@@ -127,7 +133,10 @@ def ConvertContractionsToRuntime
                                         "GEMM calls">,
     Statistic<"numRounded", "rounded-results",
               "Of those, products whose f32 result was only rounded: the "
-              "call writes the rounded result (MPRT_GEMM_ROUNDED_C)">
+              "call writes the rounded result (MPRT_GEMM_ROUNDED_C)">,
+    Statistic<"numOverwritten", "overwritten-results",
+              "Of those, products into a zero fill made for them: the call "
+              "overwrites C (MPRT_GEMM_OVERWRITE_C) and the fill goes">
   ];
 }
 

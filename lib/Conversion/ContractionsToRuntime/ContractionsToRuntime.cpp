@@ -254,6 +254,49 @@ Operation *roundedResultOf(linalg::LinalgOp product) {
   return rounding;
 }
 
+/// Whether \p fill stores a zero of either sign, float or integer.
+bool fillsAnyZero(linalg::FillOp fill) {
+  auto constant = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  if (!constant)
+    return false;
+  if (auto value = dyn_cast<FloatAttr>(constant.getValue()))
+    return value.getValue().isZero();
+  auto value = dyn_cast<IntegerAttr>(constant.getValue());
+  return value && value.getValue().isZero();
+}
+
+/// The zero fill of a product's C that nothing else sees:
+///
+///   %c = memref.alloc()
+///   linalg.fill ins(0) outs(%c)
+///   <product> outs(%c)                   (%c's other users come after)
+///
+/// The GEMM can then overwrite C (MPRT_GEMM_OVERWRITE_C): the fill, and
+/// the GEMM's read of its zeros, are never done. Returns the fill, or null.
+linalg::FillOp zeroFillOf(linalg::LinalgOp product) {
+  Value c = product.getDpsInitOperand(0)->get();
+  auto alloc = c.getDefiningOp<memref::AllocOp>();
+  Block *block = product->getBlock();
+  if (!alloc || alloc->getBlock() != block)
+    return nullptr;
+  linalg::FillOp fill;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == product.getOperation())
+      continue;
+    if (auto f = dyn_cast<linalg::FillOp>(user);
+        f && !fill && f->getBlock() == block && f.getOutputs()[0] == c &&
+        f->isBeforeInBlock(product) && fillsAnyZero(f)) {
+      fill = f;
+      continue;
+    }
+    // Anything else (a view, a read, another write) after the product.
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (!inBlock || !product->isBeforeInBlock(inBlock))
+      return nullptr;
+  }
+  return fill;
+}
+
 struct ContractionsToRuntimePass
     : mp::impl::ConvertContractionsToRuntimeBase<ContractionsToRuntimePass> {
   using Base::Base;
@@ -326,6 +369,10 @@ struct ContractionsToRuntimePass
       };
       // A result that is only rounded: the call writes the rounded buffer.
       Operation *rounding = roundedResultOf(op);
+      // A result into fresh zeros: the call overwrites C (libmprt only:
+      // libmprt_cuda has no such flag yet).
+      linalg::FillOp zeroFill =
+          rounding || cuda ? linalg::FillOp() : zeroFillOf(op);
       Value aMem = product.a->get(), bMem = product.b->get(),
             cMem = rounding ? cast<linalg::GenericOp>(rounding)
                                   .getDpsInitOperand(0)
@@ -340,7 +387,8 @@ struct ContractionsToRuntimePass
           dim(aMem, (product.sharedA ? 0 : first) + (product.transA ? 0 : 1));
       int32_t flags = (product.transA ? MPRT_GEMM_TRANS_A : 0) |
                       (product.transB ? MPRT_GEMM_TRANS_B : 0) |
-                      (rounding ? MPRT_GEMM_ROUNDED_C : 0);
+                      (rounding ? MPRT_GEMM_ROUNDED_C : 0) |
+                      (zeroFill ? MPRT_GEMM_OVERWRITE_C : 0);
       auto type = *gemmType(
           cast<MemRefType>(aMem.getType()).getElementType(),
           cast<MemRefType>(bMem.getType()).getElementType(),
@@ -385,6 +433,10 @@ struct ContractionsToRuntimePass
         ++numRounded;
       } else {
         op->erase();
+      }
+      if (zeroFill) {
+        zeroFill->erase();
+        ++numOverwritten;
       }
       ++numCalls;
     }

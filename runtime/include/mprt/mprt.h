@@ -278,17 +278,24 @@ typedef enum mprt_gemm_type MPRT_ENUM_BASE {
  * result is only rounded compiles to (--mp-contractions-to-runtime): the
  * f32 result is never stored. */
 #define MPRT_GEMM_ROUNDED_C 4
+/* C = op(A) op(B) in C's own type: C's old contents are not read (k == 0
+ * stores zeros). What a product into a zero-filled buffer compiles to
+ * (--mp-contractions-to-runtime): the fill, and the GEMM's read of the
+ * zeros, are gone. (The sum then keeps the sign of a -0 product, which
+ * 0 + x would have made +0.) */
+#define MPRT_GEMM_OVERWRITE_C 8
 
 /* C[m x n] += op(A)[m x k] * op(B)[k x n] with f32 accumulation (int32 for
- * MPRT_GEMM_S8; C = round(...) with MPRT_GEMM_ROUNDED_C), as
+ * MPRT_GEMM_S8; C = round(...) with MPRT_GEMM_ROUNDED_C, C = ... with
+ * MPRT_GEMM_OVERWRITE_C), as
  * linalg.matmul does; row-major with leading dimensions lda, ldb, ldc;
  * op(X) is X or its transpose (flags). Pointers arrive as integers: this is
  * what --mp-contractions-to-runtime emits. f32 runs on oneDNN's sgemm;
  * bf16 on oneDNN's matmul primitive (AMX-BF16 or AVX512-BF16 kernels where
  * the CPU has them, else the inputs are widened to f32; AVX512-BF16's dot
  * products flush subnormal products to zero), which also writes a rounded
- * bf16 C itself; f16 as mprt_gemm_f16_mode says. Returns MPRT_OK, or MPRT_ERROR_ARGUMENT (with
- * mprt_last_error) for bad sizes or types. */
+ * bf16 C itself; f16 as mprt_gemm_f16_mode says. Returns MPRT_OK, or
+ * MPRT_ERROR_ARGUMENT (with mprt_last_error) for bad sizes or types. */
 mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                       int64_t c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                       int32_t flags, int32_t type);
@@ -307,6 +314,13 @@ mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                               int64_t k, int32_t flags, int32_t type,
                               int64_t batch, int64_t stride_a,
                               int64_t stride_b, int64_t stride_c);
+
+/* What mprt_gemm and mprt_gemm_batched have done in this process so far:
+ * calls (a batch counts once) and wall-clock seconds inside them, summed
+ * over the threads that called them. A step's time minus the change in
+ * `seconds` is the time it spends outside its products
+ * (bench/transformer_bench.py reports it). Either pointer may be NULL. */
+void mprt_gemm_totals(int64_t *calls, double *seconds);
 
 /*===-- Parallel loops ------------------------------------------------------===
  *

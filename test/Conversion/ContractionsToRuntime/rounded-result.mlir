@@ -75,7 +75,8 @@ func.func @batched(%q: memref<2x4x8xbf16>, %k: memref<2x8x4xbf16>) -> memref<2x4
 
 // -----
 
-// Left as products into f32 (flags 0), then rounded by the loop:
+// Left as products into f32, then rounded by the loop (flags 0 where C
+// starts at 1; the others overwrite their zero-filled C: flags 8):
 // - @not_zero: the accumulator starts at 1, not 0;
 // - @read_twice: the f32 result has another reader;
 // - @other_type: rounded to bf16 from f16 operands;
@@ -104,7 +105,7 @@ func.func @not_zero(%a: memref<4x8xf16>, %b: memref<8x4xf16>) -> memref<4x4xf16>
 }
 
 // CHECK-LABEL: func.func @read_twice
-// CHECK: arith.constant 0 : i32
+// CHECK: arith.constant 8 : i32
 // CHECK: call @mprt_gemm
 // CHECK: arith.truncf
 // CHECK: memref.copy
@@ -127,7 +128,7 @@ func.func @read_twice(%a: memref<4x8xf16>, %b: memref<8x4xf16>, %keep: memref<4x
 }
 
 // CHECK-LABEL: func.func @other_type
-// CHECK: arith.constant 0 : i32
+// CHECK: arith.constant 8 : i32
 // CHECK: call @mprt_gemm
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 func.func @other_type(%a: memref<4x8xf16>, %b: memref<8x4xf16>) -> memref<4x4xbf16> {
@@ -148,7 +149,7 @@ func.func @other_type(%a: memref<4x8xf16>, %b: memref<8x4xf16>) -> memref<4x4xbf
 }
 
 // CHECK-LABEL: func.func @used_before
-// CHECK: arith.constant 0 : i32
+// CHECK: arith.constant 8 : i32
 // CHECK: call @mprt_gemm
 // CHECK: linalg.fill
 // CHECK: arith.truncf
@@ -173,7 +174,7 @@ func.func @used_before(%a: memref<4x8xf16>, %b: memref<8x4xf16>) -> memref<4x4xf
 }
 
 // CHECK-LABEL: func.func @more_than_rounding
-// CHECK: arith.constant 0 : i32
+// CHECK: arith.constant 8 : i32
 // CHECK: call @mprt_gemm
 // CHECK: arith.addf
 // CHECK: arith.truncf
