@@ -311,6 +311,58 @@ extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
   return MPRT_OK;
 }
 
+extern "C" mprt_status mprt_gemm_bias(int64_t a, int64_t lda, int64_t b,
+                                      int64_t ldb, int64_t c, int64_t ldc,
+                                      int64_t m, int64_t n, int64_t k,
+                                      int32_t flags, int32_t type,
+                                      int64_t bias) {
+  CallTimer timer;
+  mprt::clearError();
+  if ((flags & ~kKnownFlags) ||
+      (type != MPRT_GEMM_F16 && type != MPRT_GEMM_BF16) || !bias)
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "mprt_gemm_bias: bad flags %d, type %d or bias (needs "
+                      "f16 or bf16 operands and an f32 bias)",
+                      flags, type);
+  if (m < 0 || n < 0 || k < 0 || !a || !b || !c)
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "mprt_gemm_bias: bad arguments (m=%lld n=%lld k=%lld)",
+                      (long long)m, (long long)n, (long long)k);
+  if (m == 0 || n == 0)
+    return MPRT_OK;
+  bool rounded = flags & MPRT_GEMM_ROUNDED_C;
+  const float *biasValues = reinterpret_cast<const float *>(bias);
+  if (type == MPRT_GEMM_BF16 && k > 0 &&
+      mprt::runCachedMatmul(
+          reinterpret_cast<const void *>(a), lda,
+          reinterpret_cast<const void *>(b), ldb, reinterpret_cast<void *>(c),
+          ldc, m, n, k, flags & MPRT_GEMM_TRANS_A, flags & MPRT_GEMM_TRANS_B,
+          dnnl_bf16, rounded ? dnnl_bf16 : dnnl_f32, /*accumulate=*/false,
+          mprt::MatmulBatch(), biasValues))
+    return MPRT_OK;
+  // Elsewhere the steps one by one: the f32 product (in C, or in a scratch
+  // buffer when it is rounded), the bias, the rounding.
+  std::unique_ptr<float[]> scratch;
+  float *product = reinterpret_cast<float *>(c);
+  int64_t ldp = ldc;
+  if (rounded) {
+    scratch.reset(new float[static_cast<size_t>(m * n)]);
+    product = scratch.get();
+    ldp = n;
+  }
+  mprt_status status = mprt_gemm(
+      a, lda, b, ldb, reinterpret_cast<int64_t>(product), ldp, m, n, k,
+      (flags & ~MPRT_GEMM_ROUNDED_C) | MPRT_GEMM_OVERWRITE_C, type);
+  if (status != MPRT_OK)
+    return status;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      product[i * ldp + j] += biasValues[j];
+  if (rounded)
+    storeRounded(product, m, n, reinterpret_cast<uint16_t *>(c), ldc, type);
+  return MPRT_OK;
+}
+
 extern "C" void mprt_gemm_set_f16_mode(int32_t mode) {
   if (mode < MPRT_F16_GEMM_AUTO || mode > MPRT_F16_GEMM_F32)
     mode = MPRT_F16_GEMM_AUTO;

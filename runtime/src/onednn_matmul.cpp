@@ -40,12 +40,12 @@ namespace {
 
 struct CachedMatmul {
   dnnl_primitive_t primitive = nullptr;
-  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr;
+  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr, bias = nullptr;
   bool usable = false;
 };
 
-/// Shape, leading dimensions, transposition and accumulation bits, the two
-/// data types, and the batch with its strides.
+/// Shape, leading dimensions, transposition, accumulation and bias bits,
+/// the two data types, and the batch with its strides.
 using MatmulKey = std::array<int64_t, 13>;
 
 struct MatmulCache {
@@ -69,15 +69,15 @@ MatmulCache &cache() {
 }
 
 /// The memory and primitive descriptors of C += op(A) op(B) (C = op(A)
-/// op(B) without `accumulate`); false (and no `pd`) when oneDNN has no
-/// implementation.
+/// op(B) without `accumulate`; + an f32 row vector added to every row with
+/// `bias`); false (and no `pd`) when oneDNN has no implementation.
 bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
                     int64_t lda, int64_t ldb, int64_t ldc, bool transA,
                     bool transB, dnnl_data_type_t abType,
-                    dnnl_data_type_t cType, bool accumulate,
+                    dnnl_data_type_t cType, bool accumulate, bool bias,
                     const mprt::MatmulBatch &batch, dnnl_memory_desc_t &aDesc,
                     dnnl_memory_desc_t &bDesc, dnnl_memory_desc_t &cDesc,
-                    dnnl_primitive_desc_t &pd) {
+                    dnnl_memory_desc_t &biasDesc, dnnl_primitive_desc_t &pd) {
   pd = nullptr;
   // A batch is a leading dimension; an operand whose batch stride is 0 is
   // shared, a batch dimension of 1 that oneDNN broadcasts.
@@ -101,26 +101,32 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
   fill(bDims, bStrides, k, n, transB ? 1 : ldb, transB ? ldb : 1,
        batch.strideB);
   fill(cDims, cStrides, m, n, ldc, 1, batch.strideC);
+  // The bias: one row, broadcast over the rows (and the batch).
+  dnnl_dims_t biasDims, biasStrides;
+  fill(biasDims, biasStrides, 1, n, n, 1, 0);
   dnnl_matmul_desc_t matmul;
   dnnl_primitive_attr_t attr = nullptr;
   dnnl_post_ops_t postOps = nullptr;
-  bool ok = (!batched || batch.strideC > 0) &&
-            dnnl_memory_desc_init_by_strides(&aDesc, rank, aDims, abType,
-                                             aStrides) == dnnl_success &&
-            dnnl_memory_desc_init_by_strides(&bDesc, rank, bDims, abType,
-                                             bStrides) == dnnl_success &&
-            dnnl_memory_desc_init_by_strides(&cDesc, rank, cDims, cType,
-                                             cStrides) == dnnl_success &&
-            dnnl_matmul_desc_init(&matmul, &aDesc, &bDesc, nullptr, &cDesc) ==
-                dnnl_success &&
-            dnnl_primitive_attr_create(&attr) == dnnl_success &&
-            dnnl_post_ops_create(&postOps) == dnnl_success &&
-            // C += ...: linalg.matmul accumulates into its output.
-            (!accumulate ||
-             dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success) &&
-            dnnl_primitive_attr_set_post_ops(attr, postOps) == dnnl_success &&
-            dnnl_primitive_desc_create(&pd, &matmul, attr, engine, nullptr) ==
-                dnnl_success;
+  bool ok =
+      (!batched || batch.strideC > 0) &&
+      dnnl_memory_desc_init_by_strides(&aDesc, rank, aDims, abType, aStrides) ==
+          dnnl_success &&
+      dnnl_memory_desc_init_by_strides(&bDesc, rank, bDims, abType, bStrides) ==
+          dnnl_success &&
+      dnnl_memory_desc_init_by_strides(&cDesc, rank, cDims, cType, cStrides) ==
+          dnnl_success &&
+      dnnl_memory_desc_init_by_strides(&biasDesc, rank, biasDims, dnnl_f32,
+                                       biasStrides) == dnnl_success &&
+      dnnl_matmul_desc_init(&matmul, &aDesc, &bDesc, bias ? &biasDesc : nullptr,
+                            &cDesc) == dnnl_success &&
+      dnnl_primitive_attr_create(&attr) == dnnl_success &&
+      dnnl_post_ops_create(&postOps) == dnnl_success &&
+      // C += ...: linalg.matmul accumulates into its output.
+      (!accumulate ||
+       dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success) &&
+      dnnl_primitive_attr_set_post_ops(attr, postOps) == dnnl_success &&
+      dnnl_primitive_desc_create(&pd, &matmul, attr, engine, nullptr) ==
+          dnnl_success;
   if (!ok && pd) {
     dnnl_primitive_desc_destroy(pd);
     pd = nullptr;
@@ -137,23 +143,26 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
 CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
                          int64_t lda, int64_t ldb, int64_t ldc, bool transA,
                          bool transB, dnnl_data_type_t abType,
-                         dnnl_data_type_t cType, bool accumulate,
+                         dnnl_data_type_t cType, bool accumulate, bool bias,
                          const mprt::MatmulBatch &batch) {
   CachedMatmul entry;
   if (!c.engine)
     return entry;
-  dnnl_memory_desc_t aDesc, bDesc, cDesc;
+  dnnl_memory_desc_t aDesc, bDesc, cDesc, biasDesc;
   dnnl_primitive_desc_t pd = nullptr;
   entry.usable =
       describeMatmul(c.engine, m, n, k, lda, ldb, ldc, transA, transB, abType,
-                     cType, accumulate, batch, aDesc, bDesc, cDesc, pd) &&
+                     cType, accumulate, bias, batch, aDesc, bDesc, cDesc,
+                     biasDesc, pd) &&
       dnnl_primitive_create(&entry.primitive, pd) == dnnl_success &&
       dnnl_memory_create(&entry.a, &aDesc, c.engine, DNNL_MEMORY_NONE) ==
           dnnl_success &&
       dnnl_memory_create(&entry.b, &bDesc, c.engine, DNNL_MEMORY_NONE) ==
           dnnl_success &&
       dnnl_memory_create(&entry.c, &cDesc, c.engine, DNNL_MEMORY_NONE) ==
-          dnnl_success;
+          dnnl_success &&
+      (!bias || dnnl_memory_create(&entry.bias, &biasDesc, c.engine,
+                                   DNNL_MEMORY_NONE) == dnnl_success);
   if (pd)
     dnnl_primitive_desc_destroy(pd);
   return entry;
@@ -165,7 +174,8 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                            int64_t ldb, void *c, int64_t ldc, int64_t m,
                            int64_t n, int64_t k, bool transA, bool transB,
                            dnnl_data_type_t abType, dnnl_data_type_t cType,
-                           bool accumulate, const MatmulBatch &batch) {
+                           bool accumulate, const MatmulBatch &batch,
+                           const float *bias) {
   MatmulCache &matmuls = cache();
   std::lock_guard<std::mutex> lock(matmuls.mutex);
   MatmulKey key{m,
@@ -174,7 +184,8 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                 lda,
                 ldb,
                 ldc,
-                (transA ? 1 : 0) | (transB ? 2 : 0) | (accumulate ? 4 : 0),
+                (transA ? 1 : 0) | (transB ? 2 : 0) | (accumulate ? 4 : 0) |
+                    (bias ? 8 : 0),
                 static_cast<int64_t>(abType),
                 static_cast<int64_t>(cType),
                 batch.count,
@@ -183,22 +194,25 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                 batch.strideC};
   auto it = matmuls.entries.find(key);
   if (it == matmuls.entries.end())
-    it =
-        matmuls.entries
-            .emplace(key, buildMatmul(matmuls, m, n, k, lda, ldb, ldc, transA,
-                                      transB, abType, cType, accumulate, batch))
-            .first;
+    it = matmuls.entries
+             .emplace(key, buildMatmul(matmuls, m, n, k, lda, ldb, ldc, transA,
+                                       transB, abType, cType, accumulate,
+                                       bias != nullptr, batch))
+             .first;
   CachedMatmul &entry = it->second;
   if (!entry.usable)
     return false;
   dnnl_memory_set_data_handle(entry.a, const_cast<void *>(a));
   dnnl_memory_set_data_handle(entry.b, const_cast<void *>(b));
   dnnl_memory_set_data_handle(entry.c, c);
+  if (bias)
+    dnnl_memory_set_data_handle(entry.bias, const_cast<float *>(bias));
   dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, entry.a},
                             {DNNL_ARG_WEIGHTS, entry.b},
-                            {DNNL_ARG_DST, entry.c}};
-  return dnnl_primitive_execute(entry.primitive, matmuls.stream, 3, args) ==
-             dnnl_success &&
+                            {DNNL_ARG_DST, entry.c},
+                            {DNNL_ARG_BIAS, entry.bias}};
+  return dnnl_primitive_execute(entry.primitive, matmuls.stream, bias ? 4 : 3,
+                                args) == dnnl_success &&
          dnnl_stream_wait(matmuls.stream) == dnnl_success;
 }
 
@@ -210,12 +224,13 @@ std::string mprt::matmulImplementation(dnnl_data_type_t abType,
   // A product the size of a layer's: oneDNN picks kernels by ISA and type,
   // not by this shape.
   constexpr int64_t kSize = 256;
-  dnnl_memory_desc_t aDesc, bDesc, cDesc;
+  dnnl_memory_desc_t aDesc, bDesc, cDesc, biasDesc;
   dnnl_primitive_desc_t pd = nullptr;
   std::lock_guard<std::mutex> lock(matmuls.mutex);
   if (!describeMatmul(matmuls.engine, kSize, kSize, kSize, kSize, kSize, kSize,
                       false, false, abType, cType, /*accumulate=*/true,
-                      MatmulBatch(), aDesc, bDesc, cDesc, pd))
+                      /*bias=*/false, MatmulBatch(), aDesc, bDesc, cDesc,
+                      biasDesc, pd))
     return "";
   const char *name = nullptr;
   std::string text;

@@ -32,14 +32,16 @@ struct MatmulBatch {
 /// C(`cType`) += op(A) op(B) with A and B of `abType`, row-major with
 /// leading dimensions lda, ldb, ldc (op: transposed when transA/transB);
 /// without `accumulate`, C = op(A) op(B), converted to `cType` once.
-/// False when oneDNN has no primitive for it (an old CPU or oneDNN): the
-/// caller then takes another path. With `batch`, all its products in one
-/// call. Thread-safe.
+/// With `bias` (f32, n values), bias[j] is added to every row in f32
+/// before that conversion. False when oneDNN has no primitive for it (an
+/// old CPU or oneDNN): the caller then takes another path. With `batch`,
+/// all its products in one call. Thread-safe.
 bool runCachedMatmul(const void *a, int64_t lda, const void *b, int64_t ldb,
                      void *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                      bool transA, bool transB, dnnl_data_type_t abType,
                      dnnl_data_type_t cType, bool accumulate = true,
-                     const MatmulBatch &batch = MatmulBatch());
+                     const MatmulBatch &batch = MatmulBatch(),
+                     const float *bias = nullptr);
 
 /// The name of the kernel oneDNN picks for A(`abType`) B -> C(`cType`) on
 /// this CPU ("brg:avx512_core_bf16", "gemm:jit", ...), or "" when it has

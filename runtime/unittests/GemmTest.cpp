@@ -511,3 +511,94 @@ TEST(Gemm, OverwriteCEqualsTheProductIntoZeros) {
 }
 
 } // namespace
+
+namespace {
+
+// mprt_gemm_bias: C = op(A) op(B) + bias, stored in f32 or rounded once.
+// The reference is what the compiled loops computed before the call took
+// them over: the f32 product (mprt_gemm into zeros), bias[j] added in f32,
+// rounded to nearest even. Equal bit for bit for bf16 (oneDNN's bias
+// input) and f16 (the steps one by one), every transpose; values with
+// fractions so that the sums round; C's leading dimension beyond n and its
+// gap untouched.
+TEST(Gemm, BiasIsAddedInF32BeforeTheOneRounding) {
+  const int m = 6, n = 20, k = 37, ldc = 23;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> value(-255, 255);
+  for (int type : {MPRT_GEMM_BF16, MPRT_GEMM_F16})
+    for (int flags = 0; flags < 4; ++flags)
+      for (bool rounded : {false, true})
+        for (int kk : {k, 0}) {
+          SCOPED_TRACE("type " + std::to_string(type) + " flags " +
+                       std::to_string(flags) + " rounded " +
+                       std::to_string(rounded) + " k " + std::to_string(kk));
+          bool half = type == MPRT_GEMM_F16;
+          bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+          std::vector<uint16_t> a(m * k), b(k * n);
+          for (uint16_t &v : a)
+            v = half ? halfBits(value(rng) / 64.0f)
+                     : bfloatBits(value(rng) / 64.0f);
+          for (uint16_t &v : b)
+            v = half ? halfBits(value(rng) / 64.0f)
+                     : bfloatBits(value(rng) / 64.0f);
+          std::vector<float> bias(n);
+          for (float &v : bias)
+            v = value(rng) / 1000.0f;
+          int64_t lda = std::max(ta ? m : kk, 1),
+                  ldb = std::max(tb ? kk : n, 1);
+          // The reference: f32 product, + bias, rounded.
+          std::vector<float> product(m * n, 0.0f);
+          ASSERT_EQ(mprt_gemm(address(a.data()), lda, address(b.data()), ldb,
+                              address(product.data()), n, m, n, kk, flags,
+                              type),
+                    MPRT_OK);
+          for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j)
+              product[i * n + j] += bias[j];
+          if (rounded) {
+            const uint16_t sentinel = 0x7fc1;
+            std::vector<uint16_t> c(m * ldc, sentinel);
+            ASSERT_EQ(mprt_gemm_bias(address(a.data()), lda, address(b.data()),
+                                     ldb, address(c.data()), ldc, m, n, kk,
+                                     flags | MPRT_GEMM_ROUNDED_C, type,
+                                     address(bias.data())),
+                      MPRT_OK)
+                << mprt_last_error();
+            for (int i = 0; i < m; ++i)
+              for (int j = 0; j < ldc; ++j) {
+                uint16_t want = j >= n ? sentinel
+                                : half ? halfBits(product[i * n + j])
+                                       : bfloatBits(product[i * n + j]);
+                ASSERT_EQ(c[i * ldc + j], want) << i << "," << j;
+              }
+          } else {
+            std::vector<float> c(m * ldc, std::nanf(""));
+            ASSERT_EQ(mprt_gemm_bias(address(a.data()), lda, address(b.data()),
+                                     ldb, address(c.data()), ldc, m, n, kk,
+                                     flags, type, address(bias.data())),
+                      MPRT_OK)
+                << mprt_last_error();
+            for (int i = 0; i < m; ++i)
+              for (int j = 0; j < n; ++j)
+                ASSERT_EQ(c[i * ldc + j], product[i * n + j]) << i << "," << j;
+            EXPECT_TRUE(std::isnan(c[n]));
+          }
+        }
+}
+
+TEST(Gemm, BiasRejectsOtherTypesAndMissingBias) {
+  float f[4] = {};
+  EXPECT_EQ(mprt_gemm_bias(address(f), 2, address(f), 2, address(f), 2, 2, 2, 2,
+                           0, MPRT_GEMM_F32, address(f)),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(mprt_last_error()).find("f16 or bf16 operands"),
+            std::string::npos);
+  EXPECT_EQ(mprt_gemm_bias(address(f), 2, address(f), 2, address(f), 2, 2, 2, 2,
+                           0, MPRT_GEMM_BF16, 0),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_EQ(mprt_gemm_bias(address(f), 2, address(f), 2, address(f), 2, -1, 2,
+                           2, 0, MPRT_GEMM_BF16, address(f)),
+            MPRT_ERROR_ARGUMENT);
+}
+
+} // namespace

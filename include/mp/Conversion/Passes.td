@@ -107,6 +107,20 @@ def ConvertContractionsToRuntime
     pass disappear. `D` must be a fresh buffer that nothing reads or views
     before the rounding (its allocation moves before the call).
 
+    With `runtime=cpu`, a 2-D f16/bf16 product whose f32 result only
+    feeds a bias addition — `C = alloc; fill(0, C); C += A B;
+    D[i, j] = C[i, j] + bias[j]` (D f32), or that sum rounded to the
+    operands' type (a linear layer under AMP) — calls
+
+    ```mlir
+    func.call @mprt_gemm_bias(%a, %lda, %b, %ldb, %d, %ldd, %m, %n, %k,
+                              %flags, %type, %bias) : (i64, ..., i64) -> i32
+    ```
+
+    which writes D itself (flag 4 when D is 16-bit): the f32 C, its fill
+    and the bias loop disappear (oneDNN adds the f32 bias before rounding
+    once, as the loop did). D must be fresh, as for a rounded result.
+
     With `runtime=cpu`, any other product whose C is a fresh buffer filled
     with zero just for it — `C = alloc; fill(0, C); C += A B`, where C's
     other users all come after the product — calls the GEMM with flag 8
@@ -134,6 +148,9 @@ def ConvertContractionsToRuntime
     Statistic<"numRounded", "rounded-results",
               "Of those, products whose f32 result was only rounded: the "
               "call writes the rounded result (MPRT_GEMM_ROUNDED_C)">,
+    Statistic<"numBiased", "biased-results",
+              "Of those, 16-bit products whose f32 result only gets a bias "
+              "added (maybe rounded): mprt_gemm_bias writes the sum">,
     Statistic<"numOverwritten", "overwritten-results",
               "Of those, products into a zero fill made for them: the call "
               "overwrites C (MPRT_GEMM_OVERWRITE_C) and the fill goes">

@@ -27,6 +27,7 @@ namespace {
 constexpr llvm::StringLiteral kGemmName = "mprt_gemm";
 constexpr llvm::StringLiteral kBatchedGemmName = "mprt_gemm_batched";
 constexpr llvm::StringLiteral kCudaGemmName = "mprt_cuda_gemm_sync";
+constexpr llvm::StringLiteral kBiasGemmName = "mprt_gemm_bias";
 
 /// Strips the widening of a contraction body's input (extf, or extsi for
 /// the i8 -> i32 products of --mp-quantize).
@@ -193,6 +194,30 @@ bool fillsZero(linalg::FillOp fill) {
   return value && value.getValue().isPosZero();
 }
 
+/// Whether \p product may write \p consumer's result (its init %d) in
+/// its place: %d is a fresh buffer of the product's block that no op uses
+/// before \p consumer (a view of it made earlier counts as a use). Moves
+/// %d's allocation before the product when it comes after.
+bool writableEarly(linalg::LinalgOp product, Operation *consumer) {
+  Block *block = product->getBlock();
+  Value d = cast<linalg::GenericOp>(consumer).getDpsInitOperand(0)->get();
+  auto dAlloc = d.getDefiningOp<memref::AllocOp>();
+  if (!dAlloc || dAlloc->getBlock() != block)
+    return false;
+  for (Operation *user : d.getUsers()) {
+    if (user == consumer)
+      continue;
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (!inBlock || !consumer->isBeforeInBlock(inBlock))
+      return false;
+  }
+  if (dAlloc->getNumOperands() != 0 && product->isBeforeInBlock(dAlloc))
+    return false; // dynamic sizes computed after the product: left alone
+  if (product->isBeforeInBlock(dAlloc))
+    dAlloc->moveBefore(product);
+  return true;
+}
+
 /// A product whose f32 result is only rounded to its operands' 16-bit
 /// type:
 ///
@@ -231,27 +256,12 @@ Operation *roundedResultOf(linalg::LinalgOp product) {
       rounding->getBlock() != block || !fill->isBeforeInBlock(product) ||
       !product->isBeforeInBlock(rounding))
     return nullptr;
-  // The result %d: a fresh buffer of the operands' type that no op uses
-  // before the rounding (a view of it made earlier counts as a use), so
-  // the product may write it early.
+  // The result %d: of the operands' type.
   Value d = cast<linalg::GenericOp>(rounding).getDpsInitOperand(0)->get();
-  auto dAlloc = d.getDefiningOp<memref::AllocOp>();
   auto aType = cast<MemRefType>(product.getDpsInputOperand(0)->get().getType());
-  if (!dAlloc || dAlloc->getBlock() != block ||
-      cast<MemRefType>(d.getType()).getElementType() != aType.getElementType())
+  if (cast<MemRefType>(d.getType()).getElementType() != aType.getElementType())
     return nullptr;
-  for (Operation *user : d.getUsers()) {
-    if (user == rounding)
-      continue;
-    Operation *inBlock = block->findAncestorOpInBlock(*user);
-    if (!inBlock || !rounding->isBeforeInBlock(inBlock))
-      return nullptr;
-  }
-  if (dAlloc->getNumOperands() != 0 && product->isBeforeInBlock(dAlloc))
-    return nullptr; // dynamic sizes computed after the product: left alone
-  if (product->isBeforeInBlock(dAlloc))
-    dAlloc->moveBefore(product);
-  return rounding;
+  return writableEarly(product, rounding) ? rounding : nullptr;
 }
 
 /// Whether \p fill stores a zero of either sign, float or integer.
@@ -263,6 +273,96 @@ bool fillsAnyZero(linalg::FillOp fill) {
     return value.getValue().isZero();
   auto value = dyn_cast<IntegerAttr>(constant.getValue());
   return value && value.getValue().isZero();
+}
+
+/// A 16-bit product whose f32 result only feeds a bias addition (a linear
+/// layer), maybe rounded to the operands' type:
+///
+///   %c = memref.alloc()                  (f32, nothing else uses it)
+///   linalg.fill ins(0) outs(%c)
+///   <product> outs(%c)                   (2-D)
+///   linalg.generic ins(%c, %bias) outs(%d) { yield([truncf](c + bias[j])) }
+///   memref.dealloc %c
+///
+/// mprt_gemm_bias writes %d itself (with MPRT_GEMM_ROUNDED_C when %d has
+/// the operands' type): the f32 result, its fill and the bias pass are
+/// never stored. Returns the bias generic, with %d's alloc moved before the
+/// product, or null.
+linalg::GenericOp biasedResultOf(linalg::LinalgOp product,
+                                 const Product &matched, Value &bias) {
+  Value c = product.getDpsInitOperand(0)->get();
+  auto alloc = c.getDefiningOp<memref::AllocOp>();
+  Block *block = product->getBlock();
+  Type aType = cast<MemRefType>(matched.a->get().getType()).getElementType();
+  if (matched.batched || !alloc || alloc->getBlock() != block ||
+      !isa<Float16Type, BFloat16Type>(aType))
+    return nullptr;
+  linalg::FillOp fill;
+  linalg::GenericOp consumer;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == product.getOperation() || isa<memref::DeallocOp>(user))
+      continue;
+    if (auto f = dyn_cast<linalg::FillOp>(user);
+        f && !fill && f.getOutputs()[0] == c && fillsAnyZero(f) &&
+        f->getBlock() == block && f->isBeforeInBlock(product)) {
+      fill = f;
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (consumer || !generic || generic->getBlock() != block ||
+        !product->isBeforeInBlock(generic))
+      return nullptr;
+    consumer = generic;
+  }
+  if (!fill || !consumer || consumer.getNumDpsInputs() != 2 ||
+      consumer.getNumDpsInits() != 1 || consumer.getNumLoops() != 2 ||
+      consumer.getNumParallelLoops() != 2)
+    return nullptr;
+  // Inputs: %c (identity) and a unit-stride f32 row vector (d0, d1) -> (d1);
+  // the init: identity, f32 or the operands' type.
+  MLIRContext *context = product.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
+  AffineMap row = AffineMap::get(2, 0, getAffineDimExpr(1, context));
+  OpOperand *cOperand = nullptr, *biasOperand = nullptr;
+  for (OpOperand *operand : consumer.getDpsInputOperands()) {
+    AffineMap map = consumer.getMatchingIndexingMap(operand);
+    if (operand->get() == c && map == identity && !cOperand)
+      cOperand = operand;
+    else if (map == row)
+      biasOperand = operand;
+  }
+  OpOperand *init = consumer.getDpsInitOperand(0);
+  auto biasType = biasOperand
+                      ? dyn_cast<MemRefType>(biasOperand->get().getType())
+                      : MemRefType();
+  Type dType = cast<MemRefType>(init->get().getType()).getElementType();
+  if (!cOperand || !biasType || !biasType.getElementType().isF32() ||
+      !hasUnitInnerStride(biasType, 1) ||
+      consumer.getMatchingIndexingMap(init) != identity ||
+      (!dType.isF32() && dType != aType))
+    return nullptr;
+  // Body: yield(c + bias), rounded to %d's type when it is 16-bit.
+  Block &body = *consumer.getBlock();
+  Value yielded = body.getTerminator()->getOperand(0);
+  if (dType != aType) {
+    if (body.getOperations().size() != 2)
+      return nullptr;
+  } else {
+    auto truncf = yielded.getDefiningOp<arith::TruncFOp>();
+    if (!truncf || body.getOperations().size() != 3)
+      return nullptr;
+    yielded = truncf.getIn();
+  }
+  auto add = yielded.getDefiningOp<arith::AddFOp>();
+  Value cArg = consumer.getMatchingBlockArgument(cOperand),
+        biasArg = consumer.getMatchingBlockArgument(biasOperand);
+  if (!add || !((add.getLhs() == cArg && add.getRhs() == biasArg) ||
+                (add.getLhs() == biasArg && add.getRhs() == cArg)))
+    return nullptr;
+  if (!writableEarly(product, consumer))
+    return nullptr;
+  bias = biasOperand->get();
+  return consumer;
 }
 
 /// The zero fill of a product's C that nothing else sees:
@@ -329,7 +429,7 @@ struct ContractionsToRuntimePass
     // mprt_gemm(a, lda, b, ldb, c, ldc, m, n, k, flags, type); the batched
     // entries (mprt_gemm_batched on the CPU, mprt_cuda_gemm_sync for every
     // product on CUDA) append batch, strideA, strideB, strideC.
-    auto declare = [&](StringRef name, bool batchArgs) {
+    auto declare = [&](StringRef name, bool batchArgs, bool bias = false) {
       if (auto existing = module.lookupSymbol<func::FuncOp>(name))
         return existing;
       OpBuilder::InsertionGuard guard(b);
@@ -338,6 +438,8 @@ struct ContractionsToRuntimePass
       args.append({i32, i32});
       if (batchArgs)
         args.append(4, i64);
+      if (bias)
+        args.push_back(i64);
       auto callee = func::FuncOp::create(b, module.getLoc(), name,
                                          b.getFunctionType(args, {i32}));
       callee.setPrivate();
@@ -368,13 +470,19 @@ struct ContractionsToRuntimePass
         return result;
       };
       // A result that is only rounded: the call writes the rounded buffer.
+      // On libmprt (libmprt_cuda has neither yet), a result that only gets
+      // a bias added: mprt_gemm_bias writes the sum; and a result into
+      // fresh zeros: the call overwrites C.
       Operation *rounding = roundedResultOf(op);
-      // A result into fresh zeros: the call overwrites C (libmprt only:
-      // libmprt_cuda has no such flag yet).
+      Value bias;
+      linalg::GenericOp biased = rounding || cuda
+                                     ? linalg::GenericOp()
+                                     : biasedResultOf(op, product, bias);
       linalg::FillOp zeroFill =
-          rounding || cuda ? linalg::FillOp() : zeroFillOf(op);
+          rounding || biased || cuda ? linalg::FillOp() : zeroFillOf(op);
+      Operation *consumer = rounding ? rounding : biased.getOperation();
       Value aMem = product.a->get(), bMem = product.b->get(),
-            cMem = rounding ? cast<linalg::GenericOp>(rounding)
+            cMem = consumer ? cast<linalg::GenericOp>(consumer)
                                   .getDpsInitOperand(0)
                                   ->get()
                             : op.getDpsInitOperand(0)->get();
@@ -385,9 +493,13 @@ struct ContractionsToRuntimePass
       Value m = dim(cMem, first), n = dim(cMem, first + 1);
       Value k =
           dim(aMem, (product.sharedA ? 0 : first) + (product.transA ? 0 : 1));
+      bool roundedC =
+          rounding ||
+          (biased &&
+           !cast<MemRefType>(cMem.getType()).getElementType().isF32());
       int32_t flags = (product.transA ? MPRT_GEMM_TRANS_A : 0) |
                       (product.transB ? MPRT_GEMM_TRANS_B : 0) |
-                      (rounding ? MPRT_GEMM_ROUNDED_C : 0) |
+                      (roundedC ? MPRT_GEMM_ROUNDED_C : 0) |
                       (zeroFill ? MPRT_GEMM_OVERWRITE_C : 0);
       auto type = *gemmType(
           cast<MemRefType>(aMem.getType()).getElementType(),
@@ -417,20 +529,25 @@ struct ContractionsToRuntimePass
           args.append({one, zero, zero, zero});
         }
       }
-      func::FuncOp callee =
-          cuda ? declare(kCudaGemmName, true)
-               : declare(product.batched ? kBatchedGemmName : kGemmName,
-                         product.batched);
+      func::FuncOp callee;
+      if (biased) {
+        args.push_back(toI64(mlir::mp::alignedAddress(b, loc, bias)));
+        callee = declare(kBiasGemmName, /*batchArgs=*/false, /*bias=*/true);
+      } else {
+        callee = cuda ? declare(kCudaGemmName, true)
+                      : declare(product.batched ? kBatchedGemmName : kGemmName,
+                                product.batched);
+      }
       func::CallOp::create(b, loc, callee, args);
-      if (rounding) {
+      if (consumer) {
         // The f32 result's buffer, its fill and deallocation go too.
         Value c = op.getDpsInitOperand(0)->get();
-        rounding->erase();
+        consumer->erase();
         op->erase();
         for (Operation *user : llvm::make_early_inc_range(c.getUsers()))
           user->erase();
         c.getDefiningOp()->erase();
-        ++numRounded;
+        ++(rounding ? numRounded : numBiased);
       } else {
         op->erase();
       }

@@ -300,6 +300,18 @@ mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                       int64_t c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                       int32_t flags, int32_t type);
 
+/* C = op(A) op(B) + bias: the product (f32 accumulation, C's old contents
+ * not read), then bias[j] (f32, n values at the address `bias`) added to
+ * every row in f32, then stored: in f32, or rounded once to A's type with
+ * MPRT_GEMM_ROUNDED_C. A layer's product and bias in one call, what
+ * --mp-contractions-to-runtime emits where a 16-bit product's f32 result
+ * only feeds `C + bias` (maybe rounded); bf16 runs on oneDNN's matmul
+ * primitive with its bias input. f16 or bf16 A and B only. */
+mprt_status mprt_gemm_bias(int64_t a, int64_t lda, int64_t b, int64_t ldb,
+                           int64_t c, int64_t ldc, int64_t m, int64_t n,
+                           int64_t k, int32_t flags, int32_t type,
+                           int64_t bias);
+
 /* A batch of mprt_gemm products: C[p] += op(A[p]) op(B[p]) for p < batch,
  * where X[p] starts stride_x elements after X[p - 1]. A stride of A or B may
  * be 0 (one matrix shared by the batch: the filter of an im2col
