@@ -539,11 +539,21 @@ def MPParallelizeLoops : Pass<"mp-parallelize-loops", "::mlir::ModuleOp"> {
     iterations after the last whole block stay in a serial loop. The loop
     over a thread's share is marked `mp.parallel_chunk`.
 
-    Every iteration runs exactly as in the serial loop, on the same values,
-    so results do not depend on the number of threads. Loops that are not
-    parallel (a reduction outermost, such as a column sum), that call
-    functions or free memory, or that capture values of other types than
-    memrefs, indices, integers, floats and vectors stay serial.
+    A nest whose outer loops are reductions around one parallel loop,
+    perfectly nested — a column sum (`for i: for j: acc[j] += x[i, j]`,
+    a bias gradient), layer norm's parameter gradients, the partial sums
+    of a long reduction — runs the same way when every dependence in it
+    keeps the parallel loop's iteration (upstream's dependence components,
+    distance 0): a new loop over blocks of the parallel loop's iterations
+    (whole vectors where the vectorizer may take it) is outlined, each
+    block running the reduction loops over its own elements; iterations
+    after the last whole block stay serial.
+
+    Every iteration runs exactly as in the serial loop, on the same values
+    and in the same order per element, so results do not depend on the
+    number of threads. Other loops that are not parallel, loops that call
+    functions or free memory, and loops that capture values of other types
+    than memrefs, indices, integers, floats and vectors stay serial.
   }];
   let options = [
     Option<"minWork", "min-work", "int64_t", /*default=*/"32768",

@@ -107,10 +107,116 @@ struct ParallelizeLoopsPass
             !loop->getParentOfType<affine::AffineParallelOp>())
           roots.push_back(loop);
       });
-      for (affine::AffineForOp root : roots)
-        if (worthRunningInParallel(root))
+      for (affine::AffineForOp root : roots) {
+        if (worthRunningInParallel(root)) {
           outline(root, function, symbols);
+          continue;
+        }
+        SmallVector<affine::AffineForOp> chain = reductionsAroundParallel(root);
+        if (!chain.empty())
+          outlineBlocksOfParallelLoop(chain, function, symbols);
+      }
     }
+  }
+
+  /// A nest of reduction loops around one parallel loop, perfectly nested
+  /// (`for i: for j: acc[j] += x[i, j]`, a column sum such as a bias
+  /// gradient; the partial sums of a long reduction), in which every
+  /// dependence keeps the parallel loop's iteration: each thread may then
+  /// run the reduction loops over a block of the parallel loop's
+  /// iterations, in their order. Returns the loops, outermost first, the
+  /// parallel one last; empty when \p root is not such a nest or is too
+  /// small.
+  SmallVector<affine::AffineForOp>
+  reductionsAroundParallel(affine::AffineForOp root) {
+    if (innermostIterations(root) < static_cast<uint64_t>(minWork))
+      return {};
+    SmallVector<affine::AffineForOp> chain{root};
+    while (true) {
+      affine::AffineForOp last = chain.back();
+      if (last.getNumIterOperands() != 0)
+        return {};
+      if (chain.size() > 1 && last.hasConstantBounds() &&
+          affine::isLoopParallel(last))
+        break;
+      Block *body = last.getBody();
+      auto next = dyn_cast<affine::AffineForOp>(body->front());
+      if (!next || body->getOperations().size() != 2)
+        return {};
+      chain.push_back(next);
+    }
+    std::optional<uint64_t> trips = affine::getConstantTripCount(chain.back());
+    if (!trips || *trips < 2)
+      return {};
+    // Memory is touched only by affine loads and stores, which the
+    // dependence analysis sees.
+    WalkResult other = root->walk([&](Operation *op) {
+      if (isa<affine::AffineReadOpInterface, affine::AffineWriteOpInterface,
+              affine::AffineForOp, affine::AffineYieldOp>(op) ||
+          isMemoryEffectFree(op))
+        return WalkResult::advance();
+      return WalkResult::interrupt();
+    });
+    if (other.wasInterrupted())
+      return {};
+    // Every dependence, whichever loop carries it: distance 0 in the
+    // parallel loop.
+    unsigned depth = chain.size();
+    std::vector<SmallVector<affine::DependenceComponent, 2>> dependences;
+    affine::getDependenceComponents(root, depth, &dependences);
+    for (const auto &components : dependences) {
+      if (components.size() < depth)
+        return {};
+      const affine::DependenceComponent &distance = components[depth - 1];
+      if (!distance.lb || !distance.ub || *distance.lb != 0 ||
+          *distance.ub != 0)
+        return {};
+    }
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(root.getRegion(), captured);
+    if (!llvm::all_of(captured, [](Value value) {
+          return isClonedConstant(value) || isCapturable(value.getType());
+        }))
+      return {};
+    return chain;
+  }
+
+  /// Runs \p chain (reductionsAroundParallel) on the threads: a new loop
+  /// over blocks of the parallel loop's iterations (whole vectors where the
+  /// vectorizer may take it), whose body is the nest restricted to one
+  /// block, is outlined; iterations after the last whole block stay in the
+  /// original nest, serially. Each element is summed in the same order as
+  /// before, so results do not change.
+  void outlineBlocksOfParallelLoop(ArrayRef<affine::AffineForOp> chain,
+                                   func::FuncOp parent, SymbolTable &symbols) {
+    affine::AffineForOp root = chain.front(), parallel = chain.back();
+    int64_t lower = parallel.getConstantLowerBound();
+    int64_t step = parallel.getStepAsInt();
+    int64_t trips =
+        static_cast<int64_t>(*affine::getConstantTripCount(parallel));
+    int64_t block = 1;
+    if (step == 1 && trips >= 2 * vectorSize && indexesLastDimension(parallel))
+      block = vectorSize;
+    int64_t units = trips / block;
+
+    OpBuilder builder(root);
+    Location loc = root.getLoc();
+    auto blocks = affine::AffineForOp::create(builder, loc, 0, units, 1);
+    builder.setInsertionPoint(blocks.getBody()->getTerminator());
+    auto copy = cast<affine::AffineForOp>(builder.clone(*root));
+    affine::AffineForOp inner = copy;
+    for (size_t i = 1; i < chain.size(); ++i)
+      inner = cast<affine::AffineForOp>(inner.getBody()->front());
+    AffineExpr d0 = builder.getAffineDimExpr(0);
+    int64_t span = block * step;
+    Value unit = blocks.getInductionVar();
+    inner.setLowerBound(unit, AffineMap::get(1, 0, d0 * span + lower));
+    inner.setUpperBound(unit, AffineMap::get(1, 0, d0 * span + lower + span));
+    if (units * block < trips)
+      parallel.setConstantLowerBound(lower + units * span);
+    else
+      root.erase();
+    outline(blocks, parent, symbols);
   }
 
   bool worthRunningInParallel(affine::AffineForOp loop) {

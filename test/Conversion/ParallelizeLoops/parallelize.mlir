@@ -62,12 +62,23 @@ func.func @flat(%a: memref<40008xf32>, %c: memref<40008xf32>) {
 
 // -----
 
-// A column sum: the outer loop carries the sum (every iteration writes
-// every element of %out), so nothing is outlined.
+// A column sum: the outer loop carries the sum, the inner one is parallel
+// and every dependence keeps its iteration. Its 256 iterations run as 16
+// blocks of 16 (it indexes the last dimension), each block a thread's
+// column sum over all 512 rows, in the serial order.
 // CHECK-LABEL: func.func @column_sum
-// CHECK-NOT: call
-// CHECK: affine.for %{{.*}} = 0 to 512 {
-// CHECK-NOT: mp.parallel
+// CHECK: %[[N:.*]] = arith.constant 16 : index
+// CHECK: call @column_sum_parallel_launch(%[[N]], %arg0, %arg1)
+// CHECK-NOT: affine.for
+// CHECK: return
+// CHECK: func.func private @column_sum_parallel(%[[B:.*]]: index, %[[E:.*]]: index, %[[IN:.*]]: memref<512x256xf32>, %[[OUT:.*]]: memref<256xf32>)
+// CHECK: affine.for %[[U:.*]] = %[[B]] to %[[E]] {
+// CHECK: affine.for %[[I:.*]] = 0 to 512 {
+// CHECK: affine.for %[[J:.*]] = #[[FIRST:.*]](%[[U]]) to #[[LAST:.*]](%[[U]]) {
+// CHECK: affine.load %[[IN]][%[[I]], %[[J]]]
+// CHECK: affine.load %[[OUT]][%[[J]]]
+// CHECK: affine.store %{{.*}}, %[[OUT]][%[[J]]]
+// CHECK: } {mp.parallel_chunk}
 func.func @column_sum(%in: memref<512x256xf32>, %out: memref<256xf32>) {
   affine.for %i = 0 to 512 {
     affine.for %j = 0 to 256 {
@@ -77,6 +88,107 @@ func.func @column_sum(%in: memref<512x256xf32>, %out: memref<256xf32>) {
       affine.store %s, %out[%j] : memref<256xf32>
     }
   }
+  return
+}
+
+// -----
+
+// Two reduction loops around the parallel one (layer norm's parameter
+// gradient): 264 = 16 blocks of 16 on the threads, and the last 8
+// columns, with both reduction loops, serially after the launch.
+// CHECK-LABEL: func.func @gamma
+// CHECK: %[[N:.*]] = arith.constant 16 : index
+// CHECK: call @gamma_parallel_launch(%[[N]], %arg0, %arg1)
+// CHECK: affine.for %{{.*}} = 0 to 4 {
+// CHECK: affine.for %{{.*}} = 0 to 128 {
+// CHECK: affine.for %{{.*}} = 256 to 264 {
+// CHECK: func.func private @gamma_parallel(
+// CHECK: affine.for %[[U:.*]] = %{{.*}} to %{{.*}} {
+// CHECK: affine.for %{{.*}} = 0 to 4 {
+// CHECK: affine.for %{{.*}} = 0 to 128 {
+// CHECK: affine.for %{{.*}} = #{{.*}}(%[[U]]) to #{{.*}}(%[[U]]) {
+func.func @gamma(%in: memref<4x128x264xf32>, %out: memref<264xf32>) {
+  affine.for %a = 0 to 4 {
+    affine.for %b = 0 to 128 {
+      affine.for %j = 0 to 264 {
+        %x = affine.load %in[%a, %b, %j] : memref<4x128x264xf32>
+        %acc = affine.load %out[%j] : memref<264xf32>
+        %s = arith.addf %acc, %x : f32
+        affine.store %s, %out[%j] : memref<264xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Partial sums of squares (a long reduction split into 8 rows of 64
+// partials): the first parallel loop, over the 8 rows, is shared one
+// iteration at a time (it does not index the last dimension).
+// CHECK-LABEL: func.func @partials
+// CHECK: %[[N:.*]] = arith.constant 8 : index
+// CHECK: call @partials_parallel_launch(%[[N]], %arg0, %arg1)
+// CHECK: func.func private @partials_parallel(
+// CHECK: affine.for %[[U:.*]] = %{{.*}} to %{{.*}} {
+// CHECK: affine.for %{{.*}} = 0 to 4096 {
+// CHECK: affine.for %{{.*}} = #{{.*}}(%[[U]]) to #{{.*}}(%[[U]]) {
+// CHECK: affine.for %{{.*}} = 0 to 64 {
+func.func @partials(%in: memref<4096x8x64xf32>, %out: memref<8x64xf32>) {
+  affine.for %i = 0 to 4096 {
+    affine.for %p = 0 to 8 {
+      affine.for %q = 0 to 64 {
+        %x = affine.load %in[%i, %p, %q] : memref<4096x8x64xf32>
+        %acc = affine.load %out[%p, %q] : memref<8x64xf32>
+        %m = arith.mulf %x, %x : f32
+        %s = arith.addf %acc, %m : f32
+        affine.store %s, %out[%p, %q] : memref<8x64xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// The inner loop is parallel for each row, but a value moves one column
+// left per row (dependence distance (1, -1)): blocks of columns on
+// different threads would read columns before they are written. Serial.
+// CHECK-LABEL: func.func @skewed
+// CHECK-NOT: call
+// CHECK: affine.for %{{.*}} = 0 to 512 {
+// CHECK-NOT: mp.parallel
+func.func @skewed(%b: memref<513x257xf32>) {
+  affine.for %i = 0 to 512 {
+    affine.for %j = 0 to 256 {
+      %x = affine.load %b[%i, %j + 1] : memref<513x257xf32>
+      affine.store %x, %b[%i + 1, %j] : memref<513x257xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A row sum whose accumulator is a loop-carried value (as
+// --mp-promote-accumulators leaves it) inside a serial outer loop that
+// also carries one: serial.
+// CHECK-LABEL: func.func @carried
+// CHECK-NOT: call
+// CHECK: affine.for
+// CHECK-NOT: mp.parallel
+func.func @carried(%in: memref<512x256xf32>, %out: memref<f32>) {
+  %zero = arith.constant 0.0 : f32
+  %total = affine.for %i = 0 to 512 iter_args(%t = %zero) -> (f32) {
+    %row = affine.for %j = 0 to 256 iter_args(%r = %zero) -> (f32) {
+      %x = affine.load %in[%i, %j] : memref<512x256xf32>
+      %s = arith.addf %r, %x : f32
+      affine.yield %s : f32
+    }
+    %n = arith.addf %t, %row : f32
+    affine.yield %n : f32
+  }
+  affine.store %total, %out[] : memref<f32>
   return
 }
 
