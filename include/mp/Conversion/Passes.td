@@ -545,7 +545,9 @@ def MPParallelizeLoops : Pass<"mp-parallelize-loops", "::mlir::ModuleOp"> {
     of a long reduction — runs the same way when every dependence in it
     keeps the parallel loop's iteration (upstream's dependence components,
     distance 0): a new loop over blocks of the parallel loop's iterations
-    (whole vectors where the vectorizer may take it) is outlined, each
+    (where the vectorizer may take it, runs of whole vectors, about 16
+    blocks: one vector a block made each row wait for the previous row's
+    sum) is outlined, each
     block running the reduction loops over its own elements; iterations
     after the last whole block stay serial.
 

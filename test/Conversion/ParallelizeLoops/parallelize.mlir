@@ -93,6 +93,32 @@ func.func @column_sum(%in: memref<512x256xf32>, %out: memref<256xf32>) {
 
 // -----
 
+// 2048 columns: 16 blocks of 128 (8 vectors), so that each row's share
+// is a run of independent vectors, not one vector waiting for the last.
+// CHECK-DAG: #[[WIDE_FIRST:.*]] = affine_map<(d0) -> (d0 * 128)>
+// CHECK-DAG: #[[WIDE_LAST:.*]] = affine_map<(d0) -> (d0 * 128 + 128)>
+// CHECK-LABEL: func.func @wide_column_sum
+// CHECK: %[[N:.*]] = arith.constant 16 : index
+// CHECK: call @wide_column_sum_parallel_launch(%[[N]], %arg0, %arg1)
+// CHECK: func.func private @wide_column_sum_parallel(
+// CHECK: affine.for %[[U:.*]] = %{{.*}} to %{{.*}} {
+// CHECK: affine.for %{{.*}} = 0 to 64 {
+// CHECK: affine.for %{{.*}} = #[[WIDE_FIRST]](%[[U]]) to #[[WIDE_LAST]](%[[U]]) {
+func.func @wide_column_sum(%in: memref<64x2048xbf16>, %out: memref<2048xf32>) {
+  affine.for %i = 0 to 64 {
+    affine.for %j = 0 to 2048 {
+      %x = affine.load %in[%i, %j] : memref<64x2048xbf16>
+      %w = arith.extf %x : bf16 to f32
+      %acc = affine.load %out[%j] : memref<2048xf32>
+      %s = arith.addf %acc, %w : f32
+      affine.store %s, %out[%j] : memref<2048xf32>
+    }
+  }
+  return
+}
+
+// -----
+
 // Two reduction loops around the parallel one (layer norm's parameter
 // gradient): 264 = 16 blocks of 16 on the threads, and the last 8
 // columns, with both reduction loops, serially after the launch.
