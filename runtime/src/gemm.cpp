@@ -284,17 +284,21 @@ extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
                       (long long)batch, (long long)strideA, (long long)strideB,
                       (long long)strideC, (long long)m, (long long)n,
                       (long long)ldc);
-  // bf16 on oneDNN's matmul primitive: the whole batch in one call (as
-  // every product alone would run, or rounded to bf16 by oneDNN).
+  // bf16 and f32 on oneDNN's matmul primitive: the whole batch in one call
+  // (bf16 as every product alone would run, or rounded to bf16 by oneDNN;
+  // f32 on the primitive's kernels, not sgemm's: an attention's 128 small
+  // products were 128 sgemm calls).
   bool rounded = flags & MPRT_GEMM_ROUNDED_C;
   bool overwrite = rounded || (flags & MPRT_GEMM_OVERWRITE_C);
-  if (type == MPRT_GEMM_BF16 && batch > 1 && m > 0 && n > 0 && k > 0 && a &&
-      b && c && !(flags & ~kKnownFlags) &&
+  dnnl_data_type_t abType = type == MPRT_GEMM_BF16 ? dnnl_bf16 : dnnl_f32;
+  if ((type == MPRT_GEMM_BF16 || (type == MPRT_GEMM_F32 && !rounded)) &&
+      batch > 1 && m > 0 && n > 0 && k > 0 && a && b && c &&
+      !(flags & ~kKnownFlags) &&
       mprt::runCachedMatmul(
           reinterpret_cast<const void *>(a), lda,
           reinterpret_cast<const void *>(b), ldb, reinterpret_cast<void *>(c),
           ldc, m, n, k, flags & MPRT_GEMM_TRANS_A, flags & MPRT_GEMM_TRANS_B,
-          dnnl_bf16, rounded ? dnnl_bf16 : dnnl_f32, /*accumulate=*/!overwrite,
+          abType, rounded ? dnnl_bf16 : dnnl_f32, /*accumulate=*/!overwrite,
           mprt::MatmulBatch{batch, strideA, strideB, strideC}))
     return MPRT_OK;
   // Bytes per element of A and B; C is f32 or s32, or A's type when

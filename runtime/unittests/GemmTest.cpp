@@ -366,8 +366,9 @@ TEST(Gemm, BatchedMatchesOneCallPerElement) {
   const int m = 3, n = 4, k = 5, batch = 3;
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> small(-4, 4);
-  // bf16 runs the whole batch as one oneDNN primitive (A shared: a batch
-  // dimension of 1), the others one product at a time.
+  // bf16 and f32 run the whole batch as one oneDNN primitive (A shared: a
+  // batch dimension of 1), s8 one product at a time. Small integers: exact
+  // in any order of summation, so the primitive equals sgemm here.
   for (int type : {MPRT_GEMM_F32, MPRT_GEMM_S8, MPRT_GEMM_BF16}) {
     std::vector<float> af(m * k), bf(batch * k * n);
     std::vector<int8_t> a8(af.size()), b8(bf.size());

@@ -318,9 +318,10 @@ mprt_status mprt_gemm_bias(int64_t a, int64_t lda, int64_t b, int64_t ldb,
  * convolution); C's must keep the results apart (at least (m - 1) * ldc +
  * n) when batch > 1. What --mp-contractions-to-runtime emits for
  * batch_matmul and other products with a leading batch loop; the same
- * convention as libmprt_cuda's mprt_cuda_gemm_batched. A bf16 batch runs
- * as one oneDNN matmul with a batch dimension; others one product at a
- * time. */
+ * convention as libmprt_cuda's mprt_cuda_gemm_batched. A bf16 or f32
+ * batch runs as one oneDNN matmul with a batch dimension (f32 then on the
+ * matmul primitive's kernels, whose sums may be ordered differently from
+ * sgemm's); f16 and s8 one product at a time. */
 mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                               int64_t c, int64_t ldc, int64_t m, int64_t n,
                               int64_t k, int32_t flags, int32_t type,
