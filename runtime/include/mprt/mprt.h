@@ -328,8 +328,8 @@ mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                               int64_t batch, int64_t stride_a,
                               int64_t stride_b, int64_t stride_c);
 
-/* What mprt_gemm and mprt_gemm_batched have done in this process so far:
- * calls (a batch counts once) and wall-clock seconds inside them, summed
+/* What mprt_gemm, mprt_gemm_batched and mprt_gemm_bias have done in this
+ * process so far: calls (a batch counts once) and wall-clock seconds inside them, summed
  * over the threads that called them. A step's time minus the change in
  * `seconds` is the time it spends outside its products
  * (bench/transformer_bench.py reports it). Either pointer may be NULL. */
