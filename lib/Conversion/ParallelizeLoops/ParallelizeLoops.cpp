@@ -182,9 +182,9 @@ struct ParallelizeLoopsPass
   }
 
   /// Runs \p chain (reductionsAroundParallel) on the threads: a new loop
-  /// over blocks of the parallel loop's iterations (whole vectors where the
-  /// vectorizer may take it), whose body is the nest restricted to one
-  /// block, is outlined; iterations after the last whole block stay in the
+  /// over blocks of the parallel loop's iterations (runs of whole vectors
+  /// where the vectorizer may take it), whose body is the nest restricted to
+  /// one block, is outlined; iterations after the last whole block stay in the
   /// original nest, serially. Each element is summed in the same order as
   /// before, so results do not change.
   void outlineBlocksOfParallelLoop(ArrayRef<affine::AffineForOp> chain,
