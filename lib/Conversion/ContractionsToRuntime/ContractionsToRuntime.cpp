@@ -186,12 +186,32 @@ bool isRoundingCopy(Operation *op, Value from) {
          body.getTerminator()->getOperand(0) == truncf.getResult();
 }
 
-/// Whether \p fill stores +0.
-bool fillsZero(linalg::FillOp fill) {
+/// Whether \p user fills \p c with zero before \p product, in its block:
+/// +0 only with \p positiveOnly (what round(0 + x) equals round(x) for),
+/// else either sign, float or integer.
+bool isZeroFillBefore(Operation *user, Value c, linalg::LinalgOp product,
+                      bool positiveOnly) {
+  auto fill = dyn_cast<linalg::FillOp>(user);
+  if (!fill || fill.getOutputs()[0] != c ||
+      fill->getBlock() != product->getBlock() ||
+      !fill->isBeforeInBlock(product))
+    return false;
   auto constant = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
-  auto value =
-      constant ? dyn_cast<FloatAttr>(constant.getValue()) : FloatAttr();
-  return value && value.getValue().isPosZero();
+  if (!constant)
+    return false;
+  if (auto value = dyn_cast<FloatAttr>(constant.getValue()))
+    return positiveOnly ? value.getValue().isPosZero()
+                        : value.getValue().isZero();
+  auto value = dyn_cast<IntegerAttr>(constant.getValue());
+  return !positiveOnly && value && value.getValue().isZero();
+}
+
+/// The allocation of \p product's C when it is made in the product's
+/// block (a buffer the pass may reason about whole), else null.
+memref::AllocOp resultAllocInBlock(linalg::LinalgOp product) {
+  auto alloc =
+      product.getDpsInitOperand(0)->get().getDefiningOp<memref::AllocOp>();
+  return alloc && alloc->getBlock() == product->getBlock() ? alloc : nullptr;
 }
 
 /// Whether \p product may write \p consumer's result (its init %d) in
@@ -232,18 +252,15 @@ bool writableEarly(linalg::LinalgOp product, Operation *consumer) {
 /// generic, with %d's alloc moved before the product, or null.
 Operation *roundedResultOf(linalg::LinalgOp product) {
   Value c = product.getDpsInitOperand(0)->get();
-  auto alloc = c.getDefiningOp<memref::AllocOp>();
-  Block *block = product->getBlock();
-  if (!alloc || alloc->getBlock() != block)
+  memref::AllocOp alloc = resultAllocInBlock(product);
+  if (!alloc)
     return nullptr;
-  linalg::FillOp fill;
-  Operation *rounding = nullptr;
+  Operation *fill = nullptr, *rounding = nullptr;
   for (Operation *user : alloc->getUsers()) {
     if (user == product.getOperation() || isa<memref::DeallocOp>(user))
       continue;
-    if (auto f = dyn_cast<linalg::FillOp>(user);
-        f && !fill && f.getOutputs()[0] == c && fillsZero(f)) {
-      fill = f;
+    if (!fill && isZeroFillBefore(user, c, product, /*positiveOnly=*/true)) {
+      fill = user;
       continue;
     }
     if (!rounding && isRoundingCopy(user, c)) {
@@ -252,8 +269,7 @@ Operation *roundedResultOf(linalg::LinalgOp product) {
     }
     return nullptr;
   }
-  if (!fill || !rounding || fill->getBlock() != block ||
-      rounding->getBlock() != block || !fill->isBeforeInBlock(product) ||
+  if (!fill || !rounding || rounding->getBlock() != product->getBlock() ||
       !product->isBeforeInBlock(rounding))
     return nullptr;
   // The result %d: of the operands' type.
@@ -262,17 +278,6 @@ Operation *roundedResultOf(linalg::LinalgOp product) {
   if (cast<MemRefType>(d.getType()).getElementType() != aType.getElementType())
     return nullptr;
   return writableEarly(product, rounding) ? rounding : nullptr;
-}
-
-/// Whether \p fill stores a zero of either sign, float or integer.
-bool fillsAnyZero(linalg::FillOp fill) {
-  auto constant = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
-  if (!constant)
-    return false;
-  if (auto value = dyn_cast<FloatAttr>(constant.getValue()))
-    return value.getValue().isZero();
-  auto value = dyn_cast<IntegerAttr>(constant.getValue());
-  return value && value.getValue().isZero();
 }
 
 /// A 16-bit product whose f32 result only feeds a bias addition (a linear
@@ -291,21 +296,18 @@ bool fillsAnyZero(linalg::FillOp fill) {
 linalg::GenericOp biasedResultOf(linalg::LinalgOp product,
                                  const Product &matched, Value &bias) {
   Value c = product.getDpsInitOperand(0)->get();
-  auto alloc = c.getDefiningOp<memref::AllocOp>();
+  memref::AllocOp alloc = resultAllocInBlock(product);
   Block *block = product->getBlock();
   Type aType = cast<MemRefType>(matched.a->get().getType()).getElementType();
-  if (matched.batched || !alloc || alloc->getBlock() != block ||
-      !isa<Float16Type, BFloat16Type>(aType))
+  if (matched.batched || !alloc || !isa<Float16Type, BFloat16Type>(aType))
     return nullptr;
-  linalg::FillOp fill;
+  Operation *fill = nullptr;
   linalg::GenericOp consumer;
   for (Operation *user : alloc->getUsers()) {
     if (user == product.getOperation() || isa<memref::DeallocOp>(user))
       continue;
-    if (auto f = dyn_cast<linalg::FillOp>(user);
-        f && !fill && f.getOutputs()[0] == c && fillsAnyZero(f) &&
-        f->getBlock() == block && f->isBeforeInBlock(product)) {
-      fill = f;
+    if (!fill && isZeroFillBefore(user, c, product, /*positiveOnly=*/false)) {
+      fill = user;
       continue;
     }
     auto generic = dyn_cast<linalg::GenericOp>(user);
@@ -375,18 +377,16 @@ linalg::GenericOp biasedResultOf(linalg::LinalgOp product,
 /// the GEMM's read of its zeros, are never done. Returns the fill, or null.
 linalg::FillOp zeroFillOf(linalg::LinalgOp product) {
   Value c = product.getDpsInitOperand(0)->get();
-  auto alloc = c.getDefiningOp<memref::AllocOp>();
-  Block *block = product->getBlock();
-  if (!alloc || alloc->getBlock() != block)
+  memref::AllocOp alloc = resultAllocInBlock(product);
+  if (!alloc)
     return nullptr;
+  Block *block = product->getBlock();
   linalg::FillOp fill;
   for (Operation *user : alloc->getUsers()) {
     if (user == product.getOperation())
       continue;
-    if (auto f = dyn_cast<linalg::FillOp>(user);
-        f && !fill && f->getBlock() == block && f.getOutputs()[0] == c &&
-        f->isBeforeInBlock(product) && fillsAnyZero(f)) {
-      fill = f;
+    if (!fill && isZeroFillBefore(user, c, product, /*positiveOnly=*/false)) {
+      fill = cast<linalg::FillOp>(user);
       continue;
     }
     // Anything else (a view, a read, another write) after the product.

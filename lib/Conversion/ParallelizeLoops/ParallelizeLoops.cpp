@@ -82,6 +82,16 @@ bool isClonedConstant(Value value) {
          def->getNumOperands() == 0 && def->getNumRegions() == 0;
 }
 
+/// Whether every value \p loop uses from above is a constant the outlined
+/// body makes again or one it can take as an argument.
+bool bodyCanTakeItsValues(affine::AffineForOp loop) {
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(loop.getRegion(), captured);
+  return llvm::all_of(captured, [](Value value) {
+    return isClonedConstant(value) || isCapturable(value.getType());
+  });
+}
+
 struct ParallelizeLoopsPass
     : public mp::impl::MPParallelizeLoopsBase<ParallelizeLoopsPass> {
   using MPParallelizeLoopsBase::MPParallelizeLoopsBase;
@@ -172,11 +182,7 @@ struct ParallelizeLoopsPass
           *distance.ub != 0)
         return {};
     }
-    llvm::SetVector<Value> captured;
-    getUsedValuesDefinedAbove(root.getRegion(), captured);
-    if (!llvm::all_of(captured, [](Value value) {
-          return isClonedConstant(value) || isCapturable(value.getType());
-        }))
+    if (!bodyCanTakeItsValues(root))
       return {};
     return chain;
   }
@@ -234,11 +240,7 @@ struct ParallelizeLoopsPass
       return false;
     if (!affine::isLoopParallel(loop))
       return false;
-    llvm::SetVector<Value> captured;
-    getUsedValuesDefinedAbove(loop.getRegion(), captured);
-    return llvm::all_of(captured, [](Value value) {
-      return isClonedConstant(value) || isCapturable(value.getType());
-    });
+    return bodyCanTakeItsValues(loop);
   }
 
   void outline(affine::AffineForOp loop, func::FuncOp parent,
