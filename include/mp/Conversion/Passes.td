@@ -506,10 +506,20 @@ def MPVectorizeLoops : Pass<"mp-vectorize-loops", "::mlir::func::FuncOp"> {
     after the loop. A sum then adds in another order than the scalar loop
     (16 partial sums); min and max are exact. The scalar loop for the rest
     continues from the vectors' result.
+
+    Innermost vectorized loops without iter_args of at most
+    `max-unrolled-vectors` iterations (a block of a parallel loop, a
+    64-wide attention head) are unrolled: LLVM kept each behind a bounds
+    check, which stopped it from keeping a value that the loops around
+    it accumulate (a column sum's) in a register.
   }];
   let options = [
     Option<"vectorSize", "vector-size", "int64_t", /*default=*/"16",
-           "Lanes per vector (16 f32 lanes fill an AVX-512 register)">
+           "Lanes per vector (16 f32 lanes fill an AVX-512 register)">,
+    Option<"maxUnrolledVectors", "max-unrolled-vectors", "int64_t",
+           /*default=*/"8",
+           "Unroll innermost vector loops of at most this many iterations "
+           "(0: none)">
   ];
   let dependentDialects = ["::mlir::vector::VectorDialect"];
 }
@@ -551,6 +561,17 @@ def MPParallelizeLoops : Pass<"mp-parallelize-loops", "::mlir::ModuleOp"> {
     block running the reduction loops over its own elements; iterations
     after the last whole block stay serial.
 
+    A body's memrefs that view an allocation of the caller (`memref.alloc`
+    or `alloca`) that no other captured memref views reach their buffer
+    through that argument only: the body lists the positions of their
+    descriptors' two pointers in its LLVM signature (begin and end, then
+    each captured value, a memref as allocated pointer, aligned pointer,
+    offset, sizes and strides) as `mp.parallel_noalias`, which
+    `--mp-parallel-launches-to-runtime` makes `llvm.noalias`. LLVM may then
+    keep such a buffer's elements in registers across the body's loops (a
+    column sum's accumulators) and move loads of it past other stores.
+    Function arguments and globals may be any buffer and are not listed.
+
     Every iteration runs exactly as in the serial loop, on the same values
     and in the same order per element, so results do not depend on the
     number of threads. Other loops that are not parallel, loops that call
@@ -591,6 +612,10 @@ def MPParallelLaunchesToRuntime
     caller's stack, then `mprt_parallel_for(n, @body_entry, context)`. The
     declaration is then removed. A launch whose body is missing or whose
     arguments do not match the body's is an error.
+
+    The body's arguments at the positions its `mp.parallel_noalias` lists
+    get `llvm.noalias` (a listed position that is not a pointer argument
+    is an error), and the list is removed.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

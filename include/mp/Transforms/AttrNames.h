@@ -138,6 +138,12 @@ constexpr llvm::StringLiteral kParallelLaunchAttrName =
     MPDialect::ParallelLaunchAttrHelper::getNameStr();
 constexpr llvm::StringLiteral kParallelChunkAttrName =
     MPDialect::ParallelChunkAttrHelper::getNameStr();
+/// On an outlined body: the positions, in its LLVM signature (memref
+/// descriptors expanded into allocated pointer, aligned pointer, offset,
+/// sizes, strides), of the pointers to buffers that no other argument of
+/// the body reaches; --mp-parallel-launches-to-runtime marks them noalias.
+constexpr llvm::StringLiteral kParallelNoaliasAttrName =
+    MPDialect::ParallelNoaliasAttrHelper::getNameStr();
 
 /// A value's stable id for calibration statistics, set by the user.
 constexpr llvm::StringLiteral kIdAttrName =

@@ -102,6 +102,22 @@ struct ParallelLaunchesToRuntimePass
              << " (expected (i64 n, captured...) and (i64 begin, i64 end, "
                 "captured...) -> void)";
 
+    // Pointers to buffers that no other argument reaches: noalias.
+    if (auto noalias = body->getAttrOfType<DenseI64ArrayAttr>(
+            mp::kParallelNoaliasAttrName)) {
+      for (int64_t position : noalias.asArrayRef()) {
+        if (position >= bodyType.getNumParams() ||
+            !isa<LLVM::LLVMPointerType>(bodyType.getParams()[position]))
+          return body.emitError()
+                 << "mp-parallel-launches-to-runtime: "
+                 << mp::kParallelNoaliasAttrName << " position " << position
+                 << " is not a pointer argument of " << bodyType;
+        body.setArgAttr(position, LLVM::LLVMDialect::getNoAliasAttrName(),
+                        UnitAttr::get(&getContext()));
+      }
+      body->removeAttr(mp::kParallelNoaliasAttrName);
+    }
+
     // @body_entry(begin, end, context): unpack and call the body.
     OpBuilder builder(context);
     Location loc = body.getLoc();

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Affine/Analysis/AffineAnalysis.h"
 #include "mlir/Dialect/Affine/Analysis/LoopAnalysis.h"
 #include "mlir/Dialect/Affine/IR/AffineValueMap.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -80,6 +81,44 @@ bool isClonedConstant(Value value) {
   Operation *def = value.getDefiningOp();
   return def && def->hasTrait<OpTrait::ConstantLike>() &&
          def->getNumOperands() == 0 && def->getNumRegions() == 0;
+}
+
+/// The allocation (alloc or alloca) whose buffer \p memref views, or null
+/// (a function argument, a global).
+Operation *allocationOf(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  Operation *def = memref.getDefiningOp();
+  return isa_and_present<memref::AllocOp, memref::AllocaOp>(def) ? def
+                                                                 : nullptr;
+}
+
+/// The positions, in the LLVM signature of a body taking two indices and
+/// then \p captured, of the pointers to a buffer that the body reaches
+/// through one argument only: a buffer allocated by the caller, viewed by
+/// no other captured memref (a function argument or a global may be any
+/// other buffer; an allocation is none of them). A memref descriptor
+/// expands to allocated pointer, aligned pointer, offset, sizes, strides.
+SmallVector<int64_t> exclusiveBufferPointers(ArrayRef<Value> captured) {
+  llvm::DenseMap<Operation *, unsigned> views;
+  for (Value value : captured)
+    if (isa<MemRefType>(value.getType()))
+      if (Operation *allocation = allocationOf(value))
+        ++views[allocation];
+  SmallVector<int64_t> pointers;
+  int64_t position = 2;
+  for (Value value : captured) {
+    auto type = dyn_cast<MemRefType>(value.getType());
+    if (!type) {
+      ++position;
+      continue;
+    }
+    Operation *allocation = allocationOf(value);
+    if (allocation && views[allocation] == 1)
+      pointers.append({position, position + 1});
+    position += 3 + 2 * type.getRank();
+  }
+  return pointers;
 }
 
 /// Whether every value \p loop uses from above is a constant the outlined
@@ -278,6 +317,13 @@ struct ParallelizeLoopsPass
     };
     func::FuncOp body = declare(parent.getSymName() + "_parallel", 2);
     body->setAttr(mp::kParallelBodyAttrName, builder.getUnitAttr());
+    // LLVM may then keep such a buffer's elements in registers across the
+    // body's loops (a partial sum's accumulator over its rows) and hoist
+    // loads of it past other stores.
+    SmallVector<int64_t> noalias = exclusiveBufferPointers(captured);
+    if (!noalias.empty())
+      body->setAttr(mp::kParallelNoaliasAttrName,
+                    builder.getDenseI64ArrayAttr(noalias));
     symbols.insert(body);
 
     Block *entry = body.addEntryBlock();

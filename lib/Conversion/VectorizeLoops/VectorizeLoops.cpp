@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Affine/Analysis/AffineAnalysis.h"
 #include "mlir/Dialect/Affine/Analysis/LoopAnalysis.h"
 #include "mlir/Dialect/Affine/IR/AffineValueMap.h"
+#include "mlir/Dialect/Affine/LoopUtils.h"
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -153,10 +154,11 @@ struct VectorizeLoopsPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (vectorSize <= 0) {
-      func.emitError() << "mp-vectorize-loops: vector-size must be positive, "
-                          "got "
-                       << static_cast<int64_t>(vectorSize);
+    if (vectorSize <= 0 || maxUnrolledVectors < 0) {
+      func.emitError() << "mp-vectorize-loops: vector-size must be positive "
+                          "and max-unrolled-vectors not negative, got "
+                       << static_cast<int64_t>(vectorSize) << " and "
+                       << static_cast<int64_t>(maxUnrolledVectors);
       return signalPassFailure();
     }
 
@@ -216,6 +218,22 @@ struct VectorizeLoopsPass
                                  /*fastestVaryingPattern=*/{}, reductionLoops);
     func.walk(
         [&](affine::AffineForOp loop) { markInBounds(loop, vectorSize); });
+    // Innermost vector loops of a few iterations (a block of a parallel
+    // loop, a 64-wide head) run unrolled: LLVM kept each one behind a
+    // bounds check, which stopped it from keeping an accumulator that the
+    // loops around it update (a column sum's) in a register.
+    SmallVector<affine::AffineForOp> shortLoops;
+    func.walk([&](affine::AffineForOp loop) {
+      std::optional<uint64_t> trips = affine::getConstantTripCount(loop);
+      if (loop.getStepAsInt() == vectorSize && trips &&
+          *trips <= static_cast<uint64_t>(maxUnrolledVectors) &&
+          loop.getNumResults() == 0 &&
+          !loop->hasAttr(mp::kParallelChunkAttrName) &&
+          loop.getBody()->getOps<affine::AffineForOp>().empty())
+        shortLoops.push_back(loop);
+    });
+    for (affine::AffineForOp loop : shortLoops)
+      (void)affine::loopUnrollFull(loop);
   }
 };
 

@@ -35,6 +35,37 @@ llvm.func @caller(%p: !llvm.ptr, %x: f32, %n: i64, %c: i1) {
 
 // -----
 
+// Pointers the body reaches through one argument only
+// (mp.parallel_noalias, from --mp-parallelize-loops) become noalias; the
+// list goes.
+// CHECK-LABEL: llvm.func internal @exclusive(
+// CHECK-SAME: %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: i64, %{{.*}}: !llvm.ptr, %{{.*}}: f32)
+// CHECK-NOT: mp.parallel_noalias
+// CHECK-SAME: {
+llvm.func @exclusive(%begin: i64, %end: i64, %allocated: !llvm.ptr, %aligned: !llvm.ptr, %offset: i64, %other: !llvm.ptr, %x: f32) attributes {mp.parallel_noalias = array<i64: 2, 3>} {
+  llvm.return
+}
+llvm.func @exclusive_launch(i64, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, f32) attributes {mp.parallel_launch = @exclusive}
+llvm.func @exclusive_caller(%p: !llvm.ptr, %q: !llvm.ptr, %o: i64, %x: f32, %n: i64) {
+  llvm.call @exclusive_launch(%n, %p, %p, %o, %q, %x) : (i64, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, f32) -> ()
+  llvm.return
+}
+
+// -----
+
+// A position that is not a pointer argument.
+// expected-error @+1 {{mp-parallel-launches-to-runtime: mp.parallel_noalias position 4 is not a pointer argument of '!llvm.func<void (i64, i64, ptr, f32)>'}}
+llvm.func @wrong_position(%begin: i64, %end: i64, %p: !llvm.ptr, %x: f32) attributes {mp.parallel_noalias = array<i64: 2, 4>} {
+  llvm.return
+}
+llvm.func @wrong_position_launch(i64, !llvm.ptr, f32) attributes {mp.parallel_launch = @wrong_position}
+llvm.func @wrong_position_caller(%p: !llvm.ptr, %x: f32, %n: i64) {
+  llvm.call @wrong_position_launch(%n, %p, %x) : (i64, !llvm.ptr, f32) -> ()
+  llvm.return
+}
+
+// -----
+
 // Nothing captured: a null context.
 // CHECK-LABEL: llvm.func @nothing_captured(
 // CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr

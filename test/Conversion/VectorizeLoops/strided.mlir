@@ -1,4 +1,4 @@
-// RUN: mp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(mp-vectorize-loops))' -verify-diagnostics | FileCheck %s
+// RUN: mp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(mp-vectorize-loops{max-unrolled-vectors=0}))' -verify-diagnostics | FileCheck %s
 // RUN: not mp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(mp-vectorize-loops{vector-size=0}))' 2>&1 | FileCheck %s --check-prefix=SIZE
 
 // Unit stride along the innermost dimension: vectorized.
@@ -7,7 +7,7 @@
 // CHECK: vector.transfer_read
 // CHECK: arith.addf %{{.*}} : vector<16xf32>
 // CHECK: vector.transfer_write
-// SIZE: error: mp-vectorize-loops: vector-size must be positive, got 0
+// SIZE: error: mp-vectorize-loops: vector-size must be positive and max-unrolled-vectors not negative, got 0 and 8
 func.func @unit_stride(%a: memref<64xf32>, %b: memref<64xf32>, %c: memref<64xf32>) {
   affine.for %i = 0 to 64 {
     %x = affine.load %a[%i] : memref<64xf32>

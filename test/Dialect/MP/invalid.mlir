@@ -369,6 +369,13 @@ func.func @gradient_of_string() attributes {mp.gradient_of = "loss"} {
 
 // -----
 
+// expected-error @+1 {{'mp.parallel_noalias' must be array<i64: ...> of non-negative argument positions, got array<i64: 2, -1>}}
+func.func @noalias_negative() attributes {mp.parallel_noalias = array<i64: 2, -1>} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'mp.loss' must be a unit, got 1 : i64}}
 func.func @loss_value() -> f32 attributes {mp.loss = 1} {
   %0 = arith.constant 0.0 : f32

@@ -125,6 +125,11 @@ bool isIndex(Attribute a) {
   auto i = dyn_cast<IntegerAttr>(a);
   return i && i.getType().isInteger(64) && i.getInt() >= 0;
 }
+bool isIndices(Attribute a) {
+  auto array = dyn_cast<DenseI64ArrayAttr>(a);
+  return array &&
+         llvm::all_of(array.asArrayRef(), [](int64_t i) { return i >= 0; });
+}
 bool isWindow(Attribute a) {
   auto i = dyn_cast<IntegerAttr>(a);
   return i && i.getType().isInteger(64) && i.getInt() >= 2 &&
@@ -155,6 +160,8 @@ const ContractAttr *lookupContract(StringRef name) {
       {D::ParallelBodyAttrHelper::getNameStr(), OnFunction, isUnit, "a unit"},
       {D::ParallelLaunchAttrHelper::getNameStr(), OnFunction, isSymbol,
        "a symbol reference (@function)"},
+      {D::ParallelNoaliasAttrHelper::getNameStr(), OnFunction, isIndices,
+       "array<i64: ...> of non-negative argument positions"},
       {D::InputAttrHelper::getNameStr(), OnValue, isName,
        "a non-empty string (the model input's name)"},
       {D::OutputAttrHelper::getNameStr(), OnValue, isName,

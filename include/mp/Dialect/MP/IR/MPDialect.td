@@ -53,6 +53,9 @@ def MP_Dialect : Dialect {
     // outlined body and the declaration its launches call.
     "::mlir::UnitAttr":$parallel_body,
     "::mlir::FlatSymbolRefAttr":$parallel_launch,
+    // On a body: positions of its LLVM arguments (memref descriptors
+    // expanded) that point to a buffer no other argument reaches.
+    "::mlir::DenseI64ArrayAttr":$parallel_noalias,
     // Arguments and results: a model's named inputs and outputs (the names
     // an imported ONNX graph gives them), parameters and what is made from
     // them.
