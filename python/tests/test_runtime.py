@@ -228,7 +228,8 @@ def test_cuda_session_without_gpu_is_a_clear_error():
 def _rounded_products(step_ir):
     """How many products of a dumped step call the runtime's GEMM with
     MPRT_GEMM_ROUNDED_C (flag 4) once lowered for the CPU up to
-    --mp-contractions-to-runtime."""
+    --mp-contractions-to-runtime, and how many copies that swap the last
+    two dimensions of a 3-D buffer (attention's K^T) are left."""
     import os
     import re
     import subprocess
@@ -243,7 +244,8 @@ def _rounded_products(step_ir):
                           check=True, capture_output=True, text=True).stdout
     constants = dict(re.findall(r"(%[\w]+) = arith.constant (-?\d+) : i32", text))
     calls = re.findall(r"call @mprt_gemm(?:_batched)?\(([^)]*)\)", text)
-    return sum(int(constants[args.split(", ")[9]]) & 4 != 0 for args in calls)
+    transposes = len(re.findall(r"linalg.transpose .* permutation = \[0, 2, 1\]", text))
+    return sum(int(constants[args.split(", ")[9]]) & 4 != 0 for args in calls), transposes
 
 
 def test_transformer_block_amp_steps_match_pytorch(tmp_path, monkeypatch):
@@ -252,7 +254,10 @@ def test_transformer_block_amp_steps_match_pytorch(tmp_path, monkeypatch):
     batch: mp's f32 losses match PyTorch FP32 to 1e-5 (relative), f16 and
     bf16 to 0.1% and 0.3%. The f16 and bf16 steps' attention and feed-forward input
     gradients are products whose f32 result is only rounded: they run as
-    rounded GEMMs (MPRT_GEMM_ROUNDED_C), so this checks those numerically."""
+    rounded GEMMs (MPRT_GEMM_ROUNDED_C), one of them (K's gradient) rounded
+    into the transposed layout, so this checks those numerically; in every
+    precision the products read K through its copy's original (no K^T
+    copy is left)."""
     import sys
     import os
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
@@ -282,12 +287,13 @@ def test_transformer_block_amp_steps_match_pytorch(tmp_path, monkeypatch):
         for name, value in initial.items():
             session.set(name, value)
         got = [session.train_step(x, target)[0] for _ in range(steps)]
-        rounded = _rounded_products(step_ir)
+        rounded, transposes = _rounded_products(step_ir)
         print("mp %s losses %s (%d rounded products); PyTorch FP32 %s" % (
             precision, " ".join("%.5f" % v for v in got), rounded,
             " ".join("%.5f" % v for v in want)))
         for g, w in zip(got, want):
             assert abs(g - w) <= tolerance * w, (precision, got, want)
+        assert transposes == 0, (precision, transposes)
         if precision == "f32":
             assert rounded == 0
         else:

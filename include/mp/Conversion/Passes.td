@@ -105,7 +105,19 @@ def ConvertContractionsToRuntime
     with flag 4 (`MPRT_GEMM_ROUNDED_C`): it writes `D` (f16 or bf16,
     accumulated in f32 and rounded once) and `C`, its fill and the rounding
     pass disappear. `D` must be a fresh buffer that nothing reads or views
-    before the rounding (its allocation moves before the call).
+    before the rounding (its allocation moves before the call). A rounding
+    that also swaps the last two dimensions (`D[.., j, i] = truncf(C[..,
+    i, j])`, attention's gradients in the layout the next product reads)
+    is taken too: the call computes `D = op(B)^T op(A)^T`, operands
+    swapped and their transpose flags flipped.
+
+    An operand that is a transposed copy made for products —
+    `X = alloc; linalg.transpose ins(S) outs(X) permutation = [.., n-1,
+    n-2]`, X read by matched products only (attention's `K^T`) — is read
+    through `S` with its transpose flag flipped, when `S`'s buffer is an
+    allocation of the block that nothing writes between the transpose and
+    the product and that is freed after it; once no product reads X, X
+    and the transpose go.
 
     With `runtime=cpu`, a 2-D f16/bf16 product whose f32 result only
     feeds a bias addition — `C = alloc; fill(0, C); C += A B;
@@ -153,7 +165,13 @@ def ConvertContractionsToRuntime
               "added (maybe rounded): mprt_gemm_bias writes the sum">,
     Statistic<"numOverwritten", "overwritten-results",
               "Of those, products into a zero fill made for them: the call "
-              "overwrites C (MPRT_GEMM_OVERWRITE_C) and the fill goes">
+              "overwrites C (MPRT_GEMM_OVERWRITE_C) and the fill goes">,
+    Statistic<"numTransposedResults", "transposed-results",
+              "Of the rounded results, those rounded into a transposed "
+              "layout: the call writes the transpose">,
+    Statistic<"numTransposedOperands", "transposed-operands",
+              "Transposed copies made for products that the calls read "
+              "through their originals instead (the copy goes)">
   ];
 }
 

@@ -12,6 +12,7 @@
 #include "mprt/mprt.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir {
 namespace mp {
@@ -50,6 +51,10 @@ struct Product {
   bool transA = false, transB = false;
   bool batched = false;
   bool sharedA = false, sharedB = false; // batched product, no batch loop
+  // The matrix a transposed-copy operand was copied from, read instead
+  // with the operand's transpose flag flipped (transposedSourceOf); null
+  // when the operand is read as it is.
+  Value sourceA, sourceB;
 };
 
 std::optional<Product> matchProduct(linalg::LinalgOp op) {
@@ -167,23 +172,147 @@ bool hasUnitInnerStride(MemRefType type, int64_t rank) {
   return static_cast<int64_t>(strides.size()) == rank && strides.back() == 1;
 }
 
+/// The permutation of \p rank dimensions that swaps the last two.
+SmallVector<unsigned> lastTwoSwapped(unsigned rank) {
+  auto permutation = llvm::to_vector(llvm::seq<unsigned>(0, rank));
+  std::swap(permutation[rank - 2], permutation[rank - 1]);
+  return permutation;
+}
+
+/// How a rounding copy lays out its result.
+enum class RoundingLayout { Same, Transposed };
+
 /// Whether \p op is a linalg.generic that only rounds \p from into its
-/// init: identity maps, all loops parallel, body `yield(truncf(in))`.
-bool isRoundingCopy(Operation *op, Value from) {
+/// init, all loops parallel, body `yield(truncf(in))`: with identity maps
+/// (Same), or with the last two dimensions of one of the two swapped
+/// (Transposed: each matrix of the init is the transpose of one of
+/// \p from's).
+std::optional<RoundingLayout> roundingCopyLayout(Operation *op, Value from) {
   auto generic = dyn_cast<linalg::GenericOp>(op);
   if (!generic || generic.getNumDpsInputs() != 1 ||
       generic.getNumDpsInits() != 1 ||
       generic.getDpsInputOperand(0)->get() != from ||
-      generic.getNumParallelLoops() != generic.getNumLoops() ||
-      !llvm::all_of(generic.getIndexingMapsArray(),
-                    [](AffineMap map) { return map.isIdentity(); }))
-    return false;
+      generic.getNumParallelLoops() != generic.getNumLoops())
+    return std::nullopt;
   Block &body = *generic.getBlock();
   if (body.getOperations().size() != 2)
-    return false;
+    return std::nullopt;
   auto truncf = dyn_cast<arith::TruncFOp>(&body.front());
-  return truncf && truncf.getIn() == body.getArgument(0) &&
-         body.getTerminator()->getOperand(0) == truncf.getResult();
+  if (!truncf || truncf.getIn() != body.getArgument(0) ||
+      body.getTerminator()->getOperand(0) != truncf.getResult())
+    return std::nullopt;
+  AffineMap in = generic.getIndexingMapsArray()[0],
+            out = generic.getIndexingMapsArray()[1];
+  if (in.isIdentity() && out.isIdentity())
+    return RoundingLayout::Same;
+  unsigned rank = generic.getNumLoops();
+  if (rank < 2)
+    return std::nullopt;
+  AffineMap swapped =
+      AffineMap::getPermutationMap(lastTwoSwapped(rank), op->getContext());
+  if ((in.isIdentity() && out == swapped) ||
+      (in == swapped && out.isIdentity()))
+    return RoundingLayout::Transposed;
+  return std::nullopt;
+}
+
+/// The buffer \p memref views (through view-like ops).
+Value viewedBuffer(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
+/// The ops that use \p value or a view of it (not the views themselves),
+/// each with the value it uses.
+void collectUses(Value value,
+                 SmallVectorImpl<std::pair<Operation *, Value>> &uses) {
+  for (Operation *user : value.getUsers()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(user);
+    if (view && view.getViewSource() == value) {
+      collectUses(view->getResult(0), uses);
+      continue;
+    }
+    uses.push_back({user, value});
+  }
+}
+
+/// Whether \p user only reads \p value (and the memory it views).
+bool onlyReads(Operation *user, Value value) {
+  if (isa<memref::LoadOp, affine::AffineLoadOp, vector::TransferReadOp,
+          memref::DimOp>(user))
+    return true;
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
+  return linalgOp && llvm::none_of(linalgOp.getDpsInits(),
+                                   [&](Value init) { return init == value; });
+}
+
+/// A product operand %x that is a copy of a matrix (or a batch of them)
+/// with the last two dimensions swapped, made for products:
+///
+///   %x = memref.alloc()                  (in the product's block)
+///   linalg.transpose ins(%s) outs(%x) permutation = [.., n-1, n-2]
+///   <product> ins(%x, ...)               (%x's other users: products and
+///                                         its dealloc)
+///
+/// The GEMM can read %s with the operand's transpose flag flipped, when
+/// %s's buffer is an allocation of the block that nothing writes between
+/// the transpose and \p product and that is freed after it. Returns %s,
+/// or null.
+Value transposedSourceOf(Value x, linalg::LinalgOp product,
+                         const llvm::DenseSet<Operation *> &products) {
+  Block *block = product->getBlock();
+  auto alloc = x.getDefiningOp<memref::AllocOp>();
+  if (!alloc || alloc->getBlock() != block)
+    return nullptr;
+  linalg::TransposeOp transpose;
+  for (Operation *user : x.getUsers()) {
+    if (isa<memref::DeallocOp>(user))
+      continue;
+    if (auto copy = dyn_cast<linalg::TransposeOp>(user);
+        copy && copy.getInit() == x && !transpose) {
+      transpose = copy;
+      continue;
+    }
+    if (!products.contains(user) || !onlyReads(user, x))
+      return nullptr;
+  }
+  if (!transpose || transpose->getBlock() != block ||
+      !transpose->isBeforeInBlock(product))
+    return nullptr;
+  unsigned rank = cast<MemRefType>(x.getType()).getRank();
+  if (rank < 2 ||
+      transpose.getPermutation() !=
+          ArrayRef<int64_t>(llvm::to_vector_of<int64_t>(lastTwoSwapped(rank))))
+    return nullptr;
+  Value source = transpose.getInput();
+  if (!hasUnitInnerStride(cast<MemRefType>(source.getType()), rank))
+    return nullptr;
+  Value buffer = viewedBuffer(source);
+  auto sourceAlloc = buffer.getDefiningOp<memref::AllocOp>();
+  if (!sourceAlloc || sourceAlloc->getBlock() != block)
+    return nullptr;
+  // Writes of the buffer come before the transpose or after the product;
+  // it is freed after the product.
+  SmallVector<std::pair<Operation *, Value>> uses;
+  collectUses(buffer, uses);
+  for (auto [user, value] : uses) {
+    if (user == transpose.getOperation())
+      continue;
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (!inBlock)
+      return nullptr;
+    bool afterProduct = product->isBeforeInBlock(inBlock);
+    if (isa<memref::DeallocOp>(user)) {
+      if (!afterProduct)
+        return nullptr;
+      continue;
+    }
+    if (!onlyReads(user, value) && !inBlock->isBeforeInBlock(transpose) &&
+        !afterProduct)
+      return nullptr;
+  }
+  return source;
 }
 
 /// Whether \p user fills \p c with zero before \p product, in its block:
@@ -248,9 +377,12 @@ bool writableEarly(linalg::LinalgOp product, Operation *consumer) {
 ///   memref.dealloc %c
 ///
 /// The GEMM can write %d itself (MPRT_GEMM_ROUNDED_C): the f32 result, its
-/// fill and the rounding pass are never stored. Returns the rounding
-/// generic, with %d's alloc moved before the product, or null.
-Operation *roundedResultOf(linalg::LinalgOp product) {
+/// fill and the rounding pass are never stored. When the rounding also
+/// swaps the last two dimensions (\p layout Transposed: attention's
+/// gradients in the layout the next product reads), the GEMM writes
+/// D = C^T = op(B)^T op(A)^T. Returns the rounding generic, with %d's alloc
+/// moved before the product, or null.
+Operation *roundedResultOf(linalg::LinalgOp product, RoundingLayout &layout) {
   Value c = product.getDpsInitOperand(0)->get();
   memref::AllocOp alloc = resultAllocInBlock(product);
   if (!alloc)
@@ -263,8 +395,10 @@ Operation *roundedResultOf(linalg::LinalgOp product) {
       fill = user;
       continue;
     }
-    if (!rounding && isRoundingCopy(user, c)) {
+    std::optional<RoundingLayout> copyLayout = roundingCopyLayout(user, c);
+    if (!rounding && copyLayout) {
       rounding = user;
+      layout = *copyLayout;
       continue;
     }
     return nullptr;
@@ -423,6 +557,23 @@ struct ContractionsToRuntimePass
     });
     if (products.empty())
       return;
+    // Operands that are transposed copies made for products: the GEMM
+    // reads the original.
+    llvm::DenseSet<Operation *> productOps;
+    for (auto &[op, product] : products)
+      productOps.insert(op);
+    llvm::SetVector<Operation *> transposes;
+    for (auto &[op, product] : products) {
+      for (auto [operand, source] :
+           {std::make_pair(product.a, &product.sourceA),
+            std::make_pair(product.b, &product.sourceB)}) {
+        *source = transposedSourceOf(operand->get(), op, productOps);
+        if (*source)
+          for (Operation *user : operand->get().getUsers())
+            if (isa<linalg::TransposeOp>(user))
+              transposes.insert(user);
+      }
+    }
 
     OpBuilder b(module.getBodyRegion());
     Type i64 = b.getI64Type(), i32 = b.getI32Type();
@@ -473,7 +624,8 @@ struct ContractionsToRuntimePass
       // On libmprt (libmprt_cuda has neither yet), a result that only gets
       // a bias added: mprt_gemm_bias writes the sum; and a result into
       // fresh zeros: the call overwrites C.
-      Operation *rounding = roundedResultOf(op);
+      RoundingLayout layout = RoundingLayout::Same;
+      Operation *rounding = roundedResultOf(op, layout);
       Value bias;
       linalg::GenericOp biased = rounding || cuda
                                      ? linalg::GenericOp()
@@ -481,11 +633,22 @@ struct ContractionsToRuntimePass
       linalg::FillOp zeroFill =
           rounding || biased || cuda ? linalg::FillOp() : zeroFillOf(op);
       Operation *consumer = rounding ? rounding : biased.getOperation();
-      Value aMem = product.a->get(), bMem = product.b->get(),
+      // A transposed copy's original, its flag flipped.
+      Value aMem = product.sourceA ? product.sourceA : product.a->get(),
+            bMem = product.sourceB ? product.sourceB : product.b->get(),
             cMem = consumer ? cast<linalg::GenericOp>(consumer)
                                   .getDpsInitOperand(0)
                                   ->get()
                             : op.getDpsInitOperand(0)->get();
+      product.transA ^= static_cast<bool>(product.sourceA);
+      product.transB ^= static_cast<bool>(product.sourceB);
+      // A transposed result: D = op(B)^T op(A)^T.
+      if (layout == RoundingLayout::Transposed) {
+        std::swap(aMem, bMem);
+        std::swap(product.sharedA, product.sharedB);
+        std::tie(product.transA, product.transB) =
+            std::make_pair(!product.transB, !product.transA);
+      }
       Matrix aMat = matrix(aMem), bMat = matrix(bMem), cMat = matrix(cMem);
       auto dim = [&](Value memref, int64_t d) -> Value {
         return toI64(memref::DimOp::create(b, loc, memref, d));
@@ -548,6 +711,8 @@ struct ContractionsToRuntimePass
           user->erase();
         c.getDefiningOp()->erase();
         ++(rounding ? numRounded : numBiased);
+        if (layout == RoundingLayout::Transposed)
+          ++numTransposedResults;
       } else {
         op->erase();
       }
@@ -556,6 +721,19 @@ struct ContractionsToRuntimePass
         ++numOverwritten;
       }
       ++numCalls;
+    }
+    // Transposed copies that no product reads any more.
+    for (Operation *transpose : transposes) {
+      Value x = cast<linalg::TransposeOp>(transpose).getInit();
+      if (!llvm::all_of(x.getUsers(), [&](Operation *user) {
+            return user == transpose || isa<memref::DeallocOp>(user);
+          }))
+        continue;
+      transpose->erase();
+      for (Operation *user : llvm::make_early_inc_range(x.getUsers()))
+        user->erase();
+      x.getDefiningOp()->erase();
+      ++numTransposedOperands;
     }
   }
 };
