@@ -90,6 +90,9 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // Elementwise chains (bias, activation, casts, scaling) become one loop
   // nest each: fewer passes over memory, fewer buffers.
   pm.addNestedPass<func::FuncOp>(createMPFuseElementwise());
+  // A divisor shared by a row (softmax's sum): one reciprocal, then
+  // multiplications.
+  pm.addNestedPass<func::FuncOp>(createMPReciprocalDivisions());
   // Sums over more than 4096 elements (a loss over every element, inf
   // checks) as partials of at most 4096 serial steps, combined after: one
   // f32 accumulator over a million elements loses about four digits (an

@@ -808,4 +808,41 @@ def MPFuseElementwise : Pass<"mp-fuse-elementwise", "::mlir::func::FuncOp"> {
   }];
 }
 
+def MPReciprocalDivisions
+    : Pass<"mp-reciprocal-divisions", "::mlir::func::FuncOp"> {
+  let summary = "Divide by a broadcast value through one reciprocal per "
+                "element and multiplications";
+  let description = [{
+    Runs on tensors. In a `linalg.generic` whose body divides (`arith.divf`)
+    by an f32 input of static shape whose indexing map leaves out loops
+    with at least `min-reuse` iterations in all (a broadcast divisor:
+    softmax's row sums, which its forward pass divides every element of
+    the row by and its gradient twice more), the input's reciprocals are
+    computed once, by a generic of their own (`1.0 / s`), and read by the
+    generic through the same map; its divisions by that input become
+    multiplications by the reciprocal. `--mp-lower-cpu` uses it after
+    `--mp-fuse-elementwise`.
+
+    `x * (1/s)` is within about 1.5 ulp of `x / s` (two roundings, not
+    one), as the issue that asked for it allows ("where the rounding stays
+    within the tolerances"); infinities and NaNs come out as from the
+    division, except where `1/s` overflows (a subnormal `s`). Other
+    divisions, divisors of other types and divisors each iteration reads
+    an element of its own stay divisions.
+  }];
+  let options = [
+    Option<"minReuse", "min-reuse", "int64_t", /*default=*/"8",
+           "Iterations that must read each element of the divisor">
+  ];
+  let statistics = [
+    Statistic<"numDivisors", "divisors",
+              "Divisors read through their reciprocals">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // MP_CONVERSION_PASSES_TD
