@@ -115,6 +115,17 @@ Value alignedAddress(OpBuilder &b, Location loc, Value memref) {
   return arith::AddIOp::create(b, loc, base, offset);
 }
 
+Value viewedBuffer(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
+bool isAllocation(Value buffer) {
+  return buffer.getDefiningOp<memref::AllocOp>() ||
+         buffer.getDefiningOp<memref::AllocaOp>();
+}
+
 bool isFloatConversion(Operation *op) {
   return isa<arith::ExtFOp, arith::TruncFOp>(op);
 }

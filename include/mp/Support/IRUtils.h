@@ -3,8 +3,8 @@
 // What more than one pass needs to say or recognise about IR: a location as
 // report text, a float conversion of a scalar, the body of a named linalg
 // op rebuilt for new operand types, an elementwise map, a buffer's address
-// for runtime calls, and a linalg.generic that does nothing but convert its
-// input's element type.
+// for runtime calls, the buffer behind a view, and a linalg.generic that does
+// nothing but convert its input's element type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +51,15 @@ Value mapElements(OpBuilder &b, Location loc, Value input,
 /// The address of `memref`'s first element (aligned pointer plus offset in
 /// bytes) as an index: what a runtime call takes as a pointer.
 Value alignedAddress(OpBuilder &b, Location loc, Value memref);
+
+/// The buffer `memref` views, through subviews, reshapes and casts
+/// (ViewLikeOpInterface).
+Value viewedBuffer(Value memref);
+
+/// Whether `buffer` is made by memref.alloc or memref.alloca here: then no
+/// other buffer (a function argument, a global, another allocation) shares
+/// its memory.
+bool isAllocation(Value buffer);
 
 /// arith.extf or arith.truncf.
 bool isFloatConversion(Operation *op);

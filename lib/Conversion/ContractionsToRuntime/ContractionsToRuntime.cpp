@@ -52,7 +52,7 @@ struct Product {
   bool batched = false;
   bool sharedA = false, sharedB = false; // batched product, no batch loop
   // The matrix a transposed-copy operand was copied from, read instead
-  // with the operand's transpose flag flipped (transposedSourceOf); null
+  // with the operand's transpose flag flipped (transposedCopyOf); null
   // when the operand is read as it is.
   Value sourceA, sourceB;
 };
@@ -216,13 +216,6 @@ std::optional<RoundingLayout> roundingCopyLayout(Operation *op, Value from) {
   return std::nullopt;
 }
 
-/// The buffer \p memref views (through view-like ops).
-Value viewedBuffer(Value memref) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  return memref;
-}
-
 /// The ops that use \p value or a view of it (not the views themselves),
 /// each with the value it uses.
 void collectUses(Value value,
@@ -257,14 +250,15 @@ bool onlyReads(Operation *user, Value value) {
 ///
 /// The GEMM can read %s with the operand's transpose flag flipped, when
 /// %s's buffer is an allocation of the block that nothing writes between
-/// the transpose and \p product and that is freed after it. Returns %s,
-/// or null.
-Value transposedSourceOf(Value x, linalg::LinalgOp product,
-                         const llvm::DenseSet<Operation *> &products) {
+/// the transpose and \p product and that is freed after it. Returns the
+/// transpose, or null.
+linalg::TransposeOp
+transposedCopyOf(Value x, linalg::LinalgOp product,
+                 const llvm::DenseSet<Operation *> &products) {
   Block *block = product->getBlock();
   auto alloc = x.getDefiningOp<memref::AllocOp>();
   if (!alloc || alloc->getBlock() != block)
-    return nullptr;
+    return {};
   linalg::TransposeOp transpose;
   for (Operation *user : x.getUsers()) {
     if (isa<memref::DeallocOp>(user))
@@ -275,23 +269,23 @@ Value transposedSourceOf(Value x, linalg::LinalgOp product,
       continue;
     }
     if (!products.contains(user) || !onlyReads(user, x))
-      return nullptr;
+      return {};
   }
   if (!transpose || transpose->getBlock() != block ||
       !transpose->isBeforeInBlock(product))
-    return nullptr;
+    return {};
   unsigned rank = cast<MemRefType>(x.getType()).getRank();
   if (rank < 2 ||
       transpose.getPermutation() !=
           ArrayRef<int64_t>(llvm::to_vector_of<int64_t>(lastTwoSwapped(rank))))
-    return nullptr;
+    return {};
   Value source = transpose.getInput();
   if (!hasUnitInnerStride(cast<MemRefType>(source.getType()), rank))
-    return nullptr;
-  Value buffer = viewedBuffer(source);
+    return {};
+  Value buffer = mlir::mp::viewedBuffer(source);
   auto sourceAlloc = buffer.getDefiningOp<memref::AllocOp>();
   if (!sourceAlloc || sourceAlloc->getBlock() != block)
-    return nullptr;
+    return {};
   // Writes of the buffer come before the transpose or after the product;
   // it is freed after the product.
   SmallVector<std::pair<Operation *, Value>> uses;
@@ -301,18 +295,18 @@ Value transposedSourceOf(Value x, linalg::LinalgOp product,
       continue;
     Operation *inBlock = block->findAncestorOpInBlock(*user);
     if (!inBlock)
-      return nullptr;
+      return {};
     bool afterProduct = product->isBeforeInBlock(inBlock);
     if (isa<memref::DeallocOp>(user)) {
       if (!afterProduct)
-        return nullptr;
+        return {};
       continue;
     }
     if (!onlyReads(user, value) && !inBlock->isBeforeInBlock(transpose) &&
         !afterProduct)
-      return nullptr;
+      return {};
   }
-  return source;
+  return transpose;
 }
 
 /// Whether \p user fills \p c with zero before \p product, in its block:
@@ -567,11 +561,11 @@ struct ContractionsToRuntimePass
       for (auto [operand, source] :
            {std::make_pair(product.a, &product.sourceA),
             std::make_pair(product.b, &product.sourceB)}) {
-        *source = transposedSourceOf(operand->get(), op, productOps);
-        if (*source)
-          for (Operation *user : operand->get().getUsers())
-            if (isa<linalg::TransposeOp>(user))
-              transposes.insert(user);
+        if (linalg::TransposeOp copy =
+                transposedCopyOf(operand->get(), op, productOps)) {
+          *source = copy.getInput();
+          transposes.insert(copy);
+        }
       }
     }
 

@@ -13,12 +13,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Conversion/Passes.h"
+#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
 
 #include "mlir/Dialect/Affine/Analysis/AffineAnalysis.h"
 #include "mlir/Dialect/Affine/Analysis/LoopAnalysis.h"
 #include "mlir/Dialect/Affine/IR/AffineValueMap.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -83,16 +83,6 @@ bool isClonedConstant(Value value) {
          def->getNumOperands() == 0 && def->getNumRegions() == 0;
 }
 
-/// The allocation (alloc or alloca) whose buffer \p memref views, or null
-/// (a function argument, a global).
-Operation *allocationOf(Value memref) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  Operation *def = memref.getDefiningOp();
-  return isa_and_present<memref::AllocOp, memref::AllocaOp>(def) ? def
-                                                                 : nullptr;
-}
-
 /// The positions, in the LLVM signature of a body taking two indices and
 /// then \p captured, of the pointers to a buffer that the body reaches
 /// through one argument only: a buffer allocated by the caller, viewed by
@@ -100,11 +90,10 @@ Operation *allocationOf(Value memref) {
 /// other buffer; an allocation is none of them). A memref descriptor
 /// expands to allocated pointer, aligned pointer, offset, sizes, strides.
 SmallVector<int64_t> exclusiveBufferPointers(ArrayRef<Value> captured) {
-  llvm::DenseMap<Operation *, unsigned> views;
+  llvm::DenseMap<Value, unsigned> views;
   for (Value value : captured)
     if (isa<MemRefType>(value.getType()))
-      if (Operation *allocation = allocationOf(value))
-        ++views[allocation];
+      ++views[mp::viewedBuffer(value)];
   SmallVector<int64_t> pointers;
   int64_t position = 2;
   for (Value value : captured) {
@@ -113,8 +102,8 @@ SmallVector<int64_t> exclusiveBufferPointers(ArrayRef<Value> captured) {
       ++position;
       continue;
     }
-    Operation *allocation = allocationOf(value);
-    if (allocation && views[allocation] == 1)
+    Value buffer = mp::viewedBuffer(value);
+    if (mp::isAllocation(buffer) && views[buffer] == 1)
       pointers.append({position, position + 1});
     position += 3 + 2 * type.getRank();
   }

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Conversion/Passes.h"
+#include "mp/Support/IRUtils.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -32,23 +33,11 @@ using namespace mlir;
 
 namespace {
 
-/// The buffer that `memref` views (through subviews, reshapes and casts).
-Value bufferOf(Value memref) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  return memref;
-}
-
-bool isAllocation(Value buffer) {
-  return buffer.getDefiningOp<memref::AllocOp>() ||
-         buffer.getDefiningOp<memref::AllocaOp>();
-}
-
 /// Two different buffers share no memory when one of them was allocated
 /// here; two function arguments may (the session passes a parameter's
 /// buffer as its own update's).
 bool mayShareMemory(Value a, Value b) {
-  return a == b || (!isAllocation(a) && !isAllocation(b));
+  return a == b || (!mp::isAllocation(a) && !mp::isAllocation(b));
 }
 
 struct Accumulator {
@@ -90,7 +79,7 @@ SmallVector<Accumulator> findAccumulators(affine::AffineForOp loop) {
       continue;
     affine::AffineStoreOp store;
     bool alone = true;
-    Value buffer = bufferOf(load.getMemRef());
+    Value buffer = mp::viewedBuffer(load.getMemRef());
     for (auto [other, otherAccess] : llvm::enumerate(accesses)) {
       if (otherAccess == access)
         continue;
@@ -100,7 +89,7 @@ SmallVector<Accumulator> findAccumulators(affine::AffineForOp loop) {
         store = candidate;
         continue;
       }
-      if (mayShareMemory(buffer, bufferOf(memrefOf(otherAccess))))
+      if (mayShareMemory(buffer, mp::viewedBuffer(memrefOf(otherAccess))))
         alone = false;
     }
     if (store && alone)
