@@ -77,31 +77,69 @@ Access accessOf(Operation *op, const llvm::SmallPtrSet<Value, 8> &views) {
   return access;
 }
 
+/// Whether \p view is \p base reshaped (memref.expand_shape and
+/// collapse_shape, any number of them, or none) exactly as \p other is
+/// \p otherBase: the two then index corresponding elements alike.
+bool reshapedAlike(Value view, Value base, Value other, Value otherBase) {
+  while (view != base || other != otherBase) {
+    if (view == base || other == otherBase || view.getType() != other.getType())
+      return false;
+    auto expand = view.getDefiningOp<memref::ExpandShapeOp>();
+    auto otherExpand = other.getDefiningOp<memref::ExpandShapeOp>();
+    auto collapse = view.getDefiningOp<memref::CollapseShapeOp>();
+    auto otherCollapse = other.getDefiningOp<memref::CollapseShapeOp>();
+    if (expand && otherExpand &&
+        expand.getReassociationIndices() ==
+            otherExpand.getReassociationIndices()) {
+      view = expand.getSrc();
+      other = otherExpand.getSrc();
+    } else if (collapse && otherCollapse &&
+               collapse.getReassociationIndices() ==
+                   otherCollapse.getReassociationIndices()) {
+      view = collapse.getSrc();
+      other = otherCollapse.getSrc();
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// Whether \p writer, the first op to write \p next, may read \p old in the
-/// same memory: an all-parallel linalg op reading the argument itself at
-/// the element it writes, and not reading what it overwrites.
+/// same memory: a linalg op whose iterations each write an element of their
+/// own (the written map is a permutation), reading the argument itself at
+/// the element it writes, and not reading what it overwrites. Both may be
+/// reshaped alike (a generic over an expanded view of each: an optimizer
+/// update fused with the gradient norm's partial sums).
 bool readsOnlyItsOwnElement(Operation *writer, Value old, Value next,
                             const llvm::SmallPtrSet<Value, 8> &oldViews,
                             const llvm::SmallPtrSet<Value, 8> &nextViews) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(writer);
-  if (!linalgOp || linalgOp.getNumParallelLoops() != linalgOp.getNumLoops())
+  if (!linalgOp)
     return false;
   OpOperand *nextInit = nullptr;
   for (OpOperand &init : linalgOp.getDpsInitsMutable())
-    if (init.get() == next)
+    if (nextViews.contains(init.get()) &&
+        reshapedAlike(init.get(), next, init.get(), next))
       nextInit = &init;
   if (!nextInit || linalgOp.payloadUsesValueFromOperand(nextInit))
     return false;
   AffineMap written = linalgOp.getMatchingIndexingMap(nextInit);
-  for (OpOperand *input : linalgOp.getDpsInputOperands())
-    if (input->get() == old &&
+  if (!written.isPermutation())
+    return false;
+  llvm::SmallPtrSet<OpOperand *, 4> ownElementReads;
+  for (OpOperand *input : linalgOp.getDpsInputOperands()) {
+    if (!oldViews.contains(input->get()))
+      continue;
+    if (!reshapedAlike(input->get(), old, nextInit->get(), next) ||
         linalgOp.getMatchingIndexingMap(input) != written)
       return false;
+    ownElementReads.insert(input);
+  }
   // Other operands must not be views of either buffer.
   for (OpOperand &operand : writer->getOpOperands())
-    if (operand.get() != old && operand.get() != next &&
-        (oldViews.contains(operand.get()) ||
-         nextViews.contains(operand.get())))
+    if (&operand != nextInit && !ownElementReads.contains(&operand) &&
+        (oldViews.contains(operand.get()) || nextViews.contains(operand.get())))
       return false;
   return true;
 }

@@ -100,7 +100,11 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // partials fill vector lanes.
   MPGpuSplitReductionsOptions split;
   split.perThread = 4096;
+  split.lanes = 16;
   pm.addNestedPass<func::FuncOp>(createMPGpuSplitReductions(split));
+  // The gradient norm's partial sums and the optimizer update read each
+  // weight gradient in one pass, not two.
+  pm.addNestedPass<func::FuncOp>(createMPFuseSiblingReductions());
   // Results materialized into a destination are computed in it.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(createBufferizeFunctionsPass());

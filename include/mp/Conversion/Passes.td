@@ -766,7 +766,11 @@ def MPGpuSplitReductions
   }];
   let options = [
     Option<"perThread", "per-thread", "int64_t", /*default=*/"32",
-           "Most serial reduction iterations a thread runs">
+           "Most serial reduction iterations a thread runs">,
+    Option<"lanes", "lanes", "int64_t", /*default=*/"0",
+           "Vector lanes: where the innermost loop reduces the inputs' last "
+           "dimension, keep this many neighbours apart and every other loop "
+           "parallel (0: off)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -841,6 +845,44 @@ def MPReciprocalDivisions
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def MPFuseSiblingReductions
+    : Pass<"mp-fuse-sibling-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Take an elementwise generic into a reduction that reads "
+                "the same tensor: one pass over it";
+  let description = [{
+    Runs on tensors. A `linalg.generic` with reduction loops whose inputs
+    are all read through identity maps, and whose parallel loops have at
+    least `min-parallel` iterations in all (the partial sums
+    `--mp-gpu-split-reductions` makes, `p[k] += g[i, h, k]^2`), takes in an
+    elementwise generic (all loops parallel, identity maps, static shapes)
+    that reads one of its inputs, or the tensor that input is a
+    `tensor.expand_shape` of: the weight gradient the gradient norm sums
+    and the optimizer update reads. The fused generic runs the reduction's
+    loops; the elementwise operands are expanded the same way and its
+    results collapsed back. It stands where the first of the two stood, so
+    the other's operands must be defined there already (operand-free,
+    effect-free definitions such as `tensor.empty` move up); an update that
+    needs the reduction's result (gradient clipping by the norm) is left
+    alone. Sums are taken in the same order and elementwise results are
+    unchanged: only the number of passes over memory changes.
+    `--mp-lower-cpu` runs it after `--mp-gpu-split-reductions`.
+  }];
+  let options = [
+    Option<"minParallel", "min-parallel", "int64_t", /*default=*/"256",
+           "Parallel iterations the reduction must have (the fused loops "
+           "run on the threads through them)">
+  ];
+  let statistics = [
+    Statistic<"numFused", "fused-siblings",
+              "Elementwise generics taken into reductions">
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::tensor::TensorDialect"
   ];
 }

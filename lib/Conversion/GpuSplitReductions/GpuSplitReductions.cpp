@@ -70,10 +70,46 @@ int64_t largestDivisorAtMost(int64_t n, int64_t bound) {
   return 1;
 }
 
+/// With \p lanes > 1, when the innermost loop is a reduction over the last
+/// dimension of every input and \p lanes divide it with at least \p lanes
+/// serial steps left (CPU vectors), the serial parts that keep its \p lanes
+/// neighbouring elements apart as partials (`d = r * lanes + p`) and every
+/// other loop parallel: each row of the input then has partials of its own,
+/// and the threads may take rows, whose elements lie together. Empty
+/// otherwise.
+SmallVector<int64_t> serialPartsByRows(linalg::GenericOp op, int64_t perThread,
+                                       int64_t lanes) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (lanes < 2 || ranges.empty() ||
+      iterators.back() != utils::IteratorType::reduction)
+    return {};
+  unsigned innermost = ranges.size() - 1;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (map.getNumResults() == 0 ||
+        map.getResults().back() != getAffineDimExpr(innermost, op.getContext()))
+      return {};
+  }
+  if (ranges.back() % lanes != 0)
+    return {};
+  int64_t serial = largestDivisorAtMost(ranges.back() / lanes, perThread);
+  if (serial < lanes)
+    return {};
+  SmallVector<int64_t> parts(ranges.size(), 1);
+  parts.back() = serial;
+  return parts;
+}
+
 /// How many iterations of each loop of \p op a thread runs serially: 1
 /// for parallel loops; for reduction loops, outermost first, the largest
-/// divisor of the loop's size that keeps the product within \p perThread.
-SmallVector<int64_t> serialParts(linalg::GenericOp op, int64_t perThread) {
+/// divisor of the loop's size that keeps the product within \p perThread
+/// (or serialPartsByRows where it applies).
+SmallVector<int64_t> serialParts(linalg::GenericOp op, int64_t perThread,
+                                 int64_t lanes) {
+  SmallVector<int64_t> byRows = serialPartsByRows(op, perThread, lanes);
+  if (!byRows.empty())
+    return byRows;
   SmallVector<int64_t> parts;
   int64_t budget = perThread;
   for (auto [range, kind] :
@@ -119,7 +155,7 @@ struct GpuSplitReductionsPass
     // A split must leave each thread some serial work, or the combining
     // generic would be as long as this one (a prime-sized loop stays).
     int64_t serial = 1;
-    for (int64_t part : serialParts(op, perThread))
+    for (int64_t part : serialParts(op, perThread, lanes))
       serial *= part;
     return work > perThread && serial > 1 && matchCombiner(op).has_value();
   }
@@ -137,7 +173,7 @@ struct GpuSplitReductionsPass
     // New loops: a parallel loop stays; a reduction loop becomes r (if
     // R > 1) then p (if P > 1), or itself when R or P is 1 (a loop of one
     // iteration stays a reduction loop of one).
-    SmallVector<int64_t> serialPart = serialParts(op, perThread);
+    SmallVector<int64_t> serialPart = serialParts(op, perThread, lanes);
     SmallVector<utils::IteratorType> newIterators;
     SmallVector<int64_t> newRanges;
     SmallVector<SmallVector<unsigned, 2>> newDims(ranges.size());
@@ -257,6 +293,12 @@ struct GpuSplitReductionsPass
       getOperation().emitError("mp-gpu-split-reductions: per-thread must be "
                                "at least 2, got ")
           << static_cast<int64_t>(perThread);
+      return signalPassFailure();
+    }
+    if (lanes < 0) {
+      getOperation().emitError(
+          "mp-gpu-split-reductions: lanes must not be negative, got ")
+          << static_cast<int64_t>(lanes);
       return signalPassFailure();
     }
     SmallVector<linalg::GenericOp> worklist;

@@ -1,0 +1,345 @@
+//===- FuseSiblingReductions.cpp - one pass over a tensor two loops read --===//
+//
+// A training step reads each weight gradient twice after the products: the
+// gradient norm's partial sums of squares (--mp-gpu-split-reductions' form,
+// `p[k] += g[i, h, k]^2`) and the optimizer's elementwise update. Each is a
+// whole pass over an f32 gradient as large as the weight. Where a reduction
+// with parallel loops left and an elementwise generic read the same tensor
+// and neither needs the other's results, they become one generic over the
+// reduction's loops: the elementwise operands are reshaped the way the
+// reduction's input was (expand_shape), its results reshaped back. The
+// partial sums are taken in the same order as before, and the elementwise
+// results are the same, so nothing changes but the passes over memory.
+// A collapsed result that is only materialized into a buffer (a session's
+// new parameters) is materialized uncollapsed into the buffer's expanded
+// view instead: empty-tensor elimination does not see through reshapes, and
+// the update would otherwise go through a temporary and a copy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Conversion/Passes.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace mlir {
+namespace mp {
+#define GEN_PASS_DEF_MPFUSESIBLINGREDUCTIONS
+#include "mp/Conversion/Passes.h.inc"
+} // namespace mp
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+/// A generic over tensors of static shape whose indexing maps are all
+/// identities.
+bool hasIdentityMapsAndStaticShape(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics())
+    return false;
+  return llvm::all_of(op->getOpOperands(), [&](OpOperand &operand) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    return type && type.hasStaticShape() &&
+           op.getMatchingIndexingMap(&operand).isIdentity();
+  });
+}
+
+/// An elementwise generic the reduction may take: all loops parallel, all
+/// maps identities, static shapes.
+bool isElementwise(linalg::GenericOp op) {
+  return op.getNumReductionLoops() == 0 && hasIdentityMapsAndStaticShape(op);
+}
+
+/// The iterations of \p op's parallel loops (0 when one is dynamic).
+int64_t parallelIterations(linalg::GenericOp op) {
+  int64_t iterations = 1;
+  for (auto [range, type] :
+       llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray())) {
+    if (type != utils::IteratorType::parallel)
+      continue;
+    if (ShapedType::isDynamic(range))
+      return 0;
+    iterations *= range;
+  }
+  return iterations;
+}
+
+/// Whether \p value is defined before \p op, or by an op that may move
+/// there: one without regions or memory effects whose operands are defined
+/// before \p op (a tensor.empty, a constant, the expand_shape of an input).
+bool isAvailableBefore(Value value, Operation *op, DominanceInfo &dom) {
+  if (dom.properlyDominates(value, op))
+    return true;
+  Operation *def = value.getDefiningOp();
+  return def && def->getBlock() == op->getBlock() &&
+         def->getNumRegions() == 0 && isMemoryEffectFree(def) &&
+         llvm::all_of(def->getOperands(), [&](Value operand) {
+           return dom.properlyDominates(operand, op);
+         });
+}
+
+struct FuseSiblingReductionsPass
+    : public mp::impl::MPFuseSiblingReductionsBase<FuseSiblingReductionsPass> {
+  using MPFuseSiblingReductionsBase::MPFuseSiblingReductionsBase;
+
+  void runOnOperation() override {
+    if (minParallel < 1) {
+      getOperation().emitError() << "mp-fuse-sibling-reductions: "
+                                    "min-parallel must be positive, got "
+                                 << static_cast<int64_t>(minParallel);
+      return signalPassFailure();
+    }
+    SmallVector<linalg::GenericOp> reductions;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (op.getNumReductionLoops() > 0 && hasIdentityInputs(op) &&
+          parallelIterations(op) >= minParallel)
+        reductions.push_back(op);
+    });
+    DominanceInfo dom(getOperation());
+    for (linalg::GenericOp reduction : reductions) {
+      // A fused generic is a reduction again and may take another sibling.
+      while (linalg::GenericOp fused = fuseOneSibling(reduction, dom))
+        reduction = fused;
+    }
+  }
+
+  /// A reduction whose inputs are read whole, element for element (the
+  /// outputs may be any projection: the partial sums).
+  static bool hasIdentityInputs(linalg::GenericOp op) {
+    if (!op.hasPureTensorSemantics())
+      return false;
+    return llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *input) {
+      auto type = dyn_cast<RankedTensorType>(input->get().getType());
+      return type && type.hasStaticShape() &&
+             op.getMatchingIndexingMap(input).isIdentity();
+    });
+  }
+
+  /// Fuses one elementwise generic reading an input of \p reduction (or the
+  /// tensor that input expands) into it; returns the fused generic, or null
+  /// when there is none to fuse.
+  linalg::GenericOp fuseOneSibling(linalg::GenericOp reduction,
+                                   DominanceInfo &dom) {
+    for (OpOperand *input : reduction.getDpsInputOperands()) {
+      Value read = input->get();
+      Value shared = read;
+      SmallVector<ReassociationIndices> reassociation;
+      if (auto expand = read.getDefiningOp<tensor::ExpandShapeOp>()) {
+        shared = expand.getSrc();
+        reassociation = expand.getReassociationIndices();
+      } else {
+        for (int64_t d = 0,
+                     e = cast<RankedTensorType>(read.getType()).getRank();
+             d < e; ++d)
+          reassociation.push_back({d});
+      }
+      for (Operation *user : shared.getUsers()) {
+        auto sibling = dyn_cast<linalg::GenericOp>(user);
+        if (!sibling || sibling == reduction ||
+            sibling->getBlock() != reduction->getBlock() ||
+            !isElementwise(sibling) ||
+            sibling.getNumLoops() != reassociation.size())
+          continue;
+        // The fused generic goes where the first of the two was; the
+        // other's operands must already be there.
+        bool siblingFirst = sibling->isBeforeInBlock(reduction);
+        Operation *first = siblingFirst ? sibling : reduction;
+        Operation *second = siblingFirst ? reduction : sibling;
+        // Its operands and the values its body takes from above.
+        llvm::SetVector<Value> later(second->operand_begin(),
+                                     second->operand_end());
+        getUsedValuesDefinedAbove(second->getRegion(0), later);
+        if (!llvm::all_of(later, [&](Value value) {
+              return isAvailableBefore(value, first, dom);
+            }))
+          continue;
+        for (Value value : later)
+          if (!dom.properlyDominates(value, first))
+            value.getDefiningOp()->moveBefore(first);
+        return fuse(reduction, sibling, read, shared, reassociation, first);
+      }
+    }
+    return nullptr;
+  }
+
+  /// When every use of \p original is a materialize_in_destination into a
+  /// buffer (of identity layout), materializes \p expanded into a view of
+  /// each buffer expanded by \p reassociation instead, and returns true.
+  static bool
+  materializeIntoExpandedViews(Value expanded, Value original,
+                               ArrayRef<ReassociationIndices> reassociation) {
+    SmallVector<bufferization::MaterializeInDestinationOp> stores;
+    for (OpOperand &use : original.getUses()) {
+      auto store =
+          dyn_cast<bufferization::MaterializeInDestinationOp>(use.getOwner());
+      if (!store || store.getSource() != original)
+        return false;
+      auto type = dyn_cast<MemRefType>(store.getDest().getType());
+      if (!type || !type.getLayout().isIdentity())
+        return false;
+      stores.push_back(store);
+    }
+    if (stores.empty())
+      return false;
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(expanded.getType()).getShape();
+    for (bufferization::MaterializeInDestinationOp store : stores) {
+      Value dest = store.getDest();
+      // The view is made where the buffer is, so that empty-tensor
+      // elimination may put the buffer in the place of the result's
+      // tensor.empty, which comes earlier than the store.
+      OpBuilder builder(store->getContext());
+      if (Operation *def = dest.getDefiningOp())
+        builder.setInsertionPointAfter(def);
+      else
+        builder.setInsertionPointToStart(cast<BlockArgument>(dest).getOwner());
+      auto type = memref::ExpandShapeOp::computeExpandedType(
+          cast<MemRefType>(dest.getType()), shape, reassociation);
+      if (failed(type))
+        return false;
+      Value view = memref::ExpandShapeOp::create(builder, store.getLoc(), *type,
+                                                 dest, reassociation);
+      store.getSourceMutable().assign(expanded);
+      store.getDestMutable().assign(view);
+    }
+    return true;
+  }
+
+  linalg::GenericOp fuse(linalg::GenericOp reduction, linalg::GenericOp sibling,
+                         Value read, Value shared,
+                         ArrayRef<ReassociationIndices> reassociation,
+                         Operation *first) {
+    OpBuilder builder(first);
+    Location loc = FusedLoc::get(builder.getContext(),
+                                 {reduction.getLoc(), sibling.getLoc()});
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(read.getType()).getShape();
+    bool reshaped = read != shared;
+    auto expanded = [&](Value value) -> Value {
+      if (!reshaped)
+        return value;
+      auto type = cast<RankedTensorType>(value.getType());
+      return tensor::ExpandShapeOp::create(
+          builder, loc, RankedTensorType::get(shape, type.getElementType()),
+          value, reassociation);
+    };
+
+    // Operands: the reduction's, then the sibling's inputs other than the
+    // shared tensor (read through the reduction's operand), then the
+    // reduction's inits and the sibling's.
+    SmallVector<Value> inputs(reduction.getDpsInputs());
+    SmallVector<AffineMap> maps;
+    for (OpOperand *input : reduction.getDpsInputOperands())
+      maps.push_back(reduction.getMatchingIndexingMap(input));
+    AffineMap identity =
+        builder.getMultiDimIdentityMap(reduction.getNumLoops());
+    SmallVector<int64_t> siblingInputPosition;
+    unsigned sharedPosition = llvm::find(inputs, read) - inputs.begin();
+    for (Value input : sibling.getDpsInputs()) {
+      if (input == shared) {
+        siblingInputPosition.push_back(sharedPosition);
+        continue;
+      }
+      siblingInputPosition.push_back(inputs.size());
+      inputs.push_back(expanded(input));
+      maps.push_back(identity);
+    }
+    SmallVector<Value> inits(reduction.getDpsInits());
+    for (OpOperand &init : reduction.getDpsInitsMutable())
+      maps.push_back(reduction.getMatchingIndexingMap(&init));
+    for (Value init : sibling.getDpsInits()) {
+      // An empty destination is made in the expanded shape, where
+      // empty-tensor elimination can still replace it.
+      auto empty = init.getDefiningOp<tensor::EmptyOp>();
+      if (reshaped && empty)
+        inits.push_back(tensor::EmptyOp::create(
+            builder, loc, shape, empty.getType().getElementType()));
+      else
+        inits.push_back(expanded(init));
+      maps.push_back(identity);
+    }
+    SmallVector<Type> resultTypes;
+    for (Value init : inits)
+      resultTypes.push_back(init.getType());
+
+    unsigned numReductionInits = reduction.getNumDpsInits();
+    auto fused = linalg::GenericOp::create(
+        builder, loc, resultTypes, inputs, inits, maps,
+        reduction.getIteratorTypesArray(),
+        [&](OpBuilder &b, Location, ValueRange args) {
+          ValueRange fusedInputs = args.take_front(inputs.size());
+          ValueRange fusedInits = args.drop_front(inputs.size());
+          IRMapping mapping;
+          Block &reductionBody = reduction.getRegion().front();
+          Block &siblingBody = sibling.getRegion().front();
+          for (auto [arg, value] : llvm::zip(
+                   reductionBody.getArguments(),
+                   llvm::concat<const Value>(
+                       fusedInputs.take_front(reduction.getNumDpsInputs()),
+                       fusedInits.take_front(numReductionInits))))
+            mapping.map(arg, value);
+          for (auto [arg, position] :
+               llvm::zip(siblingBody.getArguments().take_front(
+                             sibling.getNumDpsInputs()),
+                         siblingInputPosition))
+            mapping.map(arg, fusedInputs[position]);
+          for (auto [arg, value] :
+               llvm::zip(siblingBody.getArguments().drop_front(
+                             sibling.getNumDpsInputs()),
+                         fusedInits.drop_front(numReductionInits)))
+            mapping.map(arg, value);
+          SmallVector<Value> yielded;
+          for (Block *body : {&reductionBody, &siblingBody}) {
+            for (Operation &op : body->without_terminator())
+              b.clone(op, mapping);
+            for (Value value : body->getTerminator()->getOperands())
+              yielded.push_back(mapping.lookupOrDefault(value));
+          }
+          linalg::YieldOp::create(b, loc, yielded);
+        });
+    // Attributes the generics carry (mp.precision) stay on the fused one
+    // where both agree.
+    for (NamedAttribute attr : reduction->getDiscardableAttrs())
+      if (sibling->getDiscardableAttr(attr.getName()) == attr.getValue())
+        fused->setDiscardableAttr(attr.getName(), attr.getValue());
+
+    reduction->replaceAllUsesWith(
+        fused->getResults().take_front(numReductionInits));
+    SmallVector<Value> siblingResults;
+    for (auto [result, original] :
+         llvm::zip(fused->getResults().drop_front(numReductionInits),
+                   sibling->getResults())) {
+      if (!reshaped) {
+        siblingResults.push_back(result);
+        continue;
+      }
+      if (materializeIntoExpandedViews(result, original, reassociation)) {
+        siblingResults.push_back(nullptr);
+        continue;
+      }
+      siblingResults.push_back(tensor::CollapseShapeOp::create(
+          builder, loc, original.getType(), result, reassociation));
+    }
+    for (auto [original, replacement] :
+         llvm::zip(sibling->getResults(), siblingResults))
+      if (replacement)
+        original.replaceAllUsesWith(replacement);
+    reduction->erase();
+    SmallVector<Value> siblingInits(sibling.getDpsInits());
+    sibling->erase();
+    // Destinations made for the sibling alone (now expanded copies).
+    for (Value init : siblingInits)
+      if (auto empty = init.getDefiningOp<tensor::EmptyOp>();
+          empty && empty->use_empty())
+        empty->erase();
+    ++numFused;
+    return fused;
+  }
+};
+
+} // namespace
