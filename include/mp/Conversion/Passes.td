@@ -760,9 +760,20 @@ def MPGpuSplitReductions
     contractions (those call cuBLASLt). Sums change their order of
     addition, so floating-point sums may differ in the last bits; max, min
     and the boolean checks are exact. `--mp-lower-gpu` runs it before
-    bufferization; `--mp-lower-cpu` too, with `per-thread=4096`, for the
-    accuracy of long f32 sums (one accumulator over a million elements
-    loses about four digits) and vector lanes over the partials.
+    bufferization; `--mp-lower-cpu` too, with `per-thread=4096 lanes=16`,
+    for the accuracy of long f32 sums (one accumulator over a million
+    elements loses about four digits) and vector lanes over the partials.
+
+    With `lanes=L`, a reduction whose innermost loop reduces the last
+    dimension of every input, in a multiple of `L` elements that leaves at
+    least `L` serial steps a lane, is split differently: that loop becomes
+    `r * L + p` with `r` serial and the `L` neighbouring `p` partials, and
+    every other loop is parallel. A sum over a 2048x2048 gradient has
+    2048x16 partials of 128 steps instead of 1024 of 4096: each row its
+    own, so CPU threads take whole rows (contiguous memory) where they took
+    a block of columns of every row, and a loop reading the same rows (the
+    optimizer update, `--mp-fuse-sibling-reductions`) can share the pass.
+    Other reductions split as without `lanes`.
   }];
   let options = [
     Option<"perThread", "per-thread", "int64_t", /*default=*/"32",
@@ -857,19 +868,27 @@ def MPFuseSiblingReductions
     Runs on tensors. A `linalg.generic` with reduction loops whose inputs
     are all read through identity maps, and whose parallel loops have at
     least `min-parallel` iterations in all (the partial sums
-    `--mp-gpu-split-reductions` makes, `p[k] += g[i, h, k]^2`), takes in an
+    `--mp-gpu-split-reductions` makes, `p[i, l] += g[i, r, l]^2`), takes in an
     elementwise generic (all loops parallel, identity maps, static shapes)
     that reads one of its inputs, or the tensor that input is a
     `tensor.expand_shape` of: the weight gradient the gradient norm sums
     and the optimizer update reads. The fused generic runs the reduction's
     loops; the elementwise operands are expanded the same way and its
-    results collapsed back. It stands where the first of the two stood, so
-    the other's operands must be defined there already (operand-free,
-    effect-free definitions such as `tensor.empty` move up); an update that
-    needs the reduction's result (gradient clipping by the norm) is left
-    alone. Sums are taken in the same order and elementwise results are
-    unchanged: only the number of passes over memory changes.
-    `--mp-lower-cpu` runs it after `--mp-gpu-split-reductions`.
+    results collapsed back; a result only materialized into a buffer (a
+    session's new parameters) is materialized uncollapsed into an expanded
+    view of the buffer instead, so that empty-tensor elimination still
+    computes it in place (it does not see through reshapes).
+
+    The fused generic stands where the first of the two stood, so the
+    other's operands, and the values its body takes from above, must be
+    defined there already (effect-free definitions of values defined there,
+    such as a `tensor.empty` or an input's `expand_shape`, move up): an
+    update that needs the reduction's result (gradient clipping by the
+    norm) is left alone. Sums are taken in the same order and elementwise
+    results are unchanged: only the number of passes over memory changes.
+    `--mp-lower-cpu` runs it after `--mp-gpu-split-reductions`; the GPU
+    lowering does not (a reduction's serial loops would serialize the
+    elementwise work there).
   }];
   let options = [
     Option<"minParallel", "min-parallel", "int64_t", /*default=*/"256",

@@ -2,7 +2,7 @@
 //
 // A training step reads each weight gradient twice after the products: the
 // gradient norm's partial sums of squares (--mp-gpu-split-reductions' form,
-// `p[k] += g[i, h, k]^2`) and the optimizer's elementwise update. Each is a
+// `p[i, l] += g[i, r, l]^2`) and the optimizer's elementwise update. Each is a
 // whole pass over an f32 gradient as large as the weight. Where a reduction
 // with parallel loops left and an elementwise generic read the same tensor
 // and neither needs the other's results, they become one generic over the

@@ -149,3 +149,68 @@ func.func @momentum_split(%p: memref<16xf32>, %m: memref<16xf32>, %g: memref<16x
 func.func @bad_pair(%p: memref<8xf32>, %next: memref<4xf32> {mp.update_of = 0 : i64}) {
   return
 }
+
+// -----
+
+// The update fused with the gradient norm's partial sums
+// (--mp-fuse-sibling-reductions): a generic with a reduction loop over
+// views of p and p' expanded alike. Each iteration still writes an element
+// of p' of its own (the map is a permutation) after reading that element of
+// p: marked.
+// CHECK-LABEL: func.func @fused_with_norm
+// CHECK-SAME: attributes {mp.in_place_updates}
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#lanes = affine_map<(d0, d1, d2) -> (d0, d2)>
+func.func @fused_with_norm(%p: memref<8x32xf32>, %g: memref<8x32xf32>, %sums: memref<8x16xf32>,
+                           %next: memref<8x32xf32> {mp.update_of = 0 : i64}) {
+  %nextx = memref.expand_shape %next [[0], [1, 2]] output_shape [8, 2, 16] : memref<8x32xf32> into memref<8x2x16xf32>
+  %px = memref.expand_shape %p [[0], [1, 2]] output_shape [8, 2, 16] : memref<8x32xf32> into memref<8x2x16xf32>
+  %gx = memref.expand_shape %g [[0], [1, 2]] output_shape [8, 2, 16] : memref<8x32xf32> into memref<8x2x16xf32>
+  linalg.generic {indexing_maps = [#id3, #id3, #lanes, #id3], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%gx, %px : memref<8x2x16xf32>, memref<8x2x16xf32>) outs(%sums, %nextx : memref<8x16xf32>, memref<8x2x16xf32>) {
+  ^bb0(%gv: f32, %pv: f32, %acc: f32, %out: f32):
+    %sq = arith.mulf %gv, %gv : f32
+    %s = arith.addf %acc, %sq : f32
+    %new = arith.subf %pv, %gv : f32
+    linalg.yield %s, %new : f32, f32
+  }
+  return
+}
+
+// -----
+
+// Not marked: p and p' are expanded differently, so the element read is
+// not the one written.
+// CHECK-LABEL: func.func @reshaped_unlike
+// CHECK-NOT: mp.in_place_updates
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @reshaped_unlike(%p: memref<8x32xf32>, %next: memref<8x32xf32> {mp.update_of = 0 : i64}) {
+  %nextx = memref.expand_shape %next [[0], [1, 2]] output_shape [8, 2, 16] : memref<8x32xf32> into memref<8x2x16xf32>
+  %pc = memref.collapse_shape %p [[0, 1]] : memref<8x32xf32> into memref<256xf32>
+  %px = memref.expand_shape %pc [[0, 1, 2]] output_shape [8, 2, 16] : memref<256xf32> into memref<8x2x16xf32>
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%px : memref<8x2x16xf32>) outs(%nextx : memref<8x2x16xf32>) {
+  ^bb0(%pv: f32, %out: f32):
+    linalg.yield %pv : f32
+  }
+  return
+}
+
+// -----
+
+// Not marked: a reduction loop whose written map leaves it out: every
+// iteration along it writes the same element of p', the later ones after
+// the first overwrote the p they read.
+// CHECK-LABEL: func.func @written_twice
+// CHECK-NOT: mp.in_place_updates
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @written_twice(%p: memref<8xf32>, %g: memref<8x4xf32>, %next: memref<8xf32> {mp.update_of = 0 : i64}) {
+  linalg.generic {indexing_maps = [#row, #id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%p, %g : memref<8xf32>, memref<8x4xf32>) outs(%next : memref<8xf32>) {
+  ^bb0(%pv: f32, %gv: f32, %out: f32):
+    %new = arith.subf %pv, %gv : f32
+    linalg.yield %new : f32
+  }
+  return
+}
