@@ -403,7 +403,29 @@ KINDS = [
     "lower-cpu", "contractions", "chain", "calibrate", "quantize",
     "check-numerics", "probes", "convolutions", "device-memory",
     "split-reductions", "autodiff-gpu", "drop-zero-accumulators",
-    "in-place-updates"]
+    "in-place-updates", "fuse-siblings"]
+
+
+# Bufferization as the lowerings run it, as pipeline elements.
+_BUFFERIZE = ["eliminate-empty-tensors",
+              "one-shot-bufferize{bufferize-function-boundaries "
+              "function-boundary-type-conversion=identity-layout-map}",
+              "buffer-deallocation-pipeline",
+              "convert-bufferization-to-memref"]
+
+
+def _pipeline(passes):
+    """One --pass-pipeline argument: mp-opt refuses it beside individual
+    pass flags, so a kind that needs a nested pass gives every pass here."""
+    return "--pass-pipeline=builtin.module(" + ",".join(passes) + ")"
+
+
+def _train_prefix(rng):
+    """Half the time the training pipeline first (a step's IR), else
+    nothing (the input as it is)."""
+    if rng.random() < 0.5:
+        return []
+    return ["mp-train-pipeline{dtype=%s}" % rng.choice(["f16", "bf16", "f32"])]
 
 
 def pass_args(rng, tmpdir, kinds=None):
@@ -555,9 +577,23 @@ def pass_args(rng, tmpdir, kinds=None):
                       "mp-convolutions-to-gemm))"]
     if kind == "split-reductions":
         per_thread = rng.choice(["", "=per-thread=2", "=per-thread=1",
-                                 "=per-thread=4096", "=per-thread=-3"])
+                                 "=per-thread=4096", "=per-thread=-3",
+                                 "=per-thread=4096 lanes=16",
+                                 "=per-thread=64 lanes=4", "=lanes=-1"])
         return kind, ["--convert-mp-to-upstream",
                       "--mp-gpu-split-reductions" + per_thread]
+    if kind == "fuse-siblings":
+        # After the CPU's split (the partial sums it fuses), on a training
+        # step or on the input as it is, sometimes through bufferization
+        # and the in-place check (the reshaped views it makes).
+        minimum = rng.choice(["", "{min-parallel=1}", "{min-parallel=0}"])
+        passes = _train_prefix(rng) + [
+            "convert-mp-to-upstream",
+            "func.func(mp-gpu-split-reductions{per-thread=4096 lanes=16},"
+            "mp-fuse-sibling-reductions" + minimum + ")"]
+        if rng.random() < 0.5:
+            passes += _BUFFERIZE + ["func.func(mp-in-place-updates)"]
+        return kind, [_pipeline(passes)]
     if kind == "autodiff-gpu":
         # The training step (autodiff: softmax shift, results read back;
         # unscale's chained checks) lowered for the GPU with device memory.
@@ -566,20 +602,14 @@ def pass_args(rng, tmpdir, kinds=None):
                       "--mp-lower-gpu=device-memory=true format=isa"]
     if kind == "drop-zero-accumulators":
         # On a training step (AMP's bodies) or on the input as it is.
-        prefix = [f"--mp-train-pipeline=dtype={rng.choice(['f16', 'bf16', 'f32'])}"] \
-            if rng.random() < 0.5 else ["--convert-mp-to-upstream"]
-        return kind, prefix + ["--pass-pipeline=builtin.module(func.func("
-                               "mp-drop-zero-accumulators))"]
+        return kind, [_pipeline(_train_prefix(rng) + [
+            "convert-mp-to-upstream",
+            "func.func(mp-drop-zero-accumulators)"])]
     if kind == "in-place-updates":
         # On buffers, as the lowerings run it (the corpus's mp.update_of
         # arguments come from its lit test).
-        return kind, ["--convert-mp-to-upstream",
-                      "--one-shot-bufferize=bufferize-function-boundaries "
-                      "function-boundary-type-conversion=identity-layout-map",
-                      "--buffer-deallocation-pipeline",
-                      "--convert-bufferization-to-memref",
-                      "--pass-pipeline=builtin.module(func.func("
-                      "mp-in-place-updates))"]
+        return kind, [_pipeline(["convert-mp-to-upstream"] + _BUFFERIZE +
+                                ["func.func(mp-in-place-updates)"])]
     if kind == "device-memory":
         # The GPU pipeline up to the device-memory rewrite: bufferized host
         # functions (PTX generation is left to the lit tests: it is slow).

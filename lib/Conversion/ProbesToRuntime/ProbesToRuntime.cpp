@@ -115,22 +115,32 @@ struct ProbesToRuntimePass
     if (!ok)
       return signalPassFailure();
 
+    // The callee and the id strings are symbols of the module that holds
+    // the probe (a nested module's functions cannot reach the outer one's).
     OpBuilder b(module.getBodyRegion());
     Type i64 = b.getI64Type(), i32 = b.getI32Type();
-    auto callee = module.lookupSymbol<func::FuncOp>(kObserveName);
-    if (!callee) {
-      b.setInsertionPointToStart(module.getBody());
-      callee =
-          func::FuncOp::create(b, module.getLoc(), kObserveName,
-                               b.getFunctionType({i64, i64, i64, i32}, {}));
-      callee.setPrivate();
-    }
+    llvm::DenseMap<Operation *, func::FuncOp> callees;
+    auto calleeIn = [&](ModuleOp holder) {
+      func::FuncOp &callee = callees[holder];
+      if (!callee)
+        callee = holder.lookupSymbol<func::FuncOp>(kObserveName);
+      if (!callee) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(holder.getBody());
+        callee =
+            func::FuncOp::create(b, holder.getLoc(), kObserveName,
+                                 b.getFunctionType({i64, i64, i64, i32}, {}));
+        callee.setPrivate();
+      }
+      return callee;
+    };
 
-    // One NUL-terminated global per distinct id.
-    llvm::StringMap<memref::GlobalOp> idGlobals;
-    auto idGlobal = [&](StringRef id) {
-      auto found = idGlobals.find(id);
-      if (found != idGlobals.end())
+    // One NUL-terminated global per distinct id and module.
+    llvm::DenseMap<Operation *, llvm::StringMap<memref::GlobalOp>> idGlobals;
+    auto idGlobal = [&](ModuleOp holder, StringRef id) {
+      llvm::StringMap<memref::GlobalOp> &globals = idGlobals[holder];
+      auto found = globals.find(id);
+      if (found != globals.end())
         return found->second;
       SmallVector<int8_t> bytes(id.begin(), id.end());
       bytes.push_back(0);
@@ -140,14 +150,14 @@ struct ProbesToRuntimePass
           RankedTensorType::get(type.getShape(), b.getI8Type()),
           ArrayRef<int8_t>(bytes));
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(module.getBody());
-      std::string name = "__mp_probe_id_" + std::to_string(idGlobals.size());
-      while (module.lookupSymbol(name))
+      b.setInsertionPointToStart(holder.getBody());
+      std::string name = "__mp_probe_id_" + std::to_string(globals.size());
+      while (holder.lookupSymbol(name))
         name += "_";
       auto global = memref::GlobalOp::create(
-          b, module.getLoc(), name, b.getStringAttr("private"), type, value,
+          b, holder.getLoc(), name, b.getStringAttr("private"), type, value,
           /*constant=*/true, /*alignment=*/IntegerAttr());
-      idGlobals[id] = global;
+      globals[id] = global;
       return global;
     };
 
@@ -179,7 +189,8 @@ struct ProbesToRuntimePass
             b, loc, i64, mlir::mp::alignedAddress(b, loc, memref));
       };
 
-      memref::GlobalOp global = idGlobal(op.getId());
+      auto holder = op->getParentOfType<ModuleOp>();
+      memref::GlobalOp global = idGlobal(holder, op.getId());
       Value idBuffer = memref::GetGlobalOp::create(b, loc, global.getType(),
                                                    global.getSymName());
       Value count = index(1);
@@ -187,7 +198,7 @@ struct ProbesToRuntimePass
         count = arith::MulIOp::create(b, loc, count,
                                       memref::DimOp::create(b, loc, buffer, d));
       func::CallOp::create(
-          b, loc, callee,
+          b, loc, calleeIn(holder),
           ValueRange{address(idBuffer), address(buffer),
                      arith::IndexCastOp::create(b, loc, i64, count),
                      arith::ConstantIntOp::create(b, loc, i32, dtype)});

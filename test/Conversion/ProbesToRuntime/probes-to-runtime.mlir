@@ -74,3 +74,26 @@ func.func @unsupported(%x: tensor<4xi16>) {
   %0 = mp.observe %x as "narrow" : tensor<4xi16>
   return
 }
+
+// -----
+
+// A probe in a nested module: its id global and the callee are symbols of
+// that module, where its function can reach them (they used to go into the
+// outer one, leaving a get_global of a symbol that is not there: invalid
+// IR, found by the fuzzer).
+// CHECK-LABEL: module @outer
+// CHECK-NOT: __mp_probe_id
+// CHECK: module @inner
+// CHECK-DAG: memref.global "private" constant @[[ID:__mp_probe_id_[0-9]+]] : memref<6xi8>
+// CHECK-DAG: func.func private @mprt_observe(i64, i64, i64, i32)
+// CHECK: func.func @step
+// CHECK: memref.get_global @[[ID]]
+// CHECK: call @mprt_observe
+module @outer {
+  module @inner {
+    func.func @step(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+      %0 = mp.observe %x as "whole" : tensor<8x8xf32>
+      return %0 : tensor<8x8xf32>
+    }
+  }
+}
