@@ -13,8 +13,10 @@ step, from the same initial parameters):
   block-infer  the encoder block, inference (its output for the 16 x 128
                tokens)
 Competitors: mp f32, bf16 (and f16 with --f16), PyTorch f32 and bf16
-autocast; for the inference workloads also mp int8-dynamic (InferSession)
-and PyTorch's quantize_dynamic (qint8 nn.Linear: on the block, the
+autocast; for the inference workloads also bf16 with the weights converted
+once (mp's InferSession, whose weight conversion runs once; PyTorch's
+module.to(bfloat16)), mp int8-dynamic (InferSession) and PyTorch's
+quantize_dynamic (qint8 nn.Linear: on the block, the
 feed-forward layers; PyTorch leaves attention's projections in f32, mp
 quantizes them too). Each runs in a warm process of its own (compiled or built once,
 then timed): every round times one segment of --seconds per competitor,
@@ -126,8 +128,11 @@ def mp_runner(workload, quick, model, params, precision):
     import numpy as np
     import gpu_bench
     from mp.runtime import Session
-    # int8-dynamic is an InferSession's precision, over f32 parameters.
-    session = Session(model, precision="f32" if precision == "int8-dynamic" else precision,
+    # int8-dynamic and bf16-weights are an InferSession's, over f32
+    # parameters: it converts (or quantizes) the weights once, where a
+    # Session's predict converts them on every call.
+    infer_session = precision in ("int8-dynamic", "bf16-weights")
+    session = Session(model, precision="f32" if infer_session else precision,
                       lr=LR, momentum=MOMENTUM)
     with np.load(params) as arrays:
         for name in arrays.files:
@@ -137,9 +142,10 @@ def mp_runner(workload, quick, model, params, precision):
     else:
         x, y = mlp_data(mlp_cfg(quick))
     if workload.endswith("-infer"):
-        if precision == "int8-dynamic":
+        if infer_session:
             from mp.runtime import InferSession
-            predict = InferSession(model, session, precision="int8-dynamic").predict
+            predict = InferSession(model, session, precision=precision.replace(
+                "-weights", "")).predict
         else:
             predict = session.predict
         return (lambda: (predict(x), None)[1],
@@ -175,6 +181,10 @@ def torch_runner(workload, quick, params, mode):
         if mode == "int8-dynamic":
             module = torch.ao.quantization.quantize_dynamic(
                 module, {torch.nn.Linear}, dtype=torch.qint8)
+        if mode == "bf16-weights":
+            # Weights converted once, as mp's InferSession does.
+            module = module.to(torch.bfloat16)
+            x = x.to(torch.bfloat16)
         if workload.startswith("block") and mode != "f32":
             # PyTorch 1.13's fused encoder-layer kernel (eval without grad)
             # takes neither bf16 autocast nor dynamically quantized
@@ -401,6 +411,14 @@ def main():
             specs += [(f"pytorch {m}" + (" autocast" if m != "f32" else ""),
                        ("torch", workload, args.quick, params, m), m) for m in ("f32", "bf16")]
             if not train:
+                # bf16 weights converted once (mp's InferSession; PyTorch's
+                # module.to(bfloat16)), against autocast's per-call casts.
+                specs += [("mp bf16-weights (InferSession)",
+                           ("mp", workload, args.quick, model, params, "bf16-weights"),
+                           "bf16-weights"),
+                          ("pytorch bf16-weights (module.to(bfloat16))",
+                           ("torch", workload, args.quick, params, "bf16-weights"),
+                           "bf16-weights")]
                 # Dynamic INT8: each batch's activations scaled by their own
                 # range; PyTorch's quantize_dynamic on nn.Linear.
                 specs += [("mp int8-dynamic", ("mp", workload, args.quick, model, params,
