@@ -897,9 +897,13 @@ def MPInPlaceUpdates : Pass<"mp-in-place-updates", "::mlir::func::FuncOp"> {
     - the old buffer is never written;
     - the new one is not read before its first write;
     - after that write the old value is not read, except by the writer
-      itself: an all-parallel linalg op that reads the old argument at the
-      element it writes (the optimizer's update, `p' = p - lr * m'`) and does
-      not read what it overwrites.
+      itself: a linalg op whose iterations each write an element of their
+      own (the written map is a permutation), that reads the old argument
+      at the element it writes (the optimizer's update, `p' = p - lr * m'`)
+      and does not read what it overwrites. The two may be reached through
+      identical chains of `memref.expand_shape`/`collapse_shape` (the
+      update fused with the gradient norm's partial sums by
+      `--mp-fuse-sibling-reductions` runs over expanded views of both).
 
     A use through a view counts as a use of the buffer; any other op that
     takes either buffer (a call, a pointer) counts as a read and a write.
