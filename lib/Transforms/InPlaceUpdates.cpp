@@ -118,9 +118,9 @@ bool readsOnlyItsOwnElement(Operation *writer, Value old, Value next,
   if (!linalgOp)
     return false;
   OpOperand *nextInit = nullptr;
+  // The init that is `next` itself or only reshaped.
   for (OpOperand &init : linalgOp.getDpsInitsMutable())
-    if (nextViews.contains(init.get()) &&
-        reshapedAlike(init.get(), next, init.get(), next))
+    if (reshapedAlike(init.get(), next, init.get(), next))
       nextInit = &init;
   if (!nextInit || linalgOp.payloadUsesValueFromOperand(nextInit))
     return false;

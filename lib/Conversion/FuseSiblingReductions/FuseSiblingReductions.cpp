@@ -38,22 +38,30 @@ using namespace mlir;
 
 namespace {
 
-/// A generic over tensors of static shape whose indexing maps are all
-/// identities.
-bool hasIdentityMapsAndStaticShape(linalg::GenericOp op) {
-  if (!op.hasPureTensorSemantics())
-    return false;
-  return llvm::all_of(op->getOpOperands(), [&](OpOperand &operand) {
-    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-    return type && type.hasStaticShape() &&
-           op.getMatchingIndexingMap(&operand).isIdentity();
-  });
+/// Whether \p op reads or writes \p operand whole, element for element: a
+/// tensor of static shape through an identity map.
+bool isStaticIdentityOperand(linalg::GenericOp op, OpOperand &operand) {
+  auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+  return type && type.hasStaticShape() &&
+         op.getMatchingIndexingMap(&operand).isIdentity();
 }
 
 /// An elementwise generic the reduction may take: all loops parallel, all
-/// maps identities, static shapes.
+/// operands static tensors read and written through identity maps.
 bool isElementwise(linalg::GenericOp op) {
-  return op.getNumReductionLoops() == 0 && hasIdentityMapsAndStaticShape(op);
+  return op.hasPureTensorSemantics() && op.getNumReductionLoops() == 0 &&
+         llvm::all_of(op->getOpOperands(), [&](OpOperand &operand) {
+           return isStaticIdentityOperand(op, operand);
+         });
+}
+
+/// A reduction whose inputs are read whole, element for element (the
+/// outputs may be any projection: the partial sums).
+bool isReductionOfWholeInputs(linalg::GenericOp op) {
+  return op.hasPureTensorSemantics() && op.getNumReductionLoops() > 0 &&
+         llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *input) {
+           return isStaticIdentityOperand(op, *input);
+         });
 }
 
 /// The iterations of \p op's parallel loops (0 when one is dynamic).
@@ -97,8 +105,7 @@ struct FuseSiblingReductionsPass
     }
     SmallVector<linalg::GenericOp> reductions;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (op.getNumReductionLoops() > 0 && hasIdentityInputs(op) &&
-          parallelIterations(op) >= minParallel)
+      if (isReductionOfWholeInputs(op) && parallelIterations(op) >= minParallel)
         reductions.push_back(op);
     });
     DominanceInfo dom(getOperation());
@@ -107,18 +114,6 @@ struct FuseSiblingReductionsPass
       while (linalg::GenericOp fused = fuseOneSibling(reduction, dom))
         reduction = fused;
     }
-  }
-
-  /// A reduction whose inputs are read whole, element for element (the
-  /// outputs may be any projection: the partial sums).
-  static bool hasIdentityInputs(linalg::GenericOp op) {
-    if (!op.hasPureTensorSemantics())
-      return false;
-    return llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *input) {
-      auto type = dyn_cast<RankedTensorType>(input->get().getType());
-      return type && type.hasStaticShape() &&
-             op.getMatchingIndexingMap(input).isIdentity();
-    });
   }
 
   /// Fuses one elementwise generic reading an input of \p reduction (or the
