@@ -402,6 +402,18 @@ bool InferSession::bind(const std::vector<HostTensor> &hostParams,
       cuda->release(it->second.device);
     it = params.erase(it);
   }
+  // The weights never change from here on: the runtime may keep them in the
+  // layout its product kernels read instead of repacking them every call.
+  if (!cuda)
+    for (auto *table : {&params, &qweights, &qscales})
+      for (auto &[name, buffer] : *table)
+        if (!buffer.bytes.empty() &&
+            mprt_gemm_declare_constant(buffer.bytes.data(),
+                                       buffer.bytes.size()) != MPRT_OK) {
+          error = std::string("declaring the weights constant: ") +
+                  mprt_last_error();
+          return false;
+        }
   return true;
 }
 
@@ -416,8 +428,13 @@ void *InferSession::argumentData(Buffer &buffer) {
 }
 
 InferSession::~InferSession() {
-  if (!cuda)
+  if (!cuda) {
+    for (auto *table : {&params, &qweights, &qscales})
+      for (auto &[name, buffer] : *table)
+        if (!buffer.bytes.empty())
+          mprt_gemm_release_constant(buffer.bytes.data());
     return;
+  }
   for (auto *table : {&params, &qweights, &qscales})
     for (auto &[name, buffer] : *table)
       cuda->release(buffer.device);

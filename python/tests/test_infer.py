@@ -219,3 +219,44 @@ def test_int8_dynamic_matches_its_emulation(trained, f32):
     with pytest.raises(runtime.MPError, match="int8-dynamic takes no calibration_path"):
         runtime.InferSession(path, session, precision="int8-dynamic",
                              calibration=path)
+
+
+def test_sessions_one_after_another_read_their_own_weights(trained):
+    """An InferSession declares its converted weights constant, so that the
+    runtime packs them once for its product kernels; closing it releases
+    them. Sessions alive together, and a session made after one was closed
+    (whose weight buffers may reuse the freed addresses), each compute with
+    their own weights: int8-dynamic equal to the emulation, bf16 within its
+    tolerance of f32."""
+    path, session, module, data = trained
+    x = data["x_test"]
+    variants = []
+    for sign in (1.0, -1.0, 0.5):
+        other = runtime.Session(path)
+        copy = models.mlp()
+        state = {}
+        for name, value in session.parameters().items():
+            other.set(name, sign * value)
+            state[name] = torch.from_numpy(np.ascontiguousarray(sign * value))
+        copy.load_state_dict(state)
+        copy.eval()
+        variants.append((other, copy))
+    for precision in ("int8-dynamic", "bf16"):
+        def check(infer, variant):
+            other, copy = variant
+            logits = infer.predict(x)
+            if precision == "int8-dynamic":
+                want = _dynamic_int8_reference(copy, x, other.batch_size)
+                assert rel_err(logits, want) < 1e-5
+            else:
+                want = runtime.InferSession(path, other).predict(x)
+                assert rel_err(logits, want) < 3e-2
+        first = runtime.InferSession(path, variants[0][0], precision=precision)
+        second = runtime.InferSession(path, variants[1][0], precision=precision)
+        check(first, variants[0])
+        check(second, variants[1])
+        first.close()
+        second.close()
+        third = runtime.InferSession(path, variants[2][0], precision=precision)
+        check(third, variants[2])
+        third.close()

@@ -2,10 +2,13 @@
 
 #include "onednn_matmul.h"
 
+#include "internal.h"
+
 #include "mprt/mprt.h"
 
 #include <array>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -48,12 +51,30 @@ struct CachedMatmul {
 /// the two data types, and the batch with its strides.
 using MatmulKey = std::array<int64_t, 13>;
 
+/// A product whose B is read from declared-constant memory: its primitive
+/// takes B in the layout oneDNN's kernel wants, and `b` holds that copy
+/// (owned: reordered once from the caller's B).
+using PackedKey = std::pair<MatmulKey, const void *>;
+
 struct MatmulCache {
   std::mutex mutex;
   dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
   std::map<MatmulKey, CachedMatmul> entries;
+  /// mprt_gemm_declare_constant's ranges (first byte -> one past the last)
+  /// and the packed products made from them.
+  std::map<const char *, const char *> constants;
+  std::map<PackedKey, CachedMatmul> packed;
 };
+
+void destroyMatmul(CachedMatmul &entry) {
+  for (dnnl_memory_t memory : {entry.a, entry.b, entry.c, entry.bias})
+    if (memory)
+      dnnl_memory_destroy(memory);
+  if (entry.primitive)
+    dnnl_primitive_destroy(entry.primitive);
+  entry = CachedMatmul();
+}
 
 MatmulCache &cache() {
   static MatmulCache *instance = [] {
@@ -70,14 +91,17 @@ MatmulCache &cache() {
 
 /// The memory and primitive descriptors of C += op(A) op(B) (C = op(A)
 /// op(B) without `accumulate`; + an f32 row vector added to every row with
-/// `bias`); false (and no `pd`) when oneDNN has no implementation.
+/// `bias`); false (and no `pd`) when oneDNN has no implementation. With
+/// `packedB`, B's layout is oneDNN's choice (query it from `pd`); `bDesc`
+/// is still the caller's strided B.
 bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
                     int64_t lda, int64_t ldb, int64_t ldc, bool transA,
                     bool transB, dnnl_data_type_t abType,
                     dnnl_data_type_t cType, bool accumulate, bool bias,
-                    const mprt::MatmulBatch &batch, dnnl_memory_desc_t &aDesc,
-                    dnnl_memory_desc_t &bDesc, dnnl_memory_desc_t &cDesc,
-                    dnnl_memory_desc_t &biasDesc, dnnl_primitive_desc_t &pd) {
+                    const mprt::MatmulBatch &batch, bool packedB,
+                    dnnl_memory_desc_t &aDesc, dnnl_memory_desc_t &bDesc,
+                    dnnl_memory_desc_t &cDesc, dnnl_memory_desc_t &biasDesc,
+                    dnnl_primitive_desc_t &pd) {
   pd = nullptr;
   // A batch is a leading dimension; an operand whose batch stride is 0 is
   // shared, a batch dimension of 1 that oneDNN broadcasts.
@@ -105,6 +129,7 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
   dnnl_dims_t biasDims, biasStrides;
   fill(biasDims, biasStrides, 1, n, n, 1, 0);
   dnnl_matmul_desc_t matmul;
+  dnnl_memory_desc_t anyB;
   dnnl_primitive_attr_t attr = nullptr;
   dnnl_post_ops_t postOps = nullptr;
   bool ok =
@@ -117,7 +142,11 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
           dnnl_success &&
       dnnl_memory_desc_init_by_strides(&biasDesc, rank, biasDims, dnnl_f32,
                                        biasStrides) == dnnl_success &&
-      dnnl_matmul_desc_init(&matmul, &aDesc, &bDesc, bias ? &biasDesc : nullptr,
+      (!packedB ||
+       dnnl_memory_desc_init_by_tag(&anyB, rank, bDims, abType,
+                                    dnnl_format_tag_any) == dnnl_success) &&
+      dnnl_matmul_desc_init(&matmul, &aDesc, packedB ? &anyB : &bDesc,
+                            bias ? &biasDesc : nullptr,
                             &cDesc) == dnnl_success &&
       dnnl_primitive_attr_create(&attr) == dnnl_success &&
       dnnl_post_ops_create(&postOps) == dnnl_success &&
@@ -138,34 +167,87 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
   return ok;
 }
 
+/// Reorders B (`from`, described by `plain`) into `packed`, once.
+bool reorderOnce(MatmulCache &c, const dnnl_memory_desc_t &plain,
+                 const void *from, dnnl_memory_t packed) {
+  const dnnl_memory_desc_t *packedDesc = nullptr;
+  dnnl_memory_t source = nullptr;
+  dnnl_primitive_desc_t pd = nullptr;
+  dnnl_primitive_t reorder = nullptr;
+  bool ok =
+      dnnl_memory_get_memory_desc(packed, &packedDesc) == dnnl_success &&
+      dnnl_memory_create(&source, &plain, c.engine, const_cast<void *>(from)) ==
+          dnnl_success &&
+      dnnl_reorder_primitive_desc_create(&pd, &plain, c.engine, packedDesc,
+                                         c.engine, nullptr) == dnnl_success &&
+      dnnl_primitive_create(&reorder, pd) == dnnl_success;
+  if (ok) {
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, packed}};
+    ok = dnnl_primitive_execute(reorder, c.stream, 2, args) == dnnl_success &&
+         dnnl_stream_wait(c.stream) == dnnl_success;
+  }
+  if (reorder)
+    dnnl_primitive_destroy(reorder);
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  if (source)
+    dnnl_memory_destroy(source);
+  return ok;
+}
+
 /// Builds the primitive; leaves `usable` false when oneDNN has no
-/// implementation.
+/// implementation. With `packFrom` (B's data), B takes the layout the
+/// kernel wants, and the entry owns B copied into it: it reads that copy
+/// whatever B address a call passes.
 CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
                          int64_t lda, int64_t ldb, int64_t ldc, bool transA,
                          bool transB, dnnl_data_type_t abType,
                          dnnl_data_type_t cType, bool accumulate, bool bias,
-                         const mprt::MatmulBatch &batch) {
+                         const mprt::MatmulBatch &batch,
+                         const void *packFrom = nullptr) {
   CachedMatmul entry;
   if (!c.engine)
     return entry;
   dnnl_memory_desc_t aDesc, bDesc, cDesc, biasDesc;
   dnnl_primitive_desc_t pd = nullptr;
-  entry.usable =
+  bool ok =
       describeMatmul(c.engine, m, n, k, lda, ldb, ldc, transA, transB, abType,
-                     cType, accumulate, bias, batch, aDesc, bDesc, cDesc,
-                     biasDesc, pd) &&
+                     cType, accumulate, bias, batch, packFrom != nullptr, aDesc,
+                     bDesc, cDesc, biasDesc, pd) &&
       dnnl_primitive_create(&entry.primitive, pd) == dnnl_success &&
       dnnl_memory_create(&entry.a, &aDesc, c.engine, DNNL_MEMORY_NONE) ==
-          dnnl_success &&
-      dnnl_memory_create(&entry.b, &bDesc, c.engine, DNNL_MEMORY_NONE) ==
           dnnl_success &&
       dnnl_memory_create(&entry.c, &cDesc, c.engine, DNNL_MEMORY_NONE) ==
           dnnl_success &&
       (!bias || dnnl_memory_create(&entry.bias, &biasDesc, c.engine,
                                    DNNL_MEMORY_NONE) == dnnl_success);
+  if (ok && packFrom) {
+    const dnnl_memory_desc_t *packedDesc =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    ok = packedDesc &&
+         dnnl_memory_create(&entry.b, packedDesc, c.engine,
+                            DNNL_MEMORY_ALLOCATE) == dnnl_success &&
+         reorderOnce(c, bDesc, packFrom, entry.b);
+  } else if (ok) {
+    ok = dnnl_memory_create(&entry.b, &bDesc, c.engine, DNNL_MEMORY_NONE) ==
+         dnnl_success;
+  }
   if (pd)
     dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    destroyMatmul(entry);
+  entry.usable = ok;
   return entry;
+}
+
+/// Whether B (`bytes` from `b`) lies in a declared-constant range.
+bool inConstantRange(const MatmulCache &c, const void *b, int64_t bytes) {
+  const char *first = static_cast<const char *>(b);
+  auto it = c.constants.upper_bound(first);
+  if (it == c.constants.begin())
+    return false;
+  --it;
+  return first >= it->first && first + bytes <= it->second;
 }
 
 } // namespace
@@ -192,18 +274,40 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                 batch.strideA,
                 batch.strideB,
                 batch.strideC};
-  auto it = matmuls.entries.find(key);
-  if (it == matmuls.entries.end())
+  CachedMatmul *packed = nullptr;
+  if (batch.count <= 1 && !matmuls.constants.empty()) {
+    // B's last element is at (rows - 1) * ldb + cols - 1.
+    int64_t rows = transB ? n : k, cols = transB ? k : n;
+    int64_t elementBytes = abType == dnnl_s8 ? 1 : abType == dnnl_f32 ? 4 : 2;
+    if (inConstantRange(matmuls, b, ((rows - 1) * ldb + cols) * elementBytes)) {
+      PackedKey packedKey{key, b};
+      auto found = matmuls.packed.find(packedKey);
+      if (found == matmuls.packed.end())
+        found = matmuls.packed
+                    .emplace(packedKey,
+                             buildMatmul(matmuls, m, n, k, lda, ldb, ldc,
+                                         transA, transB, abType, cType,
+                                         accumulate, bias != nullptr, batch,
+                                         /*packFrom=*/b))
+                    .first;
+      // Unusable (no packed layout here): the plain primitive instead.
+      if (found->second.usable)
+        packed = &found->second;
+    }
+  }
+  auto it = packed ? matmuls.entries.end() : matmuls.entries.find(key);
+  if (!packed && it == matmuls.entries.end())
     it = matmuls.entries
              .emplace(key, buildMatmul(matmuls, m, n, k, lda, ldb, ldc, transA,
                                        transB, abType, cType, accumulate,
                                        bias != nullptr, batch))
              .first;
-  CachedMatmul &entry = it->second;
+  CachedMatmul &entry = packed ? *packed : it->second;
   if (!entry.usable)
     return false;
   dnnl_memory_set_data_handle(entry.a, const_cast<void *>(a));
-  dnnl_memory_set_data_handle(entry.b, const_cast<void *>(b));
+  if (!packed)
+    dnnl_memory_set_data_handle(entry.b, const_cast<void *>(b));
   dnnl_memory_set_data_handle(entry.c, c);
   if (bias)
     dnnl_memory_set_data_handle(entry.bias, const_cast<float *>(bias));
@@ -229,8 +333,8 @@ std::string mprt::matmulImplementation(dnnl_data_type_t abType,
   std::lock_guard<std::mutex> lock(matmuls.mutex);
   if (!describeMatmul(matmuls.engine, kSize, kSize, kSize, kSize, kSize, kSize,
                       false, false, abType, cType, /*accumulate=*/true,
-                      /*bias=*/false, MatmulBatch(), aDesc, bDesc, cDesc,
-                      biasDesc, pd))
+                      /*bias=*/false, MatmulBatch(), /*packedB=*/false, aDesc,
+                      bDesc, cDesc, biasDesc, pd))
     return "";
   const char *name = nullptr;
   std::string text;
@@ -240,4 +344,47 @@ std::string mprt::matmulImplementation(dnnl_data_type_t abType,
     text = name;
   dnnl_primitive_desc_destroy(pd);
   return text;
+}
+
+extern "C" mprt_status mprt_gemm_declare_constant(const void *data,
+                                                  int64_t bytes) {
+  mprt::clearError();
+  if (!data || bytes <= 0)
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "mprt_gemm_declare_constant: bad range (%p, %lld bytes)",
+                      data, static_cast<long long>(bytes));
+  MatmulCache &matmuls = cache();
+  std::lock_guard<std::mutex> lock(matmuls.mutex);
+  const char *first = static_cast<const char *>(data);
+  const char *end = first + bytes;
+  // Ranges do not overlap: a declared range is released by its start.
+  auto next = matmuls.constants.lower_bound(first);
+  bool overlaps =
+      (next != matmuls.constants.end() && next->first < end) ||
+      (next != matmuls.constants.begin() && std::prev(next)->second > first);
+  if (overlaps)
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "mprt_gemm_declare_constant: %p (%lld bytes) overlaps a "
+                      "range already declared",
+                      data, static_cast<long long>(bytes));
+  matmuls.constants.emplace(first, end);
+  return MPRT_OK;
+}
+
+extern "C" void mprt_gemm_release_constant(const void *data) {
+  MatmulCache &matmuls = cache();
+  std::lock_guard<std::mutex> lock(matmuls.mutex);
+  auto range = matmuls.constants.find(static_cast<const char *>(data));
+  if (range == matmuls.constants.end())
+    return;
+  for (auto it = matmuls.packed.begin(); it != matmuls.packed.end();) {
+    const char *b = static_cast<const char *>(it->first.second);
+    if (b < range->first || b >= range->second) {
+      ++it;
+      continue;
+    }
+    destroyMatmul(it->second);
+    it = matmuls.packed.erase(it);
+  }
+  matmuls.constants.erase(range);
 }

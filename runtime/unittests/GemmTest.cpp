@@ -602,4 +602,103 @@ TEST(Gemm, BiasRejectsOtherTypesAndMissingBias) {
             MPRT_ERROR_ARGUMENT);
 }
 
+// A B declared constant is read from oneDNN's packed copy: equal to the
+// plain product, untouched by later writes to B until released (the
+// contract forbids those writes; the test makes them to see which copy is
+// read), then the product follows B again. s8 and bf16, B transposed or
+// not, plain and with a bias; small integers, so every path is exact.
+TEST(Gemm, ConstantBIsPackedOnceUntilReleased) {
+  const int m = 32, n = 48, k = 64;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> small(-4, 4);
+  uint32_t features = mprt_cpu_features();
+  for (int type : {MPRT_GEMM_S8, MPRT_GEMM_BF16})
+    for (int flags : {0, MPRT_GEMM_TRANS_B})
+      for (bool bias : {false, true}) {
+        if (bias && type == MPRT_GEMM_S8)
+          continue; // mprt_gemm_bias takes 16-bit operands only
+        SCOPED_TRACE("type " + std::to_string(type) + " flags " +
+                     std::to_string(flags) + " bias " + std::to_string(bias));
+        bool s8 = type == MPRT_GEMM_S8;
+        std::vector<int8_t> a8(m * k), b8(k * n);
+        std::vector<uint16_t> a16(m * k), b16(k * n);
+        for (size_t i = 0; i < a8.size(); ++i)
+          a16[i] = bfloatBits(a8[i] = static_cast<int8_t>(small(rng)));
+        for (size_t i = 0; i < b8.size(); ++i)
+          b16[i] = bfloatBits(b8[i] = static_cast<int8_t>(small(rng)));
+        std::vector<float> biasValues(n);
+        for (float &v : biasValues)
+          v = small(rng);
+        const void *pa = s8 ? static_cast<const void *>(a8.data()) : a16.data();
+        void *pb = s8 ? static_cast<void *>(b8.data()) : b16.data();
+        int64_t bBytes = s8 ? k * n : 2 * k * n;
+        int64_t ldb = flags & MPRT_GEMM_TRANS_B ? k : n;
+        // C in f32 (bits compared) or int32: 4 bytes an element either way.
+        auto product = [&](std::vector<int32_t> &c) {
+          c.assign(m * n, 7);
+          mprt_status status =
+              bias ? mprt_gemm_bias(address(pa), k, address(pb), ldb,
+                                    address(c.data()), n, m, n, k, flags, type,
+                                    address(biasValues.data()))
+                   : mprt_gemm(address(pa), k, address(pb), ldb,
+                               address(c.data()), n, m, n, k,
+                               flags | MPRT_GEMM_OVERWRITE_C, type);
+          ASSERT_EQ(status, MPRT_OK) << mprt_last_error();
+        };
+        std::vector<int32_t> plain, packed, after, changed;
+        product(plain);
+        ASSERT_EQ(mprt_gemm_declare_constant(pb, bBytes), MPRT_OK)
+            << mprt_last_error();
+        product(packed);
+        EXPECT_EQ(packed, plain);
+        // Where the product runs on oneDNN's matmul primitive, B's packed
+        // copy is what it reads.
+        bool primitive = s8 ? (features & MPRT_CPU_AVX512_VNNI)
+                            : (features & MPRT_CPU_AVX512_BF16);
+        if (s8)
+          std::fill(b8.begin(), b8.end(), int8_t(1));
+        else
+          std::fill(b16.begin(), b16.end(), bfloatBits(1.0f));
+        product(after);
+        if (primitive)
+          EXPECT_EQ(after, plain) << "the packed copy was not read";
+        mprt_gemm_release_constant(pb);
+        product(changed);
+        // Every element of A B is now a row sum of A (+ the bias).
+        for (int i = 0; i < m; ++i) {
+          float sum = 0;
+          for (int r = 0; r < k; ++r)
+            sum += a8[i * k + r];
+          for (int j = 0; j < n; ++j) {
+            float want = sum + (bias ? biasValues[j] : 0.0f);
+            int32_t got = changed[i * n + j];
+            float gotValue;
+            std::memcpy(&gotValue, &got, sizeof(gotValue));
+            ASSERT_EQ(s8 ? static_cast<float>(got) : gotValue, want)
+                << i << "," << j;
+          }
+        }
+      }
+}
+
+TEST(Gemm, DeclaredConstantRangesMustNotOverlap) {
+  std::vector<int8_t> memory(256);
+  EXPECT_EQ(mprt_gemm_declare_constant(memory.data(), 0), MPRT_ERROR_ARGUMENT);
+  EXPECT_EQ(mprt_gemm_declare_constant(nullptr, 8), MPRT_ERROR_ARGUMENT);
+  ASSERT_EQ(mprt_gemm_declare_constant(memory.data() + 64, 64), MPRT_OK);
+  EXPECT_EQ(mprt_gemm_declare_constant(memory.data() + 100, 8),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(mprt_last_error()).find("overlaps"), std::string::npos);
+  EXPECT_EQ(mprt_gemm_declare_constant(memory.data(), 65), MPRT_ERROR_ARGUMENT);
+  // Adjacent ranges are fine; releasing an address that starts no range
+  // does nothing.
+  EXPECT_EQ(mprt_gemm_declare_constant(memory.data(), 64), MPRT_OK);
+  EXPECT_EQ(mprt_gemm_declare_constant(memory.data() + 128, 64), MPRT_OK);
+  mprt_gemm_release_constant(memory.data() + 1);
+  for (int start : {0, 64, 128})
+    mprt_gemm_release_constant(memory.data() + start);
+  EXPECT_EQ(mprt_gemm_declare_constant(memory.data(), 256), MPRT_OK);
+  mprt_gemm_release_constant(memory.data());
+}
+
 } // namespace

@@ -328,6 +328,20 @@ mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                               int64_t batch, int64_t stride_a,
                               int64_t stride_b, int64_t stride_c);
 
+/* Declares the `bytes` from `data` constant until
+ * mprt_gemm_release_constant(data): a 16-bit or s8 product (mprt_gemm,
+ * mprt_gemm_bias, not a batch) whose B lies inside keeps B in the layout
+ * oneDNN's kernel reads (copied once, at the first product of each shape
+ * and layout), where it would otherwise repack B on every call. What an
+ * inference session declares for its weights after converting them once.
+ * The caller must not change or free the memory before releasing it: the
+ * products would go on reading the old values. MPRT_ERROR_ARGUMENT for an
+ * empty range or one that overlaps a declared range. */
+mprt_status mprt_gemm_declare_constant(const void *data, int64_t bytes);
+/* Ends the range declared at `data` and frees the copies made from it
+ * (nothing for an address that starts no declared range). */
+void mprt_gemm_release_constant(const void *data);
+
 /* What mprt_gemm, mprt_gemm_batched and mprt_gemm_bias have done in this
  * process so far: calls (a batch counts once) and wall-clock seconds inside them, summed
  * over the threads that called them. A step's time minus the change in
