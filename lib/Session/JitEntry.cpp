@@ -186,6 +186,8 @@ llvm::ArrayRef<RuntimeSymbol> runtimeSymbols() {
       {"mprt_gemm", reinterpret_cast<void *>(&mprt_gemm)},
       {"mprt_gemm_batched", reinterpret_cast<void *>(&mprt_gemm_batched)},
       {"mprt_gemm_bias", reinterpret_cast<void *>(&mprt_gemm_bias)},
+      {"mprt_gemm_s8_dequantize",
+       reinterpret_cast<void *>(&mprt_gemm_s8_dequantize)},
       {"mprt_observe", reinterpret_cast<void *>(&mprt_observe)},
       {"mprt_parallel_for", reinterpret_cast<void *>(&mprt_parallel_for)},
       // --mp-data-parallel's all-reduces, through the runtime's MPI.

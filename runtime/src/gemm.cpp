@@ -342,7 +342,7 @@ extern "C" mprt_status mprt_gemm_bias(int64_t a, int64_t lda, int64_t b,
           reinterpret_cast<const void *>(b), ldb, reinterpret_cast<void *>(c),
           ldc, m, n, k, flags & MPRT_GEMM_TRANS_A, flags & MPRT_GEMM_TRANS_B,
           dnnl_bf16, rounded ? dnnl_bf16 : dnnl_f32, /*accumulate=*/false,
-          mprt::MatmulBatch(), biasValues))
+          mprt::MatmulBatch(), mprt::MatmulEpilogue{biasValues}))
     return MPRT_OK;
   // Elsewhere the steps one by one: the f32 product (in C, or in a scratch
   // buffer when it is rounded), the bias, the rounding.

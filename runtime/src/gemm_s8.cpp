@@ -232,3 +232,96 @@ mprt_status mprt::gemmS8(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                 static_cast<int>(status));
   return MPRT_OK;
 }
+
+namespace {
+
+struct ScaledColumns {
+  float *d;
+  int64_t ldd, n;
+  const float *scales;
+  bool relu;
+};
+
+void scaleRows(int64_t begin, int64_t end, void *context) {
+  const auto &p = *static_cast<const ScaledColumns *>(context);
+  for (int64_t i = begin; i < end; ++i) {
+    float *row = p.d + i * p.ldd;
+    if (p.relu)
+      for (int64_t j = 0; j < p.n; ++j)
+        row[j] = std::max(row[j] * p.scales[j], 0.0f);
+    else
+      for (int64_t j = 0; j < p.n; ++j)
+        row[j] *= p.scales[j];
+  }
+}
+
+/// D[i, j] *= scales[j], then max(., 0) with `relu`, rows shared among the
+/// threads.
+void scaleColumns(float *d, int64_t ldd, int64_t m, int64_t n,
+                  const float *scales, bool relu) {
+  ScaledColumns context{d, ldd, n, scales, relu};
+  mprt_parallel_for(m, scaleRows, &context);
+}
+
+} // namespace
+
+extern "C" mprt_status
+mprt_gemm_s8_dequantize(int64_t a, int64_t lda, int64_t b, int64_t ldb,
+                        int64_t d, int64_t ldd, int64_t m, int64_t n, int64_t k,
+                        int32_t flags, int64_t bias, int64_t scale) {
+  mprt::clearError();
+  constexpr int32_t known =
+      MPRT_GEMM_TRANS_A | MPRT_GEMM_TRANS_B | MPRT_GEMM_RELU;
+  bool transA = flags & MPRT_GEMM_TRANS_A, transB = flags & MPRT_GEMM_TRANS_B;
+  bool relu = flags & MPRT_GEMM_RELU;
+  if ((flags & ~known) || m < 0 || n < 0 || k < 0 || !a || !b || !d || !scale ||
+      ldd < n || lda < (transA ? m : k) || ldb < (transB ? k : n))
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "mprt_gemm_s8_dequantize: bad arguments (m=%lld n=%lld "
+                      "k=%lld lda=%lld ldb=%lld ldd=%lld flags=%d scale=%s)",
+                      (long long)m, (long long)n, (long long)k, (long long)lda,
+                      (long long)ldb, (long long)ldd, flags,
+                      scale ? "set" : "null");
+  if (m == 0 || n == 0)
+    return MPRT_OK;
+  const auto *biasValues = reinterpret_cast<const int32_t *>(bias);
+  const auto *scales = reinterpret_cast<const float *>(scale);
+  float *out = reinterpret_cast<float *>(d);
+  // oneDNN writes the f32 sum with the bias (its brgemm kernels take no
+  // per-call scales), then one pass scales it.
+  if (k > 0 && mprt::hasInt8DotProducts() &&
+      mprt::runCachedMatmul(reinterpret_cast<const void *>(a), lda,
+                            reinterpret_cast<const void *>(b), ldb, out, ldd, m,
+                            n, k, transA, transB, dnnl_s8, dnnl_f32,
+                            /*accumulate=*/false, mprt::MatmulBatch(),
+                            mprt::MatmulEpilogue{biasValues, dnnl_s32})) {
+    scaleColumns(out, ldd, m, n, scales, relu);
+    return MPRT_OK;
+  }
+  return mprt::gemmS8DequantizeSteps(a, lda, b, ldb, out, ldd, m, n, k, flags,
+                                     biasValues, scales);
+}
+
+mprt_status mprt::gemmS8DequantizeSteps(int64_t a, int64_t lda, int64_t b,
+                                        int64_t ldb, float *d, int64_t ldd,
+                                        int64_t m, int64_t n, int64_t k,
+                                        int32_t flags, const int32_t *bias,
+                                        const float *scales) {
+  std::vector<int32_t> product(static_cast<size_t>(m * n));
+  if (mprt_status status = gemmS8(
+          a, lda, b, ldb, reinterpret_cast<int64_t>(product.data()), n, m, n, k,
+          (flags & (MPRT_GEMM_TRANS_A | MPRT_GEMM_TRANS_B)) |
+              MPRT_GEMM_OVERWRITE_C);
+      status != MPRT_OK)
+    return status;
+  bool relu = flags & MPRT_GEMM_RELU;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float value = static_cast<float>(product[i * n + j]);
+      if (bias)
+        value += static_cast<float>(bias[j]);
+      d[i * ldd + j] = value;
+    }
+  scaleColumns(d, ldd, m, n, scales, relu);
+  return MPRT_OK;
+}

@@ -235,6 +235,15 @@ const char *npzLabel(const mprt_npz &npz);
 // Kernels
 //===----------------------------------------------------------------------===//
 
+/// mprt_gemm_s8_dequantize without oneDNN's primitive: the exact int32
+/// product in a scratch buffer, then each element converted to f32, plus
+/// bias[j] converted to f32 (when `bias`), times scales[j], max(., 0) with
+/// MPRT_GEMM_RELU: the order oneDNN's epilogue computes in.
+mprt_status gemmS8DequantizeSteps(int64_t a, int64_t lda, int64_t b,
+                                  int64_t ldb, float *d, int64_t ldd, int64_t m,
+                                  int64_t n, int64_t k, int32_t flags,
+                                  const int32_t *bias, const float *scales);
+
 /// mprt_gemm for MPRT_GEMM_S8: int8 A and B, int32 C (gemm_s8.cpp).
 mprt_status gemmS8(int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c,
                    int64_t ldc, int64_t m, int64_t n, int64_t k, int32_t flags);

@@ -47,9 +47,10 @@ struct CachedMatmul {
   bool usable = false;
 };
 
-/// Shape, leading dimensions, transposition, accumulation and bias bits,
-/// the two data types, and the batch with its strides.
-using MatmulKey = std::array<int64_t, 13>;
+/// Shape, leading dimensions, transposition, accumulation and epilogue
+/// bits, the data types (A and B, C, the bias), and the batch with its
+/// strides.
+using MatmulKey = std::array<int64_t, 14>;
 
 /// A product whose B is read from declared-constant memory: its primitive
 /// takes B in the layout oneDNN's kernel wants, and `b` holds that copy
@@ -90,14 +91,16 @@ MatmulCache &cache() {
 }
 
 /// The memory and primitive descriptors of C += op(A) op(B) (C = op(A)
-/// op(B) without `accumulate`; + an f32 row vector added to every row with
-/// `bias`); false (and no `pd`) when oneDNN has no implementation. With
+/// op(B) without `accumulate`; then the `epilogue`, whose pointers only
+/// say what it does); false (and no `pd`) when oneDNN has no
+/// implementation. With
 /// `packedB`, B's layout is oneDNN's choice (query it from `pd`); `bDesc`
 /// is still the caller's strided B.
 bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
                     int64_t lda, int64_t ldb, int64_t ldc, bool transA,
                     bool transB, dnnl_data_type_t abType,
-                    dnnl_data_type_t cType, bool accumulate, bool bias,
+                    dnnl_data_type_t cType, bool accumulate,
+                    const mprt::MatmulEpilogue &epilogue,
                     const mprt::MatmulBatch &batch, bool packedB,
                     dnnl_memory_desc_t &aDesc, dnnl_memory_desc_t &bDesc,
                     dnnl_memory_desc_t &cDesc, dnnl_memory_desc_t &biasDesc,
@@ -140,19 +143,21 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
           dnnl_success &&
       dnnl_memory_desc_init_by_strides(&cDesc, rank, cDims, cType, cStrides) ==
           dnnl_success &&
-      dnnl_memory_desc_init_by_strides(&biasDesc, rank, biasDims, dnnl_f32,
+      dnnl_memory_desc_init_by_strides(&biasDesc, rank, biasDims,
+                                       epilogue.biasType,
                                        biasStrides) == dnnl_success &&
       (!packedB ||
        dnnl_memory_desc_init_by_tag(&anyB, rank, bDims, abType,
                                     dnnl_format_tag_any) == dnnl_success) &&
       dnnl_matmul_desc_init(&matmul, &aDesc, packedB ? &anyB : &bDesc,
-                            bias ? &biasDesc : nullptr,
+                            epilogue.bias ? &biasDesc : nullptr,
                             &cDesc) == dnnl_success &&
       dnnl_primitive_attr_create(&attr) == dnnl_success &&
       dnnl_post_ops_create(&postOps) == dnnl_success &&
       // C += ...: linalg.matmul accumulates into its output.
       (!accumulate ||
        dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success) &&
+
       dnnl_primitive_attr_set_post_ops(attr, postOps) == dnnl_success &&
       dnnl_primitive_desc_create(&pd, &matmul, attr, engine, nullptr) ==
           dnnl_success;
@@ -202,7 +207,8 @@ bool reorderOnce(MatmulCache &c, const dnnl_memory_desc_t &plain,
 CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
                          int64_t lda, int64_t ldb, int64_t ldc, bool transA,
                          bool transB, dnnl_data_type_t abType,
-                         dnnl_data_type_t cType, bool accumulate, bool bias,
+                         dnnl_data_type_t cType, bool accumulate,
+                         const mprt::MatmulEpilogue &epilogue,
                          const mprt::MatmulBatch &batch,
                          const void *packFrom = nullptr) {
   CachedMatmul entry;
@@ -212,15 +218,15 @@ CachedMatmul buildMatmul(MatmulCache &c, int64_t m, int64_t n, int64_t k,
   dnnl_primitive_desc_t pd = nullptr;
   bool ok =
       describeMatmul(c.engine, m, n, k, lda, ldb, ldc, transA, transB, abType,
-                     cType, accumulate, bias, batch, packFrom != nullptr, aDesc,
-                     bDesc, cDesc, biasDesc, pd) &&
+                     cType, accumulate, epilogue, batch, packFrom != nullptr,
+                     aDesc, bDesc, cDesc, biasDesc, pd) &&
       dnnl_primitive_create(&entry.primitive, pd) == dnnl_success &&
       dnnl_memory_create(&entry.a, &aDesc, c.engine, DNNL_MEMORY_NONE) ==
           dnnl_success &&
       dnnl_memory_create(&entry.c, &cDesc, c.engine, DNNL_MEMORY_NONE) ==
           dnnl_success &&
-      (!bias || dnnl_memory_create(&entry.bias, &biasDesc, c.engine,
-                                   DNNL_MEMORY_NONE) == dnnl_success);
+      (!epilogue.bias || dnnl_memory_create(&entry.bias, &biasDesc, c.engine,
+                                            DNNL_MEMORY_NONE) == dnnl_success);
   if (ok && packFrom) {
     const dnnl_memory_desc_t *packedDesc =
         dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -257,7 +263,7 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                            int64_t n, int64_t k, bool transA, bool transB,
                            dnnl_data_type_t abType, dnnl_data_type_t cType,
                            bool accumulate, const MatmulBatch &batch,
-                           const float *bias) {
+                           const MatmulEpilogue &epilogue) {
   MatmulCache &matmuls = cache();
   std::lock_guard<std::mutex> lock(matmuls.mutex);
   MatmulKey key{m,
@@ -267,9 +273,10 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                 ldb,
                 ldc,
                 (transA ? 1 : 0) | (transB ? 2 : 0) | (accumulate ? 4 : 0) |
-                    (bias ? 8 : 0),
+                    (epilogue.bias ? 8 : 0),
                 static_cast<int64_t>(abType),
                 static_cast<int64_t>(cType),
+                static_cast<int64_t>(epilogue.biasType),
                 batch.count,
                 batch.strideA,
                 batch.strideB,
@@ -283,13 +290,13 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
       PackedKey packedKey{key, b};
       auto found = matmuls.packed.find(packedKey);
       if (found == matmuls.packed.end())
-        found = matmuls.packed
-                    .emplace(packedKey,
-                             buildMatmul(matmuls, m, n, k, lda, ldb, ldc,
-                                         transA, transB, abType, cType,
-                                         accumulate, bias != nullptr, batch,
-                                         /*packFrom=*/b))
-                    .first;
+        found =
+            matmuls.packed
+                .emplace(packedKey, buildMatmul(matmuls, m, n, k, lda, ldb, ldc,
+                                                transA, transB, abType, cType,
+                                                accumulate, epilogue, batch,
+                                                /*packFrom=*/b))
+                .first;
       // Unusable (no packed layout here): the plain primitive instead.
       if (found->second.usable)
         packed = &found->second;
@@ -300,7 +307,7 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
     it = matmuls.entries
              .emplace(key, buildMatmul(matmuls, m, n, k, lda, ldb, ldc, transA,
                                        transB, abType, cType, accumulate,
-                                       bias != nullptr, batch))
+                                       epilogue, batch))
              .first;
   CachedMatmul &entry = packed ? *packed : it->second;
   if (!entry.usable)
@@ -309,14 +316,16 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
   if (!packed)
     dnnl_memory_set_data_handle(entry.b, const_cast<void *>(b));
   dnnl_memory_set_data_handle(entry.c, c);
-  if (bias)
-    dnnl_memory_set_data_handle(entry.bias, const_cast<float *>(bias));
-  dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, entry.a},
-                            {DNNL_ARG_WEIGHTS, entry.b},
-                            {DNNL_ARG_DST, entry.c},
-                            {DNNL_ARG_BIAS, entry.bias}};
-  return dnnl_primitive_execute(entry.primitive, matmuls.stream, bias ? 4 : 3,
-                                args) == dnnl_success &&
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, entry.a},
+                             {DNNL_ARG_WEIGHTS, entry.b},
+                             {DNNL_ARG_DST, entry.c}};
+  int count = 3;
+  if (epilogue.bias) {
+    dnnl_memory_set_data_handle(entry.bias, const_cast<void *>(epilogue.bias));
+    args[count++] = {DNNL_ARG_BIAS, entry.bias};
+  }
+  return dnnl_primitive_execute(entry.primitive, matmuls.stream, count, args) ==
+             dnnl_success &&
          dnnl_stream_wait(matmuls.stream) == dnnl_success;
 }
 
@@ -333,7 +342,7 @@ std::string mprt::matmulImplementation(dnnl_data_type_t abType,
   std::lock_guard<std::mutex> lock(matmuls.mutex);
   if (!describeMatmul(matmuls.engine, kSize, kSize, kSize, kSize, kSize, kSize,
                       false, false, abType, cType, /*accumulate=*/true,
-                      /*bias=*/false, MatmulBatch(), /*packedB=*/false, aDesc,
+                      MatmulEpilogue(), MatmulBatch(), /*packedB=*/false, aDesc,
                       bDesc, cDesc, biasDesc, pd))
     return "";
   const char *name = nullptr;

@@ -29,19 +29,27 @@ struct MatmulBatch {
   int64_t count = 1, strideA = 0, strideB = 0, strideC = 0;
 };
 
+/// What the primitive adds to op(A) op(B) before storing it: `bias` (n
+/// values of `biasType`, converted to f32) to every row; none when null.
+struct MatmulEpilogue {
+  const void *bias = nullptr;
+  dnnl_data_type_t biasType = dnnl_f32;
+};
+
 /// C(`cType`) += op(A) op(B) with A and B of `abType`, row-major with
 /// leading dimensions lda, ldb, ldc (op: transposed when transA/transB);
-/// without `accumulate`, C = op(A) op(B), converted to `cType` once.
-/// With `bias` (f32, n values), bias[j] is added to every row in f32
-/// before that conversion. False when oneDNN has no primitive for it (an
+/// without `accumulate`, C = op(A) op(B), converted to `cType` once, after
+/// the `epilogue` (in f32). False when oneDNN has no primitive for it (an
 /// old CPU or oneDNN): the caller then takes another path. With `batch`,
-/// all its products in one call. Thread-safe.
+/// all its products in one call. A B inside a range declared with
+/// mprt_gemm_declare_constant (not a batch) is read from a copy in the
+/// kernel's layout. Thread-safe.
 bool runCachedMatmul(const void *a, int64_t lda, const void *b, int64_t ldb,
                      void *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                      bool transA, bool transB, dnnl_data_type_t abType,
                      dnnl_data_type_t cType, bool accumulate = true,
                      const MatmulBatch &batch = MatmulBatch(),
-                     const float *bias = nullptr);
+                     const MatmulEpilogue &epilogue = MatmulEpilogue());
 
 /// The name of the kernel oneDNN picks for A(`abType`) B -> C(`cType`) on
 /// this CPU ("brg:avx512_core_bf16", "gemm:jit", ...), or "" when it has

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -131,6 +132,91 @@ TEST(GemmS8, BadArguments) {
   EXPECT_EQ(mprt_gemm(address(a), 2, address(a), 2, address(c), 2, 0, 2, 2, 0,
                       MPRT_GEMM_S8),
             MPRT_OK); // empty product
+}
+
+// The dequantized product equals its definition bit for bit, through
+// oneDNN's primitive (where the CPU has int8 dot products) and through the
+// steps the other CPUs take: the exact int32 sum and the bias each
+// rounded to f32, added, times the column's scale, ReLU'd on request.
+// Every transpose, with and without a bias; a case whose sums pass 2^24
+// (where the two roundings show), and a D wider than n (left alone).
+TEST(GemmS8, DequantizedProductFollowsItsDefinition) {
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> value(-127, 127), near(120, 127);
+  struct Shape {
+    int m, n, k;
+    bool large;
+  };
+  for (Shape s : {Shape{19, 37, 300, false}, Shape{8, 16, 2048, true}})
+    for (int flags = 0; flags < 8; ++flags)
+      for (bool withBias : {false, true}) {
+        bool ta = flags & MPRT_GEMM_TRANS_A, tb = flags & MPRT_GEMM_TRANS_B;
+        int32_t all = (flags & 3) | (flags & 4 ? MPRT_GEMM_RELU : 0);
+        SCOPED_TRACE("m " + std::to_string(s.m) + " flags " +
+                     std::to_string(all) + " bias " + std::to_string(withBias));
+        std::vector<int8_t> a(s.m * s.k), b(s.k * s.n);
+        for (int8_t &x : a)
+          x = static_cast<int8_t>(s.large ? near(rng) : value(rng));
+        for (int8_t &x : b)
+          x = static_cast<int8_t>(s.large ? near(rng) : value(rng));
+        std::vector<int32_t> bias(s.n);
+        std::vector<float> scales(s.n);
+        for (int j = 0; j < s.n; ++j) {
+          bias[j] = (s.large ? 16777217 : 1001) * (j % 3 - 1) + 7 * j;
+          scales[j] = 0.0123f * (j + 1);
+        }
+        std::vector<int32_t> sums(s.m * s.n, 0);
+        reference(a, b, sums, s.m, s.n, s.k, ta, tb);
+        const int ldd = s.n + 3;
+        std::vector<float> want(s.m * ldd, -5.0f);
+        for (int i = 0; i < s.m; ++i)
+          for (int j = 0; j < s.n; ++j) {
+            float x = static_cast<float>(sums[i * s.n + j]);
+            if (withBias)
+              x += static_cast<float>(bias[j]);
+            x *= scales[j];
+            want[i * ldd + j] = (all & MPRT_GEMM_RELU) ? std::max(x, 0.0f) : x;
+          }
+        int64_t lda = ta ? s.m : s.k, ldb = tb ? s.k : s.n;
+        int64_t biasAddress = withBias ? address(bias.data()) : 0;
+        std::vector<float> got(s.m * ldd, -5.0f), steps(s.m * ldd, -5.0f);
+        ASSERT_EQ(mprt_gemm_s8_dequantize(
+                      address(a.data()), lda, address(b.data()), ldb,
+                      address(got.data()), ldd, s.m, s.n, s.k, all, biasAddress,
+                      address(scales.data())),
+                  MPRT_OK)
+            << mprt_last_error();
+        ASSERT_EQ(mprt::gemmS8DequantizeSteps(
+                      address(a.data()), lda, address(b.data()), ldb,
+                      steps.data(), ldd, s.m, s.n, s.k, all,
+                      withBias ? bias.data() : nullptr, scales.data()),
+                  MPRT_OK);
+        EXPECT_EQ(got, want);
+        EXPECT_EQ(steps, want);
+      }
+}
+
+TEST(GemmS8, DequantizedProductRejectsBadArguments) {
+  int8_t a[4] = {1, 2, 3, 4};
+  float d[4], scales[2] = {1, 1};
+  EXPECT_EQ(mprt_gemm_s8_dequantize(address(a), 2, address(a), 2, address(d), 2,
+                                    2, 2, 2, 0, 0, 0),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(mprt_last_error()).find("scale=null"),
+            std::string::npos);
+  EXPECT_EQ(mprt_gemm_s8_dequantize(address(a), 2, address(a), 2, address(d), 2,
+                                    2, 2, 2, MPRT_GEMM_OVERWRITE_C, 0,
+                                    address(scales)),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_EQ(mprt_gemm_s8_dequantize(address(a), 2, address(a), 2, address(d), 1,
+                                    2, 2, 2, 0, 0, address(scales)),
+            MPRT_ERROR_ARGUMENT);
+  // k = 0: the bias times the scale (no bias: zeros).
+  EXPECT_EQ(mprt_gemm_s8_dequantize(address(a), 2, address(a), 2, address(d), 2,
+                                    2, 2, 0, 0, 0, address(scales)),
+            MPRT_OK);
+  EXPECT_EQ(d[0], 0.0f);
+  EXPECT_EQ(d[3], 0.0f);
 }
 
 TEST(CpuFeatures, StringMatchesBits) {

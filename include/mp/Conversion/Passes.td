@@ -133,6 +133,24 @@ def ConvertContractionsToRuntime
     and the bias loop disappear (oneDNN adds the f32 bias before rounding
     once, as the loop did). D must be fresh, as for a rounded result.
 
+    With `runtime=cpu`, a 2-D int8 product of `--mp-quantize` whose int32
+    result is only dequantized — `C = alloc; C[i, j] = bq[j]` (the
+    quantized bias; or `fill(0, C)`); C += A B; D[i, j] = sitofp(C[i, j])
+    * scale[j]`, maybe `max(., 0)` after (D f32) — calls
+
+    ```mlir
+    func.call @mprt_gemm_s8_dequantize(%a, %lda, %b, %ldb, %d, %ldd, %m,
+        %n, %k, %flags, %bq, %scale) : (i64, ..., i32, i64, i64) -> i32
+    ```
+
+    (`%bq` 0 without a bias; flag 16, `MPRT_GEMM_RELU`, for the max): oneDNN
+    writes the sum with the bias into D in f32 and one pass scales it; C,
+    the broadcast and the GEMM's read of it disappear. Between the broadcast and the
+    dequantization only allocations and effect-free ops may stand; D must
+    be fresh, as for a rounded result. oneDNN rounds the int32 sum and the
+    bias to f32 each before adding them: the same as the loop's one
+    conversion of their int32 sum while both stay below 2^24 in magnitude.
+
     With `runtime=cpu`, any other product whose C is a fresh buffer filled
     with zero just for it — `C = alloc; fill(0, C); C += A B`, where C's
     other users all come after the product — calls the GEMM with flag 8
@@ -163,6 +181,9 @@ def ConvertContractionsToRuntime
     Statistic<"numBiased", "biased-results",
               "Of those, 16-bit products whose f32 result only gets a bias "
               "added (maybe rounded): mprt_gemm_bias writes the sum">,
+    Statistic<"numDequantized", "dequantized-results",
+              "Of those, int8 products whose int32 result is only "
+              "dequantized: mprt_gemm_s8_dequantize writes the f32 result">,
     Statistic<"numOverwritten", "overwritten-results",
               "Of those, products into a zero fill made for them: the call "
               "overwrites C (MPRT_GEMM_OVERWRITE_C) and the fill goes">,

@@ -29,6 +29,7 @@ constexpr llvm::StringLiteral kGemmName = "mprt_gemm";
 constexpr llvm::StringLiteral kBatchedGemmName = "mprt_gemm_batched";
 constexpr llvm::StringLiteral kCudaGemmName = "mprt_cuda_gemm_sync";
 constexpr llvm::StringLiteral kBiasGemmName = "mprt_gemm_bias";
+constexpr llvm::StringLiteral kDequantizeGemmName = "mprt_gemm_s8_dequantize";
 
 /// Strips the widening of a contraction body's input (extf, or extsi for
 /// the i8 -> i32 products of --mp-quantize).
@@ -495,6 +496,154 @@ linalg::GenericOp biasedResultOf(linalg::LinalgOp product,
   return consumer;
 }
 
+/// Whether every op strictly between \p from and \p to (one block), other
+/// than \p except, is an allocation or has no effect on memory: then no
+/// buffer read at \p to changes between the two.
+bool onlyAllocationsBetween(Operation *from, Operation *to, Operation *except) {
+  for (Operation *op = from->getNextNode(); op && op != to;
+       op = op->getNextNode())
+    if (op != except && !isa<memref::AllocOp>(op) && !isMemoryEffectFree(op))
+      return false;
+  return true;
+}
+
+/// An int8 product of --mp-quantize whose int32 result is only dequantized
+/// (a quantized linear layer):
+///
+///   %c = memref.alloc()                  (i32, nothing else uses it)
+///   linalg.generic ins(%bq) outs(%c) { yield %bq[j] }  (or fill(0, %c))
+///   <product> outs(%c)                   (2-D, i8 x i8)
+///   linalg.generic ins(%c, %scale) outs(%d)
+///       { yield [max](sitofp(c) * scale[j], 0) }   (%d f32)
+///   memref.dealloc %c
+///
+/// mprt_gemm_s8_dequantize writes %d itself: the int32 result, the bias
+/// broadcast and the dequantization pass are never stored. Between the
+/// broadcast and the dequantization only allocations and effect-free ops
+/// may stand (so %bq and %scale read at the product hold what the loops
+/// read). Returns the dequantization, with %d's alloc moved before the
+/// product, and sets \p bias (null for a zero fill), \p scale and \p relu.
+linalg::GenericOp dequantizedResultOf(linalg::LinalgOp product,
+                                      const Product &matched, Value &bias,
+                                      Value &scale, bool &relu) {
+  Value c = product.getDpsInitOperand(0)->get();
+  memref::AllocOp alloc = resultAllocInBlock(product);
+  Block *block = product->getBlock();
+  auto elementType = [](Value v) {
+    return cast<MemRefType>(v.getType()).getElementType();
+  };
+  if (matched.batched || !alloc ||
+      !elementType(matched.a->get()).isInteger(8) ||
+      !elementType(matched.b->get()).isInteger(8))
+    return nullptr;
+  MLIRContext *context = product.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
+  AffineMap row = AffineMap::get(2, 0, getAffineDimExpr(1, context));
+  auto isRowVector = [&](linalg::GenericOp generic, OpOperand *operand,
+                         Type element) {
+    auto type = dyn_cast<MemRefType>(operand->get().getType());
+    return generic.getMatchingIndexingMap(operand) == row && type &&
+           type.getElementType() == element && hasUnitInnerStride(type, 1);
+  };
+  auto allParallel2D = [](linalg::GenericOp generic) {
+    return generic.getNumLoops() == 2 && generic.getNumParallelLoops() == 2 &&
+           generic.getNumDpsInits() == 1;
+  };
+  Operation *init = nullptr;
+  Value broadcastFrom;
+  linalg::GenericOp consumer;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == product.getOperation() || isa<memref::DeallocOp>(user))
+      continue;
+    if (!init && isZeroFillBefore(user, c, product, /*positiveOnly=*/false)) {
+      init = user;
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || generic->getBlock() != block)
+      return nullptr;
+    // The bias broadcast: %c[i, j] = %bq[j], before the product.
+    if (!init && generic->isBeforeInBlock(product) && allParallel2D(generic) &&
+        generic.getNumDpsInputs() == 1 &&
+        generic.getDpsInitOperand(0)->get() == c &&
+        generic.getMatchingIndexingMap(generic.getDpsInitOperand(0)) ==
+            identity &&
+        isRowVector(generic, generic.getDpsInputOperand(0), elementType(c)) &&
+        generic.getBlock()->getTerminator()->getOperand(0) ==
+            generic.getMatchingBlockArgument(generic.getDpsInputOperand(0))) {
+      init = generic;
+      broadcastFrom = generic.getDpsInputOperand(0)->get();
+      continue;
+    }
+    if (consumer || !product->isBeforeInBlock(generic))
+      return nullptr;
+    consumer = generic;
+  }
+  if (!init || !consumer || !allParallel2D(consumer) ||
+      consumer.getNumDpsInputs() != 2 ||
+      !elementType(consumer.getDpsInitOperand(0)->get()).isF32() ||
+      consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0)) !=
+          identity)
+    return nullptr;
+  OpOperand *cOperand = consumer.getDpsInputOperand(0),
+            *scaleOperand = consumer.getDpsInputOperand(1);
+  if (cOperand->get() != c)
+    std::swap(cOperand, scaleOperand);
+  if (cOperand->get() != c ||
+      consumer.getMatchingIndexingMap(cOperand) != identity ||
+      !isRowVector(consumer, scaleOperand, Float32Type::get(context)))
+    return nullptr;
+  // Body: sitofp(c) * scale[j], maybe max(., 0).
+  Block &body = *consumer.getBlock();
+  Value yielded = body.getTerminator()->getOperand(0);
+  relu = false;
+  if (auto max = yielded.getDefiningOp<arith::MaximumFOp>()) {
+    auto isZero = [](Value v) {
+      auto constant = v.getDefiningOp<arith::ConstantOp>();
+      auto value =
+          constant ? dyn_cast<FloatAttr>(constant.getValue()) : FloatAttr();
+      return value && value.getValue().isPosZero();
+    };
+    if (isZero(max.getRhs()))
+      yielded = max.getLhs();
+    else if (isZero(max.getLhs()))
+      yielded = max.getRhs();
+    else
+      return nullptr;
+    relu = true;
+  }
+  auto mul = yielded.getDefiningOp<arith::MulFOp>();
+  Value scaleArg = consumer.getMatchingBlockArgument(scaleOperand);
+  Value converted = !mul                       ? Value()
+                    : mul.getRhs() == scaleArg ? mul.getLhs()
+                    : mul.getLhs() == scaleArg ? mul.getRhs()
+                                               : Value();
+  auto sitofp = converted ? converted.getDefiningOp<arith::SIToFPOp>()
+                          : arith::SIToFPOp();
+  // Only the ops matched above, and the constant zero if defined inside.
+  size_t expected = (relu ? 4 : 3);
+  size_t size = body.getOperations().size();
+  if (!sitofp ||
+      sitofp.getIn() != consumer.getMatchingBlockArgument(cOperand) ||
+      (size != expected && size != expected + 1) ||
+      (size == expected + 1 &&
+       !isa<arith::ConstantOp>(body.getOperations().front())))
+    return nullptr;
+  if (init->getBlock() != block ||
+      !onlyAllocationsBetween(init, consumer, product))
+    return nullptr;
+  // %bq and %scale are defined before the product (values in scope there).
+  for (Value v : {broadcastFrom, scaleOperand->get()})
+    if (v && v.getDefiningOp() && v.getDefiningOp()->getBlock() == block &&
+        !v.getDefiningOp()->isBeforeInBlock(product))
+      return nullptr;
+  if (!writableEarly(product, consumer))
+    return nullptr;
+  bias = broadcastFrom;
+  scale = scaleOperand->get();
+  return consumer;
+}
+
 /// The zero fill of a product's C that nothing else sees:
 ///
 ///   %c = memref.alloc()
@@ -620,13 +769,21 @@ struct ContractionsToRuntimePass
       // fresh zeros: the call overwrites C.
       RoundingLayout layout = RoundingLayout::Same;
       Operation *rounding = roundedResultOf(op, layout);
-      Value bias;
+      Value bias, scale;
+      bool relu = false;
       linalg::GenericOp biased = rounding || cuda
                                      ? linalg::GenericOp()
                                      : biasedResultOf(op, product, bias);
-      linalg::FillOp zeroFill =
-          rounding || biased || cuda ? linalg::FillOp() : zeroFillOf(op);
-      Operation *consumer = rounding ? rounding : biased.getOperation();
+      linalg::GenericOp dequantized =
+          rounding || biased || cuda
+              ? linalg::GenericOp()
+              : dequantizedResultOf(op, product, bias, scale, relu);
+      linalg::FillOp zeroFill = rounding || biased || dequantized || cuda
+                                    ? linalg::FillOp()
+                                    : zeroFillOf(op);
+      Operation *consumer = rounding ? rounding
+                            : biased ? biased.getOperation()
+                                     : dequantized.getOperation();
       // A transposed copy's original, its flag flipped.
       Value aMem = product.sourceA ? product.sourceA : product.a->get(),
             bMem = product.sourceB ? product.sourceB : product.b->get(),
@@ -657,14 +814,14 @@ struct ContractionsToRuntimePass
       int32_t flags = (product.transA ? MPRT_GEMM_TRANS_A : 0) |
                       (product.transB ? MPRT_GEMM_TRANS_B : 0) |
                       (roundedC ? MPRT_GEMM_ROUNDED_C : 0) |
-                      (zeroFill ? MPRT_GEMM_OVERWRITE_C : 0);
+                      (zeroFill ? MPRT_GEMM_OVERWRITE_C : 0) |
+                      (relu ? MPRT_GEMM_RELU : 0);
       auto type = *gemmType(
           cast<MemRefType>(aMem.getType()).getElementType(),
           cast<MemRefType>(bMem.getType()).getElementType(),
           cast<MemRefType>(op.getDpsInitOperand(0)->get().getType())
               .getElementType());
       Value flagsValue = arith::ConstantIntOp::create(b, loc, i32, flags);
-      Value typeValue = arith::ConstantIntOp::create(b, loc, i32, type);
       SmallVector<Value> args{aMat.pointer,
                               aMat.ld,
                               bMat.pointer,
@@ -674,8 +831,10 @@ struct ContractionsToRuntimePass
                               m,
                               n,
                               k,
-                              flagsValue,
-                              typeValue};
+                              flagsValue};
+      // mprt_gemm_s8_dequantize takes no type (s8).
+      if (!dequantized)
+        args.push_back(arith::ConstantIntOp::create(b, loc, i32, type));
       if (cuda || product.batched) {
         if (product.batched) {
           args.append({dim(cMem, 0), aMat.batchStride, bMat.batchStride,
@@ -690,6 +849,22 @@ struct ContractionsToRuntimePass
       if (biased) {
         args.push_back(toI64(mlir::mp::alignedAddress(b, loc, bias)));
         callee = declare(kBiasGemmName, /*batchArgs=*/false, /*bias=*/true);
+      } else if (dequantized) {
+        // ..., flags, bias (0 when there is none), scale.
+        args.push_back(
+            bias ? toI64(mlir::mp::alignedAddress(b, loc, bias))
+                 : arith::ConstantIntOp::create(b, loc, i64, 0).getResult());
+        args.push_back(toI64(mlir::mp::alignedAddress(b, loc, scale)));
+        callee = module.lookupSymbol<func::FuncOp>(kDequantizeGemmName);
+        if (!callee) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(module.getBody());
+          SmallVector<Type> types(9, i64);
+          types.append({i32, i64, i64});
+          callee = func::FuncOp::create(b, module.getLoc(), kDequantizeGemmName,
+                                        b.getFunctionType(types, {i32}));
+          callee.setPrivate();
+        }
       } else {
         callee = cuda ? declare(kCudaGemmName, true)
                       : declare(product.batched ? kBatchedGemmName : kGemmName,
@@ -704,7 +879,7 @@ struct ContractionsToRuntimePass
         for (Operation *user : llvm::make_early_inc_range(c.getUsers()))
           user->erase();
         c.getDefiningOp()->erase();
-        ++(rounding ? numRounded : numBiased);
+        ++(rounding ? numRounded : biased ? numBiased : numDequantized);
         if (layout == RoundingLayout::Transposed)
           ++numTransposedResults;
       } else {

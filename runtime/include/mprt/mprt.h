@@ -312,6 +312,30 @@ mprt_status mprt_gemm_bias(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                            int64_t k, int32_t flags, int32_t type,
                            int64_t bias);
 
+/* Bit of mprt_gemm_s8_dequantize's `flags`: negative results become 0. */
+#define MPRT_GEMM_RELU 16
+
+/* D[m x n] (f32) = (op(A) op(B) + bias[j]) * scale[j]: an int8 product
+ * (A and B signed 8-bit, exact int32 sums) dequantized. `bias` is the
+ * address of n int32 values, or 0 for none; `scale` of n f32 values. With
+ * MPRT_GEMM_RELU, max(D, 0) after the scaling. D's old contents are not
+ * read. Flags: MPRT_GEMM_TRANS_A, MPRT_GEMM_TRANS_B, MPRT_GEMM_RELU. What
+ * --mp-contractions-to-runtime emits where an int8 product of
+ * --mp-quantize (its accumulator preset to the quantized bias, or zero)
+ * is only dequantized: the int32 result, the bias broadcast and the
+ * dequantization pass are never stored. oneDNN's int8 matmul primitive
+ * writes the sum with the bias in f32 where the CPU has int8 dot products
+ * (else mp's exact int32 product, then the same steps), then one pass
+ * scales it (oneDNN 2.6's fast kernels take no per-call scales). The sum
+ * and the bias are each rounded to f32 before they are added (oneDNN's
+ * order): equal to the int32 sum converted once while both are below 2^24
+ * in magnitude, at most one rounding of f32 apart beyond. Errors:
+ * MPRT_ERROR_ARGUMENT. */
+mprt_status mprt_gemm_s8_dequantize(int64_t a, int64_t lda, int64_t b,
+                                    int64_t ldb, int64_t d, int64_t ldd,
+                                    int64_t m, int64_t n, int64_t k,
+                                    int32_t flags, int64_t bias, int64_t scale);
+
 /* A batch of mprt_gemm products: C[p] += op(A[p]) op(B[p]) for p < batch,
  * where X[p] starts stride_x elements after X[p - 1]. A stride of A or B may
  * be 0 (one matrix shared by the batch: the filter of an im2col

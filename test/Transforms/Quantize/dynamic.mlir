@@ -33,9 +33,11 @@
 // REPORT: "precision": "int8",
 // REPORT: "totals": {
 // REPORT-NEXT: "int8": 1
+// Lowered, the product, its bias and its dequantization are one call of
+// mprt_gemm_s8_dequantize (flag 16: the ReLU).
 // LOWERED-LABEL: llvm.func @layer(
-// LOWERED: %[[T:.*]] = llvm.mlir.constant(3 : i32) : i32
-// LOWERED: llvm.call @mprt_gemm({{.*}}, %[[T]])
+// LOWERED: %[[FLAGS:.*]] = llvm.mlir.constant(16 : i32) : i32
+// LOWERED: llvm.call @mprt_gemm_s8_dequantize({{.*}}, %[[FLAGS]], %{{.*}}, %{{.*}})
 func.func @layer(%x: tensor<4x8xf32>, %w: tensor<8x16xf32> {mp.param = "w"},
                  %b: tensor<16xf32> {mp.param = "b"}) -> tensor<4x16xf32> attributes {mp.predict} {
   %zero = arith.constant 0.0 : f32

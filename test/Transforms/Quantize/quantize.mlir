@@ -43,10 +43,10 @@
 // INLINE: math.absf
 // INLINE: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xi8>, tensor<8x16xi8>)
 // INLINE-NOT: quantize_weights
-// The i8 product runs on the runtime (type 3: s8).
+// The i8 product runs on the runtime, with its bias and dequantization
+// (mprt_gemm_s8_dequantize).
 // LOWERED-LABEL: llvm.func @layer(
-// LOWERED: %[[T:.*]] = llvm.mlir.constant(3 : i32) : i32
-// LOWERED: llvm.call @mprt_gemm({{.*}}, %[[T]])
+// LOWERED: llvm.call @mprt_gemm_s8_dequantize(
 func.func @layer(%x: tensor<4x8xf32>, %w: tensor<8x16xf32> {mp.param = "w"},
                  %b: tensor<16xf32> {mp.param = "b"}) -> tensor<4x16xf32> {
   %zero = arith.constant 0.0 : f32

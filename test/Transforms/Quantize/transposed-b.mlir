@@ -10,12 +10,11 @@
 // CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<2x3xi8>, tensor<4x3xi8>) outs(%{{.*}} : tensor<2x4xi32>)
 // CHECK: func.func @separate_quantize_weights(%{{.*}}: tensor<4x3xf32> {mp.param = "w"}) -> (tensor<4x3xi8> {mp.qweight = "w"}, tensor<4xf32> {mp.qscale = "w"})
 // CHECK: iterator_types = ["parallel", "reduction"]
-// The s8 product runs on the runtime with B transposed, overwriting its
-// zero-filled int32 result (flags 2 | 8, type 3).
+// The s8 product runs on the runtime with B transposed (flag 2), its
+// zero-filled int32 result dequantized by the same call (no bias: 0).
 // LOWERED-LABEL: llvm.func @separate(
-// LOWERED-DAG: %[[FLAGS:.*]] = llvm.mlir.constant(10 : i32) : i32
-// LOWERED-DAG: %[[S8:.*]] = llvm.mlir.constant(3 : i32) : i32
-// LOWERED: llvm.call @mprt_gemm({{.*}}%[[FLAGS]]{{.*}}%[[S8]])
+// LOWERED: %[[FLAGS:.*]] = llvm.mlir.constant(2 : i32) : i32
+// LOWERED: llvm.call @mprt_gemm_s8_dequantize({{.*}}%[[FLAGS]], %{{.*}}, %{{.*}})
 func.func @separate(%x: tensor<2x3xf32>, %w: tensor<4x3xf32> {mp.param = "w"}) -> tensor<2x4xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<2x4xf32>
