@@ -232,8 +232,8 @@ def hardware_report():
 
 def gemm_totals():
     """(calls, seconds): the matrix products (libmprt's mprt_gemm,
-    mprt_gemm_batched and mprt_gemm_bias) this process has run so far, and the wall-clock time
-    inside them. The change over some steps, against the steps' time, is
+    mprt_gemm_batched, mprt_gemm_bias and mprt_gemm_s8_dequantize) this
+    process has run so far, and the wall-clock time inside them. The change over some steps, against the steps' time, is
     the share those steps spend in products."""
     calls, seconds = ctypes.c_int64(), ctypes.c_double()
     library().mprt_gemm_totals(ctypes.byref(calls), ctypes.byref(seconds))

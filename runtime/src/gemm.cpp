@@ -236,30 +236,24 @@ constexpr int32_t kKnownFlags = MPRT_GEMM_TRANS_A | MPRT_GEMM_TRANS_B |
 /// What mprt_gemm_totals reports.
 std::atomic<int64_t> totalCalls{0}, totalNanoseconds{0};
 
-/// Adds the outermost GEMM call on this thread to the totals (a batch and
-/// the products it makes count once).
-class CallTimer {
-public:
-  CallTimer() {
-    if (depth++ == 0)
-      start = std::chrono::steady_clock::now();
-  }
-  ~CallTimer() {
-    if (--depth != 0)
-      return;
-    auto elapsed = std::chrono::steady_clock::now() - start;
-    totalNanoseconds +=
-        std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
-    ++totalCalls;
-  }
-
-private:
-  static thread_local int depth;
-  std::chrono::steady_clock::time_point start;
-};
-thread_local int CallTimer::depth = 0;
+/// Nesting depth of GEMM calls on this thread.
+thread_local int callDepth = 0;
 
 } // namespace
+
+mprt::GemmCallTimer::GemmCallTimer() {
+  if (callDepth++ == 0)
+    start = std::chrono::steady_clock::now();
+}
+
+mprt::GemmCallTimer::~GemmCallTimer() {
+  if (--callDepth != 0)
+    return;
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  totalNanoseconds +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
+  ++totalCalls;
+}
 
 extern "C" void mprt_gemm_totals(int64_t *calls, double *seconds) {
   if (calls)
@@ -274,7 +268,7 @@ extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
                                          int32_t flags, int32_t type,
                                          int64_t batch, int64_t strideA,
                                          int64_t strideB, int64_t strideC) {
-  CallTimer timer;
+  mprt::GemmCallTimer timer;
   mprt::clearError();
   if (batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 ||
       (batch > 1 && strideC < (m - 1) * ldc + n))
@@ -320,7 +314,7 @@ extern "C" mprt_status mprt_gemm_bias(int64_t a, int64_t lda, int64_t b,
                                       int64_t m, int64_t n, int64_t k,
                                       int32_t flags, int32_t type,
                                       int64_t bias) {
-  CallTimer timer;
+  mprt::GemmCallTimer timer;
   mprt::clearError();
   if ((flags & ~kKnownFlags) ||
       (type != MPRT_GEMM_F16 && type != MPRT_GEMM_BF16) || !bias)
@@ -452,7 +446,7 @@ extern "C" mprt_status mprt_gemm_describe(int32_t type, char *out,
 extern "C" mprt_status mprt_gemm(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                                  int64_t c, int64_t ldc, int64_t m, int64_t n,
                                  int64_t k, int32_t flags, int32_t type) {
-  CallTimer timer;
+  mprt::GemmCallTimer timer;
   mprt::clearError();
   bool rounded = flags & MPRT_GEMM_ROUNDED_C;
   bool overwrite = rounded || (flags & MPRT_GEMM_OVERWRITE_C);

@@ -11,6 +11,7 @@
 
 #include "mprt/mprt.h"
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -234,6 +235,17 @@ const char *npzLabel(const mprt_npz &npz);
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
+
+/// Adds the outermost GEMM entry point on this thread (a batch and the
+/// products it makes count once) to mprt_gemm_totals.
+class GemmCallTimer {
+public:
+  GemmCallTimer();
+  ~GemmCallTimer();
+
+private:
+  std::chrono::steady_clock::time_point start;
+};
 
 /// mprt_gemm_s8_dequantize without oneDNN's primitive: the exact int32
 /// product in a scratch buffer, then each element converted to f32, plus

@@ -180,12 +180,16 @@ TEST(GemmS8, DequantizedProductFollowsItsDefinition) {
         int64_t lda = ta ? s.m : s.k, ldb = tb ? s.k : s.n;
         int64_t biasAddress = withBias ? address(bias.data()) : 0;
         std::vector<float> got(s.m * ldd, -5.0f), steps(s.m * ldd, -5.0f);
+        int64_t callsBefore = 0, callsAfter = 0;
+        mprt_gemm_totals(&callsBefore, nullptr);
         ASSERT_EQ(mprt_gemm_s8_dequantize(
                       address(a.data()), lda, address(b.data()), ldb,
                       address(got.data()), ldd, s.m, s.n, s.k, all, biasAddress,
                       address(scales.data())),
                   MPRT_OK)
             << mprt_last_error();
+        mprt_gemm_totals(&callsAfter, nullptr);
+        EXPECT_EQ(callsAfter, callsBefore + 1); // one product for the totals
         ASSERT_EQ(mprt::gemmS8DequantizeSteps(
                       address(a.data()), lda, address(b.data()), ldb,
                       steps.data(), ldd, s.m, s.n, s.k, all,

@@ -366,9 +366,10 @@ mprt_status mprt_gemm_declare_constant(const void *data, int64_t bytes);
  * (nothing for an address that starts no declared range). */
 void mprt_gemm_release_constant(const void *data);
 
-/* What mprt_gemm, mprt_gemm_batched and mprt_gemm_bias have done in this
- * process so far: calls (a batch counts once) and wall-clock seconds inside them, summed
- * over the threads that called them. A step's time minus the change in
+/* What mprt_gemm, mprt_gemm_batched, mprt_gemm_bias and
+ * mprt_gemm_s8_dequantize have done in this process so far: calls (a batch
+ * counts once) and wall-clock seconds inside them, summed over the threads
+ * that called them. A step's time minus the change in
  * `seconds` is the time it spends outside its products
  * (bench/transformer_bench.py reports it). Either pointer may be NULL. */
 void mprt_gemm_totals(int64_t *calls, double *seconds);
