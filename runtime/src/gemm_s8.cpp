@@ -269,6 +269,7 @@ extern "C" mprt_status
 mprt_gemm_s8_dequantize(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                         int64_t d, int64_t ldd, int64_t m, int64_t n, int64_t k,
                         int32_t flags, int64_t bias, int64_t scale) {
+  mprt::GemmCallTimer timer;
   mprt::clearError();
   constexpr int32_t known =
       MPRT_GEMM_TRANS_A | MPRT_GEMM_TRANS_B | MPRT_GEMM_RELU;
