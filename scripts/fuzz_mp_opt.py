@@ -541,10 +541,15 @@ def pass_args(rng, tmpdir, kinds=None):
                 options.append(name + "=" + rng.choice(["true", "false"]))
         if rng.random() < 0.2:
             options.append("fallback=" + rng.choice(["f32", "f16", "bf16"]))
-        if rng.random() < 0.1:
-            options.append("mode=" + rng.choice(["int8", "int4"]))
+        if rng.random() < 0.2:
+            options.append("mode=" + rng.choice(["int8", "int4",
+                                                 "int8-dynamic"]))
         prefix = ["--mp-import"] if rng.random() < 0.3 else []
-        return kind, prefix + [opts("--mp-quantize", options)]
+        # Sometimes lowered too: the runtime calls of quantized products
+        # (mprt_gemm_s8_dequantize) are matched on what the pass leaves.
+        suffix = ["--mp-lower-cpu=runtime-contractions=1"] \
+            if rng.random() < 0.3 else []
+        return kind, prefix + [opts("--mp-quantize", options)] + suffix
     if kind == "check-numerics":
         options = []
         if rng.random() < 0.3:
@@ -566,12 +571,15 @@ def pass_args(rng, tmpdir, kinds=None):
                               "{runtime=rocm}"])
         if rng.random() < 0.25:
             return kind, ["--mp-contractions-to-runtime" + runtime]
-        prefix = ["--pass-pipeline=builtin.module(func.func("
-                  "mp-convolutions-to-gemm))"] if rng.random() < 0.3 else []
-        return kind, prefix + [
-            "--convert-mp-to-upstream",
-            "--one-shot-bufferize=bufferize-function-boundaries",
-            "--mp-contractions-to-runtime" + runtime]
+        # One pipeline: mp-opt refuses --pass-pipeline beside pass flags
+        # (the convolution prefix used to end every such run in that
+        # usage error).
+        prefix = ["func.func(mp-convolutions-to-gemm)"] \
+            if rng.random() < 0.3 else []
+        return kind, [_pipeline(prefix + [
+            "convert-mp-to-upstream",
+            "one-shot-bufferize{bufferize-function-boundaries}",
+            "mp-contractions-to-runtime" + runtime])]
     if kind == "convolutions":
         return kind, ["--pass-pipeline=builtin.module(func.func("
                       "mp-convolutions-to-gemm))"]
