@@ -157,7 +157,6 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
       // C += ...: linalg.matmul accumulates into its output.
       (!accumulate ||
        dnnl_post_ops_append_sum(postOps, 1.0f) == dnnl_success) &&
-
       dnnl_primitive_attr_set_post_ops(attr, postOps) == dnnl_success &&
       dnnl_primitive_desc_create(&pd, &matmul, attr, engine, nullptr) ==
           dnnl_success;
