@@ -284,7 +284,7 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
   if (batch.count <= 1 && !matmuls.constants.empty()) {
     // B's last element is at (rows - 1) * ldb + cols - 1.
     int64_t rows = transB ? n : k, cols = transB ? k : n;
-    int64_t elementBytes = abType == dnnl_s8 ? 1 : abType == dnnl_f32 ? 4 : 2;
+    int64_t elementBytes = static_cast<int64_t>(dnnl_data_type_size(abType));
     if (inConstantRange(matmuls, b, ((rows - 1) * ldb + cols) * elementBytes)) {
       PackedKey packedKey{key, b};
       auto found = matmuls.packed.find(packedKey);
@@ -301,14 +301,18 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
         packed = &found->second;
     }
   }
-  auto it = packed ? matmuls.entries.end() : matmuls.entries.find(key);
-  if (!packed && it == matmuls.entries.end())
-    it = matmuls.entries
-             .emplace(key, buildMatmul(matmuls, m, n, k, lda, ldb, ldc, transA,
-                                       transB, abType, cType, accumulate,
-                                       epilogue, batch))
-             .first;
-  CachedMatmul &entry = packed ? *packed : it->second;
+  CachedMatmul *selected = packed;
+  if (!selected) {
+    auto it = matmuls.entries.find(key);
+    if (it == matmuls.entries.end())
+      it = matmuls.entries
+               .emplace(key, buildMatmul(matmuls, m, n, k, lda, ldb, ldc,
+                                         transA, transB, abType, cType,
+                                         accumulate, epilogue, batch))
+               .first;
+    selected = &it->second;
+  }
+  CachedMatmul &entry = *selected;
   if (!entry.usable)
     return false;
   dnnl_memory_set_data_handle(entry.a, const_cast<void *>(a));

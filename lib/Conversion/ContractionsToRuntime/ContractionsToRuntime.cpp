@@ -629,8 +629,7 @@ linalg::GenericOp dequantizedResultOf(linalg::LinalgOp product,
       (size == expected + 1 &&
        !isa<arith::ConstantOp>(body.getOperations().front())))
     return nullptr;
-  if (init->getBlock() != block ||
-      !onlyAllocationsBetween(init, consumer, product))
+  if (!onlyAllocationsBetween(init, consumer, product))
     return nullptr;
   // %bq and %scale are defined before the product (values in scope there).
   for (Value v : {broadcastFrom, scaleOperand->get()})
@@ -723,13 +722,19 @@ struct ContractionsToRuntimePass
     // mprt_gemm(a, lda, b, ldb, c, ldc, m, n, k, flags, type); the batched
     // entries (mprt_gemm_batched on the CPU, mprt_cuda_gemm_sync for every
     // product on CUDA) append batch, strideA, strideB, strideC.
-    auto declare = [&](StringRef name, bool batchArgs, bool bias = false) {
+    // mprt_gemm_s8_dequantize takes no type and appends bias, scale.
+    auto declare = [&](StringRef name, bool batchArgs, bool bias = false,
+                       bool dequantize = false) {
       if (auto existing = module.lookupSymbol<func::FuncOp>(name))
         return existing;
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(module.getBody());
       SmallVector<Type> args(9, i64);
-      args.append({i32, i32});
+      args.push_back(i32);
+      if (dequantize)
+        args.append({i64, i64});
+      else
+        args.push_back(i32);
       if (batchArgs)
         args.append(4, i64);
       if (bias)
@@ -855,16 +860,8 @@ struct ContractionsToRuntimePass
             bias ? toI64(mlir::mp::alignedAddress(b, loc, bias))
                  : arith::ConstantIntOp::create(b, loc, i64, 0).getResult());
         args.push_back(toI64(mlir::mp::alignedAddress(b, loc, scale)));
-        callee = module.lookupSymbol<func::FuncOp>(kDequantizeGemmName);
-        if (!callee) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(module.getBody());
-          SmallVector<Type> types(9, i64);
-          types.append({i32, i64, i64});
-          callee = func::FuncOp::create(b, module.getLoc(), kDequantizeGemmName,
-                                        b.getFunctionType(types, {i32}));
-          callee.setPrivate();
-        }
+        callee = declare(kDequantizeGemmName, /*batchArgs=*/false,
+                         /*bias=*/false, /*dequantize=*/true);
       } else {
         callee = cuda ? declare(kCudaGemmName, true)
                       : declare(product.batched ? kBatchedGemmName : kGemmName,
