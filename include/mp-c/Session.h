@@ -360,6 +360,13 @@ typedef struct mp_infer_options {
   /* An ONNX model's dynamic batch dimension becomes this (0: the weights
    * session's batch size). */
   int64_t batch_size;
+  /* The compile cache, as mp_session_options' (CPU inference without
+   * probes): `cache` 1 (default) loads @predict compiled before for the
+   * same model, options (a calibration file's contents included) and CPU,
+   * and keeps a new one there; 0 compiles every time. `cache_dir` NULL or
+   * "" (default): $MP_CACHE_DIR, else $XDG_CACHE_HOME/mp or ~/.cache/mp. */
+  int cache;
+  const char *cache_dir;
 } mp_infer_options;
 
 void mp_infer_options_init(mp_infer_options *options);
@@ -382,6 +389,12 @@ int64_t mp_infer_num_classes(const mp_infer *infer);
 /* Bytes of the weights one prediction reads (int8 weights and scales, the
  * f16/bf16 copies, the f32 parameters still used). */
 int64_t mp_infer_weight_bytes(const mp_infer *infer);
+
+/* What the compile cache did, as mp_session_cache_use ("loaded", "stored",
+ * "unusable" with mp_infer_cache_note saying why, or "off"). Owned by the
+ * session. */
+const char *mp_infer_cache_use(const mp_infer *infer);
+const char *mp_infer_cache_note(const mp_infer *infer);
 
 /* Logits (batch x classes) for one batch (batch x features). */
 int mp_infer_predict(mp_infer *infer, const float *x, float *logits);

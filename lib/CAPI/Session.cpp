@@ -626,6 +626,8 @@ void mp_infer_options_init(mp_infer_options *options) {
   options->measure_rows = 0;
   options->measure_batches = 0;
   options->batch_size = 0;
+  options->cache = defaults.cache.enabled ? 1 : 0;
+  options->cache_dir = nullptr;
 }
 
 const char *mp_infer_precision(const mp_infer *infer) {
@@ -685,6 +687,9 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
                 " is negative");
   infer.modelBatch =
       o.batch_size ? o.batch_size : weights->session->trainOptions().modelBatch;
+  infer.cache.enabled = o.cache != 0;
+  if (o.cache_dir)
+    infer.cache.dir = o.cache_dir;
   if (o.measure_batches < 0 ||
       (o.measure_batches > 0 && (!o.measure_x || o.measure_rows < 1)))
     return fail("mp_infer_create: measure_batches needs measure_x with "
@@ -719,6 +724,16 @@ int64_t mp_infer_num_classes(const mp_infer *infer) {
 }
 int64_t mp_infer_weight_bytes(const mp_infer *infer) {
   return infer ? infer->session->weightBytes() : 0;
+}
+
+const char *mp_infer_cache_use(const mp_infer *infer) {
+  return infer && infer->session
+             ? mp::stringifyCacheUse(infer->session->cacheUse())
+             : "off";
+}
+
+const char *mp_infer_cache_note(const mp_infer *infer) {
+  return infer && infer->session ? infer->session->cacheNote().c_str() : "";
 }
 
 int mp_infer_predict(mp_infer *infer, const float *x, float *logits) {

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Session/ArtifactFile.h"
 #include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
 #include "mp/Session/Session.h"
@@ -180,18 +181,11 @@ bool rewriteImports(llvm::Module &module, std::vector<std::string> &imports,
   return true;
 }
 
-llvm::json::Array shapeJson(const std::vector<int64_t> &shape) {
-  llvm::json::Array array;
-  for (int64_t d : shape)
-    array.push_back(d);
-  return array;
-}
-
 llvm::json::Array tensorsJson(const std::vector<HostTensor> &tensors) {
   llvm::json::Array array;
   for (const HostTensor &t : tensors)
     array.push_back(llvm::json::Object{
-        {"name", t.name}, {"shape", shapeJson(t.shape)}, {"dtype", "f32"}});
+        {"name", t.name}, {"shape", artifactShape(t.shape)}, {"dtype", "f32"}});
   return array;
 }
 
@@ -331,20 +325,6 @@ bool compileInPieces(llvm::Module &module,
   return true;
 }
 
-bool readShape(const llvm::json::Value *value, std::vector<int64_t> &shape) {
-  const llvm::json::Array *array = value ? value->getAsArray() : nullptr;
-  if (!array)
-    return false;
-  shape.clear();
-  for (const llvm::json::Value &d : *array) {
-    std::optional<int64_t> size = d.getAsInteger();
-    if (!size || *size < 0 || *size > (int64_t(1) << 32))
-      return false;
-    shape.push_back(*size);
-  }
-  return true;
-}
-
 bool readTensors(const llvm::json::Object &metadata, llvm::StringRef key,
                  std::vector<HostTensor> &tensors) {
   const llvm::json::Array *array = metadata.getArray(key);
@@ -357,7 +337,8 @@ bool readTensors(const llvm::json::Object &metadata, llvm::StringRef key,
     HostTensor t;
     std::optional<llvm::StringRef> name = object->getString("name");
     std::optional<llvm::StringRef> dtype = object->getString("dtype");
-    if (!name || dtype != "f32" || !readShape(object->get("shape"), t.shape))
+    if (!name || dtype != "f32" ||
+        !readArtifactShape(object->get("shape"), t.shape))
       return false;
     t.name = name->str();
     int64_t n = t.numElements();
@@ -370,6 +351,28 @@ bool readTensors(const llvm::json::Object &metadata, llvm::StringRef key,
 }
 
 } // namespace
+
+llvm::json::Array artifactShape(const std::vector<int64_t> &shape) {
+  llvm::json::Array array;
+  for (int64_t d : shape)
+    array.push_back(d);
+  return array;
+}
+
+bool readArtifactShape(const llvm::json::Value *value,
+                       std::vector<int64_t> &shape) {
+  const llvm::json::Array *array = value ? value->getAsArray() : nullptr;
+  if (!array)
+    return false;
+  shape.clear();
+  for (const llvm::json::Value &d : *array) {
+    std::optional<int64_t> size = d.getAsInteger();
+    if (!size || *size < 0 || *size > (int64_t(1) << 32))
+      return false;
+    shape.push_back(*size);
+  }
+  return true;
+}
 
 llvm::json::Object Session::artifactMetadata() const {
   llvm::json::Object options = compileOptionsJson(compiledOptions);
@@ -385,12 +388,12 @@ llvm::json::Object Session::artifactMetadata() const {
   return llvm::json::Object{
       {"initial_values", std::move(initial)},
       {"options", std::move(options)},
-      {"format", "mp-artifact"},
+      {"format", kTrainingArtifactFormat},
       {"version", kVersion},
       {"batch", entries.batch},
       {"features", entries.features},
       {"classes", entries.classes},
-      {"input_shape", shapeJson(entries.inputShape)},
+      {"input_shape", artifactShape(entries.inputShape)},
       {"vectorized", vectorized},
       {"has_predict", hasPredict},
       // The entries write over their parameter and state arguments
@@ -470,7 +473,7 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   std::optional<int64_t> f = metadata.getInteger("features");
   std::optional<int64_t> c = metadata.getInteger("classes");
   if (!b || !f || !c || *b <= 0 || *f <= 0 || *c <= 0 ||
-      !readShape(metadata.get("input_shape"), entries.inputShape) ||
+      !readArtifactShape(metadata.get("input_shape"), entries.inputShape) ||
       entries.inputShape.size() < 2 || entries.inputShape[0] != *b)
     return bad("shapes");
   entries.batch = *b;
@@ -579,10 +582,11 @@ bool Session::writeArtifact(
                                progress);
 }
 
-bool Session::emitArtifact(
-    ModuleOp module, const std::string &modelPath, const std::string &cc,
-    const std::string &outputPath, std::string &error,
-    llvm::function_ref<void(const std::string &)> progress) {
+bool writeArtifactFile(ModuleOp module, const std::string &cc,
+                       llvm::json::Object metadata,
+                       const llvm::json::Object &entries,
+                       const std::string &outputPath, std::string &error,
+                       llvm::function_ref<void(const std::string &)> progress) {
   // What ExecutionEngine::create does, step by step, but into object files
   // compiled in parallel: the same LLVM IR, wrappers, optimizeStep and host
   // target give the same numbers as the JIT.
@@ -660,11 +664,14 @@ bool Session::emitArtifact(
   progress("linking with " + cc + " -shared (" + std::to_string(objectBytes) +
            " bytes of object code)");
   // -z defs: every symbol but the bound imports must resolve in libc/libm
-  // now, not at load time.
+  // now, not at load time. -Bsymbolic: the wrappers call the entries of
+  // this object, never a same-named function of the process (the C API's
+  // mp_infer_predict once took an inference entry's calls).
   std::vector<llvm::StringRef> args = {cc, "-shared", "-o", soPath};
   for (const llvm::SmallString<128> &path : objectPaths)
     args.push_back(path);
   args.push_back("-Wl,-z,defs");
+  args.push_back("-Wl,-Bsymbolic");
   args.push_back("-lm");
   std::string linkError;
   llvm::SmallString<128> logPath;
@@ -692,18 +699,15 @@ bool Session::emitArtifact(
     return false;
   }
 
-  llvm::json::Object metadata = artifactMetadata();
-  metadata["model"] = modelPath;
   llvm::json::Array importNames;
   for (const std::string &name : imports)
     importNames.push_back(name);
   metadata["imports"] = std::move(importNames);
-  llvm::json::Object entries{{"train", "_mlir_mp_train_entry"}};
-  if (this->entries.window > 1)
-    entries["accumulate"] = "_mlir_mp_accumulate_entry";
-  if (hasPredict)
-    entries["predict"] = "_mlir_mp_predict_entry";
-  metadata["entries"] = std::move(entries);
+  // The packed wrappers packFunctionArguments made.
+  llvm::json::Object wrappers;
+  for (const auto &[key, function] : entries)
+    wrappers[key] = "_mlir_" + function.getAsString().value_or("").str();
+  metadata["entries"] = std::move(wrappers);
   metadata["target"] =
       llvm::json::Object{{"triple", tm.getTargetTriple().str()},
                          {"cpu", tm.getTargetCPU().str()},
@@ -755,6 +759,21 @@ bool Session::emitArtifact(
   return true;
 }
 
+bool Session::emitArtifact(
+    ModuleOp module, const std::string &modelPath, const std::string &cc,
+    const std::string &outputPath, std::string &error,
+    llvm::function_ref<void(const std::string &)> progress) {
+  llvm::json::Object metadata = artifactMetadata();
+  metadata["model"] = modelPath;
+  llvm::json::Object functions{{"train", "mp_train_entry"}};
+  if (entries.window > 1)
+    functions["accumulate"] = "mp_accumulate_entry";
+  if (hasPredict)
+    functions["predict"] = "mp_predict_entry";
+  return writeArtifactFile(module, cc, std::move(metadata), functions,
+                           outputPath, error, progress);
+}
+
 /// Reads and checks the trailer of `buffer`; an empty string on success.
 static std::string checkTrailer(llvm::StringRef buffer, Trailer &trailer) {
   if (buffer.size() < kTrailerSize ||
@@ -803,8 +822,9 @@ std::unique_ptr<Session> Session::open(const std::string &artifactPath,
   return session;
 }
 
-bool Session::loadArtifact(const std::string &artifactPath, bool codeOnly,
-                           std::string &error) {
+bool openArtifactFile(const std::string &artifactPath, llvm::StringRef format,
+                      void *&handle, llvm::json::Object &metadataOut,
+                      std::string &error) {
   auto fail = [&](const std::string &message) {
     error = message;
     return false;
@@ -825,11 +845,13 @@ bool Session::loadArtifact(const std::string &artifactPath, bool codeOnly,
     return fail("is corrupt (its metadata is not JSON)");
   }
   const llvm::json::Object *metadata = parsed->getAsObject();
-  if (!metadata || metadata->getString("format") != "mp-artifact")
+  std::optional<llvm::StringRef> kind =
+      metadata ? metadata->getString("format") : std::nullopt;
+  if (kind == kInferenceArtifactFormat && format != kInferenceArtifactFormat)
+    return fail("holds a model's mp.predict alone (an inference session's "
+                "compile cache entry), not a training session");
+  if (kind != format)
     return fail("is corrupt (bad metadata)");
-
-  if (!codeOnly && !readArtifactMetadata(*metadata, problem))
-    return fail("is corrupt: " + problem);
 
   // Code for another CPU would die on an illegal instruction: compare the
   // target it was compiled for with this host before loading it.
@@ -857,48 +879,72 @@ bool Session::loadArtifact(const std::string &artifactPath, bool codeOnly,
     return fail("was compiled for CPU '" + cpu->str() +
                 "' and needs features this host lacks (" + missing +
                 "): compile it again on this machine");
+  const llvm::json::Array *imports = metadata->getArray("imports");
+  if (!imports)
+    return fail("is corrupt: bad metadata (imports)");
 
   // dlopen searches the library path for a name without a slash.
   llvm::SmallString<256> absolutePath(artifactPath);
   llvm::sys::fs::make_absolute(absolutePath);
-  void *handle = dlopen(absolutePath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
+  void *library = dlopen(absolutePath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
     const char *message = dlerror();
     return fail("cannot be loaded: " +
                 std::string(message ? message : "dlopen failed"));
   }
-  library = handle;
-  const llvm::json::Array *imports = metadata->getArray("imports");
-  if (!imports)
-    return fail("is corrupt: bad metadata (imports)");
   for (const llvm::json::Value &value : *imports) {
     std::optional<llvm::StringRef> name = value.getAsString();
     const Import *import = name ? findImport(*name) : nullptr;
-    if (!import)
-      return fail("imports an unknown runtime function '" +
-                  (name ? name->str() : std::string("?")) + "'");
-    void *slot = dlsym(handle, ("mp_import_" + name->str()).c_str());
-    if (!slot)
-      return fail("lacks its import slot for '" + name->str() + "'");
+    void *slot =
+        import ? dlsym(library, ("mp_import_" + name->str()).c_str()) : nullptr;
+    if (!slot) {
+      dlclose(library);
+      return fail(import ? "lacks its import slot for '" + name->str() + "'"
+                         : "imports an unknown runtime function '" +
+                               (name ? name->str() : std::string("?")) + "'");
+    }
     *static_cast<void **>(slot) = import->address;
   }
-  const llvm::json::Object *entries = metadata->getObject("entries");
-  auto resolve = [&](llvm::StringRef key) -> CompiledEntries::PackedFn {
-    std::optional<llvm::StringRef> name =
-        entries ? entries->getString(key) : std::nullopt;
-    return name ? reinterpret_cast<CompiledEntries::PackedFn>(
-                      dlsym(handle, name->str().c_str()))
-                : nullptr;
+  handle = library;
+  metadataOut = std::move(*parsed->getAsObject());
+  return true;
+}
+
+PackedEntry artifactEntry(void *handle, const llvm::json::Object &metadata,
+                          llvm::StringRef key) {
+  const llvm::json::Object *entries = metadata.getObject("entries");
+  std::optional<llvm::StringRef> name =
+      entries ? entries->getString(key) : std::nullopt;
+  return name
+             ? reinterpret_cast<PackedEntry>(dlsym(handle, name->str().c_str()))
+             : nullptr;
+}
+
+bool Session::loadArtifact(const std::string &artifactPath, bool codeOnly,
+                           std::string &error) {
+  auto fail = [&](const std::string &message) {
+    error = message;
+    return false;
   };
-  this->entries.train = resolve("train");
-  if (!this->entries.train)
+  llvm::json::Object metadata;
+  void *handle = nullptr;
+  if (!openArtifactFile(artifactPath, kTrainingArtifactFormat, handle, metadata,
+                        error))
+    return false;
+  // The destructor closes it, also when what follows fails.
+  library = handle;
+  std::string problem;
+  if (!codeOnly && !readArtifactMetadata(metadata, problem))
+    return fail("is corrupt: " + problem);
+  entries.train = artifactEntry(handle, metadata, "train");
+  if (!entries.train)
     return fail("lacks its training step entry");
-  if (this->entries.window > 1 &&
-      !(this->entries.accumulate = resolve("accumulate")))
+  if (entries.window > 1 &&
+      !(entries.accumulate = artifactEntry(handle, metadata, "accumulate")))
     return fail("lacks its gradient accumulation entry");
   if (hasPredict) {
-    this->entries.predict = resolve("predict");
-    if (!this->entries.predict)
+    entries.predict = artifactEntry(handle, metadata, "predict");
+    if (!entries.predict)
       return fail("lacks its prediction entry");
   }
   return true;

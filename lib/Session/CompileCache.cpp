@@ -1,6 +1,7 @@
-//===- CompileCache.cpp - compiled training steps kept between runs -------===//
+//===- CompileCache.cpp - compiled code kept between runs -----------------===//
 
 #include "mp/Session/CompileCache.h"
+#include "mp/Session/InferSession.h"
 #include "mp/Session/Session.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -115,19 +116,12 @@ llvm::json::Object compileOptionsJson(const TrainOptions &o) {
       {"ranks", o.ranks}};
 }
 
-std::string compileCachePath(const std::string &dir,
-                             const std::string &modelPath,
-                             const TrainOptions &options, std::string &error) {
-  auto model = llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false,
-                                           /*RequiresNullTerminator=*/false);
-  if (!model) {
-    error = "cannot read '" + modelPath + "': " + model.getError().message();
-    return "";
-  }
-  // Every option the lowering reads; the seed and the device are not among
-  // them (the seed initialises parameters after loading; only CPU sessions
-  // are cached).
-  llvm::json::Object key = compileOptionsJson(options);
+namespace {
+
+/// DIR/<sha256 of `key`, this mp and host, and each file's bytes>.mpa; ""
+/// with `error` when a file cannot be read.
+std::string entryPath(const std::string &dir, llvm::json::Object key,
+                      llvm::ArrayRef<std::string> files, std::string &error) {
   key["format"] = kCacheFormat;
   key["mp"] = libraryIdentity();
   key["host"] = hostIdentity();
@@ -136,15 +130,63 @@ std::string compileCachePath(const std::string &dir,
   os << llvm::json::Value(std::move(key));
   llvm::SHA256 hash;
   hash.update(keyText);
-  // The model's bytes follow the key, with its length so no two inputs run
-  // together.
+  // Each file's bytes follow the key, after their length, so no two inputs
+  // run together.
   hash.update(std::to_string(keyText.size()) + "\n");
-  hash.update((*model)->getBuffer());
+  for (const std::string &path : files) {
+    auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+    if (!file) {
+      error = "cannot read '" + path + "': " + file.getError().message();
+      return "";
+    }
+    hash.update(std::to_string((*file)->getBufferSize()) + "\n");
+    hash.update((*file)->getBuffer());
+  }
   std::array<uint8_t, 32> digest = hash.final();
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, llvm::toHex(digest, /*LowerCase=*/true) +
                                     ".mpa");
   return path.str().str();
+}
+
+} // namespace
+
+std::string compileCachePath(const std::string &dir,
+                             const std::string &modelPath,
+                             const TrainOptions &options, std::string &error) {
+  // Every option the lowering reads; the seed and the device are not among
+  // them (the seed initialises parameters after loading; only CPU sessions
+  // are cached).
+  return entryPath(dir, compileOptionsJson(options), {modelPath}, error);
+}
+
+std::string inferCachePath(const std::string &dir, const std::string &modelPath,
+                           const InferOptions &o, std::string &error) {
+  // Every option that decides @predict's code. The parameters do not: they
+  // are arguments, quantized or converted after loading. QAT's observers
+  // and a calibration file's ranges become constants in the code.
+  llvm::json::Object observers;
+  for (const auto &[name, amax] : o.qatObservers)
+    observers[name] = amax;
+  llvm::json::Object key{
+      {"kind", "infer"},
+      {"mode", static_cast<int64_t>(o.mode)},
+      {"precision", mlir::mp::stringifyFloatPrecision(o.precision)},
+      {"quantization", mlir::mp::stringifyQuantizationMode(o.quantization)},
+      {"method", mlir::mp::stringifyQuantizationMethod(o.method)},
+      {"percentile", o.percentile},
+      {"per_channel", o.perChannel},
+      {"max_error", o.maxError},
+      {"fallback", mlir::mp::stringifyFloatPrecision(o.fallback)},
+      {"fallback_ops", llvm::json::Array(o.fallbackOps)},
+      {"probe_outputs", o.probeOutputs},
+      {"qat_observers", std::move(observers)},
+      {"model_batch", o.modelBatch}};
+  std::vector<std::string> files = {modelPath};
+  if (!o.calibrationPath.empty())
+    files.push_back(o.calibrationPath);
+  return entryPath(dir, std::move(key), files, error);
 }
 
 uint64_t compileCacheLimitBytes() {

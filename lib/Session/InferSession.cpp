@@ -1,6 +1,7 @@
 //===- InferSession.cpp - compile and call mp.predict alone ---------------===//
 
 #include "mp/Session/InferSession.h"
+#include "mp/Session/ArtifactFile.h"
 #include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
 
@@ -19,13 +20,17 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <set>
+#include <sys/time.h>
 
 using namespace mlir;
 
@@ -149,6 +154,25 @@ bool InferSession::writeQatCalibration(
 
 bool InferSession::compile(const std::string &modelPath,
                            const InferOptions &options, std::string &error) {
+  // @predict on the CPU, without probes or a report (which compiling
+  // writes), comes from the compile cache when it is there and goes into
+  // it when it is not. MP_DUMP_PREDICT_IR asks for the lowering itself;
+  // MP_PARALLEL_LOOPS=0 and MP_APPROXIMATE_MATH=0 for one the key does not
+  // describe.
+  std::string cachePath;
+  if (options.device == Device::Cpu &&
+      options.mode != InferOptions::Mode::Calibrate && !options.probeOutputs &&
+      options.reportPath.empty() && !std::getenv("MP_DUMP_PREDICT_IR") &&
+      defaultLowering()) {
+    std::string cacheDir = resolveCacheDir(options.cache), problem;
+    // An unreadable model or calibration file: compiling says so.
+    if (!cacheDir.empty())
+      cachePath = inferCachePath(cacheDir, modelPath, options, problem);
+    if (!cachePath.empty() && llvm::sys::fs::exists(cachePath) &&
+        loadFromCache(cachePath))
+      return true;
+  }
+
   context = createSessionContext();
 
   // Diagnostics become the error message.
@@ -302,7 +326,7 @@ bool InferSession::compile(const std::string &modelPath,
               " is neither the input nor a parameter (mp.param)";
       return false;
     }
-  addEntry(*module, predictFn, "mp_infer_predict");
+  addEntry(*module, predictFn, "mp_infer_predict_entry");
   auto weightsRef = predictFn->getAttrOfType<FlatSymbolRefAttr>(
       mlir::mp::kQuantizeWeightsAttrName);
   if (!weightsRef)
@@ -313,9 +337,10 @@ bool InferSession::compile(const std::string &modelPath,
     weightsArgs = bindingsOf(weightsFn, false);
     weightsResults = bindingsOf(weightsFn, true);
     hasWeightsFunction = true;
-    addEntry(*module, weightsFn, "mp_infer_weights");
+    addEntry(*module, weightsFn, "mp_infer_weights_entry");
   }
-  if (!inlineEntries(*module, {"mp_infer_predict", "mp_infer_weights"})) {
+  if (!inlineEntries(*module,
+                     {"mp_infer_predict_entry", "mp_infer_weights_entry"})) {
     error = "inlining @predict into its entry failed\n" + diagnostics;
     return false;
   }
@@ -338,8 +363,188 @@ bool InferSession::compile(const std::string &modelPath,
   // Opened after lowering: without a GPU the model still compiles first.
   if (gpu && !(cuda = CudaDevice::open(error)))
     return false;
+  if (!cachePath.empty() && storeInCache(*module, cachePath, modelPath))
+    return true;
   engine = compileModule(*module, cuda.get(), error);
-  return engine != nullptr;
+  return engine && lookUpEntries(error);
+}
+
+bool InferSession::lookUpEntries(std::string &error) {
+  auto predict = engine->lookupPacked("mp_infer_predict_entry");
+  if (!predict) {
+    error = "JIT compilation failed: " + llvm::toString(predict.takeError());
+    return false;
+  }
+  predictEntry = *predict;
+  if (!hasWeightsFunction)
+    return true;
+  auto weights = engine->lookupPacked("mp_infer_weights_entry");
+  if (!weights) {
+    error = "JIT compilation failed: " + llvm::toString(weights.takeError());
+    return false;
+  }
+  weightsEntry = *weights;
+  return true;
+}
+
+namespace {
+
+const char *argKindName(int kind) {
+  static const char *names[] = {"input", "param", "qweight", "qscale"};
+  return names[kind];
+}
+
+} // namespace
+
+llvm::json::Object
+InferSession::cacheMetadata(const std::string &modelPath) const {
+  auto bindingsJson = [](const std::vector<Binding> &bindings) {
+    llvm::json::Array array;
+    for (const Binding &b : bindings)
+      array.push_back(
+          llvm::json::Object{{"kind", argKindName(static_cast<int>(b.kind))},
+                             {"name", b.name},
+                             {"shape", artifactShape(b.shape)},
+                             {"element_bytes", b.elementBytes}});
+    return array;
+  };
+  return llvm::json::Object{
+      {"format", kInferenceArtifactFormat},
+      {"model", modelPath},
+      {"precision", mlir::mp::stringifyFloatPrecision(computePrecision)},
+      {"batch", batch},
+      {"features", features},
+      {"classes", classes},
+      {"input_shape", artifactShape(inputShape)},
+      {"predict_arguments", bindingsJson(predictArgs)},
+      {"has_weights", hasWeightsFunction},
+      {"weights_arguments", bindingsJson(weightsArgs)},
+      {"weights_results", bindingsJson(weightsResults)}};
+}
+
+bool InferSession::readCacheMetadata(const llvm::json::Object &metadata) {
+  auto readBindings = [](const llvm::json::Value *value,
+                         std::vector<Binding> &bindings) {
+    const llvm::json::Array *array = value ? value->getAsArray() : nullptr;
+    if (!array)
+      return false;
+    bindings.clear();
+    for (const llvm::json::Value &item : *array) {
+      const llvm::json::Object *object = item.getAsObject();
+      if (!object)
+        return false;
+      std::optional<llvm::StringRef> kind = object->getString("kind");
+      std::optional<llvm::StringRef> name = object->getString("name");
+      std::optional<int64_t> bytes = object->getInteger("element_bytes");
+      Binding binding{ArgKind::Input, "", {}, 0};
+      int k = 0;
+      while (k < 4 && kind != argKindName(k))
+        ++k;
+      if (k == 4 || !name || !bytes || *bytes < 1 || *bytes > 8 ||
+          !readArtifactShape(object->get("shape"), binding.shape))
+        return false;
+      binding.kind = static_cast<ArgKind>(k);
+      binding.name = name->str();
+      binding.elementBytes = *bytes;
+      bindings.push_back(std::move(binding));
+    }
+    return true;
+  };
+  std::optional<int64_t> b = metadata.getInteger("batch");
+  std::optional<int64_t> f = metadata.getInteger("features");
+  std::optional<int64_t> c = metadata.getInteger("classes");
+  std::optional<bool> weights = metadata.getBoolean("has_weights");
+  if (!b || !f || !c || *b <= 0 || *f <= 0 || *c <= 0 || !weights ||
+      !readArtifactShape(metadata.get("input_shape"), inputShape) ||
+      inputShape.size() < 2 || inputShape[0] != *b ||
+      numElements(inputShape) != *b * *f ||
+      !readBindings(metadata.get("predict_arguments"), predictArgs) ||
+      predictArgs.empty() || predictArgs[0].kind != ArgKind::Input ||
+      predictArgs[0].shape != inputShape ||
+      !readBindings(metadata.get("weights_arguments"), weightsArgs) ||
+      !readBindings(metadata.get("weights_results"), weightsResults))
+    return false;
+  batch = *b;
+  features = *f;
+  classes = *c;
+  hasWeightsFunction = *weights;
+  return true;
+}
+
+bool InferSession::loadFromCache(const std::string &path) {
+  void *handle = nullptr;
+  llvm::json::Object metadata;
+  std::string problem;
+  if (openArtifactFile(path, kInferenceArtifactFormat, handle, metadata,
+                       problem)) {
+    library = handle;
+    if (!readCacheMetadata(metadata))
+      problem = "is corrupt: bad metadata";
+    else if (!(predictEntry = artifactEntry(handle, metadata, "predict")) ||
+             (hasWeightsFunction &&
+              !(weightsEntry = artifactEntry(handle, metadata, "weights"))))
+      problem = "lacks an entry";
+  }
+  if (!problem.empty()) {
+    // Compiled again (and the entry replaced) with this session as new.
+    if (library)
+      dlclose(library);
+    library = nullptr;
+    predictEntry = weightsEntry = nullptr;
+    hasWeightsFunction = false;
+    weightsArgs.clear();
+    weightsResults.clear();
+    cacheUsed = CacheUse::Unusable;
+    cacheProblem = "cache entry '" + path + "' " + problem;
+    return false;
+  }
+  // Recently used: pruning removes the oldest first.
+  ::utimes(path.c_str(), nullptr);
+  cacheUsed = CacheUse::Loaded;
+  cacheProblem.clear();
+  return true;
+}
+
+bool InferSession::storeInCache(ModuleOp module, const std::string &path,
+                                const std::string &modelPath) {
+  auto unusable = [&](const std::string &why) {
+    cacheUsed = CacheUse::Unusable;
+    cacheProblem = why;
+    return false;
+  };
+  llvm::ErrorOr<std::string> cc =
+      llvm::sys::findProgramByName(Session::kDefaultLinker);
+  if (!cc)
+    return unusable(std::string("no C compiler '") + Session::kDefaultLinker +
+                    "' on PATH to link the cached code");
+  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return unusable("cannot create the cache directory '" + dir.str() +
+                    "': " + ec.message());
+  llvm::json::Object functions{{"predict", "mp_infer_predict_entry"}};
+  if (hasWeightsFunction)
+    functions["weights"] = "mp_infer_weights_entry";
+  std::string problem;
+  if (!writeArtifactFile(module, *cc, cacheMetadata(modelPath), functions, path,
+                         problem, [](const std::string &) {}))
+    return unusable(problem);
+  void *handle = nullptr;
+  llvm::json::Object metadata;
+  if (!openArtifactFile(path, kInferenceArtifactFormat, handle, metadata,
+                        problem))
+    return unusable("cache entry '" + path + "' " + problem);
+  library = handle;
+  predictEntry = artifactEntry(handle, metadata, "predict");
+  weightsEntry = artifactEntry(handle, metadata, "weights");
+  if (!predictEntry || (hasWeightsFunction && !weightsEntry)) {
+    dlclose(library);
+    library = nullptr;
+    return unusable("cache entry '" + path + "' lacks an entry");
+  }
+  cacheUsed = CacheUse::Stored;
+  cacheProblem.clear();
+  pruneCompileCache(dir.str(), compileCacheLimitBytes());
+  return true;
 }
 
 bool InferSession::bind(const std::vector<HostTensor> &hostParams,
@@ -381,11 +586,7 @@ bool InferSession::bind(const std::vector<HostTensor> &hostParams,
     args.addMemRef(argumentData(buffer), buffer.shape);
   }
   StepThreads threads;
-  if (llvm::Error e = engine->invokePacked("mp_infer_weights", args.get())) {
-    error = "making the weights once (int8 or f16/bf16) failed: " +
-            llvm::toString(std::move(e));
-    return false;
-  }
+  weightsEntry(args.get().data());
   if (cuda && !cuda->check(error))
     return false;
   // Only what @predict reads stays: not the f32 weights it was made from.
@@ -433,13 +634,16 @@ InferSession::~InferSession() {
       for (auto &[name, buffer] : *table)
         if (!buffer.bytes.empty())
           mprt_gemm_release_constant(buffer.bytes.data());
-    return;
+  } else {
+    for (auto *table : {&params, &qweights, &qscales})
+      for (auto &[name, buffer] : *table)
+        cuda->release(buffer.device);
+    cuda->release(deviceInput);
+    cuda->release(deviceLogits);
   }
-  for (auto *table : {&params, &qweights, &qscales})
-    for (auto &[name, buffer] : *table)
-      cuda->release(buffer.device);
-  cuda->release(deviceInput);
-  cuda->release(deviceLogits);
+  // The code of a cache entry (a JIT engine frees its own).
+  if (library)
+    dlclose(library);
 }
 
 int64_t InferSession::weightBytes() const {
@@ -477,10 +681,7 @@ bool InferSession::predict(const float *x, float *logits, std::string &error) {
   }
   args.addMemRef(cuda ? deviceLogits : logits, {batch, classes});
   StepThreads threads;
-  if (llvm::Error e = engine->invokePacked("mp_infer_predict", args.get())) {
-    error = "prediction failed: " + llvm::toString(std::move(e));
-    return false;
-  }
+  predictEntry(args.get().data());
   if (cuda) {
     cuda->download(logits, deviceLogits, logitBytes);
     return cuda->check(error);

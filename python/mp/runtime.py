@@ -57,7 +57,8 @@ class _InferOptions(ctypes.Structure):
                 ("device", ctypes.c_char_p),
                 ("measure_x", ctypes.POINTER(ctypes.c_float)),
                 ("measure_rows", ctypes.c_int64), ("measure_batches", ctypes.c_int64),
-                ("batch_size", ctypes.c_int64)]
+                ("batch_size", ctypes.c_int64),
+                ("cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p)]
 
 
 class _TrainerOptions(ctypes.Structure):
@@ -161,6 +162,8 @@ def library():
         "mp_infer_num_classes": (ctypes.c_int64, [P]),
         "mp_infer_weight_bytes": (ctypes.c_int64, [P]),
         "mp_infer_predict": (ctypes.c_int, [P, f32p, f32p]),
+        "mp_infer_cache_use": (ctypes.c_char_p, [P]),
+        "mp_infer_cache_note": (ctypes.c_char_p, [P]),
         "mp_calibrate": (ctypes.c_int, [ctypes.c_char_p, P, f32p, ctypes.c_int64,
                                         ctypes.c_int64, ctypes.c_char_p]),
         "mp_trainer_options_init": (None, [ctypes.POINTER(_TrainerOptions)]),
@@ -618,11 +621,16 @@ class InferSession:
     eligible op is measured in int8 against f32 on `batches` batches of the
     rows of `x`, and those above `max_error` stay f32, as `mp-run infer
     --quant-measure N` does on the training split. batch_size fixes an ONNX
-    model's dynamic batch (default: the session's)."""
+    model's dynamic batch (default: the session's). cache and cache_dir are
+    Session's: the compiled mp.predict comes from the compile cache when a
+    CPU InferSession of the same model and options made it before;
+    `compile_cache` says "loaded", "stored", "unusable"
+    (`compile_cache_note` says why) or "off"."""
 
     def __init__(self, model_path, session, precision=None, calibration="",
                  method=None, percentile=None, per_channel=None, max_error=None,
-                 device=None, measure=None, batch_size=None):
+                 device=None, measure=None, batch_size=None, cache=True,
+                 cache_dir=None):
         if not isinstance(session, Session) or not getattr(session, "_handle", None):
             raise TypeError("InferSession takes its parameters from an open mp.runtime.Session")
         lib = library()
@@ -643,6 +651,9 @@ class InferSession:
             options.max_error = max_error
         if batch_size is not None:
             options.batch_size = batch_size
+        options.cache = 1 if cache else 0
+        if cache_dir is not None:
+            options.cache_dir = os.fspath(cache_dir).encode()
         if measure is not None:
             rows, batches = measure
             rows = _rows(rows, session.num_features, "measure rows")
@@ -662,6 +673,8 @@ class InferSession:
         self.num_features = lib.mp_infer_num_features(handle)
         self.num_classes = lib.mp_infer_num_classes(handle)
         self.weight_bytes = lib.mp_infer_weight_bytes(handle)
+        self.compile_cache = lib.mp_infer_cache_use(handle).decode()
+        self.compile_cache_note = lib.mp_infer_cache_note(handle).decode()
 
     def close(self):
         if getattr(self, "_handle", None):

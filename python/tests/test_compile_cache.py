@@ -4,7 +4,10 @@ trains bitwise as a session compiled without the cache; cache=False and
 MP_CACHE=off compile every time. (conftest.py sets MP_CACHE=off for the
 other tests.)"""
 
+import json
+
 import numpy as np
+import pytest
 
 from mp import runtime
 from test_runtime import BATCH, _digits, start  # noqa: F401 (fixture)
@@ -50,3 +53,75 @@ def test_second_session_loads_the_cached_step(start, tmp_path, monkeypatch):  # 
 
     monkeypatch.setenv("MP_CACHE", "off")
     assert runtime.Session(model, precision="bf16", cache_dir=cache).compile_cache == "off"
+
+
+def test_inference_sessions_load_their_cached_predict(start, tmp_path, monkeypatch):  # noqa: F811
+    """An InferSession's compiled mp.predict goes into the cache and the next
+    one of the same model and options loads it: f32, bf16 (weights converted
+    once), int8-dynamic and int8 from a calibration file, each predicting
+    bitwise as the session compiled without the cache. Another calibration
+    file (the scales are constants in the code) is another entry; a damaged
+    entry is compiled again; a training session refuses an inference entry."""
+    _, model = start
+    monkeypatch.setenv("MP_CACHE", "on")
+    cache = tmp_path / "cache"
+    data = _digits()
+    weights = runtime.Session(model, seed=5, cache=False)
+    _train(weights, data)
+    x = data["x_test"]
+    stats = tmp_path / "stats.json"
+    runtime.calibrate(model, weights, data["x_train"], stats, batches=4)
+
+    variants = [dict(precision="f32"), dict(precision="bf16"),
+                dict(precision="int8-dynamic"),
+                dict(precision="int8", calibration=stats)]
+    for options in variants:
+        uncached = runtime.InferSession(model, weights, cache=False, **options)
+        assert uncached.compile_cache == "off"
+        want = uncached.predict(x)
+        first = runtime.InferSession(model, weights, cache_dir=cache, **options)
+        assert first.compile_cache == "stored", (options, first.compile_cache_note)
+        second = runtime.InferSession(model, weights, cache_dir=cache, **options)
+        assert second.compile_cache == "loaded", options
+        for infer in (first, second):
+            assert (infer.batch_size, infer.num_features, infer.num_classes,
+                    infer.weight_bytes, infer.precision) == (
+                uncached.batch_size, uncached.num_features, uncached.num_classes,
+                uncached.weight_bytes, uncached.precision)
+            assert np.array_equal(infer.predict(x), want), options
+    entries = sorted(cache.iterdir())
+    assert len(entries) == len(variants)
+
+    # Other ranges in the calibration file: other scales, another entry.
+    values = json.loads(stats.read_text())
+    for stat in values["values"].values():
+        for key in ("min", "max", "abs_max"):
+            if key in stat:
+                stat[key] *= 2
+    wider = tmp_path / "wider.json"
+    wider.write_text(json.dumps(values))
+    other = runtime.InferSession(model, weights, precision="int8",
+                                 calibration=wider, cache_dir=cache)
+    assert other.compile_cache == "stored"
+    assert np.array_equal(other.predict(x), runtime.InferSession(
+        model, weights, precision="int8", calibration=wider, cache=False).predict(x))
+    assert len(list(cache.iterdir())) == len(variants) + 1
+
+    # Damaged entries (written anew: the sessions above still map the old
+    # files): compiled again and replaced.
+    for entry in list(cache.iterdir()):
+        cut = entry.with_suffix(".cut")
+        cut.write_bytes(entry.read_bytes()[:1000])
+        cut.replace(entry)
+    again = runtime.InferSession(model, weights, precision="bf16", cache_dir=cache)
+    assert again.compile_cache == "stored"
+    assert runtime.InferSession(model, weights, precision="bf16",
+                                cache_dir=cache).compile_cache == "loaded"
+
+    # An inference entry is not a training session's artifact.
+    entry = next(p for p in cache.iterdir() if p.stat().st_size > 1000)
+    with pytest.raises(runtime.MPError, match="holds a model's mp.predict alone"):
+        runtime.Session.open(entry)
+
+    monkeypatch.setenv("MP_CACHE", "off")
+    assert runtime.InferSession(model, weights, cache_dir=cache).compile_cache == "off"

@@ -230,14 +230,14 @@ static cl::opt<unsigned>
                cl::init(20));
 static cl::opt<std::string> cacheDir(
     "cache-dir", cl::cat(mpRunOptions),
-    cl::desc("Where compiled training steps are kept for the next run of the "
-             "same model and options (default: $MP_CACHE_DIR, else "
-             "$XDG_CACHE_HOME/mp or ~/.cache/mp)"),
+    cl::desc("Where compiled training steps and inference code are kept for "
+             "the next run of the same model and options (default: "
+             "$MP_CACHE_DIR, else $XDG_CACHE_HOME/mp or ~/.cache/mp)"),
     cl::init(""));
 static cl::opt<bool>
     noCache("no-cache", cl::cat(mpRunOptions),
-            cl::desc("Compile the training step without the compile cache "
-                     "(also MP_CACHE=off)"),
+            cl::desc("Compile the training step and inference code without "
+                     "the compile cache (also MP_CACHE=off)"),
             cl::init(false));
 static cl::opt<bool> resume("resume", cl::cat(mpRunOptions),
                             cl::desc("Continue training from --checkpoint"),
@@ -626,10 +626,19 @@ int runInferSession(mp::Session &trained, mp::InferOptions options,
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - inferStart)
                        .count();
+  mp::CacheUse cache = session->cacheUse();
   std::printf("held-out accuracy %.2f%% (%s inference), %lld rows, %.0f "
-              "samples/s, compiled in %.1f s\n",
+              "samples/s, %s in %.*f s%s\n",
               acc, precision.c_str(), (long long)test.rows,
-              test.rows / std::max(seconds, 1e-9), compileSeconds);
+              test.rows / std::max(seconds, 1e-9),
+              cache == mp::CacheUse::Loaded ? "loaded from the compile cache"
+                                            : "compiled",
+              cache == mp::CacheUse::Loaded ? 3 : 1, compileSeconds,
+              cache == mp::CacheUse::Stored ? " (kept in the compile cache)"
+                                            : "");
+  if (cache == mp::CacheUse::Unusable)
+    std::fprintf(stderr, "mp-run: note: compiled without the cache: %s\n",
+                 session->cacheNote().c_str());
   int64_t f32Bytes = 0;
   for (const mp::HostTensor &p : trained.parameters())
     f32Bytes += p.numElements() * 4;
@@ -787,6 +796,7 @@ static int runCommandLine(int argc, char **argv) {
   inferOptions.modelBatch = batchSize;
   options.cache.enabled = !noCache;
   options.cache.dir = cacheDir;
+  inferOptions.cache = options.cache;
   // The measurements of --quant-measure run on the CPU; the session itself
   // runs where --device says.
   inferOptions.device = options.device;

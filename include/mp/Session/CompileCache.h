@@ -1,11 +1,12 @@
-//===- CompileCache.h - compiled training steps kept between runs -*- C++ -*-//
+//===- CompileCache.h - compiled code kept between runs ---------*- C++ -*-===//
 //
-// A CPU session's compiled step is stored as an mp-compile artifact
-// (docs/artifacts.md) in a cache directory, named by a hash of everything
-// that decides its code: the model's bytes, the resolved compile options,
-// this CPU and the mp library that compiled it. A second session of the same
-// model and options loads it instead of compiling (docs/user-guide.md,
-// "The compile cache").
+// A CPU session's compiled step, and an inference session's compiled
+// @predict, are stored as artifacts (docs/artifacts.md) in a cache
+// directory, named by a hash of everything that decides their code: the
+// model's bytes, the resolved compile options, this CPU and the mp library
+// that compiled it. A second session of the same model and options loads
+// the code instead of compiling it (docs/user-guide.md, "The compile
+// cache").
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,7 @@
 
 namespace mp {
 
+struct InferOptions;
 struct TrainOptions;
 
 /// Where compiled steps are cached: `enabled` false (--no-cache, C API
@@ -55,6 +57,13 @@ llvm::json::Object compileOptionsJson(const TrainOptions &options);
 std::string compileCachePath(const std::string &dir,
                              const std::string &modelPath,
                              const TrainOptions &options, std::string &error);
+
+/// The cache entry's path for @predict of `modelPath` compiled by an
+/// InferSession with `options` (resolved: auto replaced by what it chose)
+/// on this CPU; the calibration file's bytes are part of the key. "" with
+/// `error` when the model or the calibration file cannot be read.
+std::string inferCachePath(const std::string &dir, const std::string &modelPath,
+                           const InferOptions &options, std::string &error);
 
 /// Removes the least recently used entries until the directory holds at
 /// most `maxBytes` of them ($MP_CACHE_MAX_MB, default 1024 MiB), and

@@ -58,6 +58,10 @@ struct InferOptions {
   Device device = Device::Cpu;
   /// An ONNX model's dynamic batch dimension becomes this (0: none).
   int64_t modelBatch = 0;
+  /// The compile cache (CompileCache.h), as for a training session: a CPU
+  /// session without probes and without a report loads @predict compiled
+  /// before for the same model and options, or stores it.
+  CompileCacheOption cache;
 };
 
 /// The rank-0 f32 tensors of a checkpoint, by name: a QAT run's activation
@@ -102,6 +106,11 @@ public:
   /// Logits (batch x classes) for a batch.
   bool predict(const float *x, float *logits, std::string &error);
 
+  /// What compiling did with the compile cache, and why it could not be
+  /// used (CacheUse::Unusable).
+  CacheUse cacheUse() const { return cacheUsed; }
+  const std::string &cacheNote() const { return cacheProblem; }
+
 private:
   /// A buffer of any element type bound to a compiled argument: host
   /// bytes, and on a GPU session the device copy calls read instead.
@@ -126,6 +135,16 @@ private:
   void *argumentData(Buffer &buffer);
   bool compile(const std::string &modelPath, const InferOptions &options,
                std::string &error);
+  /// The compiled code's entries, from the JIT engine.
+  bool lookUpEntries(std::string &error);
+  /// The cache entry's record of what compiling decided (shapes, bindings),
+  /// and read back.
+  llvm::json::Object cacheMetadata(const std::string &modelPath) const;
+  bool readCacheMetadata(const llvm::json::Object &metadata);
+  /// @predict from the cache entry at `path`, or compiled into it.
+  bool loadFromCache(const std::string &path);
+  bool storeInCache(mlir::ModuleOp module, const std::string &path,
+                    const std::string &modelPath);
   bool bind(const std::vector<HostTensor> &params, std::string &error);
   /// Writes qatObservers as the calibration file of @predict's contractions
   /// (qatCalibrationPath, a temporary file removed after compiling).
@@ -136,6 +155,11 @@ private:
 
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
+  void *library = nullptr; // dlopen handle of a cache entry
+  using PackedEntry = void (*)(void **);
+  PackedEntry predictEntry = nullptr, weightsEntry = nullptr;
+  CacheUse cacheUsed = CacheUse::Off;
+  std::string cacheProblem;
   FloatPrecision computePrecision = FloatPrecision::F32;
   std::string decision;
   int64_t batch = 0, features = 0, classes = 0;
