@@ -389,10 +389,9 @@ bool InferSession::lookUpEntries(std::string &error) {
 
 namespace {
 
-const char *argKindName(int kind) {
-  static const char *names[] = {"input", "param", "qweight", "qscale"};
-  return names[kind];
-}
+/// How a cache entry names each ArgKind, in the enum's order.
+constexpr const char *kArgKindNames[] = {"input", "param", "qweight",
+                                         "qscale"};
 
 } // namespace
 
@@ -402,7 +401,7 @@ InferSession::cacheMetadata(const std::string &modelPath) const {
     llvm::json::Array array;
     for (const Binding &b : bindings)
       array.push_back(
-          llvm::json::Object{{"kind", argKindName(static_cast<int>(b.kind))},
+          llvm::json::Object{{"kind", kArgKindNames[static_cast<int>(b.kind)]},
                              {"name", b.name},
                              {"shape", artifactShape(b.shape)},
                              {"element_bytes", b.elementBytes}});
@@ -437,13 +436,11 @@ bool InferSession::readCacheMetadata(const llvm::json::Object &metadata) {
       std::optional<llvm::StringRef> name = object->getString("name");
       std::optional<int64_t> bytes = object->getInteger("element_bytes");
       Binding binding{ArgKind::Input, "", {}, 0};
-      int k = 0;
-      while (k < 4 && kind != argKindName(k))
-        ++k;
-      if (k == 4 || !name || !bytes || *bytes < 1 || *bytes > 8 ||
+      auto *known = llvm::find(kArgKindNames, kind.value_or(""));
+      if (known == std::end(kArgKindNames) || !name || !bytes || *bytes < 1 || *bytes > 8 ||
           !readArtifactShape(object->get("shape"), binding.shape))
         return false;
-      binding.kind = static_cast<ArgKind>(k);
+      binding.kind = static_cast<ArgKind>(known - std::begin(kArgKindNames));
       binding.name = name->str();
       binding.elementBytes = *bytes;
       bindings.push_back(std::move(binding));
