@@ -5,6 +5,8 @@ MP_CACHE=off compile every time. (conftest.py sets MP_CACHE=off for the
 other tests.)"""
 
 import json
+import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -118,6 +120,17 @@ def test_inference_sessions_load_their_cached_predict(start, tmp_path, monkeypat
     assert runtime.InferSession(model, weights, precision="bf16",
                                 cache_dir=cache).compile_cache == "loaded"
 
+    # Metadata that checks out (a valid checksum) but describes no session:
+    # compiled again and replaced, never trusted.
+    for field, value in (("batch", 0), ("predict_arguments", [])):
+        for entry in list(cache.iterdir()):
+            if entry.read_bytes().endswith(b"MPARTIFx"):  # not the ones cut above
+                _rewrite_metadata(entry, field, value)
+        again = runtime.InferSession(model, weights, precision="bf16", cache_dir=cache)
+        assert again.compile_cache == "stored", field
+        assert np.array_equal(again.predict(x), runtime.InferSession(
+            model, weights, precision="bf16", cache=False).predict(x))
+
     # An inference entry is not a training session's artifact.
     entry = next(p for p in cache.iterdir() if p.stat().st_size > 1000)
     with pytest.raises(runtime.MPError, match="holds a model's mp.predict alone"):
@@ -125,3 +138,19 @@ def test_inference_sessions_load_their_cached_predict(start, tmp_path, monkeypat
 
     monkeypatch.setenv("MP_CACHE", "off")
     assert runtime.InferSession(model, weights, cache_dir=cache).compile_cache == "off"
+
+
+def _rewrite_metadata(path, field, value):
+    """Sets `field` of an artifact's metadata and writes the file anew (a new
+    inode: open sessions map the old one) with a matching trailer (see
+    test/mp-compile/Inputs/damage.py)."""
+    data = path.read_bytes()
+    obj, meta, _, version, _ = struct.unpack_from("<QQQII", data, len(data) - 40)
+    record = json.loads(data[obj:obj + meta])
+    record[field] = value
+    payload = data[:obj] + json.dumps(record).encode()
+    data = payload + struct.pack("<QQQII", obj, len(payload) - obj, zlib.crc32(payload),
+                                 version, 0) + data[-8:]
+    cut = path.with_suffix(".new")
+    cut.write_bytes(data)
+    cut.replace(path)
