@@ -352,6 +352,66 @@ bool readTensors(const llvm::json::Object &metadata, llvm::StringRef key,
 
 } // namespace
 
+namespace {
+
+/// CompiledEntries' weight copies of the prediction, as artifact metadata
+/// records them (absent: the prediction takes every parameter).
+llvm::json::Object predictCopiesJson(const CompiledEntries &entries) {
+  llvm::json::Array copies, arguments;
+  for (const CompiledEntries::WeightCopy &c : entries.weightCopies)
+    copies.push_back(llvm::json::Object{{"param", c.param},
+                                        {"element_bytes", c.elementBytes}});
+  for (const CompiledEntries::PredictArgument &a : entries.predictArguments)
+    arguments.push_back(
+        llvm::json::Object{{"copy", a.copy}, {"index", a.index}});
+  return llvm::json::Object{
+      {"weights_arguments", llvm::json::Array(entries.weightsArguments)},
+      {"copies", std::move(copies)},
+      {"arguments", std::move(arguments)}};
+}
+
+bool readPredictCopies(const llvm::json::Object *record, size_t params,
+                       CompiledEntries &entries) {
+  entries.weightsArguments.clear();
+  entries.weightCopies.clear();
+  entries.predictArguments.clear();
+  if (!record) // written before predictions had copies
+    return true;
+  const llvm::json::Array *weights = record->getArray("weights_arguments");
+  const llvm::json::Array *copies = record->getArray("copies");
+  const llvm::json::Array *arguments = record->getArray("arguments");
+  if (!weights || !copies || !arguments)
+    return false;
+  auto index = [](std::optional<int64_t> i, size_t size) {
+    return i && *i >= 0 && static_cast<size_t>(*i) < size;
+  };
+  for (const llvm::json::Value &w : *weights) {
+    if (!index(w.getAsInteger(), params))
+      return false;
+    entries.weightsArguments.push_back(*w.getAsInteger());
+  }
+  for (const llvm::json::Value &c : *copies) {
+    const llvm::json::Object *o = c.getAsObject();
+    std::optional<int64_t> param = o ? o->getInteger("param") : std::nullopt;
+    std::optional<int64_t> bytes =
+        o ? o->getInteger("element_bytes") : std::nullopt;
+    if (!index(param, params) || !bytes || (*bytes != 2 && *bytes != 4))
+      return false;
+    entries.weightCopies.push_back({*param, *bytes});
+  }
+  for (const llvm::json::Value &a : *arguments) {
+    const llvm::json::Object *o = a.getAsObject();
+    std::optional<bool> copy = o ? o->getBoolean("copy") : std::nullopt;
+    std::optional<int64_t> i = o ? o->getInteger("index") : std::nullopt;
+    if (!copy || !index(i, *copy ? entries.weightCopies.size() : params))
+      return false;
+    entries.predictArguments.push_back({*copy, *i});
+  }
+  return true;
+}
+
+} // namespace
+
 llvm::json::Array artifactShape(const std::vector<int64_t> &shape) {
   llvm::json::Array array;
   for (int64_t d : shape)
@@ -403,6 +463,7 @@ llvm::json::Object Session::artifactMetadata() const {
       {"initial_scale", static_cast<double>(training.scalars.scale)},
       {"parameters", tensorsJson(training.params)},
       {"state", tensorsJson(training.state)},
+      {"predict_weight_copies", predictCopiesJson(entries)},
   };
 }
 
@@ -506,6 +567,9 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
     return bad("parameters");
   if (!readTensors(metadata, "state", training.state))
     return bad("state");
+  if (!readPredictCopies(metadata.getObject("predict_weight_copies"),
+                         training.params.size(), entries))
+    return bad("predict_weight_copies");
   // Absent from artifacts written before they carried them: none.
   initialValues.clear();
   if (const llvm::json::Object *initial = metadata.getObject("initial_values"))
@@ -770,6 +834,8 @@ bool Session::emitArtifact(
     functions["accumulate"] = "mp_accumulate_entry";
   if (hasPredict)
     functions["predict"] = "mp_predict_entry";
+  if (!entries.weightCopies.empty())
+    functions["predict_weights"] = "mp_predict_weights_entry";
   return writeArtifactFile(module, cc, std::move(metadata), functions,
                            outputPath, error, progress);
 }
@@ -946,6 +1012,10 @@ bool Session::loadArtifact(const std::string &artifactPath, bool codeOnly,
     entries.predict = artifactEntry(handle, metadata, "predict");
     if (!entries.predict)
       return fail("lacks its prediction entry");
+    if (!entries.weightCopies.empty() &&
+        !(entries.predictWeights =
+              artifactEntry(handle, metadata, "predict_weights")))
+      return fail("lacks its prediction's weight conversion entry");
   }
   return true;
 }

@@ -12,6 +12,8 @@ namespace {
 
 class CpuBackend : public StepBackend {
 public:
+  ~CpuBackend() override { releaseCopies(); }
+
   CpuBackend(const CompiledEntries &entries, const TrainingState &training)
       : entries(entries) {
     if (!entries.inPlaceUpdates) {
@@ -56,6 +58,7 @@ public:
       std::swap(training.state, nextState);
     }
     finishStep(training, next, stepped, result);
+    copiesCurrent = false; // new parameters
     for (HostTensor &sum : training.sums)
       std::fill(sum.data.begin(), sum.data.end(), 0.0f);
     return true;
@@ -85,19 +88,64 @@ public:
 
   bool predict(TrainingState &training, const float *x, float *logits,
                std::string &error) override {
+    StepThreads threads;
     PackedArgs args;
     args.addMemRef(const_cast<float *>(x), entries.inputShape);
-    for (HostTensor &p : training.params)
-      args.addMemRef(p.data.data(), p.shape);
-    args.addMemRef(logits, {entries.batch, entries.classes});
-    {
-      StepThreads threads;
-      entries.predict(args.get().data());
+    if (!entries.predictWeights) {
+      for (HostTensor &p : training.params)
+        args.addMemRef(p.data.data(), p.shape);
+    } else {
+      makeWeightCopies(training);
+      for (const CompiledEntries::PredictArgument &a :
+           entries.predictArguments) {
+        const HostTensor &p =
+            training
+                .params[a.copy ? entries.weightCopies[a.index].param : a.index];
+        void *data = a.copy ? static_cast<void *>(copies[a.index].data())
+                            : const_cast<float *>(p.data.data());
+        args.addMemRef(data, p.shape);
+      }
     }
+    args.addMemRef(logits, {entries.batch, entries.classes});
+    entries.predict(args.get().data());
     return true;
   }
 
+  /// The caller may change the parameters from here on: the weight copies
+  /// are made again before the next prediction.
+  void syncToHost(TrainingState &) override { copiesCurrent = false; }
+
 private:
+  /// The prediction's f16/bf16 weight copies, made from the parameters
+  /// unless they are still current (no step and no outside access since).
+  void makeWeightCopies(TrainingState &training) {
+    if (copiesCurrent)
+      return;
+    if (copies.empty())
+      for (const CompiledEntries::WeightCopy &c : entries.weightCopies)
+        copies.emplace_back(training.params[c.param].numElements() *
+                            c.elementBytes);
+    // Released while they change; declared again once made, so that the
+    // products pack each copy once, not on every prediction.
+    releaseCopies();
+    PackedArgs args;
+    for (int64_t i : entries.weightsArguments)
+      args.addMemRef(training.params[i].data.data(), training.params[i].shape);
+    for (auto [c, bytes] : llvm::zip(entries.weightCopies, copies))
+      args.addMemRef(bytes.data(), training.params[c.param].shape);
+    entries.predictWeights(args.get().data());
+    copiesCurrent = true;
+    // (A copy the runtime refuses is still correct, only repacked.)
+    for (std::vector<uint8_t> &bytes : copies)
+      mprt_gemm_declare_constant(bytes.data(), bytes.size());
+  }
+
+  /// Releasing a range that was never declared does nothing.
+  void releaseCopies() {
+    for (std::vector<uint8_t> &bytes : copies)
+      mprt_gemm_release_constant(bytes.data());
+  }
+
   /// The loss's arguments as both entries take them first: the batch and
   /// the parameters.
   void addLossArgs(PackedArgs &args, TrainingState &training, const float *x,
@@ -122,6 +170,8 @@ private:
   }
 
   CompiledEntries entries;
+  std::vector<std::vector<uint8_t>> copies;
+  bool copiesCurrent = false;
   // Where the step writes the new values unless it may overwrite the old
   // ones (then empty).
   std::vector<HostTensor> nextParams, nextState, nextSums;

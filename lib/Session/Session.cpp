@@ -271,8 +271,14 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
       training.sums.push_back(sum);
     }
   }
-  if (predictFn)
-    addEntry(*module, predictFn, "mp_predict_entry");
+  // A CPU session predicts from f16/bf16 copies of its weights, made again
+  // only after the parameters change; the GPU and probed steps convert
+  // them in every call.
+  if (predictFn &&
+      !addPredictEntry(*module, predictFn,
+                       !gpu && options.probes == TrainOptions::Probes::None,
+                       error))
+    return false;
   // Optimizer state: every train_step argument marked mp.state (read
   // here: inlining removes train_step).
   for (unsigned i = 0; i < step.getNumArguments(); ++i)
@@ -288,8 +294,9 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   // The new parameters and state are then written straight into the
   // caller's buffers (eliminate-empty-tensors in --mp-lower-cpu), not into
   // heap buffers copied out at the end.
-  if (!inlineEntries(*module, {"mp_train_entry", "mp_accumulate_entry",
-                               "mp_predict_entry"})) {
+  if (!inlineEntries(*module,
+                     {"mp_train_entry", "mp_accumulate_entry",
+                      "mp_predict_entry", "mp_predict_weights_entry"})) {
     error = "inlining the training step failed\n" + diagnostics;
     return false;
   }
@@ -495,8 +502,105 @@ bool Session::compile(const std::string &modelPath,
       return false;
     }
     entries.predict = *predict;
+    if (!entries.weightCopies.empty()) {
+      auto weights = engine->lookupPacked("mp_predict_weights_entry");
+      if (!weights) {
+        error =
+            "JIT compilation failed: " + llvm::toString(weights.takeError());
+        return false;
+      }
+      entries.predictWeights = *weights;
+    }
   }
   return createBackend(std::move(cuda), error);
+}
+
+bool Session::addPredictEntry(ModuleOp module, func::FuncOp predictFn,
+                              bool convertWeights, std::string &error) {
+  entries.predictWeights = nullptr;
+  entries.weightsArguments.clear();
+  entries.weightCopies.clear();
+  entries.predictArguments.clear();
+  if (!convertWeights) {
+    addEntry(module, predictFn, "mp_predict_entry");
+    return true;
+  }
+  // The loss calls @predict as it is: the pass rewrites a copy of it, the
+  // one function left marked mp.predict.
+  func::FuncOp body = predictFn.clone();
+  body.setName("mp_predict_body");
+  body.setPrivate();
+  module.push_back(body);
+  predictFn->removeAttr(mlir::mp::kPredictAttrName);
+  DiagnosticText collected(module.getContext());
+  PassManager pm(module.getContext());
+  pm.addPass(mlir::mp::createMPConvertWeightsOnce());
+  if (failed(pm.run(module))) {
+    error =
+        "converting the prediction's weights once failed\n" + collected.text;
+    return false;
+  }
+  addEntry(module, body, "mp_predict_entry");
+  auto weightsRef =
+      body->getAttrOfType<FlatSymbolRefAttr>(mlir::mp::kConvertWeightsAttrName);
+  if (!weightsRef) // f32, or nothing converted
+    return true;
+  auto weightsFn = module.lookupSymbol<func::FuncOp>(weightsRef);
+  auto paramIndex = [&](StringAttr name) -> int64_t {
+    for (auto [i, p] : llvm::enumerate(training.params))
+      if (name && p.name == name.getValue())
+        return static_cast<int64_t>(i);
+    return -1;
+  };
+  for (unsigned i = 0; i < weightsFn.getNumArguments(); ++i) {
+    int64_t param = paramIndex(
+        weightsFn.getArgAttrOfType<StringAttr>(i, mlir::mp::kParamAttrName));
+    if (param < 0) {
+      error = "the prediction's weight conversion takes an argument that is "
+              "not a parameter";
+      return false;
+    }
+    entries.weightsArguments.push_back(param);
+  }
+  for (unsigned i = 0; i < weightsFn.getNumResults(); ++i) {
+    int64_t param = paramIndex(weightsFn.getResultAttrOfType<StringAttr>(
+        i, mlir::mp::kConvertedAttrName));
+    auto type = cast<RankedTensorType>(weightsFn.getResultTypes()[i]);
+    if (param < 0 ||
+        type.getShape() != ArrayRef<int64_t>(training.params[param].shape)) {
+      error = "the prediction's weight conversion returns a copy of no "
+              "parameter";
+      return false;
+    }
+    entries.weightCopies.push_back({param, type.getElementTypeBitWidth() / 8});
+  }
+  for (unsigned i = 1; i < body.getNumArguments(); ++i) {
+    CompiledEntries::PredictArgument argument;
+    if (auto copy = body.getArgAttrOfType<StringAttr>(
+            i, mlir::mp::kConvertedAttrName)) {
+      int64_t param = paramIndex(copy);
+      auto found = llvm::find_if(entries.weightCopies,
+                                 [&](const CompiledEntries::WeightCopy &c) {
+                                   return c.param == param;
+                                 });
+      if (found == entries.weightCopies.end()) {
+        error = "the prediction reads a weight copy nothing makes";
+        return false;
+      }
+      argument = {true, found - entries.weightCopies.begin()};
+    } else {
+      argument.index = paramIndex(
+          body.getArgAttrOfType<StringAttr>(i, mlir::mp::kParamAttrName));
+      if (argument.index < 0) {
+        error = "argument #" + std::to_string(i) +
+                " of the prediction is not a parameter";
+        return false;
+      }
+    }
+    entries.predictArguments.push_back(argument);
+  }
+  addEntry(module, weightsFn, "mp_predict_weights_entry");
+  return true;
 }
 
 bool Session::loadFromCache(const std::string &path,

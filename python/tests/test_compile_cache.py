@@ -154,3 +154,52 @@ def _rewrite_metadata(path, field, value):
     cut = path.with_suffix(".new")
     cut.write_bytes(data)
     cut.replace(path)
+
+
+def test_low_precision_predictions_follow_the_parameters(start, tmp_path, monkeypatch):  # noqa: F811
+    """A bf16 CPU session predicts from bf16 copies of its weights, made once
+    and again only after the parameters change: after a training step, set(),
+    init_parameter() and load(), its logits stay bitwise those of an
+    InferSession made from the same parameters then (which converts the
+    weights the same way); a cached session does the same."""
+    _, model = start
+    data = _digits()
+    x, y = data["x_test"][:BATCH], data["y_train"][:BATCH]
+    session = runtime.Session(model, precision="bf16", seed=5, cache=False)
+
+    def expected():
+        return runtime.InferSession(model, session, precision="bf16",
+                                    cache=False).predict(x)
+
+    first = session.predict(x)
+    assert np.array_equal(first, expected())
+    assert np.array_equal(session.predict(x), first)  # copies reused
+    session.train_step(data["x_train"][:BATCH], y)
+    stepped = session.predict(x)
+    assert not np.array_equal(stepped, first)
+    assert np.array_equal(stepped, expected())
+    name = session.names()[0]
+    session.set(name, session.get(name) * 0.5)
+    assert np.array_equal(session.predict(x), expected())
+    session.init_parameter(name, seed=3)
+    assert np.array_equal(session.predict(x), expected())
+    checkpoint = tmp_path / "run.npz"
+    session.save(checkpoint)
+    saved = session.predict(x)
+    session.train_step(data["x_train"][BATCH:2 * BATCH], y)
+    assert not np.array_equal(session.predict(x), saved)
+    session.load(checkpoint)
+    assert np.array_equal(session.predict(x), saved)
+
+    monkeypatch.setenv("MP_CACHE", "on")
+    cache = tmp_path / "cache"
+    stored = runtime.Session(model, precision="bf16", seed=5, cache_dir=cache)
+    loaded = runtime.Session(model, precision="bf16", seed=5, cache_dir=cache)
+    assert (stored.compile_cache, loaded.compile_cache) == ("stored", "loaded")
+    fresh = runtime.Session(model, precision="bf16", seed=5, cache=False)
+    for cached in (stored, loaded):
+        assert np.array_equal(cached.predict(x), fresh.predict(x))
+        cached.train_step(data["x_train"][:BATCH], y)
+    fresh.train_step(data["x_train"][:BATCH], y)
+    for cached in (stored, loaded):
+        assert np.array_equal(cached.predict(x), fresh.predict(x))

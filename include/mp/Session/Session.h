@@ -34,6 +34,10 @@
 #include <string>
 #include <vector>
 
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
 namespace mp {
 
 class StepBackend;
@@ -148,6 +152,26 @@ struct CompiledEntries {
   /// f32 products run on TF32 tensor cores (a GPU session's setting of
   /// libmprt_cuda, made before every call).
   bool tf32 = false;
+  /// A CPU f16/bf16 session's prediction reads low-precision copies of the
+  /// weights (--mp-convert-weights-once) instead of converting them on
+  /// every call: `predictWeights` makes them from the parameters
+  /// `weightsArguments` names (indices into the parameters), one copy per
+  /// entry of `weightCopies`; each argument of `predict` after x is a
+  /// parameter or a copy (`predictArguments`). The backend makes the copies
+  /// again only after the parameters changed. Without copies (f32, GPU,
+  /// probes) `predict` takes every parameter, in order.
+  PackedFn predictWeights = nullptr;
+  struct WeightCopy {
+    int64_t param = 0;        // the parameter it is a copy of
+    int64_t elementBytes = 2; // f16 or bf16
+  };
+  struct PredictArgument {
+    bool copy = false;
+    int64_t index = 0; // into weightCopies, or into the parameters
+  };
+  std::vector<int64_t> weightsArguments;
+  std::vector<WeightCopy> weightCopies;
+  std::vector<PredictArgument> predictArguments;
 };
 
 /// Scalars of the training state that travel with the parameters.
@@ -399,6 +423,10 @@ private:
   /// metadata. `error` completes "artifact 'PATH' ...".
   bool loadArtifact(const std::string &path, bool codeOnly,
                     std::string &error);
+  /// Adds the prediction's entry (and, with `convertWeights`, the entry
+  /// that makes its f16/bf16 weight copies once: CompiledEntries).
+  bool addPredictEntry(mlir::ModuleOp module, mlir::func::FuncOp predictFn,
+                       bool convertWeights, std::string &error);
   /// A CPU step from the cache, or compiled into it (Session::compile).
   bool loadFromCache(const std::string &path, const TrainOptions &options);
   bool storeInCache(mlir::ModuleOp module, const std::string &path);
