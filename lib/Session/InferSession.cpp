@@ -370,21 +370,10 @@ bool InferSession::compile(const std::string &modelPath,
 }
 
 bool InferSession::lookUpEntries(std::string &error) {
-  auto predict = engine->lookupPacked("mp_infer_predict_entry");
-  if (!predict) {
-    error = "JIT compilation failed: " + llvm::toString(predict.takeError());
-    return false;
-  }
-  predictEntry = *predict;
-  if (!hasWeightsFunction)
-    return true;
-  auto weights = engine->lookupPacked("mp_infer_weights_entry");
-  if (!weights) {
-    error = "JIT compilation failed: " + llvm::toString(weights.takeError());
-    return false;
-  }
-  weightsEntry = *weights;
-  return true;
+  return lookUpEntry(*engine, "mp_infer_predict_entry", predictEntry,
+                     error) &&
+         (!hasWeightsFunction ||
+          lookUpEntry(*engine, "mp_infer_weights_entry", weightsEntry, error));
 }
 
 namespace {

@@ -341,6 +341,17 @@ compileModule(ModuleOp module, CudaDevice *cuda, std::string &error) {
   return engine;
 }
 
+bool lookUpEntry(ExecutionEngine &engine, StringRef name,
+                 void (*&entry)(void **), std::string &error) {
+  auto found = engine.lookupPacked(name);
+  if (!found) {
+    error = "JIT compilation failed: " + llvm::toString(found.takeError());
+    return false;
+  }
+  entry = *found;
+  return true;
+}
+
 bool inlineEntries(ModuleOp module, llvm::ArrayRef<llvm::StringRef> entries) {
   // Only the entries are called from outside: the model's own functions
   // (train_step, loss, loss_grad, predict) become private, so that those

@@ -480,38 +480,16 @@ bool Session::compile(const std::string &modelPath,
     return false;
   if (!(engine = compileModule(*module, cuda.get(), error)))
     return false;
-  auto train = engine->lookupPacked("mp_train_entry");
-  if (!train) {
-    error = "JIT compilation failed: " + llvm::toString(train.takeError());
+  if (!lookUpEntry(*engine, "mp_train_entry", entries.train, error) ||
+      (entries.window > 1 &&
+       !lookUpEntry(*engine, "mp_accumulate_entry", entries.accumulate,
+                    error)) ||
+      (hasPredict &&
+       !lookUpEntry(*engine, "mp_predict_entry", entries.predict, error)) ||
+      (hasPredict && !entries.weightCopies.empty() &&
+       !lookUpEntry(*engine, "mp_predict_weights_entry",
+                    entries.predictWeights, error)))
     return false;
-  }
-  entries.train = *train;
-  if (entries.window > 1) {
-    auto accumulate = engine->lookupPacked("mp_accumulate_entry");
-    if (!accumulate) {
-      error =
-          "JIT compilation failed: " + llvm::toString(accumulate.takeError());
-      return false;
-    }
-    entries.accumulate = *accumulate;
-  }
-  if (hasPredict) {
-    auto predict = engine->lookupPacked("mp_predict_entry");
-    if (!predict) {
-      error = "JIT compilation failed: " + llvm::toString(predict.takeError());
-      return false;
-    }
-    entries.predict = *predict;
-    if (!entries.weightCopies.empty()) {
-      auto weights = engine->lookupPacked("mp_predict_weights_entry");
-      if (!weights) {
-        error =
-            "JIT compilation failed: " + llvm::toString(weights.takeError());
-        return false;
-      }
-      entries.predictWeights = *weights;
-    }
-  }
   return createBackend(std::move(cuda), error);
 }
 

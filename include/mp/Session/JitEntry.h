@@ -202,6 +202,11 @@ class CudaDevice;
 std::unique_ptr<mlir::ExecutionEngine>
 compileModule(mlir::ModuleOp module, CudaDevice *cuda, std::string &error);
 
+/// The packed wrapper (`_mlir_<name>`) of the JIT-compiled entry `name`;
+/// false with `error` when the engine has none.
+bool lookUpEntry(mlir::ExecutionEngine &engine, llvm::StringRef name,
+                 void (*&entry)(void **), std::string &error);
+
 /// Inlines what the entries addEntry made call: results are then computed
 /// in the caller's buffers (bufferization writes them there directly and
 /// needs no run-time ownership checks of returned buffers, host code the
