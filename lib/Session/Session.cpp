@@ -704,6 +704,13 @@ uint64_t Session::devicePeakBytes() const {
   return backend ? backend->devicePeakBytes() : 0;
 }
 
+uint64_t Session::predictionCopyBytes() const {
+  uint64_t bytes = 0;
+  for (const CompiledEntries::WeightCopy &c : entries.weightCopies)
+    bytes += training.params[c.param].numElements() * c.elementBytes;
+  return bytes;
+}
+
 void Session::syncToHost() const {
   if (backend)
     backend->syncToHost(training);

@@ -910,9 +910,15 @@ static int runCommandLine(int argc, char **argv) {
                 "samples/s\n",
                 acc, precision.c_str(), (long long)test.rows,
                 test.rows / std::max(seconds, 1e-9));
-    std::printf("memory: parameters %.3f MB (f32 host buffers); compiled "
-                "code held at most %.3f MB in a prediction\n",
-                megabytes(hostBytes(session->parameters())),
+    std::printf("memory: parameters %.3f MB (f32 host buffers)",
+                megabytes(hostBytes(session->parameters())));
+    if (uint64_t copies = session->predictionCopyBytes())
+      std::printf(
+          " and their %s copies %.3f MB",
+          mlir::mp::stringifyFloatPrecision(session->trainOptions().precision)
+              .data(), // ODS spellings are string literals
+          megabytes(copies));
+    std::printf("; compiled code held at most %.3f MB in a prediction\n",
                 megabytes(predictMemory.peak));
     if (checker)
       checker->printSummary(stdout);
