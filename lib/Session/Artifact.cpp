@@ -350,10 +350,6 @@ bool readTensors(const llvm::json::Object &metadata, llvm::StringRef key,
   return true;
 }
 
-} // namespace
-
-namespace {
-
 /// CompiledEntries' weight copies of the prediction, as artifact metadata
 /// records them (absent: the prediction takes every parameter).
 llvm::json::Object predictCopiesJson(const CompiledEntries &entries) {
