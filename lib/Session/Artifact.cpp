@@ -366,6 +366,33 @@ llvm::json::Object predictCopiesJson(const CompiledEntries &entries) {
       {"arguments", std::move(arguments)}};
 }
 
+/// The training step's weight copies (CompiledEntries::stepCopies).
+llvm::json::Array stepCopiesJson(const CompiledEntries &entries) {
+  llvm::json::Array copies;
+  for (const CompiledEntries::WeightCopy &c : entries.stepCopies)
+    copies.push_back(llvm::json::Object{{"param", c.param},
+                                        {"element_bytes", c.elementBytes}});
+  return copies;
+}
+
+bool readStepCopies(const llvm::json::Array *record, size_t params,
+                    CompiledEntries &entries) {
+  entries.stepCopies.clear();
+  if (!record) // written before steps had copies
+    return true;
+  for (const llvm::json::Value &c : *record) {
+    const llvm::json::Object *o = c.getAsObject();
+    std::optional<int64_t> param = o ? o->getInteger("param") : std::nullopt;
+    std::optional<int64_t> bytes =
+        o ? o->getInteger("element_bytes") : std::nullopt;
+    if (!param || *param < 0 || static_cast<size_t>(*param) >= params ||
+        !bytes || *bytes != 2)
+      return false;
+    entries.stepCopies.push_back({*param, *bytes});
+  }
+  return true;
+}
+
 bool readPredictCopies(const llvm::json::Object *record, size_t params,
                        CompiledEntries &entries) {
   entries.weightsArguments.clear();
@@ -460,6 +487,7 @@ llvm::json::Object Session::artifactMetadata() const {
       {"parameters", tensorsJson(training.params)},
       {"state", tensorsJson(training.state)},
       {"predict_weight_copies", predictCopiesJson(entries)},
+      {"train_weight_copies", stepCopiesJson(entries)},
   };
 }
 
@@ -566,6 +594,9 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   if (!readPredictCopies(metadata.getObject("predict_weight_copies"),
                          training.params.size(), entries))
     return bad("predict_weight_copies");
+  if (!readStepCopies(metadata.getArray("train_weight_copies"),
+                      training.params.size(), entries))
+    return bad("train_weight_copies");
   // Absent from artifacts written before they carried them: none.
   initialValues.clear();
   if (const llvm::json::Object *initial = metadata.getObject("initial_values"))
@@ -832,6 +863,8 @@ bool Session::emitArtifact(
     functions["predict"] = "mp_predict_entry";
   if (!entries.weightCopies.empty())
     functions["predict_weights"] = "mp_predict_weights_entry";
+  if (!entries.stepCopies.empty())
+    functions["train_copies"] = "mp_train_copies_entry";
   return writeArtifactFile(module, cc, std::move(metadata), functions,
                            outputPath, error, progress);
 }
@@ -1001,6 +1034,9 @@ bool Session::loadArtifact(const std::string &artifactPath, bool codeOnly,
   entries.train = artifactEntry(handle, metadata, "train");
   if (!entries.train)
     return fail("lacks its training step entry");
+  if (!entries.stepCopies.empty() &&
+      !(entries.trainCopies = artifactEntry(handle, metadata, "train_copies")))
+    return fail("lacks its weight copies' entry");
   if (entries.window > 1 &&
       !(entries.accumulate = artifactEntry(handle, metadata, "accumulate")))
     return fail("lacks its gradient accumulation entry");

@@ -49,13 +49,21 @@ public:
     args.addMemRef(&result.loss, {});
     args.addMemRef(&stepped, {});
     args.addMemRef(&result.gradNorm, {});
-    {
-      StepThreads threads;
-      entries.train(args.get().data());
+    StepThreads threads;
+    if (entries.trainCopies) {
+      // The 16-bit weights the step reads, then where it writes the next.
+      makeStepCopies(training);
+      for (auto [c, bytes] : llvm::zip(entries.stepCopies, stepCopies))
+        args.addMemRef(bytes.data(), training.params[c.param].shape);
+      for (auto [c, bytes] :
+           llvm::zip(entries.stepCopies, inPlace ? stepCopies : nextStepCopies))
+        args.addMemRef(bytes.data(), training.params[c.param].shape);
     }
+    entries.train(args.get().data());
     if (!inPlace) {
       std::swap(training.params, nextParams);
       std::swap(training.state, nextState);
+      std::swap(stepCopies, nextStepCopies);
     }
     finishStep(training, next, stepped, result);
     copiesCurrent = false; // new parameters
@@ -113,7 +121,10 @@ public:
 
   /// The caller may change the parameters from here on: the weight copies
   /// are made again before the next prediction.
-  void syncToHost(TrainingState &) override { copiesCurrent = false; }
+  void syncToHost(TrainingState &) override {
+    copiesCurrent = false;
+    stepCopiesCurrent = false;
+  }
 
 private:
   /// The prediction's f16/bf16 weight copies, made from the parameters
@@ -138,6 +149,28 @@ private:
     // (A copy the runtime refuses is still correct, only repacked.)
     for (std::vector<uint8_t> &bytes : copies)
       mprt_gemm_declare_constant(bytes.data(), bytes.size());
+  }
+
+  /// The step's 16-bit weight copies, made from the parameters unless the
+  /// last step wrote them and nothing touched the parameters since.
+  void makeStepCopies(TrainingState &training) {
+    if (stepCopies.empty())
+      for (const CompiledEntries::WeightCopy &c : entries.stepCopies) {
+        size_t bytes = training.params[c.param].numElements() * c.elementBytes;
+        stepCopies.emplace_back(bytes);
+        if (!entries.inPlaceUpdates)
+          nextStepCopies.emplace_back(bytes);
+      }
+    if (stepCopiesCurrent)
+      return;
+    PackedArgs args;
+    for (const CompiledEntries::WeightCopy &c : entries.stepCopies)
+      args.addMemRef(training.params[c.param].data.data(),
+                     training.params[c.param].shape);
+    for (auto [c, bytes] : llvm::zip(entries.stepCopies, stepCopies))
+      args.addMemRef(bytes.data(), training.params[c.param].shape);
+    entries.trainCopies(args.get().data());
+    stepCopiesCurrent = true;
   }
 
   /// Releasing a range that was never declared does nothing.
@@ -172,6 +205,10 @@ private:
   CompiledEntries entries;
   std::vector<std::vector<uint8_t>> copies;
   bool copiesCurrent = false;
+  // The step's copies (and, without in-place updates, where it writes the
+  // next ones); current after every step.
+  std::vector<std::vector<uint8_t>> stepCopies, nextStepCopies;
+  bool stepCopiesCurrent = false;
   // Where the step writes the new values unless it may overwrite the old
   // ones (then empty).
   std::vector<HostTensor> nextParams, nextState, nextSums;

@@ -300,6 +300,15 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
     error = "inlining the training step failed\n" + diagnostics;
     return false;
   }
+  // A CPU f16/bf16 step reads 16-bit weight copies its update writes
+  // (GPU and probed steps convert every step).
+  entries.trainCopies = nullptr;
+  entries.stepCopies.clear();
+  std::vector<std::pair<int64_t, int64_t>> stepCopies;
+  if (!gpu && options.probes == TrainOptions::Probes::None &&
+      keepStepWeightCopies(*module, 2, training.params.size(), stepCopies))
+    for (auto [param, bytes] : stepCopies)
+      entries.stepCopies.push_back({param, bytes});
   training.scalars.scale = scaleMode == LossScalingMode::None
                                ? 1.0f
                                : static_cast<float>(options.lossScale.initial);
@@ -481,14 +490,16 @@ bool Session::compile(const std::string &modelPath,
   if (!(engine = compileModule(*module, cuda.get(), error)))
     return false;
   if (!lookUpEntry(*engine, "mp_train_entry", entries.train, error) ||
-      (entries.window > 1 &&
-       !lookUpEntry(*engine, "mp_accumulate_entry", entries.accumulate,
-                    error)) ||
+      (entries.window > 1 && !lookUpEntry(*engine, "mp_accumulate_entry",
+                                          entries.accumulate, error)) ||
       (hasPredict &&
        !lookUpEntry(*engine, "mp_predict_entry", entries.predict, error)) ||
       (hasPredict && !entries.weightCopies.empty() &&
-       !lookUpEntry(*engine, "mp_predict_weights_entry",
-                    entries.predictWeights, error)))
+       !lookUpEntry(*engine, "mp_predict_weights_entry", entries.predictWeights,
+                    error)) ||
+      (!entries.stepCopies.empty() &&
+       !lookUpEntry(*engine, "mp_train_copies_entry", entries.trainCopies,
+                    error)))
     return false;
   return createBackend(std::move(cuda), error);
 }

@@ -202,6 +202,21 @@ class CudaDevice;
 std::unique_ptr<mlir::ExecutionEngine>
 compileModule(mlir::ModuleOp module, CudaDevice *cuda, std::string &error);
 
+/// On the inlined `mp_train_entry` of a bf16/f16 step (its parameters the
+/// arguments from `firstParam` on, their new values the arguments marked
+/// mp.update_of): each parameter the step converts to 16 bits once, whose
+/// new value an all-parallel generic makes, is read from a new argument
+/// holding that copy, and the generic also writes the next step's copy into
+/// a second new argument (mp.update_of the first). The new arguments come
+/// last: every copy read, then every copy written. Adds the entry
+/// `mp_train_copies_entry(parameters..., copies...)` that makes the copies
+/// from the parameters (the same conversion). `copies` gets (parameter
+/// index, element bytes) in argument order; false when no parameter
+/// qualifies (nothing changed). StepWeightCopies.cpp.
+bool keepStepWeightCopies(mlir::ModuleOp module, unsigned firstParam,
+                          unsigned numParams,
+                          std::vector<std::pair<int64_t, int64_t>> &copies);
+
 /// The packed wrapper (`_mlir_<name>`) of the JIT-compiled entry `name`;
 /// false with `error` when the engine has none.
 bool lookUpEntry(mlir::ExecutionEngine &engine, llvm::StringRef name,

@@ -172,6 +172,14 @@ struct CompiledEntries {
   std::vector<int64_t> weightsArguments;
   std::vector<WeightCopy> weightCopies;
   std::vector<PredictArgument> predictArguments;
+  /// A CPU f16/bf16 training step reads 16-bit copies of the weights
+  /// `stepCopies` names and its update writes the next step's
+  /// (keepStepWeightCopies, JitEntry.h): their buffers are the step's last
+  /// arguments, read then written. `trainCopies` makes them from the
+  /// parameters (for the first step, and after the parameters changed
+  /// outside a step).
+  PackedFn trainCopies = nullptr;
+  std::vector<WeightCopy> stepCopies;
 };
 
 /// Scalars of the training state that travel with the parameters.
