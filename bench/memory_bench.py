@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN = re.compile(r"^memory: weights (\d+) bytes \(f32 parameters\); compiled code "
+TRAIN = re.compile(r"^memory: weights (\d+) bytes \(f32 parameters[^)]*\); compiled code "
                    r"held at most (\d+) bytes in a training step")
 INFER = re.compile(r"^memory: weights (\d+) bytes held by the session; compiled "
                    r"code held at most (\d+) bytes in a prediction")

@@ -306,6 +306,7 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   entries.stepCopies.clear();
   std::vector<std::pair<int64_t, int64_t>> stepCopies;
   if (!gpu && options.probes == TrainOptions::Probes::None &&
+      stepWeightCopiesEnabled() &&
       keepStepWeightCopies(*module, 2, training.params.size(), stepCopies))
     for (auto [param, bytes] : stepCopies)
       entries.stepCopies.push_back({param, bytes});
@@ -713,6 +714,13 @@ bool Session::onDevice() const { return backend && backend->onDevice(); }
 
 uint64_t Session::devicePeakBytes() const {
   return backend ? backend->devicePeakBytes() : 0;
+}
+
+uint64_t Session::stepCopyBytes() const {
+  uint64_t bytes = 0;
+  for (const CompiledEntries::WeightCopy &c : entries.stepCopies)
+    bytes += training.params[c.param].numElements() * c.elementBytes;
+  return bytes;
 }
 
 uint64_t Session::predictionCopyBytes() const {

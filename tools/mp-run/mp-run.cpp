@@ -1062,18 +1062,27 @@ static int runCommandLine(int argc, char **argv) {
                 (unsigned long long)session->devicePeakBytes());
     return 0;
   }
+  // A 16-bit step keeps copies of its weights between steps: say so.
+  uint64_t copies = session->stepCopyBytes();
+  std::string copiesText =
+      copies ? ", 16-bit weight copies " +
+                   llvm::formatv("{0:F3}", megabytes(copies)).str() + " MB"
+             : "";
   std::printf("memory: parameters %.3f MB and optimizer state %.3f MB (f32 "
-              "host buffers, %s); compiled code held at most %.3f MB in a "
+              "host buffers, %s)%s; compiled code held at most %.3f MB in a "
               "training step and %.3f MB in a prediction\n",
               megabytes(hostBytes(session->parameters())),
               megabytes(hostBytes(session->optimizerState())),
               session->updatesInPlace() ? "updated in place"
                                         : "held twice, old and new",
-              megabytes(trainMemory.peak), megabytes(predictMemory.peak));
-  // The bytes bench/memory_bench.py reads (docs/memory.md).
-  std::printf("memory: weights %lld bytes (f32 parameters); compiled code "
+              copiesText.c_str(), megabytes(trainMemory.peak),
+              megabytes(predictMemory.peak));
+  // The bytes bench/memory_bench.py reads (docs/memory.md): the weights a
+  // step reads, 16-bit copies included.
+  std::printf("memory: weights %lld bytes (f32 parameters%s); compiled code "
               "held at most %lld bytes in a training step (batch %lld)\n",
-              (long long)hostBytes(session->parameters()),
+              (long long)(hostBytes(session->parameters()) + copies),
+              copies ? " and their 16-bit copies" : "",
               (long long)trainMemory.peak, (long long)b);
   if (checker)
     checker->printSummary(stdout);

@@ -369,6 +369,9 @@ public:
   bool updatesInPlace() const { return entries.inPlaceUpdates; }
   /// A GPU session's device pool peak bytes (0 on the CPU).
   uint64_t devicePeakBytes() const;
+  /// Bytes of the f16/bf16 weight copies the training step reads (held from
+  /// the first step on; 0 when the step converts its weights itself).
+  uint64_t stepCopyBytes() const;
   /// Bytes of the f16/bf16 weight copies predictions read (held once the
   /// session has predicted; 0 when predictions convert per call).
   uint64_t predictionCopyBytes() const;
