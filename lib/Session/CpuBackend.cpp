@@ -12,7 +12,10 @@ namespace {
 
 class CpuBackend : public StepBackend {
 public:
-  ~CpuBackend() override { releaseCopies(); }
+  ~CpuBackend() override {
+    releaseCopies();
+    releaseStepCopies();
+  }
 
   CpuBackend(const CompiledEntries &entries, const TrainingState &training)
       : entries(entries) {
@@ -22,6 +25,19 @@ public:
     }
     if (!entries.accumulateInPlace)
       nextSums = training.sums;
+    // Predictions read the step's copies where those are the same ones (a
+    // session that trains and predicts then holds one set).
+    for (const CompiledEntries::WeightCopy &c : entries.weightCopies) {
+      auto same = llvm::find_if(
+          entries.stepCopies, [&](const CompiledEntries::WeightCopy &s) {
+            return s.param == c.param && s.elementBytes == c.elementBytes;
+          });
+      sharedCopies.push_back(same == entries.stepCopies.end()
+                                 ? -1
+                                 : same - entries.stepCopies.begin());
+    }
+    predictFromStepCopies = entries.trainCopies && !sharedCopies.empty() &&
+                            !llvm::is_contained(sharedCopies, -1);
   }
 
   bool trainStep(TrainingState &training, const float *x, const float *labels,
@@ -51,8 +67,10 @@ public:
     args.addMemRef(&result.gradNorm, {});
     StepThreads threads;
     if (entries.trainCopies) {
-      // The 16-bit weights the step reads, then where it writes the next.
+      // The 16-bit weights the step reads, then where it writes the next
+      // (no longer constant for the products).
       makeStepCopies(training);
+      releaseStepCopies();
       for (auto [c, bytes] : llvm::zip(entries.stepCopies, stepCopies))
         args.addMemRef(bytes.data(), training.params[c.param].shape);
       for (auto [c, bytes] :
@@ -103,14 +121,23 @@ public:
       for (HostTensor &p : training.params)
         args.addMemRef(p.data.data(), p.shape);
     } else {
-      makeWeightCopies(training);
+      if (predictFromStepCopies) {
+        makeStepCopies(training);
+        declareStepCopies();
+      } else {
+        makeWeightCopies(training);
+      }
       for (const CompiledEntries::PredictArgument &a :
            entries.predictArguments) {
         const HostTensor &p =
             training
                 .params[a.copy ? entries.weightCopies[a.index].param : a.index];
-        void *data = a.copy ? static_cast<void *>(copies[a.index].data())
-                            : const_cast<float *>(p.data.data());
+        void *data =
+            !a.copy ? const_cast<float *>(p.data.data())
+            : predictFromStepCopies
+                ? static_cast<void *>(
+                      stepCopies[sharedCopies[a.index]].data())
+                : static_cast<void *>(copies[a.index].data());
         args.addMemRef(data, p.shape);
       }
     }
@@ -163,6 +190,7 @@ private:
       }
     if (stepCopiesCurrent)
       return;
+    releaseStepCopies();
     PackedArgs args;
     for (const CompiledEntries::WeightCopy &c : entries.stepCopies)
       args.addMemRef(training.params[c.param].data.data(),
@@ -171,6 +199,24 @@ private:
       args.addMemRef(bytes.data(), training.params[c.param].shape);
     entries.trainCopies(args.get().data());
     stepCopiesCurrent = true;
+  }
+
+  /// The step's copies read by predictions: constant until the next step
+  /// (or outside access) changes them, so the products pack them once.
+  void declareStepCopies() {
+    if (stepCopiesDeclared)
+      return;
+    for (std::vector<uint8_t> &bytes : stepCopies)
+      mprt_gemm_declare_constant(bytes.data(), bytes.size());
+    stepCopiesDeclared = true;
+  }
+
+  void releaseStepCopies() {
+    if (!stepCopiesDeclared)
+      return;
+    for (std::vector<uint8_t> &bytes : stepCopies)
+      mprt_gemm_release_constant(bytes.data());
+    stepCopiesDeclared = false;
   }
 
   /// Releasing a range that was never declared does nothing.
@@ -208,7 +254,11 @@ private:
   // The step's copies (and, without in-place updates, where it writes the
   // next ones); current after every step.
   std::vector<std::vector<uint8_t>> stepCopies, nextStepCopies;
-  bool stepCopiesCurrent = false;
+  bool stepCopiesCurrent = false, stepCopiesDeclared = false;
+  // For each prediction copy, the step copy it is (-1: none); all found:
+  // predictions read the step's copies.
+  std::vector<int64_t> sharedCopies;
+  bool predictFromStepCopies = false;
   // Where the step writes the new values unless it may overwrite the old
   // ones (then empty).
   std::vector<HostTensor> nextParams, nextState, nextSums;
