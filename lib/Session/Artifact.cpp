@@ -350,47 +350,45 @@ bool readTensors(const llvm::json::Object &metadata, llvm::StringRef key,
   return true;
 }
 
-/// CompiledEntries' weight copies of the prediction, as artifact metadata
-/// records them (absent: the prediction takes every parameter).
-llvm::json::Object predictCopiesJson(const CompiledEntries &entries) {
-  llvm::json::Array copies, arguments;
-  for (const CompiledEntries::WeightCopy &c : entries.weightCopies)
-    copies.push_back(llvm::json::Object{{"param", c.param},
-                                        {"element_bytes", c.elementBytes}});
-  for (const CompiledEntries::PredictArgument &a : entries.predictArguments)
-    arguments.push_back(
-        llvm::json::Object{{"copy", a.copy}, {"index", a.index}});
-  return llvm::json::Object{
-      {"weights_arguments", llvm::json::Array(entries.weightsArguments)},
-      {"copies", std::move(copies)},
-      {"arguments", std::move(arguments)}};
+/// Weight copies (CompiledEntries::WeightCopy) as artifact metadata
+/// records them, and read back: false unless each names a parameter and 2
+/// bytes an element (f16, bf16).
+llvm::json::Array copiesJson(
+    const std::vector<CompiledEntries::WeightCopy> &copies) {
+  llvm::json::Array array;
+  for (const CompiledEntries::WeightCopy &c : copies)
+    array.push_back(llvm::json::Object{{"param", c.param},
+                                       {"element_bytes", c.elementBytes}});
+  return array;
 }
 
-/// The training step's weight copies (CompiledEntries::stepCopies).
-llvm::json::Array stepCopiesJson(const CompiledEntries &entries) {
-  llvm::json::Array copies;
-  for (const CompiledEntries::WeightCopy &c : entries.stepCopies)
-    copies.push_back(llvm::json::Object{{"param", c.param},
-                                        {"element_bytes", c.elementBytes}});
-  return copies;
-}
-
-bool readStepCopies(const llvm::json::Array *record, size_t params,
-                    CompiledEntries &entries) {
-  entries.stepCopies.clear();
-  if (!record) // written before steps had copies
-    return true;
-  for (const llvm::json::Value &c : *record) {
+bool readCopies(const llvm::json::Array &array, size_t params,
+                std::vector<CompiledEntries::WeightCopy> &copies) {
+  copies.clear();
+  for (const llvm::json::Value &c : array) {
     const llvm::json::Object *o = c.getAsObject();
     std::optional<int64_t> param = o ? o->getInteger("param") : std::nullopt;
     std::optional<int64_t> bytes =
         o ? o->getInteger("element_bytes") : std::nullopt;
     if (!param || *param < 0 || static_cast<size_t>(*param) >= params ||
-        !bytes || *bytes != 2)
+        bytes != 2)
       return false;
-    entries.stepCopies.push_back({*param, *bytes});
+    copies.push_back({*param, *bytes});
   }
   return true;
+}
+
+/// The prediction's weight copies, the parameters its conversion takes and
+/// what each prediction argument is (absent: it takes every parameter).
+llvm::json::Object predictCopiesJson(const CompiledEntries &entries) {
+  llvm::json::Array arguments;
+  for (const CompiledEntries::PredictArgument &a : entries.predictArguments)
+    arguments.push_back(
+        llvm::json::Object{{"copy", a.copy}, {"index", a.index}});
+  return llvm::json::Object{
+      {"weights_arguments", llvm::json::Array(entries.weightsArguments)},
+      {"copies", copiesJson(entries.weightCopies)},
+      {"arguments", std::move(arguments)}};
 }
 
 bool readPredictCopies(const llvm::json::Object *record, size_t params,
@@ -413,15 +411,8 @@ bool readPredictCopies(const llvm::json::Object *record, size_t params,
       return false;
     entries.weightsArguments.push_back(*w.getAsInteger());
   }
-  for (const llvm::json::Value &c : *copies) {
-    const llvm::json::Object *o = c.getAsObject();
-    std::optional<int64_t> param = o ? o->getInteger("param") : std::nullopt;
-    std::optional<int64_t> bytes =
-        o ? o->getInteger("element_bytes") : std::nullopt;
-    if (!index(param, params) || !bytes || (*bytes != 2 && *bytes != 4))
-      return false;
-    entries.weightCopies.push_back({*param, *bytes});
-  }
+  if (!readCopies(*copies, params, entries.weightCopies))
+    return false;
   for (const llvm::json::Value &a : *arguments) {
     const llvm::json::Object *o = a.getAsObject();
     std::optional<bool> copy = o ? o->getBoolean("copy") : std::nullopt;
@@ -487,7 +478,7 @@ llvm::json::Object Session::artifactMetadata() const {
       {"parameters", tensorsJson(training.params)},
       {"state", tensorsJson(training.state)},
       {"predict_weight_copies", predictCopiesJson(entries)},
-      {"train_weight_copies", stepCopiesJson(entries)},
+      {"train_weight_copies", copiesJson(entries.stepCopies)},
   };
 }
 
@@ -594,8 +585,12 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   if (!readPredictCopies(metadata.getObject("predict_weight_copies"),
                          training.params.size(), entries))
     return bad("predict_weight_copies");
-  if (!readStepCopies(metadata.getArray("train_weight_copies"),
-                      training.params.size(), entries))
+  // Absent from artifacts written before steps had copies: none.
+  const llvm::json::Array *stepCopies =
+      metadata.getArray("train_weight_copies");
+  entries.stepCopies.clear();
+  if (stepCopies &&
+      !readCopies(*stepCopies, training.params.size(), entries.stepCopies))
     return bad("train_weight_copies");
   // Absent from artifacts written before they carried them: none.
   initialValues.clear();

@@ -716,18 +716,22 @@ uint64_t Session::devicePeakBytes() const {
   return backend ? backend->devicePeakBytes() : 0;
 }
 
-uint64_t Session::stepCopyBytes() const {
+/// The bytes of `copies` of the parameters `params`.
+static uint64_t
+copyBytes(const std::vector<CompiledEntries::WeightCopy> &copies,
+          const std::vector<HostTensor> &params) {
   uint64_t bytes = 0;
-  for (const CompiledEntries::WeightCopy &c : entries.stepCopies)
-    bytes += training.params[c.param].numElements() * c.elementBytes;
+  for (const CompiledEntries::WeightCopy &c : copies)
+    bytes += params[c.param].numElements() * c.elementBytes;
   return bytes;
 }
 
+uint64_t Session::stepCopyBytes() const {
+  return copyBytes(entries.stepCopies, training.params);
+}
+
 uint64_t Session::predictionCopyBytes() const {
-  uint64_t bytes = 0;
-  for (const CompiledEntries::WeightCopy &c : entries.weightCopies)
-    bytes += training.params[c.param].numElements() * c.elementBytes;
-  return bytes;
+  return copyBytes(entries.weightCopies, training.params);
 }
 
 void Session::syncToHost() const {
