@@ -16,7 +16,11 @@ to f32 (the issue's target: mixed at most 0.70x f32). What is counted:
 docs/memory.md.
 
 Usage: bench/memory_bench.py [--batches 64,1024] [--mp-run build/bin/mp-run]
+                             [--weight-copies keep|convert]
                              [--require KIND:PRECISION:BATCH:MAX ...]
+--weight-copies is mp-run train's (keep, the default: the 16-bit step keeps
+copies of its weights between steps, counted with the weights; convert:
+every step converts them).
 --require fails (exit 1) unless that row's weights + peak is at most MAX
 times f32's (test/mp-run/memory.test).
 """
@@ -57,7 +61,7 @@ def run(mp_run, args, pattern):
     sys.exit(f"mp-run {' '.join(args)}: no memory line in\n{out.stdout}")
 
 
-def measure(mp_run, batch, work):
+def measure(mp_run, batch, work, weight_copies):
     model = os.path.join(work, f"digits_mlp_b{batch}.mlir")
     with open(os.path.join(ROOT, "examples", "digits_mlp.mlir")) as f:
         text = rebatch(f.read(), batch)
@@ -69,7 +73,8 @@ def measure(mp_run, batch, work):
         extra = ["--checkpoint", checkpoint] if precision == "f32" else []
         rows[("train", precision)] = run(
             mp_run, ["train", model, "--precision", precision, "--epochs", "1",
-                     "--seed", "0"] + extra, TRAIN)
+                     "--seed", "0", "--weight-copies", weight_copies] + extra,
+            TRAIN)
     for precision in ("f32", "bf16", "f16"):
         rows[("infer", precision)] = run(
             mp_run, ["infer", model, "--checkpoint", checkpoint, "--precision",
@@ -81,6 +86,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", default="64,1024")
     parser.add_argument("--mp-run", default=os.path.join(ROOT, "build", "bin", "mp-run"))
+    parser.add_argument("--weight-copies", choices=("keep", "convert"), default="keep")
     parser.add_argument("--require", action="append", default=[],
                         metavar="KIND:PRECISION:BATCH:MAX")
     args = parser.parse_args()
@@ -96,8 +102,9 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for batch in [int(b) for b in args.batches.split(",")]:
             print(f"  batch {batch} ...", file=sys.stderr)
-            rows = measure(args.mp_run, batch, work)
-            print(f"## Digits MLP 64-512-512-10, batch {batch}")
+            rows = measure(args.mp_run, batch, work, args.weight_copies)
+            print(f"## Digits MLP 64-512-512-10, batch {batch} "
+                  f"(training with --weight-copies {args.weight_copies})")
             print()
             print("| run | precision | weights MiB | peak MiB (activations, "
                   "gradients, copies) | weights + peak MiB | vs f32 |")

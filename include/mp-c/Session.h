@@ -92,6 +92,11 @@ typedef struct mp_session_options {
    * and a `batch_size` given above is the global batch). 0 (default): one
    * process. */
   int distributed;
+  /* A CPU f16/bf16 step's 16-bit weights, as mp-run's --weight-copies:
+   * "keep" (NULL or the default: kept between steps, written by the
+   * optimizer update; faster) or "convert" (converted in every step; 2
+   * bytes per weight less memory). The same results either way. */
+  const char *weight_copies;
 } mp_session_options;
 
 /* Fills `options` with the defaults above. */

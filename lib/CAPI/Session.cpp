@@ -91,6 +91,8 @@ void mp_session_options_init(mp_session_options *options) {
   static const std::string optimizer =
       mlir::mp::stringifyOptimizerAlgorithm(defaults.optimizer).str();
   static const std::string device = mp::stringifyDevice(defaults.device).str();
+  static const std::string weightCopies =
+      mp::stringifyWeightCopies(defaults.weightCopies).str();
   options->precision = precision.c_str();
   options->loss_scale = lossScale.c_str();
   options->optimizer = optimizer.c_str();
@@ -112,6 +114,7 @@ void mp_session_options_init(mp_session_options *options) {
   options->qat = defaults.qat ? 1 : 0;
   options->qat_freeze_after = defaults.qatFreezeAfter;
   options->distributed = defaults.distributed ? 1 : 0;
+  options->weight_copies = weightCopies.c_str();
 }
 
 const char *mp_last_error(void) { return lastError.c_str(); }
@@ -134,7 +137,9 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
       (o.optimizer &&
        !mp::parseOptimizer(o.optimizer, train.optimizer, error)) ||
       (o.device && !mp::parseDevice(o.device, train.device, error)) ||
-      (o.loss && !mp::parseLossKind(o.loss, train.addLoss, error)))
+      (o.loss && !mp::parseLossKind(o.loss, train.addLoss, error)) ||
+      (o.weight_copies &&
+       !mp::parseWeightCopies(o.weight_copies, train.weightCopies, error)))
     return fail(error);
   if (o.batch_size < 0)
     return fail("mp_session_create: batch_size " +

@@ -537,6 +537,11 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   compiledOptions.qat = o->getBoolean("qat").value_or(false);
   compiledOptions.qatFreezeAfter =
       o->getInteger("qat_freeze_after").value_or(0);
+  // Absent from artifacts written before it was an option: the default.
+  compiledOptions.weightCopies = TrainOptions().weightCopies;
+  if (std::optional<llvm::StringRef> copies = o->getString("weight_copies"))
+    if (!parseWeightCopies(*copies, compiledOptions.weightCopies, ignored))
+      return bad("weight_copies");
   compiledOptions.keepF32.clear();
   if (const llvm::json::Array *pins = o->getArray("keep_f32"))
     for (const llvm::json::Value &pin : *pins)

@@ -113,7 +113,8 @@ llvm::json::Object compileOptionsJson(const TrainOptions &o) {
        o.addLoss ? llvm::json::Value(mlir::mp::stringifyLossKind(*o.addLoss))
                  : llvm::json::Value(nullptr)},
       {"model_batch", o.modelBatch},
-      {"ranks", o.ranks}};
+      {"ranks", o.ranks},
+      {"weight_copies", stringifyWeightCopies(o.weightCopies)}};
 }
 
 namespace {

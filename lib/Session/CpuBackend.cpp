@@ -85,6 +85,11 @@ public:
     }
     finishStep(training, next, stepped, result);
     copiesCurrent = false; // new parameters
+    // A session that converts its weights in every step (--weight-copies
+    // convert) keeps no 16-bit copies through the steps: the predictions'
+    // are made again at the next prediction.
+    if (!entries.trainCopies)
+      dropCopies();
     for (HostTensor &sum : training.sums)
       std::fill(sum.data.begin(), sum.data.end(), 0.0f);
     return true;
@@ -223,6 +228,11 @@ private:
   void releaseCopies() {
     for (std::vector<uint8_t> &bytes : copies)
       mprt_gemm_release_constant(bytes.data());
+  }
+
+  void dropCopies() {
+    releaseCopies();
+    copies = {};
   }
 
   /// The loss's arguments as both entries take them first: the batch and

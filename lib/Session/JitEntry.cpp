@@ -139,8 +139,6 @@ bool parallelLoopsEnabled() { return switchedOn("MP_PARALLEL_LOOPS"); }
 
 bool approximateMathEnabled() { return switchedOn("MP_APPROXIMATE_MATH"); }
 
-bool stepWeightCopiesEnabled() { return switchedOn("MP_WEIGHT_COPIES"); }
-
 bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
                  std::string &diagnostics, bool &vectorized) {
   MLIRContext *context = module->getContext();

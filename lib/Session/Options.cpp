@@ -163,6 +163,19 @@ llvm::StringRef stringifyDevice(Device device) {
   return device == Device::Cpu ? "cpu" : "cuda";
 }
 
+bool parseWeightCopies(llvm::StringRef text, WeightCopies &copies,
+                       std::string &error) {
+  if (text == "keep" || text == "convert") {
+    copies = text == "keep" ? WeightCopies::Keep : WeightCopies::Convert;
+    return true;
+  }
+  return refuse("--weight-copies", text, "keep or convert", error);
+}
+
+llvm::StringRef stringifyWeightCopies(WeightCopies copies) {
+  return copies == WeightCopies::Keep ? "keep" : "convert";
+}
+
 bool parseQuantMethod(llvm::StringRef text, QuantizationMethod &method,
                       std::string &error) {
   if (std::optional<QuantizationMethod> value =

@@ -306,7 +306,7 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   entries.stepCopies.clear();
   std::vector<std::pair<int64_t, int64_t>> stepCopies;
   if (!gpu && options.probes == TrainOptions::Probes::None &&
-      stepWeightCopiesEnabled() &&
+      options.weightCopies == WeightCopies::Keep &&
       keepStepWeightCopies(*module, 2, training.params.size(), stepCopies))
     for (auto [param, bytes] : stepCopies)
       entries.stepCopies.push_back({param, bytes});
@@ -900,6 +900,8 @@ bool Session::saveCheckpoint(const std::string &path,
            {"qat", compiledOptions.qat},
            {"qat_freeze_after", compiledOptions.qatFreezeAfter},
            {"keep_f32", llvm::json::Array(compiledOptions.keepF32)},
+           {"weight_copies",
+            stringifyWeightCopies(compiledOptions.weightCopies)},
            {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};
   std::string text;
   llvm::raw_string_ostream os(text);

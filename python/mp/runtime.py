@@ -47,7 +47,7 @@ class _Options(ctypes.Structure):
                 ("cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p),
                 ("loss", ctypes.c_char_p), ("batch_size", ctypes.c_int64),
                 ("qat", ctypes.c_int), ("qat_freeze_after", ctypes.c_int64),
-                ("distributed", ctypes.c_int)]
+                ("distributed", ctypes.c_int), ("weight_copies", ctypes.c_char_p)]
 
 
 class _InferOptions(ctypes.Structure):
@@ -275,7 +275,7 @@ class Session:
                  tf32=None, accumulate=None, keep_f32=None, scale_margin=None,
                  scale_hysteresis=None, cache=True, cache_dir=None, loss=None,
                  batch_size=None, qat=False, qat_freeze_after=None,
-                 distributed=False):
+                 distributed=False, weight_copies=None):
         """Options left None take the library's defaults
         (mp_session_options_init: f32, loss scale by precision, SGD, lr
         0.05, momentum 0.9, no weight decay, seed 0, the CPU, TF32 as
@@ -304,12 +304,16 @@ class Session:
         rank creates the same session, starts from rank 0's parameters and
         passes its share of each global batch to train_step (rows
         [process_rank * batch_size, ...) of process_count * batch_size;
-        a batch_size given here is the global batch)."""
+        a batch_size given here is the global batch). weight_copies="keep"
+        (the default) has a CPU f16/bf16 step keep 16-bit copies of its
+        weights between steps, "convert" converts them in every step
+        (less memory, the same results), as mp-run's --weight-copies."""
         lib = library()
         options = _Options()
         lib.mp_session_options_init(ctypes.byref(options))
         for name, value in (("precision", precision), ("loss_scale", loss_scale),
-                            ("optimizer", optimizer), ("device", device), ("loss", loss)):
+                            ("optimizer", optimizer), ("device", device), ("loss", loss),
+                            ("weight_copies", weight_copies)):
             if value is not None:
                 setattr(options, name, value.encode())
         for name, value in (("lr", lr), ("momentum", momentum),

@@ -52,6 +52,12 @@ def test_second_session_loads_the_cached_step(start, tmp_path, monkeypatch):  # 
     other = runtime.Session(model, precision="bf16", lr=0.01, cache_dir=cache)
     assert other.compile_cache == "stored"
     assert len(list(cache.iterdir())) == 2
+    converting = runtime.Session(model, precision="bf16", seed=5, cache_dir=cache,
+                                 weight_copies="convert")
+    assert converting.compile_cache == "stored"
+    assert runtime.Session(model, precision="bf16", seed=5, cache_dir=cache,
+                           weight_copies="convert").compile_cache == "loaded"
+    assert len(list(cache.iterdir())) == 3
 
     monkeypatch.setenv("MP_CACHE", "off")
     assert runtime.Session(model, precision="bf16", cache_dir=cache).compile_cache == "off"
@@ -210,23 +216,35 @@ def test_low_precision_steps_keep_their_weight_copies(start, precision):  # noqa
     """A bf16/f16 step reads 16-bit copies of its weights that the previous
     step's update wrote: training equals, bit for bit, a session whose copies
     are made again from the parameters before every step (an outside access
-    in between, as the conversion at the top of every step used to do), and
+    in between) and a session that converts its weights in every step
+    (weight_copies="convert"), predictions between the steps included, and
     a parameter changed between steps reaches the next step."""
     _, model = start
     data = _digits()
     batches = [(data["x_train"][i * BATCH:(i + 1) * BATCH],
                 data["y_train"][i * BATCH:(i + 1) * BATCH]) for i in range(4)]
+    x = data["x_test"][:BATCH]
     kept = runtime.Session(model, precision=precision, seed=5, cache=False)
     remade = runtime.Session(model, precision=precision, seed=5, cache=False)
-    losses = [kept.train_step(*batch) for batch in batches]
-    remade_losses = []
+    converted = runtime.Session(model, precision=precision, seed=5, cache=False,
+                                weight_copies="convert")
+    losses, converted_losses, remade_losses = [], [], []
     for batch in batches:
+        losses.append(kept.train_step(*batch))
+        converted_losses.append(converted.train_step(*batch))
+        assert np.array_equal(kept.predict(x), converted.predict(x))
         remade.get(remade.names()[0])  # the copies are made again
         remade_losses.append(remade.train_step(*batch))
     assert losses == remade_losses
+    assert losses == converted_losses
     for kind in (runtime.PARAMETERS, runtime.STATE):
         for name in kept.names(kind):
             assert np.array_equal(kept.get(name, kind), remade.get(name, kind)), name
+            assert np.array_equal(kept.get(name, kind),
+                                  converted.get(name, kind)), name
+    with pytest.raises(runtime.MPError,
+                       match="bad --weight-copies 'never': expected keep or convert"):
+        runtime.Session(model, precision=precision, weight_copies="never")
 
     name = kept.names()[0]
     kept.set(name, kept.get(name) * 0.5)

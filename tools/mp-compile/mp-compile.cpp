@@ -74,6 +74,9 @@ static cl::opt<int64_t> qatFreezeAfter("qat-freeze-after",
                                        cl::cat(mpCompileOptions),
                                        cl::desc(mp::kQatFreezeAfterHelp),
                                        cl::init(trainDefaults.qatFreezeAfter));
+static cl::opt<std::string> weightCopies(
+    "weight-copies", cl::cat(mpCompileOptions), cl::desc(mp::kWeightCopiesHelp),
+    cl::init(mp::stringifyWeightCopies(trainDefaults.weightCopies).str()));
 static cl::list<std::string>
     keepF32("keep-f32", cl::cat(mpCompileOptions),
             cl::desc("Keep the op at this source location "
@@ -109,7 +112,8 @@ int main(int argc, char **argv) {
   if (!mp::parseTrainPrecision(precision, options, error) ||
       !mp::parseLossScale(lossScale, options.lossScale, error) ||
       !mp::parseOptimizer(optimizer, options.optimizer, error) ||
-      !mp::parseLossKind(lossKind, options.addLoss, error)) {
+      !mp::parseLossKind(lossKind, options.addLoss, error) ||
+      !mp::parseWeightCopies(weightCopies, options.weightCopies, error)) {
     llvm::errs() << "mp-compile: error: " << error << "\n";
     return 1;
   }

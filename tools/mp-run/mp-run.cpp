@@ -114,6 +114,9 @@ static cl::opt<int64_t> qatFreezeAfter("qat-freeze-after",
                                        cl::cat(mpRunOptions),
                                        cl::desc(mp::kQatFreezeAfterHelp),
                                        cl::init(trainDefaults.qatFreezeAfter));
+static cl::opt<std::string> weightCopies(
+    "weight-copies", cl::cat(mpRunOptions), cl::desc(mp::kWeightCopiesHelp),
+    cl::init(mp::stringifyWeightCopies(trainDefaults.weightCopies).str()));
 static cl::opt<bool> distributed(
     "distributed", cl::cat(mpRunOptions),
     cl::desc("train: data-parallel over the ranks of an MPI job (mpirun -np "
@@ -460,7 +463,8 @@ int checkArtifactOptions(const mp::Session &session,
       differs(accumulate, given.accumulate, compiled.accumulate) ||
       differs(qat, given.qat, compiled.qat) ||
       differs(qatFreezeAfter, given.qatFreezeAfter, compiled.qatFreezeAfter) ||
-      differs(keepF32, given.keepF32, compiled.keepF32))
+      differs(keepF32, given.keepF32, compiled.keepF32) ||
+      differs(weightCopies, given.weightCopies, compiled.weightCopies))
     return fail(
         "artifact '" + modelPath + "' was compiled with --precision " +
         mlir::mp::stringifyFloatPrecision(compiled.precision).str() +
@@ -724,6 +728,9 @@ static int runCommandLine(int argc, char **argv) {
     return fail("--qat-freeze-after needs --qat");
   if (command != "train" && autoPrecisionRepair.getNumOccurrences())
     return fail("--auto-precision-repair is for train");
+  if (command != "train" && weightCopies.getNumOccurrences())
+    return fail("--weight-copies is for train (predictions always convert "
+                "their weights once)");
   if (command != "train" &&
       (!statsPath.empty() || monitor.getNumOccurrences() ||
        spikeFactor.getNumOccurrences() || overflowWindow.getNumOccurrences() ||
@@ -770,6 +777,7 @@ static int runCommandLine(int argc, char **argv) {
       !mp::parseLossScale(lossScale, options.lossScale, error) ||
       !mp::parseOptimizer(optimizer, options.optimizer, error) ||
       !mp::parseDevice(device, options.device, error) ||
+      !mp::parseWeightCopies(weightCopies, options.weightCopies, error) ||
       !mp::parseQuantMethod(quantMethod, inferOptions.method, error) ||
       !mp::parseQuantFallback(quantFallback, inferOptions.fallback, error))
     return fail(error);
@@ -1066,7 +1074,8 @@ static int runCommandLine(int argc, char **argv) {
   uint64_t copies = session->stepCopyBytes();
   std::string copiesText =
       copies ? ", 16-bit weight copies " +
-                   llvm::formatv("{0:F3}", megabytes(copies)).str() + " MB"
+                   llvm::formatv("{0:F3}", megabytes(copies)).str() +
+                   " MB (--weight-copies convert: none)"
              : "";
   std::printf("memory: parameters %.3f MB and optimizer state %.3f MB (f32 "
               "host buffers, %s)%s; compiled code held at most %.3f MB in a "

@@ -138,17 +138,10 @@ bool parallelLoopsEnabled();
 /// MP_APPROXIMATE_MATH is 0 or off, which keeps libm's (to compare).
 bool approximateMathEnabled();
 
-/// Whether a CPU f16/bf16 training step keeps 16-bit weight copies between
-/// steps (keepStepWeightCopies): yes unless MP_WEIGHT_COPIES is 0 or off,
-/// which converts the weights at the top of every step as before (the same
-/// results bit for bit; half the f32 weights' bytes less memory).
-bool stepWeightCopiesEnabled();
-
 /// Whether any comparison switch above is off: such a lowering is not
 /// what the compile cache's key describes.
 inline bool defaultLowering() {
-  return parallelLoopsEnabled() && approximateMathEnabled() &&
-         stepWeightCopiesEnabled();
+  return parallelLoopsEnabled() && approximateMathEnabled();
 }
 
 /// Lowers a module on tensors to the LLVM dialect: for the CPU with runtime

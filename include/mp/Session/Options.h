@@ -28,6 +28,13 @@ using mlir::mp::QuantizationMethod;
 /// Where a session's compiled code runs.
 enum class Device { Cpu, Cuda };
 
+/// What a CPU f16/bf16 training step does with the 16-bit forms of its
+/// weights: Keep them between steps (the optimizer update writes the next
+/// step's; faster, 2 bytes per converted weight stay allocated), or Convert
+/// the f32 weights in every step (nothing 16-bit outlives a step or the
+/// predictions between two steps). The results are the same bit for bit.
+enum class WeightCopies { Keep, Convert };
+
 /// --loss-scale: a mode (Auto: dynamic for f16, none for bf16 and f32) and,
 /// for Static, the scale.
 struct LossScaleOption {
@@ -57,6 +64,14 @@ bool parseLossScale(llvm::StringRef text, LossScaleOption &option,
 bool parseOptimizer(llvm::StringRef text, OptimizerAlgorithm &algorithm,
                     std::string &error);
 bool parseDevice(llvm::StringRef text, Device &device, std::string &error);
+bool parseWeightCopies(llvm::StringRef text, WeightCopies &copies,
+                       std::string &error);
+/// --weight-copies's help text, shared by mp-run and mp-compile.
+inline constexpr const char *kWeightCopiesHelp =
+    "keep (default): a CPU f16/bf16 step keeps 16-bit copies of its weights "
+    "between steps, written by the optimizer update (faster; 2 bytes per "
+    "weight more memory); convert: every step converts its f32 weights "
+    "(less memory); the same results either way";
 /// --loss, the loss put around a model that only predicts (ONNX): "" (none
 /// asked for), cross-entropy or mse; '_' may stand for '-'.
 /// --loss's help text, shared by mp-run and mp-compile.
@@ -76,6 +91,7 @@ inline constexpr const char *kQatFreezeAfterHelp =
 bool parseLossKind(llvm::StringRef text,
                    std::optional<mlir::mp::LossKind> &kind, std::string &error);
 llvm::StringRef stringifyDevice(Device device);
+llvm::StringRef stringifyWeightCopies(WeightCopies copies);
 bool parseQuantMethod(llvm::StringRef text, QuantizationMethod &method,
                       std::string &error);
 /// An INT8 fallback precision: f32 or f16 (bf16 is refused).

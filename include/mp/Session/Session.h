@@ -123,6 +123,9 @@ struct TrainOptions {
   Device device = Device::Cpu;
   /// Where a CPU session's compiled step is cached (CompileCache.h).
   CompileCacheOption cache;
+  /// A CPU f16/bf16 step's 16-bit weights: kept between steps or converted
+  /// in each (Options.h; GPU and probed steps always convert).
+  WeightCopies weightCopies = WeightCopies::Keep;
   /// Probes after each op (--mp-check-numerics) for a numerics checker
   /// (EveryOp) or an op-by-op comparison with FP32 (ComputeOps: without
   /// conversions, so FP32 and mixed runs name their ops alike).
