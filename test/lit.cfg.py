@@ -137,3 +137,12 @@ try:
             config.available_features.add(_feature)
 except (OSError, subprocess.SubprocessError):
     pass
+
+# CPUs whose code generator may convert f32 to bf16 in hardware
+# (--mp-lower-cpu native-bf16; AVX512-BF16's vcvtneps2bf16).
+try:
+    with open("/proc/cpuinfo") as _cpuinfo:
+        if "avx512_bf16" in _cpuinfo.read().split():
+            config.available_features.add("avx512bf16")
+except OSError:
+    pass

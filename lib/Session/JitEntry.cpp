@@ -30,6 +30,7 @@
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
@@ -139,6 +140,15 @@ bool parallelLoopsEnabled() { return switchedOn("MP_PARALLEL_LOOPS"); }
 
 bool approximateMathEnabled() { return switchedOn("MP_APPROXIMATE_MATH"); }
 
+bool nativeBf16Allowed() { return switchedOn("MP_NATIVE_BF16"); }
+
+bool nativeBf16Enabled() {
+  // The features the JIT's and artifacts' target machines are built with
+  // (JITTargetMachineBuilder::detectHost).
+  return nativeBf16Allowed() &&
+         llvm::sys::getHostCPUFeatures().lookup("avx512bf16");
+}
+
 bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
                  std::string &diagnostics, bool &vectorized) {
   MLIRContext *context = module->getContext();
@@ -163,6 +173,7 @@ bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
   options.runtimeContractions = true;
   options.parallel = parallelLoopsEnabled();
   options.approximateMath = approximateMathEnabled();
+  options.nativeBf16 = nativeBf16Enabled();
   PassManager pm(context);
   mlir::mp::buildLowerCpuPipeline(pm, options);
   vectorized = succeeded(pm.run(*module));

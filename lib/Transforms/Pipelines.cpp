@@ -156,9 +156,10 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // Vector math without an LLVM intrinsic (erf, GELU's) became libm calls
   // on extracted lanes: those extracts and inserts too.
   pm.addPass(createConvertVectorToLLVMPass());
-  // bf16 conversions are expanded to integer code.
+  // bf16 conversions are expanded to integer code, unless the target CPU
+  // converts in hardware (AVX512-BF16) and the code generator may use it.
   arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
+  expand.includeBf16 = !options.nativeBf16;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertFuncToLLVMPass());

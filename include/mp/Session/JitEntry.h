@@ -138,10 +138,20 @@ bool parallelLoopsEnabled();
 /// MP_APPROXIMATE_MATH is 0 or off, which keeps libm's (to compare).
 bool approximateMathEnabled();
 
+/// Whether the CPU lowering leaves f32 <-> bf16 conversions to LLVM, which
+/// uses the host's AVX512-BF16 instructions (--mp-lower-cpu native-bf16):
+/// yes on a CPU with AVX512-BF16 unless MP_NATIVE_BF16 is 0 or off
+/// (nativeBf16Allowed false), which keeps the integer emulation (to
+/// compare: equal except that f32 denormals become signed zeros in
+/// hardware).
+bool nativeBf16Allowed();
+bool nativeBf16Enabled();
+
 /// Whether any comparison switch above is off: such a lowering is not
 /// what the compile cache's key describes.
 inline bool defaultLowering() {
-  return parallelLoopsEnabled() && approximateMathEnabled();
+  return parallelLoopsEnabled() && approximateMathEnabled() &&
+         nativeBf16Allowed();
 }
 
 /// Lowers a module on tensors to the LLVM dialect: for the CPU with runtime

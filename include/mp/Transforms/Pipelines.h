@@ -136,6 +136,15 @@ struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
                      "(--mp-probes-to-runtime; link or JIT-resolve libmprt); "
                      "off: probes are dropped"),
       llvm::cl::init(true)};
+  Option<bool> nativeBf16{
+      *this, "native-bf16",
+      llvm::cl::desc(
+          "Leave f32 <-> bf16 conversions to LLVM's code generator, which "
+          "uses AVX512-BF16's vcvtneps2bf16 when the target CPU has it "
+          "(round to nearest even; f32 denormals become signed zeros), "
+          "instead of integer code (arith-expand include-bf16), which runs "
+          "on any CPU and keeps denormals"),
+      llvm::cl::init(false)};
 };
 
 /// --mp-lower-cpu: mp ops to upstream, bufferize, vectorized loops, LLVM
