@@ -132,6 +132,11 @@ def ConvertContractionsToRuntime
     which writes D itself (flag 4 when D is 16-bit): the f32 C, its fill
     and the bias loop disappear (oneDNN adds the f32 bias before rounding
     once, as the loop did). D must be fresh, as for a rounded result.
+    When the loop goes on from the value D gets (`D[i, j] = g(sum)`, g
+    elementwise and reading nothing else, such as the next layer's ReLU
+    that elementwise fusion put there), g stays as a loop over D in place:
+    the GEMM writes the 16-bit sum instead of the f32 product, and g reads
+    the same values it read before.
 
     With `runtime=cpu`, a 2-D int8 product of `--mp-quantize` whose int32
     result is only dequantized — `C = alloc; C[i, j] = bq[j]` (the
@@ -180,7 +185,8 @@ def ConvertContractionsToRuntime
               "call writes the rounded result (MPRT_GEMM_ROUNDED_C)">,
     Statistic<"numBiased", "biased-results",
               "Of those, 16-bit products whose f32 result only gets a bias "
-              "added (maybe rounded): mprt_gemm_bias writes the sum">,
+              "added (maybe rounded, maybe more after): mprt_gemm_bias "
+              "writes the sum">,
     Statistic<"numDequantized", "dequantized-results",
               "Of those, int8 products whose int32 result is only "
               "dequantized: mprt_gemm_s8_dequantize writes the f32 result">,

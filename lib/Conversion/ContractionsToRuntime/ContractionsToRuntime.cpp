@@ -12,6 +12,7 @@
 #include "mprt/mprt.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir {
@@ -420,10 +421,14 @@ Operation *roundedResultOf(linalg::LinalgOp product, RoundingLayout &layout) {
 ///
 /// mprt_gemm_bias writes %d itself (with MPRT_GEMM_ROUNDED_C when %d has
 /// the operands' type): the f32 result, its fill and the bias pass are
-/// never stored. Returns the bias generic, with %d's alloc moved before the
-/// product, or null.
+/// never stored. The body may go on from that sum (\p sum: the value %d
+/// gets, then the yield of g(sum) for an elementwise g such as a ReLU,
+/// which elementwise fusion put there): g then runs over %d in place, on
+/// the same values. Returns the bias generic, with %d's alloc moved before
+/// the product, or null.
 linalg::GenericOp biasedResultOf(linalg::LinalgOp product,
-                                 const Product &matched, Value &bias) {
+                                 const Product &matched, Value &bias,
+                                 Value &sum) {
   Value c = product.getDpsInitOperand(0)->get();
   memref::AllocOp alloc = resultAllocInBlock(product);
   Block *block = product->getBlock();
@@ -472,28 +477,69 @@ linalg::GenericOp biasedResultOf(linalg::LinalgOp product,
       consumer.getMatchingIndexingMap(init) != identity ||
       (!dType.isF32() && dType != aType))
     return nullptr;
-  // Body: yield(c + bias), rounded to %d's type when it is 16-bit.
+  // Body: c + bias, rounded to %d's type when it is 16-bit (the value %d
+  // gets), then maybe more that reads only that value.
   Block &body = *consumer.getBlock();
-  Value yielded = body.getTerminator()->getOperand(0);
-  if (dType != aType) {
-    if (body.getOperations().size() != 2)
-      return nullptr;
-  } else {
-    auto truncf = yielded.getDefiningOp<arith::TruncFOp>();
-    if (!truncf || body.getOperations().size() != 3)
-      return nullptr;
-    yielded = truncf.getIn();
-  }
-  auto add = yielded.getDefiningOp<arith::AddFOp>();
   Value cArg = consumer.getMatchingBlockArgument(cOperand),
         biasArg = consumer.getMatchingBlockArgument(biasOperand);
-  if (!add || !((add.getLhs() == cArg && add.getRhs() == biasArg) ||
-                (add.getLhs() == biasArg && add.getRhs() == cArg)))
+  auto isSum = [&](Operation &op) {
+    auto add = dyn_cast<arith::AddFOp>(op);
+    return add && ((add.getLhs() == cArg && add.getRhs() == biasArg) ||
+                   (add.getLhs() == biasArg && add.getRhs() == cArg));
+  };
+  auto sumOp = llvm::find_if(body, isSum);
+  if (sumOp == body.end())
     return nullptr;
+  Value stored = sumOp->getResult(0);
+  if (dType == aType) {
+    // Only its rounding reads the unrounded sum (%d holds the rounded).
+    if (!stored.hasOneUse())
+      return nullptr;
+    auto truncf = dyn_cast<arith::TruncFOp>(*stored.getUsers().begin());
+    if (!truncf || truncf.getType() != dType)
+      return nullptr;
+    stored = truncf.getResult();
+  }
+  // c, the bias and %d's old value are read by the sum alone.
+  for (BlockArgument arg : body.getArguments())
+    if (!llvm::all_of(arg.getUsers(),
+                      [&](Operation *user) { return user == &*sumOp; }))
+      return nullptr;
   if (!writableEarly(product, consumer))
     return nullptr;
+  // Null when nothing comes after the sum.
+  sum = body.getTerminator()->getOperand(0) == stored ? Value() : stored;
   bias = biasOperand->get();
   return consumer;
+}
+
+/// What a bias generic computes after the sum (\p sum: its value of %d),
+/// as a generic over %d in place, where the bias generic stands (%d then
+/// holds the sum mprt_gemm_bias wrote).
+void applyInPlace(linalg::GenericOp biased, Value sum) {
+  OpBuilder b(biased);
+  Value d = biased.getDpsInitOperand(0)->get();
+  AffineMap identity =
+      AffineMap::getMultiDimIdentityMap(2, biased.getContext());
+  SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
+  Block &body = *biased.getBlock();
+  linalg::GenericOp::create(
+      b, biased.getLoc(), TypeRange(), ValueRange(), ValueRange{d},
+      ArrayRef<AffineMap>{identity}, parallel,
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        IRMapping mapping;
+        mapping.map(sum, args[0]);
+        // Every op but the sum and its rounding (what %d holds), in order.
+        Operation *rounding = sum.getDefiningOp();
+        Operation *add = isa<arith::TruncFOp>(rounding)
+                             ? rounding->getOperand(0).getDefiningOp()
+                             : rounding;
+        for (Operation &op : body.without_terminator())
+          if (&op != rounding && &op != add)
+            nested.clone(op, mapping);
+        linalg::YieldOp::create(
+            nested, loc, mapping.lookup(body.getTerminator()->getOperand(0)));
+      });
 }
 
 /// Whether every op strictly between \p from and \p to (one block), other
@@ -774,11 +820,11 @@ struct ContractionsToRuntimePass
       // fresh zeros: the call overwrites C.
       RoundingLayout layout = RoundingLayout::Same;
       Operation *rounding = roundedResultOf(op, layout);
-      Value bias, scale;
+      Value bias, scale, biasedSum;
       bool relu = false;
-      linalg::GenericOp biased = rounding || cuda
-                                     ? linalg::GenericOp()
-                                     : biasedResultOf(op, product, bias);
+      linalg::GenericOp biased =
+          rounding || cuda ? linalg::GenericOp()
+                           : biasedResultOf(op, product, bias, biasedSum);
       linalg::GenericOp dequantized =
           rounding || biased || cuda
               ? linalg::GenericOp()
@@ -868,6 +914,8 @@ struct ContractionsToRuntimePass
                                 product.batched);
       }
       func::CallOp::create(b, loc, callee, args);
+      if (biasedSum)
+        applyInPlace(biased, biasedSum);
       if (consumer) {
         // The f32 result's buffer, its fill and deallocation go too.
         Value c = op.getDpsInitOperand(0)->get();
