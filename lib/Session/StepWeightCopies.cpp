@@ -11,6 +11,7 @@
 
 #include "mp/Session/JitEntry.h"
 
+#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,20 +31,12 @@ namespace {
 
 /// Whether `op` only converts all of `input` to a 16-bit float:
 /// `linalg.generic ins(input) outs(tensor.empty) { yield truncf(in) }`.
-bool isWholeTruncation(linalg::GenericOp op, Value input) {
-  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
-      op.getDpsInputOperand(0)->get() != input ||
-      op.getNumParallelLoops() != op.getNumLoops() ||
-      !llvm::all_of(op.getIndexingMapsArray(),
-                    [](AffineMap map) { return map.isIdentity(); }) ||
-      !op.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>())
-    return false;
-  Block &body = *op.getBlock();
-  auto truncf = dyn_cast<arith::TruncFOp>(&body.front());
-  return truncf && body.getOperations().size() == 2 &&
-         truncf.getIn() == body.getArgument(0) &&
-         body.getTerminator()->getOperand(0) == truncf.getResult() &&
-         isa<Float16Type, BFloat16Type>(truncf.getType());
+bool isWeightConversion(linalg::GenericOp op, Value input) {
+  return mlir::mp::isWholeTruncation(op) &&
+         op.getDpsInputOperand(0)->get() == input &&
+         op.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>() &&
+         isa<Float16Type, BFloat16Type>(
+             cast<RankedTensorType>(op.getResultTypes()[0]).getElementType());
 }
 
 struct Candidate {
@@ -76,7 +69,7 @@ bool keepStepWeightCopies(ModuleOp module, unsigned firstParam,
     unsigned conversions = 0;
     for (Operation *user : read.getResult().getUsers())
       if (auto generic = dyn_cast<linalg::GenericOp>(user);
-          generic && isWholeTruncation(generic, read.getResult())) {
+          generic && isWeightConversion(generic, read.getResult())) {
         conversion = generic;
         ++conversions;
       }

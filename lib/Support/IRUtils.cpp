@@ -144,5 +144,18 @@ bool isCastGeneric(Operation *op) {
   return !body.without_terminator().empty();
 }
 
+bool isWholeTruncation(linalg::GenericOp generic) {
+  if (!isCastGeneric(generic) || generic.getNumResults() != 1 ||
+      !generic.hasPureTensorSemantics())
+    return false;
+  Block &body = generic.getRegion().front();
+  if (body.getOperations().size() != 2)
+    return false;
+  auto trunc = dyn_cast<arith::TruncFOp>(&body.front());
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  return trunc && trunc.getIn() == body.getArgument(0) &&
+         yield.getNumOperands() == 1 && yield.getOperand(0) == trunc;
+}
+
 } // namespace mp
 } // namespace mlir

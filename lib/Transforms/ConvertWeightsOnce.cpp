@@ -29,21 +29,6 @@ using namespace mlir::mp;
 
 namespace {
 
-/// True for an elementwise generic that only converts its one input, read
-/// whole, to a narrower float type (what --auto-mixed-precision emits).
-bool isWholeTruncation(linalg::GenericOp generic) {
-  if (!isCastGeneric(generic) || generic.getNumResults() != 1 ||
-      !generic.hasPureTensorSemantics())
-    return false;
-  Block &body = generic.getRegion().front();
-  if (body.getOperations().size() != 2)
-    return false;
-  auto trunc = dyn_cast<arith::TruncFOp>(&body.front());
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  return trunc && trunc.getIn() == body.getArgument(0) &&
-         yield.getNumOperands() == 1 && yield.getOperand(0) == trunc;
-}
-
 struct ConvertWeightsOncePass
     : public mlir::mp::impl::MPConvertWeightsOnceBase<ConvertWeightsOncePass> {
   void runOnOperation() override {

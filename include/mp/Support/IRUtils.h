@@ -18,6 +18,9 @@
 #include <string>
 
 namespace mlir {
+namespace linalg {
+class GenericOp;
+} // namespace linalg
 namespace mp {
 
 /// A location as reports print it: "file:line:col", "name" or "name at
@@ -68,6 +71,11 @@ bool isFloatConversion(Operation *op);
 /// identity maps, no reduction, whose body only converts floats (one or
 /// more extf/truncf) and yields.
 bool isCastGeneric(Operation *op);
+
+/// A cast generic on tensors whose body is one arith.truncf of its input,
+/// yielded: a whole tensor converted to a narrower float type (what
+/// --auto-mixed-precision emits for a weight).
+bool isWholeTruncation(linalg::GenericOp generic);
 
 } // namespace mp
 } // namespace mlir
