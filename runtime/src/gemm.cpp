@@ -262,22 +262,42 @@ extern "C" void mprt_gemm_totals(int64_t *calls, double *seconds) {
     *seconds = static_cast<double>(totalNanoseconds.load()) * 1e-9;
 }
 
-extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
-                                         int64_t ldb, int64_t c, int64_t ldc,
-                                         int64_t m, int64_t n, int64_t k,
-                                         int32_t flags, int32_t type,
-                                         int64_t batch, int64_t strideA,
-                                         int64_t strideB, int64_t strideC) {
+namespace {
+
+/// Whether `count` m x n results (rows `ldc` apart) `stride` elements apart
+/// never share an element: stacked, each after the last row of the one
+/// before, or side by side within the rows (attention's heads in the
+/// [tokens, heads x features] layout).
+bool resultsApart(int64_t m, int64_t n, int64_t ldc, int64_t count,
+                  int64_t stride) {
+  return count <= 1 || stride >= (m - 1) * ldc + n ||
+         (stride >= n && (count - 1) * stride + n <= ldc);
+}
+
+/// mprt_gemm_batched and mprt_gemm_batched_2d (`name`, for errors).
+mprt_status gemmBatch(const char *name, int64_t a, int64_t lda, int64_t b,
+                      int64_t ldb, int64_t c, int64_t ldc, int64_t m, int64_t n,
+                      int64_t k, int32_t flags, int32_t type,
+                      const mprt::MatmulBatch &batch) {
   mprt::GemmCallTimer timer;
   mprt::clearError();
-  if (batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 ||
-      (batch > 1 && strideC < (m - 1) * ldc + n))
-    return mprt::fail(MPRT_ERROR_ARGUMENT,
-                      "mprt_gemm_batched: bad batch %lld or strides (a=%lld "
-                      "b=%lld c=%lld) for m=%lld n=%lld ldc=%lld",
-                      (long long)batch, (long long)strideA, (long long)strideB,
-                      (long long)strideC, (long long)m, (long long)n,
-                      (long long)ldc);
+  // One outer block of results ends before the next starts.
+  int64_t blockExtent = (batch.count - 1) * batch.strideC + (m - 1) * ldc + n;
+  if (batch.count < 0 || batch.strideA < 0 || batch.strideB < 0 ||
+      batch.strideC < 0 || batch.outer < 0 || batch.outerStrideA < 0 ||
+      batch.outerStrideB < 0 || batch.outerStrideC < 0 ||
+      !resultsApart(m, n, ldc, batch.count, batch.strideC) ||
+      (batch.outer > 1 && batch.outerStrideC < blockExtent))
+    return mprt::fail(
+        MPRT_ERROR_ARGUMENT,
+        "%s: bad batch %lld, outer %lld or strides (a=%lld,%lld "
+        "b=%lld,%lld c=%lld,%lld; outer, inner) for m=%lld n=%lld ldc=%lld: "
+        "results would overlap",
+        name, (long long)batch.count, (long long)batch.outer,
+        (long long)batch.outerStrideA, (long long)batch.strideA,
+        (long long)batch.outerStrideB, (long long)batch.strideB,
+        (long long)batch.outerStrideC, (long long)batch.strideC, (long long)m,
+        (long long)n, (long long)ldc);
   // bf16 and f32 on oneDNN's matmul primitive: the whole batch in one call
   // (bf16 as every product alone would run, or rounded to bf16 by oneDNN;
   // f32 on the primitive's kernels, not sgemm's: an attention's 128 small
@@ -286,27 +306,55 @@ extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
   bool overwrite = rounded || (flags & MPRT_GEMM_OVERWRITE_C);
   dnnl_data_type_t abType = type == MPRT_GEMM_BF16 ? dnnl_bf16 : dnnl_f32;
   if ((type == MPRT_GEMM_BF16 || (type == MPRT_GEMM_F32 && !rounded)) &&
-      batch > 1 && m > 0 && n > 0 && k > 0 && a && b && c &&
-      !(flags & ~kKnownFlags) &&
+      (batch.count > 1 || batch.outer > 1) && m > 0 && n > 0 && k > 0 && a &&
+      b && c && !(flags & ~kKnownFlags) &&
       mprt::runCachedMatmul(
           reinterpret_cast<const void *>(a), lda,
           reinterpret_cast<const void *>(b), ldb, reinterpret_cast<void *>(c),
           ldc, m, n, k, flags & MPRT_GEMM_TRANS_A, flags & MPRT_GEMM_TRANS_B,
           abType, rounded ? dnnl_bf16 : dnnl_f32, /*accumulate=*/!overwrite,
-          mprt::MatmulBatch{batch, strideA, strideB, strideC}))
+          batch))
     return MPRT_OK;
   // Bytes per element of A and B; C is f32 or s32, or A's type when
   // rounded.
   int64_t inBytes = type == MPRT_GEMM_F32 ? 4 : type == MPRT_GEMM_S8 ? 1 : 2;
   int64_t outBytes = (flags & MPRT_GEMM_ROUNDED_C) ? inBytes : 4;
-  for (int64_t p = 0; p < batch; ++p) {
-    mprt_status status =
-        mprt_gemm(a + p * strideA * inBytes, lda, b + p * strideB * inBytes,
-                  ldb, c + p * strideC * outBytes, ldc, m, n, k, flags, type);
-    if (status != MPRT_OK)
-      return status;
+  for (int64_t q = 0; q < batch.outer; ++q) {
+    for (int64_t p = 0; p < batch.count; ++p) {
+      int64_t offsetA = q * batch.outerStrideA + p * batch.strideA,
+              offsetB = q * batch.outerStrideB + p * batch.strideB,
+              offsetC = q * batch.outerStrideC + p * batch.strideC;
+      mprt_status status =
+          mprt_gemm(a + offsetA * inBytes, lda, b + offsetB * inBytes, ldb,
+                    c + offsetC * outBytes, ldc, m, n, k, flags, type);
+      if (status != MPRT_OK)
+        return status;
+    }
   }
   return MPRT_OK;
+}
+
+} // namespace
+
+extern "C" mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b,
+                                         int64_t ldb, int64_t c, int64_t ldc,
+                                         int64_t m, int64_t n, int64_t k,
+                                         int32_t flags, int32_t type,
+                                         int64_t batch, int64_t strideA,
+                                         int64_t strideB, int64_t strideC) {
+  return gemmBatch("mprt_gemm_batched", a, lda, b, ldb, c, ldc, m, n, k, flags,
+                   type, mprt::MatmulBatch{batch, strideA, strideB, strideC});
+}
+
+extern "C" mprt_status mprt_gemm_batched_2d(
+    int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t c, int64_t ldc,
+    int64_t m, int64_t n, int64_t k, int32_t flags, int32_t type, int64_t outer,
+    int64_t outerStrideA, int64_t outerStrideB, int64_t outerStrideC,
+    int64_t batch, int64_t strideA, int64_t strideB, int64_t strideC) {
+  return gemmBatch("mprt_gemm_batched_2d", a, lda, b, ldb, c, ldc, m, n, k,
+                   flags, type,
+                   mprt::MatmulBatch{batch, strideA, strideB, strideC, outer,
+                                     outerStrideA, outerStrideB, outerStrideC});
 }
 
 extern "C" mprt_status mprt_gemm_bias(int64_t a, int64_t lda, int64_t b,

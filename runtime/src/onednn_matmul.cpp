@@ -50,7 +50,7 @@ struct CachedMatmul {
 /// Shape, leading dimensions, transposition, accumulation and epilogue
 /// bits, the data types (A and B, C, the bias), and the batch with its
 /// strides.
-using MatmulKey = std::array<int64_t, 14>;
+using MatmulKey = std::array<int64_t, 18>;
 
 /// A product whose B is read from declared-constant memory: its primitive
 /// takes B in the layout oneDNN's kernel wants, and `b` holds that copy
@@ -106,37 +106,43 @@ bool describeMatmul(dnnl_engine_t engine, int64_t m, int64_t n, int64_t k,
                     dnnl_memory_desc_t &cDesc, dnnl_memory_desc_t &biasDesc,
                     dnnl_primitive_desc_t &pd) {
   pd = nullptr;
-  // A batch is a leading dimension; an operand whose batch stride is 0 is
-  // shared, a batch dimension of 1 that oneDNN broadcasts.
-  bool batched = batch.count > 1;
-  int rank = batched ? 3 : 2, o = batched ? 1 : 0;
+  // A batch is a leading dimension (two with an outer batch); an operand
+  // whose batch stride is 0 is shared, a batch dimension of 1 that oneDNN
+  // broadcasts.
+  bool outer = batch.outer > 1, batched = outer || batch.count > 1;
+  int rank = outer ? 4 : batched ? 3 : 2, o = rank - 2;
   dnnl_dims_t aDims, bDims, cDims, aStrides, bStrides, cStrides;
   auto fill = [&](dnnl_dims_t dims, dnnl_dims_t strides, int64_t rows,
                   int64_t cols, int64_t rowStride, int64_t colStride,
-                  int64_t batchStride) {
+                  int64_t batchStride, int64_t outerStride) {
     if (batched) {
-      dims[0] = batchStride ? batch.count : 1;
-      strides[0] = batchStride ? batchStride : rows * cols;
+      dims[o - 1] = batchStride ? batch.count : 1;
+      strides[o - 1] = batchStride ? batchStride : rows * cols;
+    }
+    if (outer) {
+      dims[0] = outerStride ? batch.outer : 1;
+      strides[0] = outerStride ? outerStride : dims[1] * strides[1];
     }
     dims[o] = rows;
     dims[o + 1] = cols;
     strides[o] = rowStride;
     strides[o + 1] = colStride;
   };
-  fill(aDims, aStrides, m, k, transA ? 1 : lda, transA ? lda : 1,
-       batch.strideA);
-  fill(bDims, bStrides, k, n, transB ? 1 : ldb, transB ? ldb : 1,
-       batch.strideB);
-  fill(cDims, cStrides, m, n, ldc, 1, batch.strideC);
+  fill(aDims, aStrides, m, k, transA ? 1 : lda, transA ? lda : 1, batch.strideA,
+       batch.outerStrideA);
+  fill(bDims, bStrides, k, n, transB ? 1 : ldb, transB ? ldb : 1, batch.strideB,
+       batch.outerStrideB);
+  fill(cDims, cStrides, m, n, ldc, 1, batch.strideC, batch.outerStrideC);
   // The bias: one row, broadcast over the rows (and the batch).
   dnnl_dims_t biasDims, biasStrides;
-  fill(biasDims, biasStrides, 1, n, n, 1, 0);
+  fill(biasDims, biasStrides, 1, n, n, 1, 0, 0);
   dnnl_matmul_desc_t matmul;
   dnnl_memory_desc_t anyB;
   dnnl_primitive_attr_t attr = nullptr;
   dnnl_post_ops_t postOps = nullptr;
   bool ok =
-      (!batched || batch.strideC > 0) &&
+      (batch.count <= 1 || batch.strideC > 0) &&
+      (!outer || batch.outerStrideC > 0) &&
       dnnl_memory_desc_init_by_strides(&aDesc, rank, aDims, abType, aStrides) ==
           dnnl_success &&
       dnnl_memory_desc_init_by_strides(&bDesc, rank, bDims, abType, bStrides) ==
@@ -279,9 +285,13 @@ bool mprt::runCachedMatmul(const void *a, int64_t lda, const void *b,
                 batch.count,
                 batch.strideA,
                 batch.strideB,
-                batch.strideC};
+                batch.strideC,
+                batch.outer,
+                batch.outerStrideA,
+                batch.outerStrideB,
+                batch.outerStrideC};
   CachedMatmul *packed = nullptr;
-  if (batch.count <= 1 && !matmuls.constants.empty()) {
+  if (batch.count <= 1 && batch.outer <= 1 && !matmuls.constants.empty()) {
     // B's last element is at (rows - 1) * ldb + cols - 1.
     int64_t rows = transB ? n : k, cols = transB ? k : n;
     int64_t elementBytes = static_cast<int64_t>(dnnl_data_type_size(abType));

@@ -24,9 +24,13 @@ namespace mprt {
 void capOneDnnIsa();
 
 /// `count` products whose operands and results lie `stride*` elements
-/// apart (a stride of 0: one operand shared by every product).
+/// apart (a stride of 0: one operand shared by every product), `outer`
+/// times over, each time `outerStride*` elements further (a batch in two
+/// dimensions: attention's [sequences, heads] read in the projections'
+/// [tokens, heads x features] layout).
 struct MatmulBatch {
   int64_t count = 1, strideA = 0, strideB = 0, strideC = 0;
+  int64_t outer = 1, outerStrideA = 0, outerStrideB = 0, outerStrideC = 0;
 };
 
 /// What the primitive adds to op(A) op(B) before storing it: `bias` (n

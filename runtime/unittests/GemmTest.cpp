@@ -406,6 +406,116 @@ TEST(Gemm, BatchedMatchesOneCallPerElement) {
   }
 }
 
+// Attention's products in the projections' layout: 3 sequences x 4 heads,
+// Q and K read from [tokens, heads x features] matrices (Q K^T, the head
+// stride 8 inside the rows, the sequence stride 5 rows), the scores dense;
+// then P V written side by side into the same layout. Against one
+// mprt_gemm per (sequence, head): bf16 and f32 on oneDNN's 4-D primitive,
+// f16 one product at a time. Small integers: exact in any order.
+TEST(Gemm, Batched2dReadsAndWritesHeadsInPlace) {
+  const int64_t seqs = 3, heads = 4, tokens = 5, features = 8;
+  const int64_t width = heads * features, rows = seqs * tokens;
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> small(-3, 3);
+  std::vector<float> q(rows * width), kMat(rows * width), v(rows * width),
+      p(seqs * heads * tokens * tokens);
+  for (auto *values : {&q, &kMat, &v, &p})
+    for (float &x : *values)
+      x = static_cast<float>(small(rng));
+  for (int type : {MPRT_GEMM_BF16, MPRT_GEMM_F32, MPRT_GEMM_F16}) {
+    int64_t elt = type == MPRT_GEMM_F32 ? 4 : 2;
+    auto encode = [&](const std::vector<float> &values) {
+      std::vector<uint8_t> bytes(values.size() * elt);
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (type == MPRT_GEMM_F32) {
+          std::memcpy(bytes.data() + i * 4, &values[i], 4);
+        } else {
+          uint16_t bits = type == MPRT_GEMM_BF16 ? bfloatBits(values[i])
+                                                 : halfBits(values[i]);
+          std::memcpy(bytes.data() + i * 2, &bits, 2);
+        }
+      }
+      return bytes;
+    };
+    std::vector<uint8_t> qb = encode(q), kb = encode(kMat), vb = encode(v),
+                         pb = encode(p);
+    // Scores S[s][h] = Q[s][h] K[s][h]^T: f32, dense [3, 4, 5, 5].
+    std::vector<float> scores(seqs * heads * tokens * tokens, 7.0f),
+        want(scores.size(), 7.0f);
+    int32_t flags = MPRT_GEMM_TRANS_B | MPRT_GEMM_OVERWRITE_C;
+    ASSERT_EQ(mprt_gemm_batched_2d(
+                  address(qb.data()), width, address(kb.data()), width,
+                  address(scores.data()), tokens, tokens, tokens, features,
+                  flags, type, seqs, tokens * width, tokens * width,
+                  heads * tokens * tokens, heads, features, features,
+                  tokens * tokens),
+              MPRT_OK)
+        << mprt_last_error();
+    for (int64_t s = 0; s < seqs; ++s)
+      for (int64_t h = 0; h < heads; ++h) {
+        int64_t in = (s * tokens * width + h * features) * elt;
+        ASSERT_EQ(
+            mprt_gemm(address(qb.data()) + in, width, address(kb.data()) + in,
+                      width,
+                      address(want.data() + (s * heads + h) * tokens * tokens),
+                      tokens, tokens, tokens, features, flags, type),
+            MPRT_OK)
+            << mprt_last_error();
+      }
+    EXPECT_EQ(scores, want) << "type " << type;
+    // O[s][h] = P[s][h] V[s][h], rounded (16-bit) into [tokens, heads x
+    // features]; a column past the heads stays untouched.
+    if (type == MPRT_GEMM_F32)
+      continue; // rounded results are 16-bit
+    const int64_t ldo = width + 1;
+    std::vector<uint16_t> out(rows * ldo, 0xbeef), expected(out);
+    flags = MPRT_GEMM_ROUNDED_C;
+    ASSERT_EQ(mprt_gemm_batched_2d(
+                  address(pb.data()), tokens, address(vb.data()), width,
+                  address(out.data()), ldo, tokens, features, tokens, flags,
+                  type, seqs, heads * tokens * tokens, tokens * width,
+                  tokens * ldo, heads, tokens * tokens, features, features),
+              MPRT_OK)
+        << mprt_last_error();
+    for (int64_t s = 0; s < seqs; ++s)
+      for (int64_t h = 0; h < heads; ++h)
+        ASSERT_EQ(
+            mprt_gemm(
+                address(pb.data()) + (s * heads + h) * tokens * tokens * elt,
+                tokens,
+                address(vb.data()) + (s * tokens * width + h * features) * elt,
+                width,
+                address(expected.data() + s * tokens * ldo + h * features), ldo,
+                tokens, features, tokens, flags, type),
+            MPRT_OK)
+            << mprt_last_error();
+    EXPECT_EQ(out, expected) << "type " << type;
+  }
+}
+
+TEST(Gemm, Batched2dRejectsOverlappingResults) {
+  float a[64] = {}, c[64] = {};
+  // Heads side by side, but the sequences' blocks overlap (outer stride 4 <
+  // 1 * 2 + 1 * 4 + 2).
+  EXPECT_EQ(mprt_gemm_batched_2d(address(a), 4, address(a), 4, address(c), 4, 2,
+                                 2, 2, 0, MPRT_GEMM_F32, 2, 8, 8, 4, 2, 2, 2,
+                                 2),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(mprt_last_error()).find("results would overlap"),
+            std::string::npos);
+  // Heads that share columns.
+  EXPECT_EQ(mprt_gemm_batched_2d(address(a), 4, address(a), 4, address(c), 4, 2,
+                                 2, 2, 0, MPRT_GEMM_F32, 2, 8, 8, 8, 2, 1, 1,
+                                 1),
+            MPRT_ERROR_ARGUMENT);
+  // Apart: heads side by side in rows of 4, sequences 8 apart.
+  EXPECT_EQ(mprt_gemm_batched_2d(address(a), 4, address(a), 4, address(c), 4, 2,
+                                 2, 2, 0, MPRT_GEMM_F32, 2, 8, 8, 8, 2, 2, 2,
+                                 2),
+            MPRT_OK)
+      << mprt_last_error();
+}
+
 TEST(Gemm, BatchedRejectsOverlappingResults) {
   float x[16] = {};
   EXPECT_EQ(mprt_gemm_batched(address(x), 2, address(x), 2, address(x), 2, 2, 2,

@@ -339,9 +339,11 @@ mprt_status mprt_gemm_s8_dequantize(int64_t a, int64_t lda, int64_t b,
 /* A batch of mprt_gemm products: C[p] += op(A[p]) op(B[p]) for p < batch,
  * where X[p] starts stride_x elements after X[p - 1]. A stride of A or B may
  * be 0 (one matrix shared by the batch: the filter of an im2col
- * convolution); C's must keep the results apart (at least (m - 1) * ldc +
- * n) when batch > 1. What --mp-contractions-to-runtime emits for
- * batch_matmul and other products with a leading batch loop; the same
+ * convolution); C's must keep the results apart when batch > 1: stacked
+ * (at least (m - 1) * ldc + n) or side by side within C's rows (at least
+ * n, the last result ending within the first row: (batch - 1) * stride_c +
+ * n <= ldc), else MPRT_ERROR_ARGUMENT. What --mp-contractions-to-runtime emits
+ * for batch_matmul and other products with a leading batch loop; the same
  * convention as libmprt_cuda's mprt_cuda_gemm_batched. A bf16 or f32
  * batch runs as one oneDNN matmul with a batch dimension (f32 then on the
  * matmul primitive's kernels, whose sums may be ordered differently from
@@ -351,6 +353,25 @@ mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                               int64_t k, int32_t flags, int32_t type,
                               int64_t batch, int64_t stride_a,
                               int64_t stride_b, int64_t stride_c);
+
+/* mprt_gemm_batched in two batch dimensions: C[q][p] += op(A[q][p])
+ * op(B[q][p]) for q < outer, p < batch, where X[q][p] starts
+ * q * outer_stride_x + p * stride_x elements after X[0][0]. What
+ * --mp-contractions-to-runtime emits for attention's products when it reads
+ * the heads straight from the [tokens, heads x features] layout (or writes
+ * them there) instead of from a transposed copy: the head stride is the
+ * inner one (features), the sequence stride the outer. Strides of A or B
+ * may be 0 (shared); C's results must lie apart within each outer block (as
+ * in mprt_gemm_batched) and the blocks after each other (outer_stride_c at
+ * least (batch - 1) * stride_c + (m - 1) * ldc + n). bf16 and f32 run as
+ * one oneDNN matmul with two batch dimensions. */
+mprt_status mprt_gemm_batched_2d(int64_t a, int64_t lda, int64_t b, int64_t ldb,
+                                 int64_t c, int64_t ldc, int64_t m, int64_t n,
+                                 int64_t k, int32_t flags, int32_t type,
+                                 int64_t outer, int64_t outer_stride_a,
+                                 int64_t outer_stride_b, int64_t outer_stride_c,
+                                 int64_t batch, int64_t stride_a,
+                                 int64_t stride_b, int64_t stride_c);
 
 /* Declares the `bytes` from `data` constant until
  * mprt_gemm_release_constant(data): a 16-bit or s8 product (mprt_gemm,
@@ -366,7 +387,7 @@ mprt_status mprt_gemm_declare_constant(const void *data, int64_t bytes);
  * (nothing for an address that starts no declared range). */
 void mprt_gemm_release_constant(const void *data);
 
-/* What mprt_gemm, mprt_gemm_batched, mprt_gemm_bias and
+/* What mprt_gemm, mprt_gemm_batched(_2d), mprt_gemm_bias and
  * mprt_gemm_s8_dequantize have done in this process so far: calls (a batch
  * counts once) and wall-clock seconds inside them, summed over the threads
  * that called them. A step's time minus the change in
