@@ -227,25 +227,34 @@ def test_cuda_session_without_gpu_is_a_clear_error():
 
 def _rounded_products(step_ir):
     """How many products of a dumped step call the runtime's GEMM with
-    MPRT_GEMM_ROUNDED_C (flag 4) once lowered for the CPU up to
-    --mp-contractions-to-runtime, and how many copies that swap the last
-    two dimensions of a 3-D buffer (attention's K^T) are left."""
+    MPRT_GEMM_ROUNDED_C (flag 4) in the CPU lowering the sessions use,
+    right after --mp-contractions-to-runtime; how many copies that swap the
+    last two dimensions of a 3-D buffer (attention's K^T) are left; how
+    many products read or write heads in the [tokens, heads x features]
+    layout (mprt_gemm_batched_2d); and how many head split and merge copies
+    (4-D, middle dimensions swapped) are left."""
     import os
     import re
     import subprocess
     mp_opt = os.path.join(os.environ.get("MP_BUILD_DIR", "build"), "bin", "mp-opt")
-    pipeline = ("builtin.module(convert-mp-to-upstream,func.func(mp-convolutions-to-gemm),"
-                "func.func(mp-fuse-elementwise),eliminate-empty-tensors,"
-                "one-shot-bufferize{bufferize-function-boundaries "
-                "function-boundary-type-conversion=identity-layout-map},"
-                "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
-                "mp-contractions-to-runtime)")
-    text = subprocess.run([mp_opt, str(step_ir), "--pass-pipeline=" + pipeline],
-                          check=True, capture_output=True, text=True).stdout
+    text = subprocess.run([mp_opt, str(step_ir), "--mp-lower-cpu=runtime-contractions",
+                           "--mlir-print-ir-after=mp-contractions-to-runtime", "-o", os.devnull],
+                          check=True, capture_output=True, text=True).stderr
+    swap = re.search(r"^(#map\d*) = affine_map<\(d0, d1, d2, d3\) -> \(d0, d2, d1, d3\)>",
+                     text, re.M)
+    # The training step alone (the predictions follow it).
+    text = text[text.index("func.func @mp_train_entry"):]
+    text = text[:text.find("\n  func.func ") + 1 or len(text)]
     constants = dict(re.findall(r"(%[\w]+) = arith.constant (-?\d+) : i32", text))
-    calls = re.findall(r"call @mprt_gemm(?:_batched)?\(([^)]*)\)", text)
+    calls = re.findall(r"call @mprt_gemm(?:_batched|_batched_2d)?\(([^)]*)\)", text)
     transposes = len(re.findall(r"linalg.transpose .* permutation = \[0, 2, 1\]", text))
-    return sum(int(constants[args.split(", ")[9]]) & 4 != 0 for args in calls), transposes
+    in_place = len(re.findall(r"call @mprt_gemm_batched_2d\(", text))
+    head_copies = len(re.findall(r"linalg.transpose .* permutation = \[0, 2, 1, 3\]", text))
+    if swap:  # the backward's copies: generics that yield their input
+        head_copies += len(re.findall(r"linalg.generic \{indexing_maps = \[#map\d*, %s\]"
+                                      % swap.group(1), text))
+    rounded = sum(int(constants[args.split(", ")[9]]) & 4 != 0 for args in calls)
+    return rounded, transposes, in_place, head_copies
 
 
 def test_transformer_block_amp_steps_match_pytorch(tmp_path, monkeypatch):
@@ -257,7 +266,10 @@ def test_transformer_block_amp_steps_match_pytorch(tmp_path, monkeypatch):
     rounded GEMMs (MPRT_GEMM_ROUNDED_C), one of them (K's gradient) rounded
     into the transposed layout, so this checks those numerically; in every
     precision the products read K through its copy's original (no K^T
-    copy is left)."""
+    copy is left) and read K, V and the attention output's gradient in the
+    projections' [tokens, heads x features] layout, without head split
+    copies; the 16-bit steps also write their rounded P V and K and V
+    gradients merged."""
     import sys
     import os
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
@@ -287,13 +299,21 @@ def test_transformer_block_amp_steps_match_pytorch(tmp_path, monkeypatch):
         for name, value in initial.items():
             session.set(name, value)
         got = [session.train_step(x, target)[0] for _ in range(steps)]
-        rounded, transposes = _rounded_products(step_ir)
-        print("mp %s losses %s (%d rounded products); PyTorch FP32 %s" % (
-            precision, " ".join("%.5f" % v for v in got), rounded,
+        rounded, transposes, in_place, head_copies = _rounded_products(step_ir)
+        print("mp %s losses %s (%d rounded products, %d on heads in place, %d head "
+              "copies left); PyTorch FP32 %s" % (
+            precision, " ".join("%.5f" % v for v in got), rounded, in_place, head_copies,
             " ".join("%.5f" % v for v in want)))
         for g, w in zip(got, want):
             assert abs(g - w) <= tolerance * w, (precision, got, want)
         assert transposes == 0, (precision, transposes)
+        # K, V and the attention output's gradient are read in the
+        # projections' layout by 5 products; 16-bit results rounded into the
+        # merged layout are written there. Left: Q's split (scaled before
+        # its product), the merge of Q's gradient (scaled after it) and, in
+        # f32, the merges of unrounded results.
+        assert in_place >= (5 if precision == "f32" else 6), (precision, in_place)
+        assert head_copies <= (5 if precision == "f32" else 2), (precision, head_copies)
         if precision == "f32":
             assert rounded == 0
         else:

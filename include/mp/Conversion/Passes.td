@@ -119,6 +119,24 @@ def ConvertContractionsToRuntime
     the product and that is freed after it; once no product reads X, X
     and the transpose go.
 
+    With `runtime=cpu`, attention's head split and merge go the same way.
+    A batched operand `V = collapse_shape T [[0, 1], [2], [3]]`, where
+    `T = alloc` is written only by a copy of a 4-D `S` with its middle
+    dimensions swapped (`linalg.transpose` permutation `[0, 2, 1, 3]`, or
+    a generic that yields its input through such maps: [sequences, tokens,
+    heads, features] to [sequences, heads, tokens, features]) and every
+    reader of `T` is a product (or a transposed copy that goes), is read
+    through `memref.transpose S (d0, d1, d2, d3) -> (d0, d2, d1, d3)`: the
+    call `mprt_gemm_batched_2d` takes the arguments of `mprt_gemm` followed
+    by `%outer, %outerStrideA, %outerStrideB, %outerStrideC, %batch,
+    %strideA, %strideB, %strideC` (a 3-D operand's outer stride is its
+    batch stride times `%batch`). `S`'s buffer must be an allocation of
+    the block that nothing writes between the copy and `T`'s deallocation;
+    its own deallocation moves there if it came earlier; then `T` and the
+    copy go. A rounded result `D` whose only other reader is such a copy
+    of `expand_shape D [[0, 1], [2], [3]]` into a fresh `M` (the merge) is
+    written straight into `M` through the same view; `D` and the copy go.
+
     With `runtime=cpu`, a 2-D f16/bf16 product whose f32 result only
     feeds a bias addition — `C = alloc; fill(0, C); C += A B;
     D[i, j] = C[i, j] + bias[j]` (D f32), or that sum rounded to the
@@ -196,6 +214,13 @@ def ConvertContractionsToRuntime
     Statistic<"numTransposedResults", "transposed-results",
               "Of the rounded results, those rounded into a transposed "
               "layout: the call writes the transpose">,
+    Statistic<"numHeadSplits", "head-splits",
+              "Attention head splits (a 4-D copy with its middle dimensions "
+              "swapped, collapsed) whose products read the source in place "
+              "(mprt_gemm_batched_2d)">,
+    Statistic<"numHeadMerges", "head-merges",
+              "Of the rounded results, those whose head merge the call "
+              "writes in place (mprt_gemm_batched_2d)">,
     Statistic<"numTransposedOperands", "transposed-operands",
               "Transposed copies made for products that the calls read "
               "through their originals instead (the copy goes)">

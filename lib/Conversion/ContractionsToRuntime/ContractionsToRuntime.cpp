@@ -28,6 +28,7 @@ namespace {
 
 constexpr llvm::StringLiteral kGemmName = "mprt_gemm";
 constexpr llvm::StringLiteral kBatchedGemmName = "mprt_gemm_batched";
+constexpr llvm::StringLiteral kBatched2dGemmName = "mprt_gemm_batched_2d";
 constexpr llvm::StringLiteral kCudaGemmName = "mprt_cuda_gemm_sync";
 constexpr llvm::StringLiteral kBiasGemmName = "mprt_gemm_bias";
 constexpr llvm::StringLiteral kDequantizeGemmName = "mprt_gemm_s8_dequantize";
@@ -339,13 +340,12 @@ memref::AllocOp resultAllocInBlock(linalg::LinalgOp product) {
   return alloc && alloc->getBlock() == product->getBlock() ? alloc : nullptr;
 }
 
-/// Whether \p product may write \p consumer's result (its init %d) in
+/// Whether \p product may write \p consumer's result %d (its init) in
 /// its place: %d is a fresh buffer of the product's block that no op uses
 /// before \p consumer (a view of it made earlier counts as a use). Moves
 /// %d's allocation before the product when it comes after.
-bool writableEarly(linalg::LinalgOp product, Operation *consumer) {
+bool writableEarly(linalg::LinalgOp product, Operation *consumer, Value d) {
   Block *block = product->getBlock();
-  Value d = cast<linalg::GenericOp>(consumer).getDpsInitOperand(0)->get();
   auto dAlloc = d.getDefiningOp<memref::AllocOp>();
   if (!dAlloc || dAlloc->getBlock() != block)
     return false;
@@ -407,7 +407,7 @@ Operation *roundedResultOf(linalg::LinalgOp product, RoundingLayout &layout) {
   auto aType = cast<MemRefType>(product.getDpsInputOperand(0)->get().getType());
   if (cast<MemRefType>(d.getType()).getElementType() != aType.getElementType())
     return nullptr;
-  return writableEarly(product, rounding) ? rounding : nullptr;
+  return writableEarly(product, rounding, d) ? rounding : nullptr;
 }
 
 /// A 16-bit product whose f32 result only feeds a bias addition (a linear
@@ -505,7 +505,7 @@ linalg::GenericOp biasedResultOf(linalg::LinalgOp product,
     if (!llvm::all_of(arg.getUsers(),
                       [&](Operation *user) { return user == &*sumOp; }))
       return nullptr;
-  if (!writableEarly(product, consumer))
+  if (!writableEarly(product, consumer, consumer.getDpsInitOperand(0)->get()))
     return nullptr;
   // Null when nothing comes after the sum.
   sum = body.getTerminator()->getOperand(0) == stored ? Value() : stored;
@@ -682,7 +682,7 @@ linalg::GenericOp dequantizedResultOf(linalg::LinalgOp product,
     if (v && v.getDefiningOp() && v.getDefiningOp()->getBlock() == block &&
         !v.getDefiningOp()->isBeforeInBlock(product))
       return nullptr;
-  if (!writableEarly(product, consumer))
+  if (!writableEarly(product, consumer, consumer.getDpsInitOperand(0)->get()))
     return nullptr;
   bias = broadcastFrom;
   scale = scaleOperand->get();
@@ -717,6 +717,165 @@ linalg::FillOp zeroFillOf(linalg::LinalgOp product) {
       return nullptr;
   }
   return fill;
+}
+
+/// The permutation of attention's head split and merge: the middle two of
+/// four dimensions swapped ([S, T, H, F] <-> [S, H, T, F]); its own
+/// inverse.
+constexpr std::array<int64_t, 4> kMiddleSwapped = {0, 2, 1, 3};
+
+/// The input of \p op when it copies a 4-D buffer into its init with the
+/// middle two dimensions swapped, out[s, h, t, f] = in[s, t, h, f]: a
+/// linalg.transpose with permutation [0, 2, 1, 3], or a linalg.generic
+/// that does the same (the backward's copies); else null.
+Value middleSwapInput(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || !linalgOp.hasPureBufferSemantics() ||
+      linalgOp.getNumDpsInputs() != 1 || linalgOp.getNumDpsInits() != 1 ||
+      linalgOp.getNumLoops() != 4)
+    return {};
+  Value input = linalgOp.getDpsInputOperand(0)->get();
+  if (auto transpose = dyn_cast<linalg::TransposeOp>(op))
+    return transpose.getPermutation() == ArrayRef<int64_t>(kMiddleSwapped)
+               ? input
+               : Value();
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumParallelLoops() != 4)
+    return {};
+  Block &body = *generic.getBlock();
+  if (body.getOperations().size() != 1 ||
+      body.getTerminator()->getOperand(0) != body.getArgument(0))
+    return {};
+  AffineMap in = generic.getIndexingMapsArray()[0],
+            out = generic.getIndexingMapsArray()[1];
+  AffineMap swapped = AffineMap::getPermutationMap(
+      ArrayRef<unsigned>{0, 2, 1, 3}, op->getContext());
+  if ((in.isIdentity() && out == swapped) ||
+      (in == swapped && out.isIdentity()))
+    return input;
+  return {};
+}
+
+/// Whether \p reassociation merges the first two of four dimensions:
+/// [[0, 1], [2], [3]].
+bool mergesBatchDims(ArrayRef<ReassociationIndices> reassociation) {
+  return reassociation.size() == 3 && reassociation[0].size() == 2 &&
+         reassociation[1].size() == 1 && reassociation[2].size() == 1;
+}
+
+/// A batched operand %v that is attention's head split, a collapsed copy
+/// of a 4-D buffer with its middle dimensions swapped:
+///
+///   %t = memref.alloc()                  (in a block)
+///   <swap> ins(%s) outs(%t)              ([S, T, H, F] -> [S, H, T, F])
+///   %v = memref.collapse_shape %t [[0, 1], [2], [3]]
+///   <products> ins(%v, ...)              (or a transposed copy of %v that
+///                                         goes: \p readInPlace)
+///   memref.dealloc %t
+///
+/// Its products can read %s through a view with those dimensions swapped
+/// (two batch dimensions, mprt_gemm_batched_2d): when every other user of
+/// %t is a view like %v that only \p readInPlace ops use, %s's rows are
+/// contiguous, %s's buffer is an allocation of the block, and nothing
+/// writes it between the swap and %t's dealloc. Its dealloc moves to %t's
+/// when it came before. Returns the swap, or null.
+Operation *
+headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace) {
+  auto collapse = v.getDefiningOp<memref::CollapseShapeOp>();
+  if (!collapse || !mergesBatchDims(collapse.getReassociationIndices()))
+    return nullptr;
+  Value t = collapse.getSrc();
+  auto tAlloc = t.getDefiningOp<memref::AllocOp>();
+  if (!tAlloc)
+    return nullptr;
+  Block *block = tAlloc->getBlock();
+  Operation *swap = nullptr, *tDealloc = nullptr;
+  for (Operation *user : t.getUsers()) {
+    if (user->getBlock() != block)
+      return nullptr;
+    if (isa<memref::DeallocOp>(user) && !tDealloc) {
+      tDealloc = user;
+    } else if (!swap && middleSwapInput(user) &&
+               cast<linalg::LinalgOp>(user).getDpsInitOperand(0)->get() == t) {
+      swap = user;
+    } else if (auto view = dyn_cast<memref::CollapseShapeOp>(user);
+               view && mergesBatchDims(view.getReassociationIndices())) {
+      for (Operation *reader : view->getUsers())
+        if (!readInPlace(reader, view))
+          return nullptr;
+    } else {
+      return nullptr;
+    }
+  }
+  if (!swap || !tDealloc || !swap->isBeforeInBlock(tDealloc))
+    return nullptr;
+  Value source = middleSwapInput(swap);
+  if (!hasUnitInnerStride(cast<MemRefType>(source.getType()), 4))
+    return nullptr;
+  Value buffer = mlir::mp::viewedBuffer(source);
+  auto sourceAlloc = buffer.getDefiningOp<memref::AllocOp>();
+  if (!sourceAlloc || sourceAlloc->getBlock() != block)
+    return nullptr;
+  SmallVector<std::pair<Operation *, Value>> uses;
+  collectUses(buffer, uses);
+  Operation *sourceDealloc = nullptr;
+  for (auto [user, value] : uses) {
+    if (user == swap)
+      continue;
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (!inBlock)
+      return nullptr;
+    if (isa<memref::DeallocOp>(user) && user->getBlock() == block &&
+        !sourceDealloc) {
+      sourceDealloc = user;
+      continue;
+    }
+    if (!onlyReads(user, value) && !inBlock->isBeforeInBlock(swap) &&
+        !tDealloc->isBeforeInBlock(inBlock))
+      return nullptr;
+  }
+  if (sourceDealloc && sourceDealloc->isBeforeInBlock(tDealloc))
+    sourceDealloc->moveBefore(tDealloc);
+  return swap;
+}
+
+/// A batched product's rounded result %d (\p rounding's init) that only
+/// goes through attention's head merge:
+///
+///   %d = memref.alloc()                  (in the product's block)
+///   <rounding> outs(%d)
+///   %e = memref.expand_shape %d [[0, 1], [2], [3]]
+///   <swap> ins(%e) outs(%t)              ([S, H, T, F] -> [S, T, H, F])
+///   memref.dealloc %d
+///
+/// The GEMM can write %t through a view with those dimensions swapped when
+/// %t's rows are contiguous and it is a fresh buffer of the block that no
+/// op uses before the swap (see writableEarly). Returns the swap, with %t's
+/// alloc moved before the product, or null.
+Operation *headMergeOf(linalg::LinalgOp product, Operation *rounding) {
+  Value d = cast<linalg::GenericOp>(rounding).getDpsInitOperand(0)->get();
+  auto dAlloc = d.getDefiningOp<memref::AllocOp>();
+  if (!dAlloc || dAlloc->getBlock() != product->getBlock())
+    return nullptr;
+  Operation *swap = nullptr;
+  for (Operation *user : d.getUsers()) {
+    if (user == rounding || isa<memref::DeallocOp>(user))
+      continue;
+    auto expand = dyn_cast<memref::ExpandShapeOp>(user);
+    if (swap || !expand || !mergesBatchDims(expand.getReassociationIndices()) ||
+        !expand->hasOneUse())
+      return nullptr;
+    swap = *expand->getUsers().begin();
+    if (middleSwapInput(swap) != expand.getResult())
+      return nullptr;
+  }
+  if (!swap)
+    return nullptr;
+  Value t = cast<linalg::LinalgOp>(swap).getDpsInitOperand(0)->get();
+  if (!hasUnitInnerStride(cast<MemRefType>(t.getType()), 4) ||
+      !writableEarly(product, swap, t))
+    return nullptr;
+  return swap;
 }
 
 struct ContractionsToRuntimePass
@@ -763,13 +922,56 @@ struct ContractionsToRuntimePass
       }
     }
 
+    // Operands that are attention's head split: the products read the
+    // split's source in place, through a view with two batch dimensions.
+    llvm::DenseMap<Value, Value> headSources; // collapsed copy -> source
+    llvm::SetVector<Operation *> headSplits;
+    if (!cuda) {
+      llvm::DenseMap<Operation *, Product *> productOf;
+      for (auto &[op, product] : products)
+        productOf[op] = &product;
+      auto readA = [](Product &p) {
+        return p.sourceA ? p.sourceA : p.a->get();
+      };
+      auto readB = [](Product &p) {
+        return p.sourceB ? p.sourceB : p.b->get();
+      };
+      // A product that reads \p view as A or B only, or a transposed copy
+      // of it that goes.
+      auto readInPlace = [&](Operation *user, Value view) {
+        if (transposes.contains(user))
+          return cast<linalg::TransposeOp>(user).getInput() == view;
+        Product *product = productOf.lookup(user);
+        return product && product->batched &&
+               cast<linalg::LinalgOp>(user).getDpsInitOperand(0)->get() !=
+                   view &&
+               (readA(*product) == view || readB(*product) == view);
+      };
+      for (auto &[op, product] : products) {
+        for (Value operand : {readA(product), readB(product)}) {
+          if (headSources.count(operand))
+            continue;
+          Operation *swap = headSplitOf(operand, readInPlace);
+          if (!swap)
+            continue;
+          headSplits.insert(swap);
+          Value t = cast<linalg::LinalgOp>(swap).getDpsInitOperand(0)->get();
+          for (Operation *user : t.getUsers())
+            if (isa<memref::CollapseShapeOp>(user))
+              headSources[user->getResult(0)] = middleSwapInput(swap);
+        }
+      }
+    }
+
     OpBuilder b(module.getBodyRegion());
     Type i64 = b.getI64Type(), i32 = b.getI32Type();
     // mprt_gemm(a, lda, b, ldb, c, ldc, m, n, k, flags, type); the batched
     // entries (mprt_gemm_batched on the CPU, mprt_cuda_gemm_sync for every
-    // product on CUDA) append batch, strideA, strideB, strideC.
-    // mprt_gemm_s8_dequantize takes no type and appends bias, scale.
-    auto declare = [&](StringRef name, bool batchArgs, bool bias = false,
+    // product on CUDA) append batch, strideA, strideB, strideC (4
+    // batchArgs); mprt_gemm_batched_2d the outer batch and its strides
+    // before those (8). mprt_gemm_s8_dequantize takes no type and appends
+    // bias, scale.
+    auto declare = [&](StringRef name, unsigned batchArgs, bool bias = false,
                        bool dequantize = false) {
       if (auto existing = module.lookupSymbol<func::FuncOp>(name))
         return existing;
@@ -781,8 +983,7 @@ struct ContractionsToRuntimePass
         args.append({i64, i64});
       else
         args.push_back(i32);
-      if (batchArgs)
-        args.append(4, i64);
+      args.append(batchArgs, i64);
       if (bias)
         args.push_back(i64);
       auto callee = func::FuncOp::create(b, module.getLoc(), name,
@@ -795,24 +996,6 @@ struct ContractionsToRuntimePass
       Location loc = op.getLoc();
       auto toI64 = [&](Value v) -> Value {
         return arith::IndexCastOp::create(b, loc, i64, v);
-      };
-      unsigned first = product.batched ? 1 : 0;
-      // Base pointer + offset (in bytes), leading dimension and batch stride
-      // (in elements; 0 when not batched), as i64.
-      struct Matrix {
-        Value pointer, ld, batchStride;
-      };
-      auto matrix = [&](Value memref) -> Matrix {
-        auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-        // A matrix shared by the batch has stride 0.
-        bool shared = cast<MemRefType>(memref.getType()).getRank() == 2;
-        Matrix result{toI64(mlir::mp::alignedAddress(b, loc, memref)),
-                      toI64(meta.getStrides()[shared ? 0 : first]), Value()};
-        if (product.batched)
-          result.batchStride =
-              shared ? arith::ConstantIntOp::create(b, loc, i64, 0)
-                     : toI64(meta.getStrides()[0]);
-        return result;
       };
       // A result that is only rounded: the call writes the rounded buffer.
       // On libmprt (libmprt_cuda has neither yet), a result that only gets
@@ -835,13 +1018,36 @@ struct ContractionsToRuntimePass
       Operation *consumer = rounding ? rounding
                             : biased ? biased.getOperation()
                                      : dequantized.getOperation();
+      // A rounded result that only goes through attention's head merge:
+      // the call writes the merged layout.
+      Operation *headMerge = rounding && product.batched && !cuda
+                                 ? headMergeOf(op, rounding)
+                                 : nullptr;
+      // A head split's source, or a head merge's result, as the 4-D view
+      // the products read or write: [S, H, T, F] with H and T's strides
+      // swapped.
+      auto headView = [&](Value memref) -> Value {
+        return memref::TransposeOp::create(
+            b, loc, memref,
+            AffineMapAttr::get(AffineMap::getPermutationMap(
+                ArrayRef<unsigned>{0, 2, 1, 3}, b.getContext())));
+      };
       // A transposed copy's original, its flag flipped.
-      Value aMem = product.sourceA ? product.sourceA : product.a->get(),
-            bMem = product.sourceB ? product.sourceB : product.b->get(),
-            cMem = consumer ? cast<linalg::GenericOp>(consumer)
-                                  .getDpsInitOperand(0)
-                                  ->get()
-                            : op.getDpsInitOperand(0)->get();
+      auto operandMem = [&](Value read) {
+        Value source = headSources.lookup(read);
+        return source ? headView(source) : read;
+      };
+      Value aMem = operandMem(product.sourceA ? product.sourceA
+                                              : product.a->get()),
+            bMem = operandMem(product.sourceB ? product.sourceB
+                                              : product.b->get()),
+            cMem = headMerge  ? headView(cast<linalg::LinalgOp>(headMerge)
+                                             .getDpsInitOperand(0)
+                                             ->get())
+                   : consumer ? cast<linalg::GenericOp>(consumer)
+                                    .getDpsInitOperand(0)
+                                    ->get()
+                              : op.getDpsInitOperand(0)->get();
       product.transA ^= static_cast<bool>(product.sourceA);
       product.transB ^= static_cast<bool>(product.sourceB);
       // A transposed result: D = op(B)^T op(A)^T.
@@ -851,13 +1057,49 @@ struct ContractionsToRuntimePass
         std::tie(product.transA, product.transB) =
             std::make_pair(!product.transB, !product.transA);
       }
-      Matrix aMat = matrix(aMem), bMat = matrix(bMem), cMat = matrix(cMem);
       auto dim = [&](Value memref, int64_t d) -> Value {
         return toI64(memref::DimOp::create(b, loc, memref, d));
       };
-      Value m = dim(cMem, first), n = dim(cMem, first + 1);
-      Value k =
-          dim(aMem, (product.sharedA ? 0 : first) + (product.transA ? 0 : 1));
+      auto rankOf = [](Value memref) {
+        return cast<MemRefType>(memref.getType()).getRank();
+      };
+      // Two batch dimensions [outer, count] when a head view is read or
+      // written; a 3-D operand's batch p = outer * count + inner.
+      Value view4 = rankOf(aMem) == 4   ? aMem
+                    : rankOf(bMem) == 4 ? bMem
+                    : rankOf(cMem) == 4 ? cMem
+                                        : Value();
+      Value count = view4 ? dim(view4, 1) : Value();
+      // Base pointer + offset (in bytes), leading dimension and batch
+      // strides (in elements; 0 for a matrix shared by the batch), as i64.
+      struct Matrix {
+        Value pointer, ld, batchStride, outerStride;
+      };
+      Value zero; // one i64 0 for the shared matrices' strides
+      auto matrix = [&](Value memref) -> Matrix {
+        auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+        int64_t rank = rankOf(memref);
+        Matrix result{toI64(mlir::mp::alignedAddress(b, loc, memref)),
+                      toI64(meta.getStrides()[rank - 2]), Value(), Value()};
+        if (!product.batched)
+          return result;
+        if (rank == 2 && !zero)
+          zero = arith::ConstantIntOp::create(b, loc, i64, 0);
+        result.batchStride =
+            rank == 2 ? zero : toI64(meta.getStrides()[rank - 3]);
+        if (view4)
+          result.outerStride =
+              rank == 2 ? zero
+              : rank == 4
+                  ? toI64(meta.getStrides()[0])
+                  : arith::MulIOp::create(b, loc, result.batchStride, count)
+                        .getResult();
+        return result;
+      };
+      Matrix aMat = matrix(aMem), bMat = matrix(bMem), cMat = matrix(cMem);
+      int64_t cRank = rankOf(cMem), aRank = rankOf(aMem);
+      Value m = dim(cMem, cRank - 2), n = dim(cMem, cRank - 1);
+      Value k = dim(aMem, aRank - 2 + (product.transA ? 0 : 1));
       bool roundedC =
           rounding ||
           (biased &&
@@ -886,7 +1128,11 @@ struct ContractionsToRuntimePass
       // mprt_gemm_s8_dequantize takes no type (s8).
       if (!dequantized)
         args.push_back(arith::ConstantIntOp::create(b, loc, i32, type));
-      if (cuda || product.batched) {
+      if (view4) {
+        args.append({dim(view4, 0), aMat.outerStride, bMat.outerStride,
+                     cMat.outerStride, count, aMat.batchStride,
+                     bMat.batchStride, cMat.batchStride});
+      } else if (cuda || product.batched) {
         if (product.batched) {
           args.append({dim(cMem, 0), aMat.batchStride, bMat.batchStride,
                        cMat.batchStride});
@@ -899,19 +1145,21 @@ struct ContractionsToRuntimePass
       func::FuncOp callee;
       if (biased) {
         args.push_back(toI64(mlir::mp::alignedAddress(b, loc, bias)));
-        callee = declare(kBiasGemmName, /*batchArgs=*/false, /*bias=*/true);
+        callee = declare(kBiasGemmName, /*batchArgs=*/0, /*bias=*/true);
       } else if (dequantized) {
         // ..., flags, bias (0 when there is none), scale.
         args.push_back(
             bias ? toI64(mlir::mp::alignedAddress(b, loc, bias))
                  : arith::ConstantIntOp::create(b, loc, i64, 0).getResult());
         args.push_back(toI64(mlir::mp::alignedAddress(b, loc, scale)));
-        callee = declare(kDequantizeGemmName, /*batchArgs=*/false,
+        callee = declare(kDequantizeGemmName, /*batchArgs=*/0,
                          /*bias=*/false, /*dequantize=*/true);
+      } else if (view4) {
+        callee = declare(kBatched2dGemmName, /*batchArgs=*/8);
       } else {
-        callee = cuda ? declare(kCudaGemmName, true)
+        callee = cuda ? declare(kCudaGemmName, 4)
                       : declare(product.batched ? kBatchedGemmName : kGemmName,
-                                product.batched);
+                                product.batched ? 4 : 0);
       }
       func::CallOp::create(b, loc, callee, args);
       if (biasedSum)
@@ -927,6 +1175,18 @@ struct ContractionsToRuntimePass
         ++(rounding ? numRounded : biased ? numBiased : numDequantized);
         if (layout == RoundingLayout::Transposed)
           ++numTransposedResults;
+        if (headMerge) {
+          // The swap, %d's expansion, its deallocation and allocation.
+          auto expand =
+              middleSwapInput(headMerge).getDefiningOp<memref::ExpandShapeOp>();
+          Value d = expand.getSrc();
+          headMerge->erase();
+          expand->erase();
+          for (Operation *user : llvm::make_early_inc_range(d.getUsers()))
+            user->erase();
+          d.getDefiningOp()->erase();
+          ++numHeadMerges;
+        }
       } else {
         op->erase();
       }
@@ -948,6 +1208,20 @@ struct ContractionsToRuntimePass
         user->erase();
       x.getDefiningOp()->erase();
       ++numTransposedOperands;
+    }
+    // Head splits whose collapsed copies no product reads any more.
+    for (Operation *swap : headSplits) {
+      Value t = cast<linalg::LinalgOp>(swap).getDpsInitOperand(0)->get();
+      if (!llvm::all_of(t.getUsers(), [&](Operation *user) {
+            return user == swap || isa<memref::DeallocOp>(user) ||
+                   (isa<memref::CollapseShapeOp>(user) && user->use_empty());
+          }))
+        continue;
+      swap->erase();
+      for (Operation *user : llvm::make_early_inc_range(t.getUsers()))
+        user->erase();
+      t.getDefiningOp()->erase();
+      ++numHeadSplits;
     }
   }
 };
