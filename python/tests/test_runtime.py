@@ -311,9 +311,10 @@ def test_transformer_block_amp_steps_match_pytorch(tmp_path, monkeypatch):
         # projections' layout by 5 products; 16-bit results rounded into the
         # merged layout are written there. Left: Q's split (scaled before
         # its product), the merge of Q's gradient (scaled after it) and, in
-        # f32, the merges of unrounded results.
+        # f32, the merges of K's and V's gradients, which f32 copies first
+        # (where 16-bit steps round them).
         assert in_place >= (5 if precision == "f32" else 6), (precision, in_place)
-        assert head_copies <= (5 if precision == "f32" else 2), (precision, head_copies)
+        assert head_copies <= (3 if precision == "f32" else 2), (precision, head_copies)
         if precision == "f32":
             assert rounded == 0
         else:

@@ -839,11 +839,12 @@ headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace) {
   return swap;
 }
 
-/// A batched product's rounded result %d (\p rounding's init) that only
-/// goes through attention's head merge:
+/// A batched product's result %d (written by \p writer: the product into
+/// its \p zeroFill, or the rounding of its result) that only goes through
+/// attention's head merge:
 ///
 ///   %d = memref.alloc()                  (in the product's block)
-///   <rounding> outs(%d)
+///   <writer> outs(%d)
 ///   %e = memref.expand_shape %d [[0, 1], [2], [3]]
 ///   <swap> ins(%e) outs(%t)              ([S, H, T, F] -> [S, T, H, F])
 ///   memref.dealloc %d
@@ -852,14 +853,14 @@ headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace) {
 /// %t's rows are contiguous and it is a fresh buffer of the block that no
 /// op uses before the swap (see writableEarly). Returns the swap, with %t's
 /// alloc moved before the product, or null.
-Operation *headMergeOf(linalg::LinalgOp product, Operation *rounding) {
-  Value d = cast<linalg::GenericOp>(rounding).getDpsInitOperand(0)->get();
+Operation *headMergeOf(linalg::LinalgOp product, Operation *writer, Value d,
+                       Operation *zeroFill) {
   auto dAlloc = d.getDefiningOp<memref::AllocOp>();
   if (!dAlloc || dAlloc->getBlock() != product->getBlock())
     return nullptr;
   Operation *swap = nullptr;
   for (Operation *user : d.getUsers()) {
-    if (user == rounding || isa<memref::DeallocOp>(user))
+    if (user == writer || user == zeroFill || isa<memref::DeallocOp>(user))
       continue;
     auto expand = dyn_cast<memref::ExpandShapeOp>(user);
     if (swap || !expand || !mergesBatchDims(expand.getReassociationIndices()) ||
@@ -1018,11 +1019,17 @@ struct ContractionsToRuntimePass
       Operation *consumer = rounding ? rounding
                             : biased ? biased.getOperation()
                                      : dequantized.getOperation();
-      // A rounded result that only goes through attention's head merge:
-      // the call writes the merged layout.
-      Operation *headMerge = rounding && product.batched && !cuda
-                                 ? headMergeOf(op, rounding)
-                                 : nullptr;
+      // A rounded result, or one into zeros made for it, that only goes
+      // through attention's head merge: the call writes the merged layout.
+      Operation *headMerge = nullptr;
+      if (product.batched && !cuda && rounding)
+        headMerge = headMergeOf(
+            op, rounding,
+            cast<linalg::GenericOp>(rounding).getDpsInitOperand(0)->get(),
+            nullptr);
+      else if (product.batched && !cuda && zeroFill)
+        headMerge =
+            headMergeOf(op, op, op.getDpsInitOperand(0)->get(), zeroFill);
       // A head split's source, or a head merge's result, as the 4-D view
       // the products read or write: [S, H, T, F] with H and T's strides
       // swapped.
@@ -1175,24 +1182,24 @@ struct ContractionsToRuntimePass
         ++(rounding ? numRounded : biased ? numBiased : numDequantized);
         if (layout == RoundingLayout::Transposed)
           ++numTransposedResults;
-        if (headMerge) {
-          // The swap, %d's expansion, its deallocation and allocation.
-          auto expand =
-              middleSwapInput(headMerge).getDefiningOp<memref::ExpandShapeOp>();
-          Value d = expand.getSrc();
-          headMerge->erase();
-          expand->erase();
-          for (Operation *user : llvm::make_early_inc_range(d.getUsers()))
-            user->erase();
-          d.getDefiningOp()->erase();
-          ++numHeadMerges;
-        }
       } else {
         op->erase();
       }
       if (zeroFill) {
         zeroFill->erase();
         ++numOverwritten;
+      }
+      if (headMerge) {
+        // The swap, the result's expansion, deallocation and allocation.
+        auto expand =
+            middleSwapInput(headMerge).getDefiningOp<memref::ExpandShapeOp>();
+        Value d = expand.getSrc();
+        headMerge->erase();
+        expand->erase();
+        for (Operation *user : llvm::make_early_inc_range(d.getUsers()))
+          user->erase();
+        d.getDefiningOp()->erase();
+        ++numHeadMerges;
       }
       ++numCalls;
     }

@@ -149,6 +149,34 @@ func.func @backward_split(%p: memref<4x4x4xbf16>, %v: memref<4x4x8xbf16>) -> (me
 
 // -----
 
+// An f32 result into zeros made for it, merged: the call overwrites the
+// merged buffer through the view (flag 8); the result, its fill and the
+// merge go.
+// CHECK-LABEL: func.func @f32_merge
+// CHECK-NOT: linalg.fill
+// CHECK: %[[MERGED:.*]] = memref.alloc() : memref<2x4x2x8xf32>
+// CHECK: %[[OV:.*]] = memref.transpose %[[MERGED]] (d0, d1, d2, d3) -> (d0, d2, d1, d3)
+// CHECK: memref.extract_strided_metadata %[[OV]]
+// CHECK: %[[OVERWRITE:.*]] = arith.constant 8 : i32
+// CHECK: call @mprt_gemm_batched_2d({{.*}}, %[[OVERWRITE]], %{{.*}}, {{.*}})
+// CHECK-NOT: linalg.transpose
+// CHECK-NOT: memref<4x4x8xf32>
+// CHECK: return
+func.func @f32_merge(%p: memref<4x4x4xf32>, %v: memref<4x4x8xf32>) -> memref<8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %o = memref.alloc() : memref<4x4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%o : memref<4x4x8xf32>)
+  linalg.batch_matmul ins(%p, %v : memref<4x4x4xf32>, memref<4x4x8xf32>) outs(%o : memref<4x4x8xf32>)
+  %ox = memref.expand_shape %o [[0, 1], [2], [3]] output_shape [2, 2, 4, 8] : memref<4x4x8xf32> into memref<2x2x4x8xf32>
+  %merged = memref.alloc() : memref<2x4x2x8xf32>
+  linalg.transpose ins(%ox : memref<2x2x4x8xf32>) outs(%merged : memref<2x4x2x8xf32>) permutation = [0, 2, 1, 3]
+  memref.dealloc %o : memref<4x4x8xf32>
+  %out = memref.collapse_shape %merged [[0, 1], [2, 3]] : memref<2x4x2x8xf32> into memref<8x16xf32>
+  return %out : memref<8x16xf32>
+}
+
+// -----
+
 // The copies stay where reading (or writing) in place would change what is
 // read or written: the projection written again after its split, a split
 // that an elementwise loop reads too, a split of a function argument (a
