@@ -1040,17 +1040,35 @@ struct ContractionsToRuntimePass
                 ArrayRef<unsigned>{0, 2, 1, 3}, b.getContext())));
       };
       // A transposed copy's original, its flag flipped.
+      // Every 4-D view must split the batch the same way, [S, H] (read off
+      // the [S, T, H, F] buffers, statically): then one outer count and
+      // one inner count describe all three.
+      std::optional<std::pair<int64_t, int64_t>> split;
+      auto splitsAlike = [&](Value buffer) {
+        auto type = cast<MemRefType>(buffer.getType());
+        if (type.isDynamicDim(0) || type.isDynamicDim(2))
+          return false;
+        std::pair<int64_t, int64_t> dims{type.getDimSize(0),
+                                         type.getDimSize(2)};
+        if (!split)
+          split = dims;
+        return *split == dims;
+      };
+      Value merged =
+          headMerge
+              ? cast<linalg::LinalgOp>(headMerge).getDpsInitOperand(0)->get()
+              : Value();
+      if (merged && !splitsAlike(merged))
+        headMerge = nullptr;
       auto operandMem = [&](Value read) {
         Value source = headSources.lookup(read);
-        return source ? headView(source) : read;
+        return source && splitsAlike(source) ? headView(source) : read;
       };
       Value aMem = operandMem(product.sourceA ? product.sourceA
                                               : product.a->get()),
             bMem = operandMem(product.sourceB ? product.sourceB
                                               : product.b->get()),
-            cMem = headMerge  ? headView(cast<linalg::LinalgOp>(headMerge)
-                                             .getDpsInitOperand(0)
-                                             ->get())
+            cMem = headMerge  ? headView(merged)
                    : consumer ? cast<linalg::GenericOp>(consumer)
                                     .getDpsInitOperand(0)
                                     ->get()

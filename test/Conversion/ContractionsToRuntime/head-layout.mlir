@@ -177,6 +177,49 @@ func.func @f32_merge(%p: memref<4x4x4xf32>, %v: memref<4x4x8xf32>) -> memref<8x1
 
 // -----
 
+// V split as 2 sequences x 2 heads, the result merged as 4 x 1: one call
+// cannot take both views (one outer and one inner count), so it writes
+// the merged layout and reads V's copy.
+// CHECK-LABEL: func.func @mixed_splits
+// CHECK: linalg.transpose ins(%{{.*}} : memref<2x4x2x8xbf16>)
+// CHECK: %[[MERGED:.*]] = memref.alloc() : memref<4x4x1x8xbf16>
+// CHECK: memref.transpose %[[MERGED]]
+// CHECK: call @mprt_gemm_batched_2d
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+func.func @mixed_splits(%p: memref<4x4x4xbf16>) -> memref<16x8xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : bf16
+  %vp = memref.alloc() : memref<8x16xbf16>
+  linalg.fill ins(%one : bf16) outs(%vp : memref<8x16xbf16>)
+  %vx = memref.expand_shape %vp [[0, 1], [2, 3]] output_shape [2, 4, 2, 8] : memref<8x16xbf16> into memref<2x4x2x8xbf16>
+  %vt = memref.alloc() : memref<2x2x4x8xbf16>
+  linalg.transpose ins(%vx : memref<2x4x2x8xbf16>) outs(%vt : memref<2x2x4x8xbf16>) permutation = [0, 2, 1, 3]
+  memref.dealloc %vp : memref<8x16xbf16>
+  %v = memref.collapse_shape %vt [[0, 1], [2], [3]] : memref<2x2x4x8xbf16> into memref<4x4x8xbf16>
+  %o = memref.alloc() : memref<4x4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%o : memref<4x4x8xf32>)
+  linalg.batch_matmul ins(%p, %v : memref<4x4x4xbf16>, memref<4x4x8xbf16>) outs(%o : memref<4x4x8xf32>)
+  memref.dealloc %vt : memref<2x2x4x8xbf16>
+  %or = memref.alloc() : memref<4x4x8xbf16>
+  linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, i, j)>],
+                  iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%o : memref<4x4x8xf32>) outs(%or : memref<4x4x8xbf16>) {
+  ^bb0(%x: f32, %out: bf16):
+    %r = arith.truncf %x : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  memref.dealloc %o : memref<4x4x8xf32>
+  %ox = memref.expand_shape %or [[0, 1], [2], [3]] output_shape [4, 1, 4, 8] : memref<4x4x8xbf16> into memref<4x1x4x8xbf16>
+  %merged = memref.alloc() : memref<4x4x1x8xbf16>
+  linalg.transpose ins(%ox : memref<4x1x4x8xbf16>) outs(%merged : memref<4x4x1x8xbf16>) permutation = [0, 2, 1, 3]
+  memref.dealloc %or : memref<4x4x8xbf16>
+  %out = memref.collapse_shape %merged [[0, 1], [2, 3]] : memref<4x4x1x8xbf16> into memref<16x8xbf16>
+  return %out : memref<16x8xbf16>
+}
+
+// -----
+
 // The copies stay where reading (or writing) in place would change what is
 // read or written: the projection written again after its split, a split
 // that an elementwise loop reads too, a split of a function argument (a
