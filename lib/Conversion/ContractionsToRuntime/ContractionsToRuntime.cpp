@@ -1039,7 +1039,6 @@ struct ContractionsToRuntimePass
             AffineMapAttr::get(AffineMap::getPermutationMap(
                 ArrayRef<unsigned>{0, 2, 1, 3}, b.getContext())));
       };
-      // A transposed copy's original, its flag flipped.
       // Every 4-D view must split the batch the same way, [S, H] (read off
       // the [S, T, H, F] buffers, statically): then one outer count and
       // one inner count describe all three.
@@ -1060,6 +1059,8 @@ struct ContractionsToRuntimePass
               : Value();
       if (merged && !splitsAlike(merged))
         headMerge = nullptr;
+      // A transposed copy's original (its flag flipped below), read through
+      // a head view where it is a head split.
       auto operandMem = [&](Value read) {
         Value source = headSources.lookup(read);
         return source && splitsAlike(source) ? headView(source) : read;
@@ -1162,7 +1163,8 @@ struct ContractionsToRuntimePass
           args.append({dim(cMem, 0), aMat.batchStride, bMat.batchStride,
                        cMat.batchStride});
         } else {
-          Value zero = arith::ConstantIntOp::create(b, loc, i64, 0);
+          if (!zero)
+            zero = arith::ConstantIntOp::create(b, loc, i64, 0);
           Value one = arith::ConstantIntOp::create(b, loc, i64, 1);
           args.append({one, zero, zero, zero});
         }
