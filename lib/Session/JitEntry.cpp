@@ -196,6 +196,8 @@ llvm::ArrayRef<RuntimeSymbol> runtimeSymbols() {
   static const RuntimeSymbol symbols[] = {
       {"mprt_gemm", reinterpret_cast<void *>(&mprt_gemm)},
       {"mprt_gemm_batched", reinterpret_cast<void *>(&mprt_gemm_batched)},
+      {"mprt_gemm_s8_dequantize_absmax",
+       reinterpret_cast<void *>(&mprt_gemm_s8_dequantize_absmax)},
       {"mprt_gemm_batched_2d", reinterpret_cast<void *>(&mprt_gemm_batched_2d)},
       {"mprt_gemm_bias", reinterpret_cast<void *>(&mprt_gemm_bias)},
       {"mprt_gemm_s8_dequantize",

@@ -27,7 +27,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 bool mprt::hasInt8DotProducts() {
@@ -240,7 +242,28 @@ struct ScaledColumns {
   int64_t ldd, n;
   const float *scales;
   bool relu, avx512;
+  // With `partials`: each row's largest magnitude per lane, kept as
+  // partials[i * lanes + j % lanes] = maximumf(., |D[i, j]|).
+  float *partials;
+  int64_t lanes;
 };
+
+/// arith.maximumf: NaN if either is, +0 above -0.
+float maximumF(float a, float b) {
+  if (std::isnan(a))
+    return a;
+  if (std::isnan(b))
+    return b;
+  if (a == b)
+    return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+
+/// The lanes' largest magnitudes of one scaled row, into `partial`.
+void absMaxRow(const float *row, int64_t n, float *partial, int64_t lanes) {
+  for (int64_t j = 0; j < n; ++j)
+    partial[j % lanes] = maximumF(partial[j % lanes], std::fabs(row[j]));
+}
 
 /// row[j] *= scales[j] from `first` on, then std::max(., 0) with `relu`
 /// (a NaN or -0 stays).
@@ -268,32 +291,80 @@ scaleRowAvx512(float *row, const float *scales, int64_t n, bool relu) {
   scaleRowFrom(row, scales, j, n, relu);
 }
 
+/// The same with 16 lanes of largest magnitudes (n a multiple of 16), in
+/// registers while the row is: vmaxps drops a NaN it meets second, so the
+/// lanes that saw one are marked and made NaN at the end.
+__attribute__((target("avx512f"))) void
+scaleRowAbsMaxAvx512(float *row, const float *scales, int64_t n, bool relu,
+                     float *partial) {
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+  __m512 largest = zero; // |x| >= +0: +0 changes no maximum
+  __mmask16 nan = 0;
+  for (int64_t j = 0; j < n; j += 16) {
+    __m512 v =
+        _mm512_mul_ps(_mm512_loadu_ps(row + j), _mm512_loadu_ps(scales + j));
+    if (relu)
+      v = _mm512_max_ps(zero, v);
+    _mm512_storeu_ps(row + j, v);
+    __m512 size = _mm512_castsi512_ps(
+        _mm512_and_si512(_mm512_castps_si512(v), magnitude));
+    nan |= _mm512_cmp_ps_mask(size, size, _CMP_UNORD_Q);
+    largest = _mm512_max_ps(largest, size);
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, largest);
+  for (int p = 0; p < 16; ++p) {
+    float value = (nan >> p) & 1 ? std::numeric_limits<float>::quiet_NaN()
+                                 : lanes[p];
+    partial[p] = maximumF(partial[p], value);
+  }
+}
+
 void scaleRows(int64_t begin, int64_t end, void *context) {
   const auto &p = *static_cast<const ScaledColumns *>(context);
   for (int64_t i = begin; i < end; ++i) {
     float *row = p.d + i * p.ldd;
+    float *partial = p.partials ? p.partials + i * p.lanes : nullptr;
+    if (p.avx512 && partial && p.lanes == 16) {
+      scaleRowAbsMaxAvx512(row, p.scales, p.n, p.relu, partial);
+      continue;
+    }
     if (p.avx512)
       scaleRowAvx512(row, p.scales, p.n, p.relu);
     else
       scaleRowFrom(row, p.scales, 0, p.n, p.relu);
+    if (partial)
+      absMaxRow(row, p.n, partial, p.lanes);
   }
 }
 
 /// D[i, j] *= scales[j], then max(., 0) with `relu`, rows shared among the
-/// threads.
+/// threads; with `partials`, each row's largest magnitudes per lane too.
 void scaleColumns(float *d, int64_t ldd, int64_t m, int64_t n,
-                  const float *scales, bool relu) {
-  ScaledColumns context{
-      d, ldd, n, scales, relu, (mprt_cpu_features() & MPRT_CPU_AVX512F) != 0};
+                  const float *scales, bool relu, float *partials = nullptr,
+                  int64_t lanes = 0) {
+  ScaledColumns context{d,
+                        ldd,
+                        n,
+                        scales,
+                        relu,
+                        (mprt_cpu_features() & MPRT_CPU_AVX512F) != 0,
+                        partials,
+                        lanes};
   mprt_parallel_for(m, scaleRows, &context);
 }
 
 } // namespace
 
-extern "C" mprt_status
-mprt_gemm_s8_dequantize(int64_t a, int64_t lda, int64_t b, int64_t ldb,
-                        int64_t d, int64_t ldd, int64_t m, int64_t n, int64_t k,
-                        int32_t flags, int64_t bias, int64_t scale) {
+namespace {
+
+/// mprt_gemm_s8_dequantize(_absmax) (`name`, for errors; no `partials`
+/// for the first).
+mprt_status dequantize(const char *name, int64_t a, int64_t lda, int64_t b,
+                       int64_t ldb, int64_t d, int64_t ldd, int64_t m,
+                       int64_t n, int64_t k, int32_t flags, int64_t bias,
+                       int64_t scale, float *partials, int64_t lanes) {
   mprt::GemmCallTimer timer;
   mprt::clearError();
   constexpr int32_t known =
@@ -303,10 +374,10 @@ mprt_gemm_s8_dequantize(int64_t a, int64_t lda, int64_t b, int64_t ldb,
   if ((flags & ~known) || m < 0 || n < 0 || k < 0 || !a || !b || !d || !scale ||
       ldd < n || lda < (transA ? m : k) || ldb < (transB ? k : n))
     return mprt::fail(MPRT_ERROR_ARGUMENT,
-                      "mprt_gemm_s8_dequantize: bad arguments (m=%lld n=%lld "
-                      "k=%lld lda=%lld ldb=%lld ldd=%lld flags=%d scale=%s)",
-                      (long long)m, (long long)n, (long long)k, (long long)lda,
-                      (long long)ldb, (long long)ldd, flags,
+                      "%s: bad arguments (m=%lld n=%lld k=%lld lda=%lld "
+                      "ldb=%lld ldd=%lld flags=%d scale=%s)",
+                      name, (long long)m, (long long)n, (long long)k,
+                      (long long)lda, (long long)ldb, (long long)ldd, flags,
                       scale ? "set" : "null");
   if (m == 0 || n == 0)
     return MPRT_OK;
@@ -321,11 +392,42 @@ mprt_gemm_s8_dequantize(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                             n, k, transA, transB, dnnl_s8, dnnl_f32,
                             /*accumulate=*/false, mprt::MatmulBatch(),
                             mprt::MatmulEpilogue{biasValues, dnnl_s32})) {
-    scaleColumns(out, ldd, m, n, scales, relu);
+    scaleColumns(out, ldd, m, n, scales, relu, partials, lanes);
     return MPRT_OK;
   }
-  return mprt::gemmS8DequantizeSteps(a, lda, b, ldb, out, ldd, m, n, k, flags,
-                                     biasValues, scales);
+  mprt_status status = mprt::gemmS8DequantizeSteps(
+      a, lda, b, ldb, out, ldd, m, n, k, flags, biasValues, scales);
+  if (status == MPRT_OK && partials)
+    for (int64_t i = 0; i < m; ++i)
+      absMaxRow(out + i * ldd, n, partials + i * lanes, lanes);
+  return status;
+}
+
+} // namespace
+
+extern "C" mprt_status
+mprt_gemm_s8_dequantize(int64_t a, int64_t lda, int64_t b, int64_t ldb,
+                        int64_t d, int64_t ldd, int64_t m, int64_t n, int64_t k,
+                        int32_t flags, int64_t bias, int64_t scale) {
+  return dequantize("mprt_gemm_s8_dequantize", a, lda, b, ldb, d, ldd, m, n, k,
+                    flags, bias, scale, /*partials=*/nullptr, /*lanes=*/0);
+}
+
+extern "C" mprt_status mprt_gemm_s8_dequantize_absmax(
+    int64_t a, int64_t lda, int64_t b, int64_t ldb, int64_t d, int64_t ldd,
+    int64_t m, int64_t n, int64_t k, int32_t flags, int64_t bias,
+    int64_t scale, int64_t partials, int64_t lanes) {
+  if (!partials || lanes <= 0 || n % lanes != 0) {
+    mprt::clearError();
+    return mprt::fail(MPRT_ERROR_ARGUMENT,
+                      "mprt_gemm_s8_dequantize_absmax: bad partials (%s) or "
+                      "lanes %lld for n=%lld (n must be a multiple of lanes)",
+                      partials ? "set" : "null", (long long)lanes,
+                      (long long)n);
+  }
+  return dequantize("mprt_gemm_s8_dequantize_absmax", a, lda, b, ldb, d, ldd,
+                    m, n, k, flags, bias, scale,
+                    reinterpret_cast<float *>(partials), lanes);
 }
 
 mprt_status mprt::gemmS8DequantizeSteps(int64_t a, int64_t lda, int64_t b,

@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 namespace {
@@ -198,6 +201,91 @@ TEST(GemmS8, DequantizedProductFollowsItsDefinition) {
         EXPECT_EQ(got, want);
         EXPECT_EQ(steps, want);
       }
+}
+
+// The largest magnitudes per lane follow their definition, the loop they
+// replace: partials[i][j % lanes] = maximumf(., |D[i, j]|) over j, from
+// the partials' old values (-inf, or a larger value that stays). D is the
+// same as mprt_gemm_s8_dequantize's, bit for bit. 16 lanes (AVX-512 in
+// registers where the CPU has it) and 4 (the scalar pass); negative
+// scales, so that magnitudes come from negative values without ReLU; a NaN
+// scale in column 7, whose lane must come out NaN (a vmaxps would drop it).
+TEST(GemmS8, DequantizedAbsMaxFollowsItsDefinition) {
+  const int m = 5, n = 48, k = 33, ldd = n + 2;
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> value(-127, 127);
+  std::vector<int8_t> a(m * k), b(k * n);
+  for (int8_t &x : a)
+    x = static_cast<int8_t>(value(rng));
+  for (int8_t &x : b)
+    x = static_cast<int8_t>(value(rng));
+  std::vector<int32_t> bias(n);
+  std::vector<float> scales(n);
+  for (int j = 0; j < n; ++j) {
+    bias[j] = 97 * (j % 5 - 2);
+    scales[j] = 0.0071f * (j % 2 ? -1.0f : 1.0f) * (j + 1);
+  }
+  auto maximumF = [](float x, float y) {
+    if (std::isnan(x) || std::isnan(y))
+      return std::numeric_limits<float>::quiet_NaN();
+    return std::max(x, y);
+  };
+  for (bool nanColumn : {false, true})
+    for (int lanes : {16, 4})
+      for (int32_t flags : {0, MPRT_GEMM_RELU}) {
+        SCOPED_TRACE("lanes " + std::to_string(lanes) + " flags " +
+                     std::to_string(flags) + " nan " +
+                     std::to_string(nanColumn));
+        std::vector<float> columnScales = scales;
+        if (nanColumn)
+          columnScales[7] = std::numeric_limits<float>::quiet_NaN();
+        std::vector<float> plain(m * ldd, -5.0f), got(m * ldd, -5.0f);
+        ASSERT_EQ(mprt_gemm_s8_dequantize(
+                      address(a.data()), k, address(b.data()), n,
+                      address(plain.data()), ldd, m, n, k, flags,
+                      address(bias.data()), address(columnScales.data())),
+                  MPRT_OK)
+            << mprt_last_error();
+        std::vector<float> partials(m * lanes,
+                                    -std::numeric_limits<float>::infinity());
+        partials[1] = 1e30f; // larger than any |D|: stays
+        std::vector<float> want = partials;
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j)
+            want[i * lanes + j % lanes] = maximumF(
+                want[i * lanes + j % lanes], std::fabs(plain[i * ldd + j]));
+        ASSERT_EQ(mprt_gemm_s8_dequantize_absmax(
+                      address(a.data()), k, address(b.data()), n,
+                      address(got.data()), ldd, m, n, k, flags,
+                      address(bias.data()), address(columnScales.data()),
+                      address(partials.data()), lanes),
+                  MPRT_OK)
+            << mprt_last_error();
+        EXPECT_EQ(0, std::memcmp(got.data(), plain.data(),
+                                 got.size() * sizeof(float)));
+        for (size_t q = 0; q < want.size(); ++q) {
+          if (std::isnan(want[q]))
+            EXPECT_TRUE(std::isnan(partials[q])) << "partial " << q;
+          else
+            EXPECT_EQ(partials[q], want[q]) << "partial " << q;
+        }
+        if (nanColumn) // column 7's lane in every row
+          EXPECT_TRUE(std::isnan(partials[lanes + 7 % lanes]));
+      }
+  // n not a multiple of the lanes, no partials.
+  float partials[16];
+  EXPECT_EQ(mprt_gemm_s8_dequantize_absmax(
+                address(a.data()), k, address(b.data()), n,
+                address(partials), n, m, n, k, 0, 0, address(scales.data()),
+                address(partials), 5),
+            MPRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(mprt_last_error()).find("multiple of lanes"),
+            std::string::npos);
+  EXPECT_EQ(mprt_gemm_s8_dequantize_absmax(
+                address(a.data()), k, address(b.data()), n,
+                address(partials), n, m, n, k, 0, 0, address(scales.data()), 0,
+                16),
+            MPRT_ERROR_ARGUMENT);
 }
 
 TEST(GemmS8, DequantizedProductRejectsBadArguments) {

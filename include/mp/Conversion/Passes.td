@@ -173,6 +173,14 @@ def ConvertContractionsToRuntime
     be fresh, as for a rounded result. oneDNN rounds the int32 sum and the
     bias to f32 each before adding them: the same as the loop's one
     conversion of their int32 sum while both stay below 2^24 in magnitude.
+    When D's next reader is dynamic quantization's max |x|, split into
+    per-row lanes (`E = expand_shape D [[0], [1, 2]]` ([m, n / L, L]);
+    `Q = alloc; fill(init, Q); Q[i, p] = maximumf(|E[i, r, p]|, Q[i, p])`,
+    r the reduction) and everything else only reads D, the call is
+    `mprt_gemm_s8_dequantize_absmax(..., %scale, %q, %L)`: the scaling
+    pass computes the partials while it holds each row (exact, NaN kept),
+    and the partials' loop goes; Q's allocation and fill move before the
+    call.
 
     With `runtime=cpu`, any other product whose C is a fresh buffer filled
     with zero just for it — `C = alloc; fill(0, C); C += A B`, where C's
@@ -208,6 +216,10 @@ def ConvertContractionsToRuntime
     Statistic<"numDequantized", "dequantized-results",
               "Of those, int8 products whose int32 result is only "
               "dequantized: mprt_gemm_s8_dequantize writes the f32 result">,
+    Statistic<"numAbsMaxPartials", "absmax-partials",
+              "Of the dequantized results, those whose max |x| partials "
+              "(dynamic quantization's) the call computes too "
+              "(mprt_gemm_s8_dequantize_absmax)">,
     Statistic<"numOverwritten", "overwritten-results",
               "Of those, products into a zero fill made for them: the call "
               "overwrites C (MPRT_GEMM_OVERWRITE_C) and the fill goes">,

@@ -32,6 +32,8 @@ constexpr llvm::StringLiteral kBatched2dGemmName = "mprt_gemm_batched_2d";
 constexpr llvm::StringLiteral kCudaGemmName = "mprt_cuda_gemm_sync";
 constexpr llvm::StringLiteral kBiasGemmName = "mprt_gemm_bias";
 constexpr llvm::StringLiteral kDequantizeGemmName = "mprt_gemm_s8_dequantize";
+constexpr llvm::StringLiteral kDequantizeAbsMaxGemmName =
+    "mprt_gemm_s8_dequantize_absmax";
 
 /// Strips the widening of a contraction body's input (extf, or extsi for
 /// the i8 -> i32 products of --mp-quantize).
@@ -689,6 +691,120 @@ linalg::GenericOp dequantizedResultOf(linalg::LinalgOp product,
   return consumer;
 }
 
+/// The per-row partials of max |D| that dynamic quantization reads the
+/// result %d of \p dequantized for, split into lanes by
+/// --mp-gpu-split-reductions{lanes}:
+///
+///   %e = memref.expand_shape %d [[0], [1, 2]]     ([m, n / L, L])
+///   %q = memref.alloc()                           ([m, L], in the block)
+///   linalg.fill ins(%init) outs(%q)
+///   linalg.generic ins(%e) outs(%q)               ((i, r, p) -> (i, p),
+///       { yield maximumf(absf(x), acc) }           r the reduction)
+///
+/// mprt_gemm_s8_dequantize_absmax computes them while its scaling pass
+/// holds D's rows, instead of in one more pass over D. Everything else
+/// only reads %d; nothing but the fill and the generic touches %q before
+/// the generic. Moves %q's allocation and fill before \p product and
+/// returns the generic (with \p lanes), or null.
+linalg::GenericOp absMaxPartialsOf(linalg::LinalgOp product,
+                                   linalg::GenericOp dequantized,
+                                   int64_t &lanes) {
+  Block *block = product->getBlock();
+  Value d = dequantized.getDpsInitOperand(0)->get();
+  linalg::GenericOp partials;
+  for (Operation *user : d.getUsers()) {
+    auto expand = dyn_cast<memref::ExpandShapeOp>(user);
+    if (!expand || !expand->hasOneUse() ||
+        expand.getReassociationIndices().size() != 2 ||
+        expand.getReassociationIndices()[1].size() != 2)
+      continue;
+    auto reader = dyn_cast<linalg::GenericOp>(*expand->getUsers().begin());
+    if (reader && reader.getNumDpsInputs() == 1 &&
+        reader.getDpsInputOperand(0)->get() == expand.getResult()) {
+      partials = reader;
+      break;
+    }
+  }
+  if (!partials || partials->getBlock() != block ||
+      !dequantized->isBeforeInBlock(partials) ||
+      partials.getNumDpsInits() != 1 || partials.getNumLoops() != 3)
+    return {};
+  // Between the dequantization and the partials' loop D is only read (they
+  // must see what the call wrote); after it anything goes.
+  SmallVector<std::pair<Operation *, Value>> uses;
+  collectUses(d, uses);
+  for (auto [user, value] : uses) {
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (user == dequantized.getOperation() || onlyReads(user, value) ||
+        (inBlock && partials->isBeforeInBlock(inBlock)))
+      continue;
+    return {};
+  }
+  // (i, r, p) -> (i, r, p) and (i, p), r the only reduction.
+  MLIRContext *context = product->getContext();
+  AffineExpr i = getAffineDimExpr(0, context), p = getAffineDimExpr(2, context);
+  SmallVector<AffineMap> maps = partials.getIndexingMapsArray();
+  SmallVector<utils::IteratorType> iterators =
+      partials.getIteratorTypesArray();
+  if (!maps[0].isIdentity() ||
+      maps[1] != AffineMap::get(3, 0, {i, p}, context) ||
+      iterators[0] != utils::IteratorType::parallel ||
+      iterators[1] != utils::IteratorType::reduction ||
+      iterators[2] != utils::IteratorType::parallel)
+    return {};
+  // Body: maximumf(absf(x), acc), either order.
+  Block &body = *partials.getBlock();
+  if (body.getOperations().size() != 3)
+    return {};
+  auto abs = dyn_cast<math::AbsFOp>(&body.front());
+  auto max = dyn_cast<arith::MaximumFOp>(abs ? abs->getNextNode() : nullptr);
+  if (!abs || !max || abs.getOperand() != body.getArgument(0) ||
+      body.getTerminator()->getOperand(0) != max.getResult() ||
+      !((max.getLhs() == abs.getResult() && max.getRhs() == body.getArgument(1)) ||
+        (max.getRhs() == abs.getResult() && max.getLhs() == body.getArgument(1))))
+    return {};
+  // %q: a static allocation of the block whose fill comes first.
+  Value q = partials.getDpsInitOperand(0)->get();
+  auto qAlloc = q.getDefiningOp<memref::AllocOp>();
+  auto qType = cast<MemRefType>(q.getType());
+  if (!qAlloc || qAlloc->getBlock() != block || qAlloc->getNumOperands() != 0 ||
+      !qType.hasStaticShape() || !hasUnitInnerStride(qType, 2) ||
+      !qType.getLayout().isIdentity())
+    return {};
+  linalg::FillOp fill;
+  for (Operation *user : q.getUsers()) {
+    if (user == partials.getOperation())
+      continue;
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (!inBlock)
+      return {};
+    auto userFill = dyn_cast<linalg::FillOp>(user);
+    if (userFill && !fill && userFill->getBlock() == block &&
+        userFill->isBeforeInBlock(partials)) {
+      fill = userFill;
+      continue;
+    }
+    if (!partials->isBeforeInBlock(inBlock))
+      return {};
+  }
+  if (!fill)
+    return {};
+  // The fill's value must exist at the product.
+  Value init = fill.getInputs()[0];
+  if (Operation *def = init.getDefiningOp();
+      def && def->getBlock() == block && !def->isBeforeInBlock(product))
+    return {};
+  if (auto arg = dyn_cast<BlockArgument>(init); arg && arg.getOwner() != block &&
+      !arg.getOwner()->getParentOp()->isAncestor(product))
+    return {};
+  if (product->isBeforeInBlock(qAlloc))
+    qAlloc->moveBefore(product);
+  if (product->isBeforeInBlock(fill))
+    fill->moveBefore(product);
+  lanes = qType.getDimSize(1);
+  return partials;
+}
+
 /// The zero fill of a product's C that nothing else sees:
 ///
 ///   %c = memref.alloc()
@@ -973,7 +1089,7 @@ struct ContractionsToRuntimePass
     // before those (8). mprt_gemm_s8_dequantize takes no type and appends
     // bias, scale.
     auto declare = [&](StringRef name, unsigned batchArgs, bool bias = false,
-                       bool dequantize = false) {
+                       bool dequantize = false, bool absMax = false) {
       if (auto existing = module.lookupSymbol<func::FuncOp>(name))
         return existing;
       OpBuilder::InsertionGuard guard(b);
@@ -984,6 +1100,8 @@ struct ContractionsToRuntimePass
         args.append({i64, i64});
       else
         args.push_back(i32);
+      if (absMax) // partials, lanes
+        args.append({i64, i64});
       args.append(batchArgs, i64);
       if (bias)
         args.push_back(i64);
@@ -1013,6 +1131,11 @@ struct ContractionsToRuntimePass
           rounding || biased || cuda
               ? linalg::GenericOp()
               : dequantizedResultOf(op, product, bias, scale, relu);
+      // Dynamic quantization's max |D| partials, read from D right after.
+      int64_t lanes = 0;
+      linalg::GenericOp absMax =
+          dequantized ? absMaxPartialsOf(op, dequantized, lanes)
+                      : linalg::GenericOp();
       linalg::FillOp zeroFill = rounding || biased || dequantized || cuda
                                     ? linalg::FillOp()
                                     : zeroFillOf(op);
@@ -1179,8 +1302,15 @@ struct ContractionsToRuntimePass
             bias ? toI64(mlir::mp::alignedAddress(b, loc, bias))
                  : arith::ConstantIntOp::create(b, loc, i64, 0).getResult());
         args.push_back(toI64(mlir::mp::alignedAddress(b, loc, scale)));
-        callee = declare(kDequantizeGemmName, /*batchArgs=*/0,
-                         /*bias=*/false, /*dequantize=*/true);
+        if (absMax) {
+          Value q = absMax.getDpsInitOperand(0)->get();
+          args.push_back(toI64(mlir::mp::alignedAddress(b, loc, q)));
+          args.push_back(arith::ConstantIntOp::create(b, loc, i64, lanes));
+        }
+        callee = declare(absMax ? kDequantizeAbsMaxGemmName
+                                : kDequantizeGemmName,
+                         /*batchArgs=*/0, /*bias=*/false, /*dequantize=*/true,
+                         /*absMax=*/static_cast<bool>(absMax));
       } else if (view4) {
         callee = declare(kBatched2dGemmName, /*batchArgs=*/8);
       } else {
@@ -1200,6 +1330,14 @@ struct ContractionsToRuntimePass
           user->erase();
         c.getDefiningOp()->erase();
         ++(rounding ? numRounded : biased ? numBiased : numDequantized);
+        if (absMax) {
+          // The partials' pass and D's view for it.
+          Operation *expand =
+              absMax.getDpsInputOperand(0)->get().getDefiningOp();
+          absMax->erase();
+          expand->erase();
+          ++numAbsMaxPartials;
+        }
         if (layout == RoundingLayout::Transposed)
           ++numTransposedResults;
       } else {

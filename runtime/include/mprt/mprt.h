@@ -354,6 +354,22 @@ mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
                               int64_t batch, int64_t stride_a,
                               int64_t stride_b, int64_t stride_c);
 
+/* mprt_gemm_s8_dequantize, and then each row's largest magnitudes per
+ * lane: partials[i * lanes + j % lanes] = maximumf(that value, |D[i, j]|)
+ * over the row's j (arith.maximumf: NaN if any is NaN), n a multiple of
+ * `lanes`, `partials` the address of m * lanes f32 values. What
+ * --mp-contractions-to-runtime emits where the dequantized result's next
+ * use is dynamic quantization's max |x| in per-row partials
+ * (--mp-gpu-split-reductions{lanes}): computed while the scaling pass
+ * holds the row, instead of in one more pass over D. Errors:
+ * MPRT_ERROR_ARGUMENT. */
+mprt_status mprt_gemm_s8_dequantize_absmax(int64_t a, int64_t lda, int64_t b,
+                                           int64_t ldb, int64_t d, int64_t ldd,
+                                           int64_t m, int64_t n, int64_t k,
+                                           int32_t flags, int64_t bias,
+                                           int64_t scale, int64_t partials,
+                                           int64_t lanes);
+
 /* mprt_gemm_batched in two batch dimensions: C[q][p] += op(A[q][p])
  * op(B[q][p]) for q < outer, p < batch, where X[q][p] starts
  * q * outer_stride_x + p * stride_x elements after X[0][0]. What
@@ -388,7 +404,7 @@ mprt_status mprt_gemm_declare_constant(const void *data, int64_t bytes);
 void mprt_gemm_release_constant(const void *data);
 
 /* What mprt_gemm, mprt_gemm_batched(_2d), mprt_gemm_bias and
- * mprt_gemm_s8_dequantize have done in this process so far: calls (a batch
+ * mprt_gemm_s8_dequantize(_absmax) have done in this process so far: calls (a batch
  * counts once) and wall-clock seconds inside them, summed over the threads
  * that called them. A step's time minus the change in
  * `seconds` is the time it spends outside its products

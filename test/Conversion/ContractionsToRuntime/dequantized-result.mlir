@@ -139,3 +139,135 @@ func.func @kept(%x: memref<4x8xi8>, %w: memref<8x6xi8>, %scale: memref<6xf32>, %
   memref.dealloc %c3 : memref<4x6xi32>
   return %d, %e : memref<4x6xf32>, memref<4x6xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+#lanes = affine_map<(i, r, p) -> (i, r, p)>
+#partial = affine_map<(i, r, p) -> (i, p)>
+
+// The next layer's dynamic quantization reads D for max |D|, in per-row
+// partials of 4 lanes (--mp-gpu-split-reductions{lanes}): the call
+// computes them (mprt_gemm_s8_dequantize_absmax, the partials' address and
+// 4 last) while it scales D's rows. The partials' loop and D's view go;
+// their allocation and -inf fill move before the call; the final max over
+// the partials stays.
+// CHECK: func.func private @mprt_gemm_s8_dequantize_absmax(i64, i64, i64, i64, i64, i64, i64, i64, i64, i32, i64, i64, i64, i64) -> i32
+// CHECK-LABEL: func.func @absmax_partials
+// CHECK: %[[Q:.*]] = memref.alloc() : memref<4x4xf32>
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%[[Q]] : memref<4x4xf32>)
+// CHECK: memref.extract_strided_metadata %[[Q]]
+// CHECK: %[[LANES:.*]] = arith.constant 4 : i64
+// CHECK: call @mprt_gemm_s8_dequantize_absmax({{.*}}, %[[LANES]])
+// CHECK-NOT: math.absf
+// CHECK-NOT: memref.expand_shape
+// CHECK: linalg.generic {{.*}} ins(%[[Q]]
+// CUDA-LABEL: func.func @absmax_partials
+// CUDA: math.absf
+func.func @absmax_partials(%x: memref<4x8xi8>, %w: memref<8x8xi8>, %scale: memref<8xf32>) -> (memref<4x8xf32>, memref<f32>) {
+  %zero = arith.constant 0 : i32
+  %ninf = arith.constant 0xFF800000 : f32
+  %fzero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<4x8xi32>
+  linalg.fill ins(%zero : i32) outs(%c : memref<4x8xi32>)
+  linalg.matmul ins(%x, %w : memref<4x8xi8>, memref<8x8xi8>) outs(%c : memref<4x8xi32>)
+  %d = memref.alloc() : memref<4x8xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %scale : memref<4x8xi32>, memref<8xf32>) outs(%d : memref<4x8xf32>) {
+  ^bb0(%in: i32, %s: f32, %out: f32):
+    %f = arith.sitofp %in : i32 to f32
+    %m = arith.mulf %f, %s : f32
+    linalg.yield %m : f32
+  }
+  memref.dealloc %c : memref<4x8xi32>
+  %max = memref.alloc() : memref<f32>
+  linalg.fill ins(%fzero : f32) outs(%max : memref<f32>)
+  %e = memref.expand_shape %d [[0], [1, 2]] output_shape [4, 2, 4] : memref<4x8xf32> into memref<4x2x4xf32>
+  %q = memref.alloc() : memref<4x4xf32>
+  linalg.fill ins(%ninf : f32) outs(%q : memref<4x4xf32>)
+  linalg.generic {indexing_maps = [#lanes, #partial], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%e : memref<4x2x4xf32>) outs(%q : memref<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = math.absf %in : f32
+    %r = arith.maximumf %a, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%q : memref<4x4xf32>) outs(%max : memref<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %out, %in : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %q : memref<4x4xf32>
+  return %d, %max : memref<4x8xf32>, memref<f32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+#lanes = affine_map<(i, r, p) -> (i, r, p)>
+#partial = affine_map<(i, r, p) -> (i, p)>
+
+// Not taken: D written between the dequantization and the partials' loop
+// (they must see what the call wrote), and partials that sum |D| instead.
+// CHECK-LABEL: func.func @absmax_kept
+// CHECK-NOT: mprt_gemm_s8_dequantize_absmax
+// CHECK: call @mprt_gemm_s8_dequantize(
+// CHECK: math.absf
+// CHECK: call @mprt_gemm_s8_dequantize(
+// CHECK: math.absf
+func.func @absmax_kept(%x: memref<4x8xi8>, %w: memref<8x8xi8>, %scale: memref<8xf32>) -> (memref<4x4xf32>, memref<4x4xf32>) {
+  %zero = arith.constant 0 : i32
+  %fzero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<4x8xi32>
+  linalg.fill ins(%zero : i32) outs(%c : memref<4x8xi32>)
+  linalg.matmul ins(%x, %w : memref<4x8xi8>, memref<8x8xi8>) outs(%c : memref<4x8xi32>)
+  %d = memref.alloc() : memref<4x8xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %scale : memref<4x8xi32>, memref<8xf32>) outs(%d : memref<4x8xf32>) {
+  ^bb0(%in: i32, %s: f32, %out: f32):
+    %f = arith.sitofp %in : i32 to f32
+    %m = arith.mulf %f, %s : f32
+    linalg.yield %m : f32
+  }
+  memref.dealloc %c : memref<4x8xi32>
+  linalg.fill ins(%fzero : f32) outs(%d : memref<4x8xf32>)
+  %e = memref.expand_shape %d [[0], [1, 2]] output_shape [4, 2, 4] : memref<4x8xf32> into memref<4x2x4xf32>
+  %q = memref.alloc() : memref<4x4xf32>
+  linalg.fill ins(%fzero : f32) outs(%q : memref<4x4xf32>)
+  linalg.generic {indexing_maps = [#lanes, #partial], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%e : memref<4x2x4xf32>) outs(%q : memref<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = math.absf %in : f32
+    %r = arith.maximumf %a, %out : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %d : memref<4x8xf32>
+  // A sum of magnitudes.
+  %c2 = memref.alloc() : memref<4x8xi32>
+  linalg.fill ins(%zero : i32) outs(%c2 : memref<4x8xi32>)
+  linalg.matmul ins(%x, %w : memref<4x8xi8>, memref<8x8xi8>) outs(%c2 : memref<4x8xi32>)
+  %d2 = memref.alloc() : memref<4x8xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c2, %scale : memref<4x8xi32>, memref<8xf32>) outs(%d2 : memref<4x8xf32>) {
+  ^bb0(%in: i32, %s: f32, %out: f32):
+    %f = arith.sitofp %in : i32 to f32
+    %m = arith.mulf %f, %s : f32
+    linalg.yield %m : f32
+  }
+  memref.dealloc %c2 : memref<4x8xi32>
+  %e2 = memref.expand_shape %d2 [[0], [1, 2]] output_shape [4, 2, 4] : memref<4x8xf32> into memref<4x2x4xf32>
+  %q2 = memref.alloc() : memref<4x4xf32>
+  linalg.fill ins(%fzero : f32) outs(%q2 : memref<4x4xf32>)
+  linalg.generic {indexing_maps = [#lanes, #partial], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%e2 : memref<4x2x4xf32>) outs(%q2 : memref<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = math.absf %in : f32
+    %r = arith.addf %a, %out : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %d2 : memref<4x8xf32>
+  return %q, %q2 : memref<4x4xf32>, memref<4x4xf32>
+}
