@@ -789,13 +789,9 @@ linalg::GenericOp absMaxPartialsOf(linalg::LinalgOp product,
   }
   if (!fill)
     return {};
-  // The fill's value must exist at the product.
-  Value init = fill.getInputs()[0];
-  if (Operation *def = init.getDefiningOp();
+  // The fill's value must exist at the product (a block argument does).
+  if (Operation *def = fill.getInputs()[0].getDefiningOp();
       def && def->getBlock() == block && !def->isBeforeInBlock(product))
-    return {};
-  if (auto arg = dyn_cast<BlockArgument>(init); arg && arg.getOwner() != block &&
-      !arg.getOwner()->getParentOp()->isAncestor(product))
     return {};
   if (product->isBeforeInBlock(qAlloc))
     qAlloc->moveBefore(product);
