@@ -991,6 +991,22 @@ Operation *headMergeOf(linalg::LinalgOp product, Operation *writer, Value d,
   return swap;
 }
 
+/// Erases \p copy, the allocation it writes and that buffer's other users
+/// when each of those is a deallocation or \p unused; whether it did.
+bool eraseUnreadCopy(Operation *copy,
+                     llvm::function_ref<bool(Operation *)> unused) {
+  Value buffer = cast<linalg::LinalgOp>(copy).getDpsInitOperand(0)->get();
+  if (!llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+        return user == copy || isa<memref::DeallocOp>(user) || unused(user);
+      }))
+    return false;
+  copy->erase();
+  for (Operation *user : llvm::make_early_inc_range(buffer.getUsers()))
+    user->erase();
+  buffer.getDefiningOp()->erase();
+  return true;
+}
+
 struct ContractionsToRuntimePass
     : mp::impl::ConvertContractionsToRuntimeBase<ContractionsToRuntimePass> {
   using Base::Base;
@@ -1357,33 +1373,17 @@ struct ContractionsToRuntimePass
       }
       ++numCalls;
     }
-    // Transposed copies that no product reads any more.
-    for (Operation *transpose : transposes) {
-      Value x = cast<linalg::TransposeOp>(transpose).getInit();
-      if (!llvm::all_of(x.getUsers(), [&](Operation *user) {
-            return user == transpose || isa<memref::DeallocOp>(user);
+    // Copies that no product reads any more go, with their buffers: the
+    // transposed copies (whose buffers only deallocations use then) and
+    // the head splits (whose collapsed views nothing uses then).
+    for (Operation *transpose : transposes)
+      if (eraseUnreadCopy(transpose, [](Operation *) { return false; }))
+        ++numTransposedOperands;
+    for (Operation *swap : headSplits)
+      if (eraseUnreadCopy(swap, [](Operation *user) {
+            return isa<memref::CollapseShapeOp>(user) && user->use_empty();
           }))
-        continue;
-      transpose->erase();
-      for (Operation *user : llvm::make_early_inc_range(x.getUsers()))
-        user->erase();
-      x.getDefiningOp()->erase();
-      ++numTransposedOperands;
-    }
-    // Head splits whose collapsed copies no product reads any more.
-    for (Operation *swap : headSplits) {
-      Value t = cast<linalg::LinalgOp>(swap).getDpsInitOperand(0)->get();
-      if (!llvm::all_of(t.getUsers(), [&](Operation *user) {
-            return user == swap || isa<memref::DeallocOp>(user) ||
-                   (isa<memref::CollapseShapeOp>(user) && user->use_empty());
-          }))
-        continue;
-      swap->erase();
-      for (Operation *user : llvm::make_early_inc_range(t.getUsers()))
-        user->erase();
-      t.getDefiningOp()->erase();
-      ++numHeadSplits;
-    }
+        ++numHeadSplits;
   }
 };
 
