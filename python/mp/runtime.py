@@ -235,7 +235,8 @@ def hardware_report():
 
 def gemm_totals():
     """(calls, seconds): the matrix products (libmprt's mprt_gemm,
-    mprt_gemm_batched, mprt_gemm_bias and mprt_gemm_s8_dequantize) this
+    mprt_gemm_batched(_2d), mprt_gemm_bias and mprt_gemm_s8_dequantize
+    (_absmax)) this
     process has run so far, and the wall-clock time inside them. The change over some steps, against the steps' time, is
     the share those steps spend in products."""
     calls, seconds = ctypes.c_int64(), ctypes.c_double()

@@ -375,8 +375,9 @@ mprt_status mprt_gemm_s8_dequantize_absmax(int64_t a, int64_t lda, int64_t b,
  * q * outer_stride_x + p * stride_x elements after X[0][0]. What
  * --mp-contractions-to-runtime emits for attention's products when it reads
  * the heads straight from the [tokens, heads x features] layout (or writes
- * them there) instead of from a transposed copy: the head stride is the
- * inner one (features), the sequence stride the outer. Strides of A or B
+ * them there) instead of from a [sequences x heads, tokens, features] copy:
+ * the head stride is the inner one (features), the sequence stride the
+ * outer. Strides of A or B
  * may be 0 (shared); C's results must lie apart within each outer block (as
  * in mprt_gemm_batched) and the blocks after each other (outer_stride_c at
  * least (batch - 1) * stride_c + (m - 1) * ldc + n). bf16 and f32 run as
@@ -404,8 +405,8 @@ mprt_status mprt_gemm_declare_constant(const void *data, int64_t bytes);
 void mprt_gemm_release_constant(const void *data);
 
 /* What mprt_gemm, mprt_gemm_batched(_2d), mprt_gemm_bias and
- * mprt_gemm_s8_dequantize(_absmax) have done in this process so far: calls (a batch
- * counts once) and wall-clock seconds inside them, summed over the threads
+ * mprt_gemm_s8_dequantize(_absmax) have done in this process so far: calls
+ * (a batch counts once) and wall-clock seconds inside them, summed over the threads
  * that called them. A step's time minus the change in
  * `seconds` is the time it spends outside its products
  * (bench/transformer_bench.py reports it). Either pointer may be NULL. */
