@@ -355,10 +355,6 @@ void scaleColumns(float *d, int64_t ldd, int64_t m, int64_t n,
   mprt_parallel_for(m, scaleRows, &context);
 }
 
-} // namespace
-
-namespace {
-
 /// mprt_gemm_s8_dequantize(_absmax) (`name`, for errors; no `partials`
 /// for the first).
 mprt_status dequantize(const char *name, int64_t a, int64_t lda, int64_t b,

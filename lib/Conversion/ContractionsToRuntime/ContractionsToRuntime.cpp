@@ -705,10 +705,9 @@ linalg::GenericOp dequantizedResultOf(linalg::LinalgOp product,
 /// holds D's rows, instead of in one more pass over D. Everything else
 /// only reads %d; nothing but the fill and the generic touches %q before
 /// the generic. Moves %q's allocation and fill before \p product and
-/// returns the generic (with \p lanes), or null.
+/// returns the generic, or null.
 linalg::GenericOp absMaxPartialsOf(linalg::LinalgOp product,
-                                   linalg::GenericOp dequantized,
-                                   int64_t &lanes) {
+                                   linalg::GenericOp dequantized) {
   Block *block = product->getBlock();
   Value d = dequantized.getDpsInitOperand(0)->get();
   linalg::GenericOp partials;
@@ -797,7 +796,6 @@ linalg::GenericOp absMaxPartialsOf(linalg::LinalgOp product,
     qAlloc->moveBefore(product);
   if (product->isBeforeInBlock(fill))
     fill->moveBefore(product);
-  lanes = qType.getDimSize(1);
   return partials;
 }
 
@@ -889,10 +887,12 @@ bool mergesBatchDims(ArrayRef<ReassociationIndices> reassociation) {
 /// (two batch dimensions, mprt_gemm_batched_2d): when every other user of
 /// %t is a view like %v that only \p readInPlace ops use, %s's rows are
 /// contiguous, %s's buffer is an allocation of the block, and nothing
-/// writes it between the swap and %t's dealloc. Its dealloc moves to %t's
-/// when it came before. Returns the swap, or null.
+/// writes it between the swap and %t's dealloc. Returns the swap, or null;
+/// sets the deallocations of %s's buffer (null if none in the block) and
+/// of %t: the first must move to the second once a product reads %s.
 Operation *
-headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace) {
+headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace,
+            Operation *&sourceDealloc, Operation *&tDealloc) {
   auto collapse = v.getDefiningOp<memref::CollapseShapeOp>();
   if (!collapse || !mergesBatchDims(collapse.getReassociationIndices()))
     return nullptr;
@@ -901,7 +901,8 @@ headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace) {
   if (!tAlloc)
     return nullptr;
   Block *block = tAlloc->getBlock();
-  Operation *swap = nullptr, *tDealloc = nullptr;
+  Operation *swap = nullptr;
+  tDealloc = nullptr;
   for (Operation *user : t.getUsers()) {
     if (user->getBlock() != block)
       return nullptr;
@@ -930,7 +931,7 @@ headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace) {
     return nullptr;
   SmallVector<std::pair<Operation *, Value>> uses;
   collectUses(buffer, uses);
-  Operation *sourceDealloc = nullptr;
+  sourceDealloc = nullptr;
   for (auto [user, value] : uses) {
     if (user == swap)
       continue;
@@ -946,8 +947,6 @@ headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace) {
         !tDealloc->isBeforeInBlock(inBlock))
       return nullptr;
   }
-  if (sourceDealloc && sourceDealloc->isBeforeInBlock(tDealloc))
-    sourceDealloc->moveBefore(tDealloc);
   return swap;
 }
 
@@ -1053,8 +1052,12 @@ struct ContractionsToRuntimePass
 
     // Operands that are attention's head split: the products read the
     // split's source in place, through a view with two batch dimensions.
-    llvm::DenseMap<Value, Value> headSources; // collapsed copy -> source
-    llvm::SetVector<Operation *> headSplits;
+    llvm::DenseMap<Value, Operation *> headSources; // collapsed copy -> swap
+    // Each split's deallocations of its source and its copy; the splits a
+    // product reads in place.
+    llvm::MapVector<Operation *, std::pair<Operation *, Operation *>>
+        headSplits;
+    llvm::DenseSet<Operation *> splitsReadInPlace;
     if (!cuda) {
       llvm::DenseMap<Operation *, Product *> productOf;
       for (auto &[op, product] : products)
@@ -1080,14 +1083,16 @@ struct ContractionsToRuntimePass
         for (Value operand : {readA(product), readB(product)}) {
           if (headSources.count(operand))
             continue;
-          Operation *swap = headSplitOf(operand, readInPlace);
+          Operation *sourceDealloc, *tDealloc;
+          Operation *swap =
+              headSplitOf(operand, readInPlace, sourceDealloc, tDealloc);
           if (!swap)
             continue;
-          headSplits.insert(swap);
+          headSplits[swap] = {sourceDealloc, tDealloc};
           Value t = cast<linalg::LinalgOp>(swap).getDpsInitOperand(0)->get();
           for (Operation *user : t.getUsers())
             if (isa<memref::CollapseShapeOp>(user))
-              headSources[user->getResult(0)] = middleSwapInput(swap);
+              headSources[user->getResult(0)] = swap;
         }
       }
     }
@@ -1144,10 +1149,9 @@ struct ContractionsToRuntimePass
               ? linalg::GenericOp()
               : dequantizedResultOf(op, product, bias, scale, relu);
       // Dynamic quantization's max |D| partials, read from D right after.
-      int64_t lanes = 0;
-      linalg::GenericOp absMax =
-          dequantized ? absMaxPartialsOf(op, dequantized, lanes)
-                      : linalg::GenericOp();
+      linalg::GenericOp absMax = dequantized
+                                     ? absMaxPartialsOf(op, dequantized)
+                                     : linalg::GenericOp();
       linalg::FillOp zeroFill = rounding || biased || dequantized || cuda
                                     ? linalg::FillOp()
                                     : zeroFillOf(op);
@@ -1197,8 +1201,12 @@ struct ContractionsToRuntimePass
       // A transposed copy's original (its flag flipped below), read through
       // a head view where it is a head split.
       auto operandMem = [&](Value read) {
-        Value source = headSources.lookup(read);
-        return source && splitsAlike(source) ? headView(source) : read;
+        Operation *swap = headSources.lookup(read);
+        Value source = swap ? middleSwapInput(swap) : Value();
+        if (!source || !splitsAlike(source))
+          return read;
+        splitsReadInPlace.insert(swap);
+        return headView(source);
       };
       Value aMem = operandMem(product.sourceA ? product.sourceA
                                               : product.a->get()),
@@ -1315,7 +1323,9 @@ struct ContractionsToRuntimePass
                  : arith::ConstantIntOp::create(b, loc, i64, 0).getResult());
         args.push_back(toI64(mlir::mp::alignedAddress(b, loc, scale)));
         if (absMax) {
+          // Q: [m, lanes].
           Value q = absMax.getDpsInitOperand(0)->get();
+          int64_t lanes = cast<MemRefType>(q.getType()).getDimSize(1);
           args.push_back(toI64(mlir::mp::alignedAddress(b, loc, q)));
           args.push_back(arith::ConstantIntOp::create(b, loc, i64, lanes));
         }
@@ -1379,11 +1389,17 @@ struct ContractionsToRuntimePass
     for (Operation *transpose : transposes)
       if (eraseUnreadCopy(transpose, [](Operation *) { return false; }))
         ++numTransposedOperands;
-    for (Operation *swap : headSplits)
+    for (auto &[swap, deallocs] : headSplits) {
+      // A source read in place lives as long as its copy did.
+      auto [sourceDealloc, tDealloc] = deallocs;
+      if (splitsReadInPlace.contains(swap) && sourceDealloc &&
+          sourceDealloc->isBeforeInBlock(tDealloc))
+        sourceDealloc->moveBefore(tDealloc);
       if (eraseUnreadCopy(swap, [](Operation *user) {
             return isa<memref::CollapseShapeOp>(user) && user->use_empty();
           }))
         ++numHeadSplits;
+    }
   }
 };
 
