@@ -116,9 +116,15 @@ Value alignedAddress(OpBuilder &b, Location loc, Value memref) {
 }
 
 Value viewedBuffer(Value memref) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  return memref;
+  while (true) {
+    if (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+      memref = view.getViewSource();
+    // A transpose is a view too, though not a ViewLikeOpInterface.
+    else if (auto transpose = memref.getDefiningOp<memref::TransposeOp>())
+      memref = transpose.getIn();
+    else
+      return memref;
+  }
 }
 
 bool isAllocation(Value buffer) {

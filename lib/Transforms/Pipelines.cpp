@@ -126,6 +126,9 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // which buffers cannot share memory are still in sight, before loops
   // move into parallel bodies).
   pm.addNestedPass<func::FuncOp>(createMPPromoteAccumulators());
+  // Nests over the same rows (softmax's max, exponentials, sum and
+  // normalization; layer norm's) become one: a row stays in L1 between them.
+  pm.addNestedPass<func::FuncOp>(createMPFuseRowLoops());
   constexpr int64_t vectorLanes = 16;
   // Large parallel loop nests run a share per thread (before vectorizing:
   // the dependence analysis reads affine loads and stores), in blocks of

@@ -522,6 +522,66 @@ def MPPromoteAccumulators
   let dependentDialects = ["::mlir::affine::AffineDialect"];
 }
 
+def MPFuseRowLoops : Pass<"mp-fuse-row-loops", "::mlir::func::FuncOp"> {
+  let summary = "Fuse consecutive loop nests over the same rows into one";
+  let description = [{
+    Runs on affine loops, after `--mp-promote-accumulators` and before
+    `--mp-parallelize-loops`. Softmax, layer norm and their gradients lower
+    to several loop nests over the same rows (a fill and a max, the
+    exponentials, a fill and a sum, the reciprocal, the normalization), each
+    streaming the whole tensor through memory again where a row would stay
+    in L1 between them. Two consecutive `affine.for` nests whose outer
+    loops have the same constant bounds become one: for each outer
+    iteration, the second nest's body runs after the first's. Every element
+    gets the same operations in the same order: the results are bitwise
+    those of the separate nests.
+
+    The outer loops taken are the perfectly nested ones (no iter_args) that
+    both nests share and that are parallel in both. Legal when every buffer
+    one nest writes and the other touches is the same value in both nests
+    and each of their accesses to it indexes its leading dimensions with
+    exactly those loops' induction variables, in order (two function
+    arguments, or two views of one buffer, count as the same memory), when
+    neither nest holds an op that touches memory other than `affine.load`
+    and `affine.store`, and when only allocations, deallocations of buffers
+    the second nest does not touch, and pure ops lie between the nests
+    (those the second nest uses move before the first). Nests that share no
+    buffer stay apart, except that a nest of one op per row (the fill of the
+    next reduction's accumulator) joins the nest before it.
+
+    Input:
+
+    ```mlir
+    affine.for %i = 0 to 128 {
+      %m0 = affine.load %max[%i] : memref<128xf32>
+      %m = affine.for %k = 0 to 128 iter_args(%a = %m0) -> (f32) {
+        %x = affine.load %s[%i, %k] : memref<128x128xf32>
+        %n = arith.maximumf %x, %a : f32
+        affine.yield %n : f32
+      }
+      affine.store %m, %max[%i] : memref<128xf32>
+    }
+    affine.for %i = 0 to 128 {
+      affine.for %k = 0 to 128 {
+        %x = affine.load %s[%i, %k] : memref<128x128xf32>
+        %m = affine.load %max[%i] : memref<128xf32>
+        %d = arith.subf %x, %m : f32
+        %e = math.exp %d : f32
+        affine.store %e, %exp[%i, %k] : memref<128x128xf32>
+      }
+    }
+    ```
+
+    Output: one `affine.for %i` whose body holds the reduction and then the
+    exponentials' loop over `%k`.
+  }];
+  let statistics = [
+    Statistic<"numFusedNests", "fused-nests",
+              "Loop nests fused into the nest before them">
+  ];
+  let dependentDialects = ["::mlir::affine::AffineDialect"];
+}
+
 def MPApproximateMath : Pass<"mp-approximate-math", "::mlir::func::FuncOp"> {
   let summary = "Compute f32 exp, expm1, log, log1p, log2, tanh and erf with "
                 "vectorizable polynomials instead of libm calls";

@@ -56,7 +56,7 @@ Value mapElements(OpBuilder &b, Location loc, Value input,
 Value alignedAddress(OpBuilder &b, Location loc, Value memref);
 
 /// The buffer `memref` views, through subviews, reshapes and casts
-/// (ViewLikeOpInterface).
+/// (ViewLikeOpInterface) and transposes.
 Value viewedBuffer(Value memref);
 
 /// Whether `buffer` is made by memref.alloc or memref.alloca here: then no

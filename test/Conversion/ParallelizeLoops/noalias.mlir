@@ -35,3 +35,22 @@ func.func @exclusive(%in: memref<256x512xf32>, %scale: f32) {
   }
   return
 }
+
+// -----
+
+// A transpose is a view as well (though not a ViewLikeOpInterface): a body
+// that reads an allocation through one and writes it directly lists
+// neither.
+// CHECK-LABEL: func.func @transposed_view
+// CHECK: func.func private @transposed_view_parallel(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<512x512xf32, strided<[1, 512]>>, %{{.*}}: memref<512x512xf32>) attributes {mp.parallel_body}
+func.func @transposed_view() {
+  %a = memref.alloc() : memref<512x512xf32>
+  %at = memref.transpose %a (d0, d1) -> (d1, d0) : memref<512x512xf32> to memref<512x512xf32, strided<[1, 512]>>
+  affine.for %i = 0 to 512 {
+    affine.for %j = 0 to 512 {
+      %x = affine.load %at[%i, %j] : memref<512x512xf32, strided<[1, 512]>>
+      affine.store %x, %a[%j, %i] : memref<512x512xf32>
+    }
+  }
+  return
+}
