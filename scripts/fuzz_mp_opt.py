@@ -403,7 +403,7 @@ KINDS = [
     "lower-cpu", "contractions", "chain", "calibrate", "quantize",
     "check-numerics", "probes", "convolutions", "device-memory",
     "split-reductions", "autodiff-gpu", "drop-zero-accumulators",
-    "in-place-updates", "fuse-siblings"]
+    "in-place-updates", "fuse-siblings", "fuse-rows"]
 
 
 # Bufferization as the lowerings run it, as pipeline elements.
@@ -601,6 +601,20 @@ def pass_args(rng, tmpdir, kinds=None):
             "mp-fuse-sibling-reductions" + minimum + ")"]
         if rng.random() < 0.5:
             passes += _BUFFERIZE + ["func.func(mp-in-place-updates)"]
+        return kind, [_pipeline(passes)]
+    if kind == "fuse-rows":
+        # On affine loops as they are (the pass's own tests, the
+        # accumulator and parallel-loop tests), or on a step's loops after
+        # the CPU lowering's first half; then on to parallel bodies and
+        # vectors, which must take what the fusion leaves.
+        passes = ["func.func(mp-promote-accumulators,mp-fuse-row-loops)"]
+        if rng.random() < 0.5:
+            passes = _train_prefix(rng) + [
+                "convert-mp-to-upstream", "func.func(mp-fuse-elementwise)"
+            ] + _BUFFERIZE + ["convert-linalg-to-affine-loops"] + passes
+        if rng.random() < 0.5:
+            passes += ["mp-parallelize-loops{vector-size=16}",
+                       "func.func(mp-vectorize-loops{vector-size=16})"]
         return kind, [_pipeline(passes)]
     if kind == "autodiff-gpu":
         # The training step (autodiff: softmax shift, results read back;
