@@ -647,7 +647,13 @@ def MPVectorizeLoops : Pass<"mp-vectorize-loops", "::mlir::func::FuncOp"> {
     gets a vector accumulator, reduced and combined with the initial value
     after the loop. A sum then adds in another order than the scalar loop
     (16 partial sums); min and max are exact. The scalar loop for the rest
-    continues from the vectors' result.
+    continues from the vectors' result. The lanes of a max or min
+    accumulator (`maximumf`, `minimumf`) are combined as a tree of vector
+    ops (halves, then quarters, ...), which gives the same value in any
+    order; LLVM's x86 code for `vector.reduce.fmaximum` was a serial chain
+    of scalar compares and masked moves, one per lane. A sum's reduction is
+    marked `reassoc`, so LLVM adds halves too instead of a chain of
+    dependent scalar adds (another order again).
 
     Innermost vectorized loops without iter_args of at most
     `max-unrolled-vectors` iterations (a block of a parallel loop, a
@@ -663,7 +669,8 @@ def MPVectorizeLoops : Pass<"mp-vectorize-loops", "::mlir::func::FuncOp"> {
            "Unroll innermost vector loops of at most this many iterations "
            "(0: none)">
   ];
-  let dependentDialects = ["::mlir::vector::VectorDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def MPParallelizeLoops : Pass<"mp-parallelize-loops", "::mlir::ModuleOp"> {

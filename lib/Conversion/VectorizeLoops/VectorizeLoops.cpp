@@ -148,6 +148,56 @@ void markInBounds(affine::AffineForOp loop, int64_t vectorSize) {
   });
 }
 
+/// The lanes of a vector reduction combined as a tree of vector ops (halves,
+/// then quarters, ...) where the order cannot change the result: a max or
+/// min (maximumf, minimumf: NaN if any lane is NaN, +0 above -0) is the
+/// same whatever the order. LLVM's x86 code for a NaN-propagating
+/// vector.reduce.fmaximum is a serial chain of scalar compares and masked
+/// moves, one per lane: most of a softmax row's time at 128 columns. A sum
+/// may reassociate (`reassoc`): LLVM then adds halves as well instead of
+/// sixteen dependent scalar adds; the vector accumulators already sum in
+/// another order than the scalar loop.
+void combineLanesAsTree(vector::ReductionOp reduction) {
+  auto type = dyn_cast<VectorType>(reduction.getVector().getType());
+  if (!type || type.getRank() != 1 || type.isScalable() ||
+      !isa<FloatType>(type.getElementType()))
+    return;
+  vector::CombiningKind kind = reduction.getKind();
+  if (kind == vector::CombiningKind::ADD) {
+    reduction.setFastmath(reduction.getFastmath() |
+                          arith::FastMathFlags::reassoc);
+    return;
+  }
+  if (kind != vector::CombiningKind::MAXIMUMF &&
+      kind != vector::CombiningKind::MINIMUMF)
+    return;
+  int64_t lanes = type.getNumElements();
+  if (lanes < 2 || !llvm::isPowerOf2_64(lanes))
+    return;
+  OpBuilder builder(reduction);
+  Location loc = reduction.getLoc();
+  auto combine = [&](Value a, Value b) -> Value {
+    if (kind == vector::CombiningKind::MAXIMUMF)
+      return arith::MaximumFOp::create(builder, loc, a, b);
+    return arith::MinimumFOp::create(builder, loc, a, b);
+  };
+  Value value = reduction.getVector();
+  for (int64_t half = lanes / 2; half >= 1; half /= 2) {
+    Value low = vector::ExtractStridedSliceOp::create(
+        builder, loc, value, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{half},
+        ArrayRef<int64_t>{1});
+    Value high = vector::ExtractStridedSliceOp::create(
+        builder, loc, value, ArrayRef<int64_t>{half}, ArrayRef<int64_t>{half},
+        ArrayRef<int64_t>{1});
+    value = combine(low, high);
+  }
+  Value result = vector::ExtractOp::create(builder, loc, value, 0);
+  if (Value accumulator = reduction.getAcc())
+    result = combine(result, accumulator);
+  reduction.replaceAllUsesWith(result);
+  reduction.erase();
+}
+
 struct VectorizeLoopsPass
     : public mp::impl::MPVectorizeLoopsBase<VectorizeLoopsPass> {
   using MPVectorizeLoopsBase::MPVectorizeLoopsBase;
@@ -161,6 +211,10 @@ struct VectorizeLoopsPass
                        << static_cast<int64_t>(maxUnrolledVectors);
       return signalPassFailure();
     }
+
+    // Only the reductions this pass makes are rewritten below.
+    llvm::DenseSet<Operation *> givenReductions;
+    func.walk([&](vector::ReductionOp op) { givenReductions.insert(op); });
 
     llvm::DenseSet<Operation *> candidates;
     affine::ReductionLoopMap reductionLoops;
@@ -234,6 +288,13 @@ struct VectorizeLoopsPass
     });
     for (affine::AffineForOp loop : shortLoops)
       (void)affine::loopUnrollFull(loop);
+    SmallVector<vector::ReductionOp> reductions;
+    func.walk([&](vector::ReductionOp op) {
+      if (!givenReductions.contains(op))
+        reductions.push_back(op);
+    });
+    for (vector::ReductionOp reduction : reductions)
+      combineLanesAsTree(reduction);
   }
 };
 

@@ -12,11 +12,12 @@
 // CHECK:             %[[T:.*]] = arith.addf %[[ACC]], %{{.*}} : f32
 // CHECK-NEXT:        affine.yield %[[T]] : f32
 // CHECK:           affine.store %[[R]], %[[SUM]][%[[I]]]
-// The vectorizer takes it as a reduction: 16 lanes, combined after the loop.
+// The vectorizer takes it as a reduction: 16 lanes, combined after the loop
+// in any order (reassoc: LLVM adds halves, not one lane after another).
 // VEC-LABEL: func.func @row_sum
 // VEC:         affine.for %{{.*}} = 0 to 128 step 16 iter_args(%{{.*}} = %{{.*}}) -> (vector<16xf32>)
 // VEC:           vector.transfer_read {{.*}} {in_bounds = [true]}
-// VEC:         vector.reduction <add>
+// VEC:         vector.reduction <add>, %{{.*}} fastmath<reassoc>
 func.func @row_sum(%in: memref<16x128xf32>, %out: memref<16xf32>) {
   %sum = memref.alloc() : memref<16xf32>
   %zero = arith.constant 0.0 : f32
@@ -35,12 +36,21 @@ func.func @row_sum(%in: memref<16x128xf32>, %out: memref<16xf32>) {
 }
 
 // A row max over 40 elements: two whole vectors, then a scalar loop that
-// goes on from the vectors' result.
+// goes on from the vectors' result. The accumulator's lanes are combined
+// as a tree of vector maxima (halves, quarters, ...): the same value in
+// any order.
 // VEC-LABEL: func.func @row_max_not_whole_vectors
 // VEC:         %[[INIT:.*]] = affine.load
 // VEC:         %[[V:.*]] = affine.for %{{.*}} = 0 to 32 step 16 iter_args({{.*}}) -> (vector<16xf32>)
 // VEC:           arith.maximumf {{.*}} : vector<16xf32>
-// VEC:         %[[RED:.*]] = vector.reduction <maximumf>, %[[V]]
+// VEC:         %[[LO8:.*]] = vector.extract_strided_slice %[[V]] {offsets = [0], sizes = [8], strides = [1]}
+// VEC:         %[[HI8:.*]] = vector.extract_strided_slice %[[V]] {offsets = [8], sizes = [8], strides = [1]}
+// VEC:         arith.maximumf %[[LO8]], %[[HI8]] : vector<8xf32>
+// VEC:         arith.maximumf {{.*}} : vector<4xf32>
+// VEC:         arith.maximumf {{.*}} : vector<2xf32>
+// VEC:         %[[ONE:.*]] = arith.maximumf {{.*}} : vector<1xf32>
+// VEC:         %[[RED:.*]] = vector.extract %[[ONE]][0]
+// VEC-NOT:     vector.reduction
 // VEC:         %[[WHOLE:.*]] = arith.maximumf %[[RED]], %[[INIT]] : f32
 // VEC:         %[[REST:.*]] = affine.for %{{.*}} = 32 to 40 iter_args(%{{.*}} = %[[WHOLE]]) -> (f32)
 // VEC:         affine.store %[[REST]]
