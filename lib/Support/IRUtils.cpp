@@ -132,6 +132,11 @@ bool isAllocation(Value buffer) {
          buffer.getDefiningOp<memref::AllocaOp>();
 }
 
+bool mayShareMemory(Value a, Value b) {
+  Value rootA = viewedBuffer(a), rootB = viewedBuffer(b);
+  return rootA == rootB || (!isAllocation(rootA) && !isAllocation(rootB));
+}
+
 bool isFloatConversion(Operation *op) {
   return isa<arith::ExtFOp, arith::TruncFOp>(op);
 }

@@ -64,6 +64,12 @@ Value viewedBuffer(Value memref);
 /// its memory.
 bool isAllocation(Value buffer);
 
+/// Whether memrefs `a` and `b` may share memory: views of one buffer, or
+/// two buffers neither of which was allocated here (two function arguments
+/// may be one buffer: a session passes a parameter's buffer as its own
+/// update's).
+bool mayShareMemory(Value a, Value b);
+
 /// arith.extf or arith.truncf.
 bool isFloatConversion(Operation *op);
 

@@ -57,7 +57,7 @@ SmallVector<affine::AffineForOp> perfectChain(affine::AffineForOp top) {
   return chain;
 }
 
-/// A load or store of a nest, with the loops it sits in.
+/// A load or store in a nest: the memref it touches and whether it writes.
 struct Access {
   Operation *op;
   Value memref;
@@ -106,15 +106,6 @@ bool indexesRowsWith(const Access &access,
   return true;
 }
 
-/// Buffers that may share memory: views of one buffer, or two buffers
-/// neither of which was allocated here (function arguments: the session
-/// passes a parameter's buffer as its own update's).
-bool mayShareMemory(Value a, Value b) {
-  Value rootA = mp::viewedBuffer(a), rootB = mp::viewedBuffer(b);
-  return rootA == rootB ||
-         (!mp::isAllocation(rootA) && !mp::isAllocation(rootB));
-}
-
 class RowFuser {
 public:
   /// Fuses \p second into \p first if it may; true when it did.
@@ -159,7 +150,7 @@ bool RowFuser::fuse(affine::AffineForOp first, affine::AffineForOp second) {
   bool shares = false;
   for (const Access &x : *firstAccesses) {
     for (const Access &y : *secondAccesses) {
-      if (!mayShareMemory(x.memref, y.memref))
+      if (!mp::mayShareMemory(x.memref, y.memref))
         continue;
       if (mp::viewedBuffer(x.memref) == mp::viewedBuffer(y.memref))
         shares = true;

@@ -33,13 +33,6 @@ using namespace mlir;
 
 namespace {
 
-/// Two different buffers share no memory when one of them was allocated
-/// here; two function arguments may (the session passes a parameter's
-/// buffer as its own update's).
-bool mayShareMemory(Value a, Value b) {
-  return a == b || (!mp::isAllocation(a) && !mp::isAllocation(b));
-}
-
 struct Accumulator {
   affine::AffineLoadOp load;
   affine::AffineStoreOp store;
@@ -89,7 +82,7 @@ SmallVector<Accumulator> findAccumulators(affine::AffineForOp loop) {
         store = candidate;
         continue;
       }
-      if (mayShareMemory(buffer, mp::viewedBuffer(memrefOf(otherAccess))))
+      if (mp::mayShareMemory(buffer, memrefOf(otherAccess)))
         alone = false;
     }
     if (store && alone)
