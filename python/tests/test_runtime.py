@@ -257,6 +257,26 @@ def _rounded_products(step_ir):
     return rounded, transposes, in_place, head_copies
 
 
+def _softmax_nests(step_ir):
+    """How many of a dumped step's loop nests (after --mp-fuse-row-loops in
+    the sessions' CPU lowering) hold softmax's exponentials, and how many of
+    those also hold its row max: with the row fusion, every one."""
+    import os
+    import re
+    import subprocess
+    mp_opt = os.path.join(os.environ.get("MP_BUILD_DIR", "build"), "bin", "mp-opt")
+    text = subprocess.run([mp_opt, str(step_ir), "--mp-lower-cpu=runtime-contractions",
+                           "--mlir-print-ir-after=mp-fuse-row-loops", "-o", os.devnull],
+                          check=True, capture_output=True, text=True).stderr
+    text = text[text.index("func.func @mp_train_entry"):]
+    text = text[:text.find("// -----//") + 1 or len(text)]
+    nests = re.findall(r"^  affine\.for .*?^  \}$", text, re.M | re.S)
+    softmax = [n for n in nests if "math.exp" in n and "iter_args" in n]
+    with_max = [n for n in softmax if "arith.maximumf" in n]
+    exp_nests = [n for n in nests if "math.exp" in n]
+    return len(exp_nests), len(with_max)
+
+
 def test_transformer_block_amp_steps_match_pytorch(tmp_path, monkeypatch):
     """A TransformerEncoderLayer (d_model 32, 4 heads, 2 x 16 tokens, MSE
     loss) trained 4 steps with SGD momentum from PyTorch's parameters on one
@@ -319,6 +339,11 @@ def test_transformer_block_amp_steps_match_pytorch(tmp_path, monkeypatch):
             assert rounded == 0
         else:
             assert rounded >= 4, (precision, rounded)
+        # Softmax's max, exponentials, sum and normalization are one loop
+        # nest over the rows (--mp-fuse-row-loops), which these losses
+        # check numerically.
+        exp_nests, fused = _softmax_nests(step_ir)
+        assert exp_nests >= 1 and fused == exp_nests, (precision, exp_nests, fused)
 
 
 def test_gpu_bench_planned_memory_is_optional(tmp_path, monkeypatch):
