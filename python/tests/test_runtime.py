@@ -271,9 +271,8 @@ def _softmax_nests(step_ir):
     text = text[text.index("func.func @mp_train_entry"):]
     text = text[:text.find("// -----//") + 1 or len(text)]
     nests = re.findall(r"^  affine\.for .*?^  \}$", text, re.M | re.S)
-    softmax = [n for n in nests if "math.exp" in n and "iter_args" in n]
-    with_max = [n for n in softmax if "arith.maximumf" in n]
     exp_nests = [n for n in nests if "math.exp" in n]
+    with_max = [n for n in exp_nests if "iter_args" in n and "arith.maximumf" in n]
     return len(exp_nests), len(with_max)
 
 

@@ -240,7 +240,7 @@ struct FuseRowLoopsPass
           parent->getParentOfType<affine::AffineForOp>())
         return;
       affine::AffineForOp current;
-      for (Operation *op = &block->front(); op;) {
+      for (Operation *op = block->empty() ? nullptr : &block->front(); op;) {
         Operation *next = op->getNextNode();
         auto loop = dyn_cast<affine::AffineForOp>(op);
         if (!loop) {
