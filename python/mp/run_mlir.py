@@ -14,7 +14,9 @@ model file once and runs its mp.loss training step and mp.predict on
 numpy batches, but only in the signatures the C API takes (x [B, ...],
 one-hot labels [B, C], logits [B, C]).
 
-Tools: MP_BUILD_DIR (default: <repo>/build) holds bin/mp-opt and bin/mp-run;
+Tools: MP_BUILD_DIR (default: <repo>/build when the package is imported
+from the clone, or installed from it with `pip install -e`) holds
+bin/mp-opt and bin/mp-run;
 MLIR_RUNNER and MLIR_LIB_DIR default to Debian's LLVM 22.
 """
 
@@ -27,6 +29,7 @@ import numpy as np
 
 from . import _ir
 
+# The clone's root when this file is python/mp/run_mlir.py in it (source_tree()).
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LLVM_DIR = "/usr/lib/llvm-22"
 
@@ -35,8 +38,35 @@ class RunError(RuntimeError):
     """A tool failed; the message holds its command and stderr."""
 
 
+class BuildNotFound(RuntimeError):
+    """mp's build directory is unknown: MP_BUILD_DIR is unset and this
+    package is not imported from mp's source tree."""
+
+
+def source_tree():
+    """The clone this package is imported from (python/mp, directly or
+    through `pip install -e ./python`), or None for an installed copy."""
+    if (os.path.isfile(os.path.join(ROOT, "CMakeLists.txt"))
+            and os.path.isfile(os.path.join(ROOT, "python", "pyproject.toml"))):
+        return ROOT
+    return None
+
+
 def build_dir():
-    return os.environ.get("MP_BUILD_DIR", os.path.join(ROOT, "build"))
+    """mp's build directory (bin/mp-opt, lib/libmp_session.so): $MP_BUILD_DIR
+    when set, else <clone>/build when the package is imported from mp's
+    source tree. Raises BuildNotFound, naming MP_BUILD_DIR, otherwise."""
+    path = os.environ.get("MP_BUILD_DIR")
+    if path:
+        return path
+    root = source_tree()
+    if root is not None:
+        return os.path.join(root, "build")
+    raise BuildNotFound(
+        "mp's build directory is unknown: set MP_BUILD_DIR to the directory "
+        "scripts/setup.sh (cmake) built or installed mp into (it holds bin/mp-opt "
+        "and lib/libmp_session.so); this mp package (%s) is not inside mp's "
+        "source tree" % os.path.dirname(os.path.abspath(__file__)))
 
 
 def tool(name):

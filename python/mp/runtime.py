@@ -16,8 +16,9 @@ compile a model, train it step by step, predict and checkpoint, from numpy.
     q = InferSession("model.mlir", s, precision="int8", calibration="stats.json")
     logits = q.predict(x_test)                  # any number of rows
 
-The library is <MP_BUILD_DIR>/lib/libmp_session.so (default build/); set
-MP_SESSION_LIB to use another.
+The library is <MP_BUILD_DIR>/lib/libmp_session.so (default: the clone's
+build/ when the package is imported from it or installed from it with
+`pip install -e`); set MP_SESSION_LIB to use another file.
 """
 
 import ctypes
@@ -92,15 +93,34 @@ class _EpochReport(ctypes.Structure):
 _lib = None
 
 
+def library_path():
+    """Where libmp_session.so is: $MP_SESSION_LIB, else
+    <build>/lib/libmp_session.so with the build directory of
+    run_mlir.build_dir() ($MP_BUILD_DIR, else the clone's build/). Raises
+    MPError naming MP_BUILD_DIR when there is no such file."""
+    path = os.environ.get("MP_SESSION_LIB")
+    if path:
+        if not os.path.isfile(path):
+            raise MPError("MP_SESSION_LIB=%s: no such file" % path)
+        return path
+    try:
+        build = run_mlir.build_dir()
+    except run_mlir.BuildNotFound as error:
+        raise MPError(str(error)) from None
+    path = os.path.join(build, "lib", "libmp_session.so")
+    if not os.path.isfile(path):
+        raise MPError("%s is missing: build mp (scripts/setup.sh), or set MP_BUILD_DIR to "
+                      "the build directory that holds lib/libmp_session.so (MP_BUILD_DIR=%s)"
+                      % (path, os.environ.get("MP_BUILD_DIR", "unset")))
+    return path
+
+
 def library():
-    """The loaded libmp_session.so (loaded once)."""
+    """The loaded libmp_session.so (loaded once, from library_path())."""
     global _lib
     if _lib is not None:
         return _lib
-    path = os.environ.get("MP_SESSION_LIB",
-                          os.path.join(run_mlir.build_dir(), "lib", "libmp_session.so"))
-    if not os.path.exists(path):
-        raise MPError("%s is missing: build mp (scripts/setup.sh) or set MP_SESSION_LIB" % path)
+    path = library_path()
     # RTLD_GLOBAL, so that the JIT's process-symbol lookup sees what the
     # library links, as it does in mp-run (both sessions also bind the
     # runtime functions their compiled code calls, memrefCopy included,
