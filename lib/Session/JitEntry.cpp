@@ -2,6 +2,7 @@
 
 #include "mp/Session/JitEntry.h"
 #include "mp/Session/CudaDevice.h"
+#include "mp/Conversion/RuntimeCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -189,19 +190,30 @@ bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
   return true;
 }
 
+/// libmprt's \p function at the symbol RuntimeCalls.h gives \p Call: a
+/// function of another prototype than the table's does not compile.
+template <mlir::mp::RuntimeCall Call>
+static RuntimeSymbol
+runtimeCallSymbol(mlir::mp::RuntimeCallPrototype<Call> *function) {
+  return {mlir::mp::getRuntimeCallInfo(Call).symbol.data(),
+          reinterpret_cast<void *>(function)};
+}
+
 llvm::ArrayRef<RuntimeSymbol> runtimeSymbols() {
   // malloc/free go to the counted heap, so mp-run can say how many bytes a
   // call held; memrefCopy copies into strided buffers such as tensor.pad's
   // interior (libmprt's, so no MLIR library is needed at run time).
+  using mlir::mp::RuntimeCall;
   static const RuntimeSymbol symbols[] = {
-      {"mprt_gemm", reinterpret_cast<void *>(&mprt_gemm)},
-      {"mprt_gemm_batched", reinterpret_cast<void *>(&mprt_gemm_batched)},
-      {"mprt_gemm_s8_dequantize_absmax",
-       reinterpret_cast<void *>(&mprt_gemm_s8_dequantize_absmax)},
-      {"mprt_gemm_batched_2d", reinterpret_cast<void *>(&mprt_gemm_batched_2d)},
-      {"mprt_gemm_bias", reinterpret_cast<void *>(&mprt_gemm_bias)},
-      {"mprt_gemm_s8_dequantize",
-       reinterpret_cast<void *>(&mprt_gemm_s8_dequantize)},
+      // --mp-contractions-to-runtime's calls (RuntimeCalls.h).
+      runtimeCallSymbol<RuntimeCall::Gemm>(&mprt_gemm),
+      runtimeCallSymbol<RuntimeCall::GemmBatched>(&mprt_gemm_batched),
+      runtimeCallSymbol<RuntimeCall::GemmS8DequantizeAbsMax>(
+          &mprt_gemm_s8_dequantize_absmax),
+      runtimeCallSymbol<RuntimeCall::GemmBatched2d>(&mprt_gemm_batched_2d),
+      runtimeCallSymbol<RuntimeCall::GemmBias>(&mprt_gemm_bias),
+      runtimeCallSymbol<RuntimeCall::GemmS8Dequantize>(
+          &mprt_gemm_s8_dequantize),
       {"mprt_observe", reinterpret_cast<void *>(&mprt_observe)},
       {"mprt_parallel_for", reinterpret_cast<void *>(&mprt_parallel_for)},
       // --mp-data-parallel's all-reduces, through the runtime's MPI.

@@ -3,17 +3,34 @@
 // The CPU lowering turns linalg ops into scalar loops and the GPU lowering
 // into one-thread-per-output kernels; matrix products are handed to the
 // runtime instead: libmprt's mprt_gemm (oneDNN) or libmprt_cuda's
-// mprt_cuda_gemm_sync (cuBLASLt, strided-batched).
+// mprt_cuda_gemm_sync (cuBLASLt, strided-batched), through the signatures
+// of RuntimeCalls.h.
+//
+// Three steps: planContractions finds the products and what needs the
+// whole module (operands that are transposed copies or attention's head
+// splits); the ProductToRuntimeCall pattern replaces each product, with
+// the results it fuses (one matcher per fusion: rounding, bias, ReLU and
+// what follows a bias, dequantization, max |x| partials, zero fill, head
+// merge), by one call; eraseCopiesReadAround erases the copies no product
+// reads then. `-debug-only=mp-contractions-to-runtime` says why a fusion
+// declined.
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Conversion/ContractionsToRuntime.h"
 #include "mp/Conversion/Passes.h"
+#include "mp/Conversion/RuntimeCalls.h"
 #include "mp/Support/IRUtils.h"
 #include "mprt/mprt.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
+#include "mlir/Rewrite/PatternApplicator.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "mp-contractions-to-runtime"
 
 namespace mlir {
 namespace mp {
@@ -23,17 +40,20 @@ namespace mp {
 } // namespace mlir
 
 using namespace mlir;
+using mlir::mp::ContractionPlan;
+using mlir::mp::ContractionRuntime;
+using mlir::mp::RuntimeCall;
 
 namespace {
 
-constexpr llvm::StringLiteral kGemmName = "mprt_gemm";
-constexpr llvm::StringLiteral kBatchedGemmName = "mprt_gemm_batched";
-constexpr llvm::StringLiteral kBatched2dGemmName = "mprt_gemm_batched_2d";
-constexpr llvm::StringLiteral kCudaGemmName = "mprt_cuda_gemm_sync";
-constexpr llvm::StringLiteral kBiasGemmName = "mprt_gemm_bias";
-constexpr llvm::StringLiteral kDequantizeGemmName = "mprt_gemm_s8_dequantize";
-constexpr llvm::StringLiteral kDequantizeAbsMaxGemmName =
-    "mprt_gemm_s8_dequantize_absmax";
+/// Logs why \p fusion was not done for \p product and returns null.
+std::nullptr_t declined(Operation *product, StringRef fusion, StringRef why) {
+  LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] no " << fusion << " for "
+                          << product->getName() << " at " << product->getLoc()
+                          << ": " << why << "\n");
+  (void)product, (void)fusion, (void)why;
+  return nullptr;
+}
 
 /// Strips the widening of a contraction body's input (extf, or extsi for
 /// the i8 -> i32 products of --mp-quantize).
@@ -60,35 +80,91 @@ struct Product {
   // with the operand's transpose flag flipped (transposedCopyOf); null
   // when the operand is read as it is.
   Value sourceA, sourceB;
+
+  /// What the call reads as A and B: the source of a transposed copy, or
+  /// the operand.
+  Value readA() const { return sourceA ? sourceA : a->get(); }
+  Value readB() const { return sourceB ? sourceB : b->get(); }
 };
 
-std::optional<Product> matchProduct(linalg::LinalgOp op) {
-  unsigned numLoops = op.getNumLoops();
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || (numLoops != 3 && numLoops != 4) ||
-      op.getNumReductionLoops() != 1)
-    return std::nullopt;
-  // Body: yield(acc + x * y), operands of either order, inputs maybe widened.
+/// Whether \p op's body is yield(acc + x * y) over its two inputs, of
+/// either order, the inputs maybe widened.
+bool hasMultiplyAddBody(linalg::LinalgOp op) {
   Block &body = *op.getBlock();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   Operation *add = yield.getOperand(0).getDefiningOp();
   if (!isa_and_present<arith::AddFOp, arith::AddIOp>(add) ||
       body.getOperations().size() > 5)
-    return std::nullopt;
+    return false;
   Value acc = op.getRegionOutputArgs()[0];
   Value product = add->getOperand(0) == acc   ? add->getOperand(1)
                   : add->getOperand(1) == acc ? add->getOperand(0)
                                               : Value();
   Operation *mul = product ? product.getDefiningOp() : nullptr;
   if (!isa_and_present<arith::MulFOp, arith::MulIOp>(mul))
-    return std::nullopt;
+    return false;
   Value x = throughExtension(mul->getOperand(0)),
         y = throughExtension(mul->getOperand(1));
   auto inputs = op.getRegionInputArgs();
-  if (!((x == inputs[0] && y == inputs[1]) ||
-        (x == inputs[1] && y == inputs[0])))
-    return std::nullopt;
+  return (x == inputs[0] && y == inputs[1]) ||
+         (x == inputs[1] && y == inputs[0]);
+}
 
+/// The loops a product's input indexes its rows and columns with.
+struct OperandDims {
+  unsigned rows, cols;
+  bool shared;
+};
+
+/// The dims of \p operand of \p op, whose result is indexed by \p out
+/// ([p,] i, j): a batched operand is [p, rows, cols] (the batch loop leads
+/// it); a shared one (in a batched product) is [rows, cols].
+std::optional<OperandDims> operandDims(linalg::LinalgOp op, OpOperand *operand,
+                                       AffineMap out, bool batched) {
+  unsigned numLoops = op.getNumLoops(), first = batched ? 1 : 0;
+  AffineMap map = op.getMatchingIndexingMap(operand);
+  if (!map.isProjectedPermutation())
+    return std::nullopt;
+  if (batched && map.getNumResults() == 2 &&
+      map.getDimPosition(0) != out.getDimPosition(0) &&
+      map.getDimPosition(1) != out.getDimPosition(0))
+    return OperandDims{map.getDimPosition(0), map.getDimPosition(1), true};
+  if (map.getNumResults() != numLoops - 1)
+    return std::nullopt;
+  if (batched && map.getDimPosition(0) != out.getDimPosition(0))
+    return std::nullopt;
+  return OperandDims{map.getDimPosition(first), map.getDimPosition(first + 1),
+                     false};
+}
+
+/// Makes \p operand \p result's A when it indexes (i, r) or (r, i), its B
+/// when it indexes (r, j) or (j, r); false when neither.
+bool assignOperand(Product &result, OpOperand *operand, OperandDims dims,
+                   unsigned i, unsigned j, unsigned r) {
+  auto is = [&](unsigned x, unsigned y) {
+    return dims.rows == x && dims.cols == y;
+  };
+  if (is(i, r) || is(r, i)) {
+    result.a = operand;
+    result.transA = dims.rows == r;
+    result.sharedA = dims.shared;
+    return true;
+  }
+  if (is(r, j) || is(j, r)) {
+    result.b = operand;
+    result.transB = dims.rows == j;
+    result.sharedB = dims.shared;
+    return true;
+  }
+  return false;
+}
+
+std::optional<Product> matchProduct(linalg::LinalgOp op) {
+  unsigned numLoops = op.getNumLoops();
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || (numLoops != 3 && numLoops != 4) ||
+      op.getNumReductionLoops() != 1 || !hasMultiplyAddBody(op))
+    return std::nullopt;
   // Loops: the output indexes ([p,] i, j) directly; r is the reduction.
   Product result;
   result.batched = numLoops == 4;
@@ -103,45 +179,11 @@ std::optional<Product> matchProduct(linalg::LinalgOp op) {
                          getAffineDimExpr(r, op.getContext())))
     return std::nullopt;
   unsigned i = out.getDimPosition(first), j = out.getDimPosition(first + 1);
-  // A batched operand is [p, rows, cols]: the batch loop leads it; a shared
-  // one (in a batched product) is [rows, cols].
-  struct Dims {
-    unsigned rows, cols;
-    bool shared;
-  };
-  auto dimsOf = [&](OpOperand *operand) -> std::optional<Dims> {
-    AffineMap map = op.getMatchingIndexingMap(operand);
-    if (!map.isProjectedPermutation())
-      return std::nullopt;
-    if (result.batched && map.getNumResults() == 2 &&
-        map.getDimPosition(0) != out.getDimPosition(0) &&
-        map.getDimPosition(1) != out.getDimPosition(0))
-      return Dims{map.getDimPosition(0), map.getDimPosition(1), true};
-    if (map.getNumResults() != numLoops - 1)
-      return std::nullopt;
-    if (result.batched && map.getDimPosition(0) != out.getDimPosition(0))
-      return std::nullopt;
-    return Dims{map.getDimPosition(first), map.getDimPosition(first + 1),
-                false};
-  };
   for (OpOperand *operand : op.getDpsInputOperands()) {
-    std::optional<Dims> dims = dimsOf(operand);
-    if (!dims)
+    std::optional<OperandDims> dims =
+        operandDims(op, operand, out, result.batched);
+    if (!dims || !assignOperand(result, operand, *dims, i, j, r))
       return std::nullopt;
-    auto is = [&](unsigned x, unsigned y) {
-      return dims->rows == x && dims->cols == y;
-    };
-    if (is(i, r) || is(r, i)) {
-      result.a = operand;
-      result.transA = dims->rows == r;
-      result.sharedA = dims->shared;
-    } else if (is(r, j) || is(j, r)) {
-      result.b = operand;
-      result.transB = dims->rows == j;
-      result.sharedB = dims->shared;
-    } else {
-      return std::nullopt;
-    }
   }
   if (!result.a || !result.b || result.a == result.b ||
       (result.sharedA && result.sharedB))
@@ -175,6 +217,32 @@ bool hasUnitInnerStride(MemRefType type, int64_t rank) {
   if (failed(type.getStridesAndOffset(strides, offset)))
     return false;
   return static_cast<int64_t>(strides.size()) == rank && strides.back() == 1;
+}
+
+MemRefType memrefTypeOf(Value value) {
+  return cast<MemRefType>(value.getType());
+}
+
+Type elementTypeOf(Value value) {
+  return memrefTypeOf(value).getElementType();
+}
+
+/// A product the runtime computes: its element types have a GEMM type
+/// code and its matrices' rows are contiguous.
+std::optional<Product> matchSupportedProduct(linalg::LinalgOp op) {
+  std::optional<Product> product = matchProduct(op);
+  if (!product)
+    return std::nullopt;
+  int64_t rank = product->batched ? 3 : 2;
+  MemRefType a = memrefTypeOf(product->a->get()),
+             b = memrefTypeOf(product->b->get()),
+             c = memrefTypeOf(op.getDpsInitOperand(0)->get());
+  if (!gemmType(a.getElementType(), b.getElementType(), c.getElementType()) ||
+      !hasUnitInnerStride(a, product->sharedA ? 2 : rank) ||
+      !hasUnitInnerStride(b, product->sharedB ? 2 : rank) ||
+      !hasUnitInnerStride(c, rank))
+    return std::nullopt;
+  return product;
 }
 
 /// The permutation of \p rank dimensions that swaps the last two.
@@ -245,6 +313,51 @@ bool onlyReads(Operation *user, Value value) {
                                    [&](Value init) { return init == value; });
 }
 
+/// The transpose that writes \p x when \p x's other users are
+/// deallocations and ops of \p products that only read it; else null.
+linalg::TransposeOp soleTransposeInto(
+    Value x, const llvm::DenseSet<Operation *> &products) {
+  linalg::TransposeOp transpose;
+  for (Operation *user : x.getUsers()) {
+    if (isa<memref::DeallocOp>(user))
+      continue;
+    if (auto copy = dyn_cast<linalg::TransposeOp>(user);
+        copy && copy.getInit() == x && !transpose) {
+      transpose = copy;
+      continue;
+    }
+    if (!products.contains(user) || !onlyReads(user, x))
+      return {};
+  }
+  return transpose;
+}
+
+/// Whether \p buffer, an allocation of \p product's block, is written only
+/// before \p copy (which reads it) or after \p product, and freed after
+/// \p product.
+bool unwrittenBetween(Value buffer, Operation *copy, Operation *product) {
+  Block *block = product->getBlock();
+  SmallVector<std::pair<Operation *, Value>> uses;
+  collectUses(buffer, uses);
+  for (auto [user, value] : uses) {
+    if (user == copy)
+      continue;
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (!inBlock)
+      return false;
+    bool afterProduct = product->isBeforeInBlock(inBlock);
+    if (isa<memref::DeallocOp>(user)) {
+      if (!afterProduct)
+        return false;
+      continue;
+    }
+    if (!onlyReads(user, value) && !inBlock->isBeforeInBlock(copy) &&
+        !afterProduct)
+      return false;
+  }
+  return true;
+}
+
 /// A product operand %x that is a copy of a matrix (or a batch of them)
 /// with the last two dimensions swapped, made for products:
 ///
@@ -264,53 +377,23 @@ transposedCopyOf(Value x, linalg::LinalgOp product,
   auto alloc = x.getDefiningOp<memref::AllocOp>();
   if (!alloc || alloc->getBlock() != block)
     return {};
-  linalg::TransposeOp transpose;
-  for (Operation *user : x.getUsers()) {
-    if (isa<memref::DeallocOp>(user))
-      continue;
-    if (auto copy = dyn_cast<linalg::TransposeOp>(user);
-        copy && copy.getInit() == x && !transpose) {
-      transpose = copy;
-      continue;
-    }
-    if (!products.contains(user) || !onlyReads(user, x))
-      return {};
-  }
+  linalg::TransposeOp transpose = soleTransposeInto(x, products);
   if (!transpose || transpose->getBlock() != block ||
       !transpose->isBeforeInBlock(product))
     return {};
-  unsigned rank = cast<MemRefType>(x.getType()).getRank();
+  unsigned rank = memrefTypeOf(x).getRank();
   if (rank < 2 ||
       transpose.getPermutation() !=
           ArrayRef<int64_t>(llvm::to_vector_of<int64_t>(lastTwoSwapped(rank))))
     return {};
   Value source = transpose.getInput();
-  if (!hasUnitInnerStride(cast<MemRefType>(source.getType()), rank))
+  if (!hasUnitInnerStride(memrefTypeOf(source), rank))
     return {};
   Value buffer = mlir::mp::viewedBuffer(source);
   auto sourceAlloc = buffer.getDefiningOp<memref::AllocOp>();
-  if (!sourceAlloc || sourceAlloc->getBlock() != block)
+  if (!sourceAlloc || sourceAlloc->getBlock() != block ||
+      !unwrittenBetween(buffer, transpose, product))
     return {};
-  // Writes of the buffer come before the transpose or after the product;
-  // it is freed after the product.
-  SmallVector<std::pair<Operation *, Value>> uses;
-  collectUses(buffer, uses);
-  for (auto [user, value] : uses) {
-    if (user == transpose.getOperation())
-      continue;
-    Operation *inBlock = block->findAncestorOpInBlock(*user);
-    if (!inBlock)
-      return {};
-    bool afterProduct = product->isBeforeInBlock(inBlock);
-    if (isa<memref::DeallocOp>(user)) {
-      if (!afterProduct)
-        return {};
-      continue;
-    }
-    if (!onlyReads(user, value) && !inBlock->isBeforeInBlock(transpose) &&
-        !afterProduct)
-      return {};
-  }
   return transpose;
 }
 
@@ -344,9 +427,11 @@ memref::AllocOp resultAllocInBlock(linalg::LinalgOp product) {
 
 /// Whether \p product may write \p consumer's result %d (its init) in
 /// its place: %d is a fresh buffer of the product's block that no op uses
-/// before \p consumer (a view of it made earlier counts as a use). Moves
-/// %d's allocation before the product when it comes after.
-bool writableEarly(linalg::LinalgOp product, Operation *consumer, Value d) {
+/// before \p consumer (a view of it made earlier counts as a use). Adds
+/// %d's allocation to \p moves (to go before the product) when it comes
+/// after.
+bool writableEarly(linalg::LinalgOp product, Operation *consumer, Value d,
+                   SmallVectorImpl<Operation *> &moves) {
   Block *block = product->getBlock();
   auto dAlloc = d.getDefiningOp<memref::AllocOp>();
   if (!dAlloc || dAlloc->getBlock() != block)
@@ -361,7 +446,7 @@ bool writableEarly(linalg::LinalgOp product, Operation *consumer, Value d) {
   if (dAlloc->getNumOperands() != 0 && product->isBeforeInBlock(dAlloc))
     return false; // dynamic sizes computed after the product: left alone
   if (product->isBeforeInBlock(dAlloc))
-    dAlloc->moveBefore(product);
+    moves.push_back(dAlloc);
   return true;
 }
 
@@ -379,13 +464,16 @@ bool writableEarly(linalg::LinalgOp product, Operation *consumer, Value d) {
 /// swaps the last two dimensions (\p layout Transposed: attention's
 /// gradients in the layout the next product reads), the GEMM writes
 /// D = C^T = op(B)^T op(A)^T. Returns the rounding generic, with %d's alloc
-/// moved before the product, or null.
-Operation *roundedResultOf(linalg::LinalgOp product, RoundingLayout &layout) {
+/// added to \p moves when it comes after the product, or null (leaving
+/// \p layout as it was).
+Operation *roundedResultOf(linalg::LinalgOp product, RoundingLayout &layout,
+                           SmallVectorImpl<Operation *> &moves) {
   Value c = product.getDpsInitOperand(0)->get();
   memref::AllocOp alloc = resultAllocInBlock(product);
   if (!alloc)
-    return nullptr;
+    return declined(product, "rounded result", "C is not made in its block");
   Operation *fill = nullptr, *rounding = nullptr;
+  RoundingLayout copyLayout = RoundingLayout::Same;
   for (Operation *user : alloc->getUsers()) {
     if (user == product.getOperation() || isa<memref::DeallocOp>(user))
       continue;
@@ -393,23 +481,126 @@ Operation *roundedResultOf(linalg::LinalgOp product, RoundingLayout &layout) {
       fill = user;
       continue;
     }
-    std::optional<RoundingLayout> copyLayout = roundingCopyLayout(user, c);
-    if (!rounding && copyLayout) {
+    std::optional<RoundingLayout> userLayout = roundingCopyLayout(user, c);
+    if (!rounding && userLayout) {
       rounding = user;
-      layout = *copyLayout;
+      copyLayout = *userLayout;
       continue;
     }
-    return nullptr;
+    return declined(product, "rounded result",
+                    "C has users besides a +0 fill and one rounding");
   }
   if (!fill || !rounding || rounding->getBlock() != product->getBlock() ||
       !product->isBeforeInBlock(rounding))
-    return nullptr;
+    return declined(product, "rounded result",
+                    "no +0 fill before, or no rounding after, in its block");
   // The result %d: of the operands' type.
   Value d = cast<linalg::GenericOp>(rounding).getDpsInitOperand(0)->get();
-  auto aType = cast<MemRefType>(product.getDpsInputOperand(0)->get().getType());
-  if (cast<MemRefType>(d.getType()).getElementType() != aType.getElementType())
-    return nullptr;
-  return writableEarly(product, rounding, d) ? rounding : nullptr;
+  if (elementTypeOf(d) != elementTypeOf(product.getDpsInputOperand(0)->get()))
+    return declined(product, "rounded result",
+                    "the rounding's type is not the operands'");
+  if (!writableEarly(product, rounding, d, moves))
+    return declined(product, "rounded result",
+                    "the rounded buffer is not fresh at the product");
+  layout = copyLayout;
+  return rounding;
+}
+
+/// The one generic besides a zero fill before \p product and the
+/// deallocation that uses \p product's fresh result (\p alloc): a generic
+/// of the block after the product; null if there is none, or other users.
+linalg::GenericOp soleReaderAfterZeroFill(linalg::LinalgOp product,
+                                          memref::AllocOp alloc) {
+  Value c = product.getDpsInitOperand(0)->get();
+  Block *block = product->getBlock();
+  Operation *fill = nullptr;
+  linalg::GenericOp consumer;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == product.getOperation() || isa<memref::DeallocOp>(user))
+      continue;
+    if (!fill && isZeroFillBefore(user, c, product, /*positiveOnly=*/false)) {
+      fill = user;
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (consumer || !generic || generic->getBlock() != block ||
+        !product->isBeforeInBlock(generic))
+      return nullptr;
+    consumer = generic;
+  }
+  return fill ? consumer : nullptr;
+}
+
+/// Whether \p operand of \p generic (2-D) is read as a row vector,
+/// (d0, d1) -> (d1), of unit stride with elements of \p element.
+bool isRowVector(linalg::GenericOp generic, OpOperand *operand, Type element) {
+  AffineMap row =
+      AffineMap::get(2, 0, getAffineDimExpr(1, generic.getContext()));
+  auto type = dyn_cast<MemRefType>(operand->get().getType());
+  return generic.getMatchingIndexingMap(operand) == row && type &&
+         type.getElementType() == element && hasUnitInnerStride(type, 1);
+}
+
+AffineMap identity2D(MLIRContext *context) {
+  return AffineMap::getMultiDimIdentityMap(2, context);
+}
+
+/// The inputs of a bias generic: \p c read as it is and an f32 row vector
+/// (the bias), with an identity init of f32 or \p aType. False if not.
+bool matchBiasOperands(linalg::GenericOp consumer, Value c, Type aType,
+                       OpOperand *&cOperand, OpOperand *&biasOperand) {
+  AffineMap identity = identity2D(consumer.getContext());
+  AffineMap row =
+      AffineMap::get(2, 0, getAffineDimExpr(1, consumer.getContext()));
+  cOperand = biasOperand = nullptr;
+  for (OpOperand *operand : consumer.getDpsInputOperands()) {
+    AffineMap map = consumer.getMatchingIndexingMap(operand);
+    if (operand->get() == c && map == identity && !cOperand)
+      cOperand = operand;
+    else if (map == row)
+      biasOperand = operand;
+  }
+  OpOperand *init = consumer.getDpsInitOperand(0);
+  Type dType = elementTypeOf(init->get());
+  return cOperand && biasOperand &&
+         isRowVector(consumer, biasOperand,
+                     Float32Type::get(consumer.getContext())) &&
+         consumer.getMatchingIndexingMap(init) == identity &&
+         (dType.isF32() || dType == aType);
+}
+
+/// The value a bias generic's body gives %d: c + bias, rounded to %d's
+/// type when that is \p aType (only the rounding then reads the sum); null
+/// unless c, the bias and %d's old value are read by the sum alone.
+Value biasedValueOf(linalg::GenericOp consumer, OpOperand *cOperand,
+                    OpOperand *biasOperand, Type aType) {
+  Block &body = *consumer.getBlock();
+  Value cArg = consumer.getMatchingBlockArgument(cOperand),
+        biasArg = consumer.getMatchingBlockArgument(biasOperand);
+  auto isSum = [&](Operation &op) {
+    auto add = dyn_cast<arith::AddFOp>(op);
+    return add && ((add.getLhs() == cArg && add.getRhs() == biasArg) ||
+                   (add.getLhs() == biasArg && add.getRhs() == cArg));
+  };
+  auto sumOp = llvm::find_if(body, isSum);
+  if (sumOp == body.end())
+    return {};
+  Value stored = sumOp->getResult(0);
+  Type dType = elementTypeOf(consumer.getDpsInitOperand(0)->get());
+  if (dType == aType) {
+    // Only its rounding reads the unrounded sum (%d holds the rounded).
+    if (!stored.hasOneUse())
+      return {};
+    auto truncf = dyn_cast<arith::TruncFOp>(*stored.getUsers().begin());
+    if (!truncf || truncf.getType() != dType)
+      return {};
+    stored = truncf.getResult();
+  }
+  for (BlockArgument arg : body.getArguments())
+    if (!llvm::all_of(arg.getUsers(),
+                      [&](Operation *user) { return user == &*sumOp; }))
+      return {};
+  return stored;
 }
 
 /// A 16-bit product whose f32 result only feeds a bias addition (a linear
@@ -426,90 +617,37 @@ Operation *roundedResultOf(linalg::LinalgOp product, RoundingLayout &layout) {
 /// never stored. The body may go on from that sum (\p sum: the value %d
 /// gets, then the yield of g(sum) for an elementwise g such as a ReLU,
 /// which elementwise fusion put there): g then runs over %d in place, on
-/// the same values. Returns the bias generic, with %d's alloc moved before
-/// the product, or null.
+/// the same values. Returns the bias generic, with %d's alloc added to
+/// \p moves when it comes after the product, or null.
 linalg::GenericOp biasedResultOf(linalg::LinalgOp product,
                                  const Product &matched, Value &bias,
-                                 Value &sum) {
-  Value c = product.getDpsInitOperand(0)->get();
+                                 Value &sum,
+                                 SmallVectorImpl<Operation *> &moves) {
   memref::AllocOp alloc = resultAllocInBlock(product);
-  Block *block = product->getBlock();
-  Type aType = cast<MemRefType>(matched.a->get().getType()).getElementType();
+  Type aType = elementTypeOf(matched.a->get());
   if (matched.batched || !alloc || !isa<Float16Type, BFloat16Type>(aType))
-    return nullptr;
-  Operation *fill = nullptr;
-  linalg::GenericOp consumer;
-  for (Operation *user : alloc->getUsers()) {
-    if (user == product.getOperation() || isa<memref::DeallocOp>(user))
-      continue;
-    if (!fill && isZeroFillBefore(user, c, product, /*positiveOnly=*/false)) {
-      fill = user;
-      continue;
-    }
-    auto generic = dyn_cast<linalg::GenericOp>(user);
-    if (consumer || !generic || generic->getBlock() != block ||
-        !product->isBeforeInBlock(generic))
-      return nullptr;
-    consumer = generic;
-  }
-  if (!fill || !consumer || consumer.getNumDpsInputs() != 2 ||
+    return declined(product, "bias",
+                    "not a 2-D 16-bit product into a buffer of its block");
+  linalg::GenericOp consumer = soleReaderAfterZeroFill(product, alloc);
+  if (!consumer || consumer.getNumDpsInputs() != 2 ||
       consumer.getNumDpsInits() != 1 || consumer.getNumLoops() != 2 ||
       consumer.getNumParallelLoops() != 2)
-    return nullptr;
-  // Inputs: %c (identity) and a unit-stride f32 row vector (d0, d1) -> (d1);
-  // the init: identity, f32 or the operands' type.
-  MLIRContext *context = product.getContext();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
-  AffineMap row = AffineMap::get(2, 0, getAffineDimExpr(1, context));
-  OpOperand *cOperand = nullptr, *biasOperand = nullptr;
-  for (OpOperand *operand : consumer.getDpsInputOperands()) {
-    AffineMap map = consumer.getMatchingIndexingMap(operand);
-    if (operand->get() == c && map == identity && !cOperand)
-      cOperand = operand;
-    else if (map == row)
-      biasOperand = operand;
-  }
-  OpOperand *init = consumer.getDpsInitOperand(0);
-  auto biasType = biasOperand
-                      ? dyn_cast<MemRefType>(biasOperand->get().getType())
-                      : MemRefType();
-  Type dType = cast<MemRefType>(init->get().getType()).getElementType();
-  if (!cOperand || !biasType || !biasType.getElementType().isF32() ||
-      !hasUnitInnerStride(biasType, 1) ||
-      consumer.getMatchingIndexingMap(init) != identity ||
-      (!dType.isF32() && dType != aType))
-    return nullptr;
-  // Body: c + bias, rounded to %d's type when it is 16-bit (the value %d
-  // gets), then maybe more that reads only that value.
-  Block &body = *consumer.getBlock();
-  Value cArg = consumer.getMatchingBlockArgument(cOperand),
-        biasArg = consumer.getMatchingBlockArgument(biasOperand);
-  auto isSum = [&](Operation &op) {
-    auto add = dyn_cast<arith::AddFOp>(op);
-    return add && ((add.getLhs() == cArg && add.getRhs() == biasArg) ||
-                   (add.getLhs() == biasArg && add.getRhs() == cArg));
-  };
-  auto sumOp = llvm::find_if(body, isSum);
-  if (sumOp == body.end())
-    return nullptr;
-  Value stored = sumOp->getResult(0);
-  if (dType == aType) {
-    // Only its rounding reads the unrounded sum (%d holds the rounded).
-    if (!stored.hasOneUse())
-      return nullptr;
-    auto truncf = dyn_cast<arith::TruncFOp>(*stored.getUsers().begin());
-    if (!truncf || truncf.getType() != dType)
-      return nullptr;
-    stored = truncf.getResult();
-  }
-  // c, the bias and %d's old value are read by the sum alone.
-  for (BlockArgument arg : body.getArguments())
-    if (!llvm::all_of(arg.getUsers(),
-                      [&](Operation *user) { return user == &*sumOp; }))
-      return nullptr;
-  if (!writableEarly(product, consumer, consumer.getDpsInitOperand(0)->get()))
-    return nullptr;
+    return declined(product, "bias",
+                    "C is not zero-filled and read by one 2-D generic");
+  OpOperand *cOperand, *biasOperand;
+  Value c = product.getDpsInitOperand(0)->get();
+  if (!matchBiasOperands(consumer, c, aType, cOperand, biasOperand))
+    return declined(product, "bias",
+                    "the reader does not take C and an f32 row vector");
+  Value stored = biasedValueOf(consumer, cOperand, biasOperand, aType);
+  if (!stored)
+    return declined(product, "bias", "the reader's body is not C + bias");
+  if (!writableEarly(product, consumer, consumer.getDpsInitOperand(0)->get(),
+                     moves))
+    return declined(product, "bias",
+                    "the result buffer is not fresh at the product");
   // Null when nothing comes after the sum.
+  Block &body = *consumer.getBlock();
   sum = body.getTerminator()->getOperand(0) == stored ? Value() : stored;
   bias = biasOperand->get();
   return consumer;
@@ -518,15 +656,16 @@ linalg::GenericOp biasedResultOf(linalg::LinalgOp product,
 /// What a bias generic computes after the sum (\p sum: its value of %d),
 /// as a generic over %d in place, where the bias generic stands (%d then
 /// holds the sum mprt_gemm_bias wrote).
-void applyInPlace(linalg::GenericOp biased, Value sum) {
-  OpBuilder b(biased);
+void applyInPlace(RewriterBase &rewriter, linalg::GenericOp biased,
+                  Value sum) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(biased);
   Value d = biased.getDpsInitOperand(0)->get();
-  AffineMap identity =
-      AffineMap::getMultiDimIdentityMap(2, biased.getContext());
+  AffineMap identity = identity2D(biased.getContext());
   SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
   Block &body = *biased.getBlock();
   linalg::GenericOp::create(
-      b, biased.getLoc(), TypeRange(), ValueRange(), ValueRange{d},
+      rewriter, biased.getLoc(), TypeRange(), ValueRange(), ValueRange{d},
       ArrayRef<AffineMap>{identity}, parallel,
       [&](OpBuilder &nested, Location loc, ValueRange args) {
         IRMapping mapping;
@@ -555,6 +694,143 @@ bool onlyAllocationsBetween(Operation *from, Operation *to, Operation *except) {
   return true;
 }
 
+/// Whether \p generic has two parallel loops and one init.
+bool isAllParallel2D(linalg::GenericOp generic) {
+  return generic.getNumLoops() == 2 && generic.getNumParallelLoops() == 2 &&
+         generic.getNumDpsInits() == 1;
+}
+
+/// Whether \p generic, before \p product, broadcasts a row vector into
+/// \p c: %c[i, j] = %bq[j] (an int8 product's accumulator preset to its
+/// quantized bias).
+bool isBiasBroadcast(linalg::GenericOp generic, linalg::LinalgOp product,
+                     Value c) {
+  if (!generic->isBeforeInBlock(product) || !isAllParallel2D(generic) ||
+      generic.getNumDpsInputs() != 1)
+    return false;
+  OpOperand *init = generic.getDpsInitOperand(0),
+            *input = generic.getDpsInputOperand(0);
+  return init->get() == c &&
+         generic.getMatchingIndexingMap(init) ==
+             identity2D(generic.getContext()) &&
+         isRowVector(generic, input, elementTypeOf(c)) &&
+         generic.getBlock()->getTerminator()->getOperand(0) ==
+             generic.getMatchingBlockArgument(input);
+}
+
+/// The users of an int8 product's fresh result besides the product and
+/// its deallocation: what sets it before the product (a zero fill, or a
+/// bias broadcast from \c broadcastFrom), and the one generic after.
+struct DequantizationUsers {
+  Operation *init = nullptr;
+  Value broadcastFrom;
+  linalg::GenericOp consumer;
+};
+
+std::optional<DequantizationUsers>
+dequantizationUsersOf(linalg::LinalgOp product, memref::AllocOp alloc) {
+  Value c = product.getDpsInitOperand(0)->get();
+  DequantizationUsers users;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == product.getOperation() || isa<memref::DeallocOp>(user))
+      continue;
+    if (!users.init &&
+        isZeroFillBefore(user, c, product, /*positiveOnly=*/false)) {
+      users.init = user;
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || generic->getBlock() != product->getBlock())
+      return std::nullopt;
+    if (!users.init && isBiasBroadcast(generic, product, c)) {
+      users.init = generic;
+      users.broadcastFrom = generic.getDpsInputOperand(0)->get();
+      continue;
+    }
+    if (users.consumer || !product->isBeforeInBlock(generic))
+      return std::nullopt;
+    users.consumer = generic;
+  }
+  if (!users.init || !users.consumer)
+    return std::nullopt;
+  return users;
+}
+
+/// Whether \p value is a constant +0.0.
+bool isPositiveZero(Value value) {
+  auto constant = value.getDefiningOp<arith::ConstantOp>();
+  auto attr = constant ? dyn_cast<FloatAttr>(constant.getValue()) : FloatAttr();
+  return attr && attr.getValue().isPosZero();
+}
+
+/// \p yielded without a max(., 0) around it (setting \p relu when there
+/// is one); null for a max with neither side zero.
+Value throughRelu(Value yielded, bool &relu) {
+  relu = false;
+  auto max = yielded.getDefiningOp<arith::MaximumFOp>();
+  if (!max)
+    return yielded;
+  relu = true;
+  if (isPositiveZero(max.getRhs()))
+    return max.getLhs();
+  if (isPositiveZero(max.getLhs()))
+    return max.getRhs();
+  return {};
+}
+
+/// Whether a dequantization's body is sitofp(c) * scale[j], maybe
+/// max(., 0) (\p relu), and nothing more (but the constant zero).
+bool isScalingBody(linalg::GenericOp consumer, OpOperand *cOperand,
+                   OpOperand *scaleOperand, bool &relu) {
+  Block &body = *consumer.getBlock();
+  Value yielded = throughRelu(body.getTerminator()->getOperand(0), relu);
+  auto mul =
+      yielded ? yielded.getDefiningOp<arith::MulFOp>() : arith::MulFOp();
+  Value scaleArg = consumer.getMatchingBlockArgument(scaleOperand);
+  Value converted = !mul                       ? Value()
+                    : mul.getRhs() == scaleArg ? mul.getLhs()
+                    : mul.getLhs() == scaleArg ? mul.getRhs()
+                                               : Value();
+  auto sitofp = converted ? converted.getDefiningOp<arith::SIToFPOp>()
+                          : arith::SIToFPOp();
+  // Only the ops matched above, and the constant zero if defined inside.
+  size_t expected = (relu ? 4 : 3);
+  size_t size = body.getOperations().size();
+  return sitofp &&
+         sitofp.getIn() == consumer.getMatchingBlockArgument(cOperand) &&
+         (size == expected ||
+          (size == expected + 1 &&
+           isa<arith::ConstantOp>(body.getOperations().front())));
+}
+
+/// The inputs of a dequantization: \p c read as it is and an f32 row
+/// vector (the scale), into an identity f32 init. False if not.
+bool matchScalingOperands(linalg::GenericOp consumer, Value c,
+                          OpOperand *&cOperand, OpOperand *&scaleOperand) {
+  AffineMap identity = identity2D(consumer.getContext());
+  if (!isAllParallel2D(consumer) || consumer.getNumDpsInputs() != 2 ||
+      !elementTypeOf(consumer.getDpsInitOperand(0)->get()).isF32() ||
+      consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0)) !=
+          identity)
+    return false;
+  cOperand = consumer.getDpsInputOperand(0);
+  scaleOperand = consumer.getDpsInputOperand(1);
+  if (cOperand->get() != c)
+    std::swap(cOperand, scaleOperand);
+  return cOperand->get() == c &&
+         consumer.getMatchingIndexingMap(cOperand) == identity &&
+         isRowVector(consumer, scaleOperand,
+                     Float32Type::get(consumer.getContext()));
+}
+
+/// Whether \p value is defined before \p product where it is defined in
+/// \p product's block (a value in scope at the product).
+bool inScopeAt(Value value, Operation *product) {
+  Operation *def = value ? value.getDefiningOp() : nullptr;
+  return !def || def->getBlock() != product->getBlock() ||
+         def->isBeforeInBlock(product);
+}
+
 /// An int8 product of --mp-quantize whose int32 result is only dequantized
 /// (a quantized linear layer):
 ///
@@ -569,148 +845,52 @@ bool onlyAllocationsBetween(Operation *from, Operation *to, Operation *except) {
 /// broadcast and the dequantization pass are never stored. Between the
 /// broadcast and the dequantization only allocations and effect-free ops
 /// may stand (so %bq and %scale read at the product hold what the loops
-/// read). Returns the dequantization, with %d's alloc moved before the
-/// product, and sets \p bias (null for a zero fill), \p scale and \p relu.
+/// read). Returns the dequantization, with %d's alloc added to \p moves
+/// when it comes after the product, and sets \p bias (null for a zero
+/// fill), \p scale and \p relu; or null, setting nothing.
 linalg::GenericOp dequantizedResultOf(linalg::LinalgOp product,
                                       const Product &matched, Value &bias,
-                                      Value &scale, bool &relu) {
+                                      Value &scale, bool &relu,
+                                      SmallVectorImpl<Operation *> &moves) {
   Value c = product.getDpsInitOperand(0)->get();
   memref::AllocOp alloc = resultAllocInBlock(product);
-  Block *block = product->getBlock();
-  auto elementType = [](Value v) {
-    return cast<MemRefType>(v.getType()).getElementType();
-  };
   if (matched.batched || !alloc ||
-      !elementType(matched.a->get()).isInteger(8) ||
-      !elementType(matched.b->get()).isInteger(8))
-    return nullptr;
-  MLIRContext *context = product.getContext();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
-  AffineMap row = AffineMap::get(2, 0, getAffineDimExpr(1, context));
-  auto isRowVector = [&](linalg::GenericOp generic, OpOperand *operand,
-                         Type element) {
-    auto type = dyn_cast<MemRefType>(operand->get().getType());
-    return generic.getMatchingIndexingMap(operand) == row && type &&
-           type.getElementType() == element && hasUnitInnerStride(type, 1);
-  };
-  auto allParallel2D = [](linalg::GenericOp generic) {
-    return generic.getNumLoops() == 2 && generic.getNumParallelLoops() == 2 &&
-           generic.getNumDpsInits() == 1;
-  };
-  Operation *init = nullptr;
-  Value broadcastFrom;
-  linalg::GenericOp consumer;
-  for (Operation *user : alloc->getUsers()) {
-    if (user == product.getOperation() || isa<memref::DeallocOp>(user))
-      continue;
-    if (!init && isZeroFillBefore(user, c, product, /*positiveOnly=*/false)) {
-      init = user;
-      continue;
-    }
-    auto generic = dyn_cast<linalg::GenericOp>(user);
-    if (!generic || generic->getBlock() != block)
-      return nullptr;
-    // The bias broadcast: %c[i, j] = %bq[j], before the product.
-    if (!init && generic->isBeforeInBlock(product) && allParallel2D(generic) &&
-        generic.getNumDpsInputs() == 1 &&
-        generic.getDpsInitOperand(0)->get() == c &&
-        generic.getMatchingIndexingMap(generic.getDpsInitOperand(0)) ==
-            identity &&
-        isRowVector(generic, generic.getDpsInputOperand(0), elementType(c)) &&
-        generic.getBlock()->getTerminator()->getOperand(0) ==
-            generic.getMatchingBlockArgument(generic.getDpsInputOperand(0))) {
-      init = generic;
-      broadcastFrom = generic.getDpsInputOperand(0)->get();
-      continue;
-    }
-    if (consumer || !product->isBeforeInBlock(generic))
-      return nullptr;
-    consumer = generic;
-  }
-  if (!init || !consumer || !allParallel2D(consumer) ||
-      consumer.getNumDpsInputs() != 2 ||
-      !elementType(consumer.getDpsInitOperand(0)->get()).isF32() ||
-      consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0)) !=
-          identity)
-    return nullptr;
-  OpOperand *cOperand = consumer.getDpsInputOperand(0),
-            *scaleOperand = consumer.getDpsInputOperand(1);
-  if (cOperand->get() != c)
-    std::swap(cOperand, scaleOperand);
-  if (cOperand->get() != c ||
-      consumer.getMatchingIndexingMap(cOperand) != identity ||
-      !isRowVector(consumer, scaleOperand, Float32Type::get(context)))
-    return nullptr;
-  // Body: sitofp(c) * scale[j], maybe max(., 0).
-  Block &body = *consumer.getBlock();
-  Value yielded = body.getTerminator()->getOperand(0);
-  relu = false;
-  if (auto max = yielded.getDefiningOp<arith::MaximumFOp>()) {
-    auto isZero = [](Value v) {
-      auto constant = v.getDefiningOp<arith::ConstantOp>();
-      auto value =
-          constant ? dyn_cast<FloatAttr>(constant.getValue()) : FloatAttr();
-      return value && value.getValue().isPosZero();
-    };
-    if (isZero(max.getRhs()))
-      yielded = max.getLhs();
-    else if (isZero(max.getLhs()))
-      yielded = max.getRhs();
-    else
-      return nullptr;
-    relu = true;
-  }
-  auto mul = yielded.getDefiningOp<arith::MulFOp>();
-  Value scaleArg = consumer.getMatchingBlockArgument(scaleOperand);
-  Value converted = !mul                       ? Value()
-                    : mul.getRhs() == scaleArg ? mul.getLhs()
-                    : mul.getLhs() == scaleArg ? mul.getRhs()
-                                               : Value();
-  auto sitofp = converted ? converted.getDefiningOp<arith::SIToFPOp>()
-                          : arith::SIToFPOp();
-  // Only the ops matched above, and the constant zero if defined inside.
-  size_t expected = (relu ? 4 : 3);
-  size_t size = body.getOperations().size();
-  if (!sitofp ||
-      sitofp.getIn() != consumer.getMatchingBlockArgument(cOperand) ||
-      (size != expected && size != expected + 1) ||
-      (size == expected + 1 &&
-       !isa<arith::ConstantOp>(body.getOperations().front())))
-    return nullptr;
-  if (!onlyAllocationsBetween(init, consumer, product))
-    return nullptr;
-  // %bq and %scale are defined before the product (values in scope there).
-  for (Value v : {broadcastFrom, scaleOperand->get()})
-    if (v && v.getDefiningOp() && v.getDefiningOp()->getBlock() == block &&
-        !v.getDefiningOp()->isBeforeInBlock(product))
-      return nullptr;
-  if (!writableEarly(product, consumer, consumer.getDpsInitOperand(0)->get()))
-    return nullptr;
-  bias = broadcastFrom;
+      !elementTypeOf(matched.a->get()).isInteger(8) ||
+      !elementTypeOf(matched.b->get()).isInteger(8))
+    return declined(product, "dequantization",
+                    "not a 2-D int8 product into a buffer of its block");
+  std::optional<DequantizationUsers> users =
+      dequantizationUsersOf(product, alloc);
+  if (!users)
+    return declined(product, "dequantization",
+                    "C is not preset (zero or bias) and read by one generic");
+  linalg::GenericOp consumer = users->consumer;
+  OpOperand *cOperand, *scaleOperand;
+  bool withRelu;
+  if (!matchScalingOperands(consumer, c, cOperand, scaleOperand) ||
+      !isScalingBody(consumer, cOperand, scaleOperand, withRelu))
+    return declined(product, "dequantization",
+                    "the reader is not sitofp(C) * scale[j], maybe max 0");
+  if (!onlyAllocationsBetween(users->init, consumer, product))
+    return declined(product, "dequantization",
+                    "memory changes between C's preset and its reader");
+  if (!inScopeAt(users->broadcastFrom, product) ||
+      !inScopeAt(scaleOperand->get(), product))
+    return declined(product, "dequantization",
+                    "the bias or the scale is made after the product");
+  if (!writableEarly(product, consumer, consumer.getDpsInitOperand(0)->get(),
+                     moves))
+    return declined(product, "dequantization",
+                    "the result buffer is not fresh at the product");
+  bias = users->broadcastFrom;
   scale = scaleOperand->get();
+  relu = withRelu;
   return consumer;
 }
 
-/// The per-row partials of max |D| that dynamic quantization reads the
-/// result %d of \p dequantized for, split into lanes by
-/// --mp-gpu-split-reductions{lanes}:
-///
-///   %e = memref.expand_shape %d [[0], [1, 2]]     ([m, n / L, L])
-///   %q = memref.alloc()                           ([m, L], in the block)
-///   linalg.fill ins(%init) outs(%q)
-///   linalg.generic ins(%e) outs(%q)               ((i, r, p) -> (i, p),
-///       { yield maximumf(absf(x), acc) }           r the reduction)
-///
-/// mprt_gemm_s8_dequantize_absmax computes them while its scaling pass
-/// holds D's rows, instead of in one more pass over D. Everything else
-/// only reads %d; nothing but the fill and the generic touches %q before
-/// the generic. Moves %q's allocation and fill before \p product and
-/// returns the generic, or null.
-linalg::GenericOp absMaxPartialsOf(linalg::LinalgOp product,
-                                   linalg::GenericOp dequantized) {
-  Block *block = product->getBlock();
-  Value d = dequantized.getDpsInitOperand(0)->get();
-  linalg::GenericOp partials;
+/// The generic that reads \p d through an expansion of its columns into
+/// lanes, ([m, n / L, L]), the expansion's only user; else null.
+linalg::GenericOp laneReaderOf(Value d) {
   for (Operation *user : d.getUsers()) {
     auto expand = dyn_cast<memref::ExpandShapeOp>(user);
     if (!expand || !expand->hasOneUse() ||
@@ -719,28 +899,35 @@ linalg::GenericOp absMaxPartialsOf(linalg::LinalgOp product,
       continue;
     auto reader = dyn_cast<linalg::GenericOp>(*expand->getUsers().begin());
     if (reader && reader.getNumDpsInputs() == 1 &&
-        reader.getDpsInputOperand(0)->get() == expand.getResult()) {
-      partials = reader;
-      break;
-    }
+        reader.getDpsInputOperand(0)->get() == expand.getResult())
+      return reader;
   }
-  if (!partials || partials->getBlock() != block ||
-      !dequantized->isBeforeInBlock(partials) ||
-      partials.getNumDpsInits() != 1 || partials.getNumLoops() != 3)
-    return {};
-  // Between the dequantization and the partials' loop D is only read (they
-  // must see what the call wrote); after it anything goes.
+  return {};
+}
+
+/// Whether \p d is only read between \p writer and \p reader (both in one
+/// block); after \p reader anything goes.
+bool onlyReadBetween(Value d, Operation *writer, Operation *reader) {
+  Block *block = reader->getBlock();
   SmallVector<std::pair<Operation *, Value>> uses;
   collectUses(d, uses);
   for (auto [user, value] : uses) {
     Operation *inBlock = block->findAncestorOpInBlock(*user);
-    if (user == dequantized.getOperation() || onlyReads(user, value) ||
-        (inBlock && partials->isBeforeInBlock(inBlock)))
+    if (user == writer || onlyReads(user, value) ||
+        (inBlock && reader->isBeforeInBlock(inBlock)))
       continue;
-    return {};
+    return false;
   }
-  // (i, r, p) -> (i, r, p) and (i, p), r the only reduction.
-  MLIRContext *context = product->getContext();
+  return true;
+}
+
+/// Whether \p partials computes per-row, per-lane max |x|: maps
+/// (i, r, p) -> (i, r, p) and (i, p), r the only reduction, body
+/// maximumf(absf(x), acc) of either order.
+bool isLaneAbsMax(linalg::GenericOp partials) {
+  if (partials.getNumDpsInits() != 1 || partials.getNumLoops() != 3)
+    return false;
+  MLIRContext *context = partials.getContext();
   AffineExpr i = getAffineDimExpr(0, context), p = getAffineDimExpr(2, context);
   SmallVector<AffineMap> maps = partials.getIndexingMapsArray();
   SmallVector<utils::IteratorType> iterators =
@@ -750,22 +937,28 @@ linalg::GenericOp absMaxPartialsOf(linalg::LinalgOp product,
       iterators[0] != utils::IteratorType::parallel ||
       iterators[1] != utils::IteratorType::reduction ||
       iterators[2] != utils::IteratorType::parallel)
-    return {};
-  // Body: maximumf(absf(x), acc), either order.
+    return false;
   Block &body = *partials.getBlock();
   if (body.getOperations().size() != 3)
-    return {};
+    return false;
   auto abs = dyn_cast<math::AbsFOp>(&body.front());
   auto max = dyn_cast<arith::MaximumFOp>(abs ? abs->getNextNode() : nullptr);
-  if (!abs || !max || abs.getOperand() != body.getArgument(0) ||
-      body.getTerminator()->getOperand(0) != max.getResult() ||
-      !((max.getLhs() == abs.getResult() && max.getRhs() == body.getArgument(1)) ||
-        (max.getRhs() == abs.getResult() && max.getLhs() == body.getArgument(1))))
-    return {};
-  // %q: a static allocation of the block whose fill comes first.
+  Value acc = body.getArgument(1);
+  return abs && max && abs.getOperand() == body.getArgument(0) &&
+         body.getTerminator()->getOperand(0) == max.getResult() &&
+         ((max.getLhs() == abs.getResult() && max.getRhs() == acc) ||
+          (max.getRhs() == abs.getResult() && max.getLhs() == acc));
+}
+
+/// The fill of \p partials' init %q, a static allocation of the block
+/// whose fill is its first use (its value in scope at \p product) and whose
+/// other users come after \p partials; else null.
+linalg::FillOp partialsFillOf(linalg::GenericOp partials,
+                              linalg::LinalgOp product) {
+  Block *block = product->getBlock();
   Value q = partials.getDpsInitOperand(0)->get();
   auto qAlloc = q.getDefiningOp<memref::AllocOp>();
-  auto qType = cast<MemRefType>(q.getType());
+  MemRefType qType = memrefTypeOf(q);
   if (!qAlloc || qAlloc->getBlock() != block || qAlloc->getNumOperands() != 0 ||
       !qType.hasStaticShape() || !hasUnitInnerStride(qType, 2) ||
       !qType.getLayout().isIdentity())
@@ -786,16 +979,49 @@ linalg::GenericOp absMaxPartialsOf(linalg::LinalgOp product,
     if (!partials->isBeforeInBlock(inBlock))
       return {};
   }
-  if (!fill)
-    return {};
   // The fill's value must exist at the product (a block argument does).
-  if (Operation *def = fill.getInputs()[0].getDefiningOp();
-      def && def->getBlock() == block && !def->isBeforeInBlock(product))
+  if (!fill || !inScopeAt(fill.getInputs()[0], product))
     return {};
-  if (product->isBeforeInBlock(qAlloc))
-    qAlloc->moveBefore(product);
-  if (product->isBeforeInBlock(fill))
-    fill->moveBefore(product);
+  return fill;
+}
+
+/// The per-row partials of max |D| that dynamic quantization reads the
+/// result %d of \p dequantized for, split into lanes by
+/// --mp-gpu-split-reductions{lanes}:
+///
+///   %e = memref.expand_shape %d [[0], [1, 2]]     ([m, n / L, L])
+///   %q = memref.alloc()                           ([m, L], in the block)
+///   linalg.fill ins(%init) outs(%q)
+///   linalg.generic ins(%e) outs(%q)               ((i, r, p) -> (i, p),
+///       { yield maximumf(absf(x), acc) }           r the reduction)
+///
+/// mprt_gemm_s8_dequantize_absmax computes them while its scaling pass
+/// holds D's rows, instead of in one more pass over D. Everything else
+/// only reads %d; nothing but the fill and the generic touches %q before
+/// the generic. Adds %q's allocation and fill to \p moves where they come
+/// after \p product and returns the generic, or null.
+linalg::GenericOp absMaxPartialsOf(linalg::LinalgOp product,
+                                   linalg::GenericOp dequantized,
+                                   SmallVectorImpl<Operation *> &moves) {
+  Value d = dequantized.getDpsInitOperand(0)->get();
+  linalg::GenericOp partials = laneReaderOf(d);
+  if (!partials || partials->getBlock() != product->getBlock() ||
+      !dequantized->isBeforeInBlock(partials))
+    return declined(product, "max |x| partials",
+                    "no lane reader of the result after it in its block");
+  // Between the dequantization and the partials' loop D is only read (they
+  // must see what the call wrote).
+  if (!onlyReadBetween(d, dequantized, partials) || !isLaneAbsMax(partials))
+    return declined(product, "max |x| partials",
+                    "the reader is not a lane max |x| right after");
+  linalg::FillOp fill = partialsFillOf(partials, product);
+  if (!fill)
+    return declined(product, "max |x| partials",
+                    "the partials are not a static buffer filled first");
+  Operation *qAlloc = fill.getOutputs()[0].getDefiningOp();
+  for (Operation *moved : {qAlloc, fill.getOperation()})
+    if (product->isBeforeInBlock(moved))
+      moves.push_back(moved);
   return partials;
 }
 
@@ -811,7 +1037,7 @@ linalg::FillOp zeroFillOf(linalg::LinalgOp product) {
   Value c = product.getDpsInitOperand(0)->get();
   memref::AllocOp alloc = resultAllocInBlock(product);
   if (!alloc)
-    return nullptr;
+    return declined(product, "overwrite", "C is not made in its block");
   Block *block = product->getBlock();
   linalg::FillOp fill;
   for (Operation *user : alloc->getUsers()) {
@@ -824,7 +1050,7 @@ linalg::FillOp zeroFillOf(linalg::LinalgOp product) {
     // Anything else (a view, a read, another write) after the product.
     Operation *inBlock = block->findAncestorOpInBlock(*user);
     if (!inBlock || !product->isBeforeInBlock(inBlock))
-      return nullptr;
+      return declined(product, "overwrite", "C is used before the product");
   }
   return fill;
 }
@@ -873,6 +1099,65 @@ bool mergesBatchDims(ArrayRef<ReassociationIndices> reassociation) {
          reassociation[1].size() == 1 && reassociation[2].size() == 1;
 }
 
+/// The swap that writes a head split's copy \p t, when \p t's other users
+/// are its deallocation (\p tDealloc, after the swap) and views like the
+/// split that only \p readInPlace ops use; else null.
+Operation *headSplitSwapInto(
+    Value t, llvm::function_ref<bool(Operation *, Value)> readInPlace,
+    Operation *&tDealloc) {
+  Block *block = t.getDefiningOp()->getBlock();
+  Operation *swap = nullptr;
+  tDealloc = nullptr;
+  for (Operation *user : t.getUsers()) {
+    if (user->getBlock() != block)
+      return nullptr;
+    if (isa<memref::DeallocOp>(user) && !tDealloc) {
+      tDealloc = user;
+    } else if (!swap && middleSwapInput(user) &&
+               cast<linalg::LinalgOp>(user).getDpsInitOperand(0)->get() == t) {
+      swap = user;
+    } else if (auto view = dyn_cast<memref::CollapseShapeOp>(user);
+               view && mergesBatchDims(view.getReassociationIndices())) {
+      if (!llvm::all_of(view->getUsers(), [&](Operation *reader) {
+            return readInPlace(reader, view);
+          }))
+        return nullptr;
+    } else {
+      return nullptr;
+    }
+  }
+  if (!swap || !tDealloc || !swap->isBeforeInBlock(tDealloc))
+    return nullptr;
+  return swap;
+}
+
+/// Whether nothing writes \p buffer (an allocation of \p swap's block that
+/// \p swap reads) between \p swap and \p tDealloc; sets \p sourceDealloc to
+/// its deallocation in the block (null if none).
+bool unwrittenUntil(Value buffer, Operation *swap, Operation *tDealloc,
+                    Operation *&sourceDealloc) {
+  Block *block = swap->getBlock();
+  SmallVector<std::pair<Operation *, Value>> uses;
+  collectUses(buffer, uses);
+  sourceDealloc = nullptr;
+  for (auto [user, value] : uses) {
+    if (user == swap)
+      continue;
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (!inBlock)
+      return false;
+    if (isa<memref::DeallocOp>(user) && user->getBlock() == block &&
+        !sourceDealloc) {
+      sourceDealloc = user;
+      continue;
+    }
+    if (!onlyReads(user, value) && !inBlock->isBeforeInBlock(swap) &&
+        !tDealloc->isBeforeInBlock(inBlock))
+      return false;
+  }
+  return true;
+}
+
 /// A batched operand %v that is attention's head split, a collapsed copy
 /// of a 4-D buffer with its middle dimensions swapped:
 ///
@@ -900,53 +1185,17 @@ headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace,
   auto tAlloc = t.getDefiningOp<memref::AllocOp>();
   if (!tAlloc)
     return nullptr;
-  Block *block = tAlloc->getBlock();
-  Operation *swap = nullptr;
-  tDealloc = nullptr;
-  for (Operation *user : t.getUsers()) {
-    if (user->getBlock() != block)
-      return nullptr;
-    if (isa<memref::DeallocOp>(user) && !tDealloc) {
-      tDealloc = user;
-    } else if (!swap && middleSwapInput(user) &&
-               cast<linalg::LinalgOp>(user).getDpsInitOperand(0)->get() == t) {
-      swap = user;
-    } else if (auto view = dyn_cast<memref::CollapseShapeOp>(user);
-               view && mergesBatchDims(view.getReassociationIndices())) {
-      for (Operation *reader : view->getUsers())
-        if (!readInPlace(reader, view))
-          return nullptr;
-    } else {
-      return nullptr;
-    }
-  }
-  if (!swap || !tDealloc || !swap->isBeforeInBlock(tDealloc))
+  Operation *swap = headSplitSwapInto(t, readInPlace, tDealloc);
+  if (!swap)
     return nullptr;
   Value source = middleSwapInput(swap);
-  if (!hasUnitInnerStride(cast<MemRefType>(source.getType()), 4))
+  if (!hasUnitInnerStride(memrefTypeOf(source), 4))
     return nullptr;
   Value buffer = mlir::mp::viewedBuffer(source);
   auto sourceAlloc = buffer.getDefiningOp<memref::AllocOp>();
-  if (!sourceAlloc || sourceAlloc->getBlock() != block)
+  if (!sourceAlloc || sourceAlloc->getBlock() != tAlloc->getBlock() ||
+      !unwrittenUntil(buffer, swap, tDealloc, sourceDealloc))
     return nullptr;
-  SmallVector<std::pair<Operation *, Value>> uses;
-  collectUses(buffer, uses);
-  sourceDealloc = nullptr;
-  for (auto [user, value] : uses) {
-    if (user == swap)
-      continue;
-    Operation *inBlock = block->findAncestorOpInBlock(*user);
-    if (!inBlock)
-      return nullptr;
-    if (isa<memref::DeallocOp>(user) && user->getBlock() == block &&
-        !sourceDealloc) {
-      sourceDealloc = user;
-      continue;
-    }
-    if (!onlyReads(user, value) && !inBlock->isBeforeInBlock(swap) &&
-        !tDealloc->isBeforeInBlock(inBlock))
-      return nullptr;
-  }
   return swap;
 }
 
@@ -963,12 +1212,13 @@ headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace,
 /// The GEMM can write %t through a view with those dimensions swapped when
 /// %t's rows are contiguous and it is a fresh buffer of the block that no
 /// op uses before the swap (see writableEarly). Returns the swap, with %t's
-/// alloc moved before the product, or null.
+/// alloc added to \p moves when it comes after the product, or null.
 Operation *headMergeOf(linalg::LinalgOp product, Operation *writer, Value d,
-                       Operation *zeroFill) {
+                       Operation *zeroFill,
+                       SmallVectorImpl<Operation *> &moves) {
   auto dAlloc = d.getDefiningOp<memref::AllocOp>();
   if (!dAlloc || dAlloc->getBlock() != product->getBlock())
-    return nullptr;
+    return declined(product, "head merge", "D is not made in its block");
   Operation *swap = nullptr;
   for (Operation *user : d.getUsers()) {
     if (user == writer || user == zeroFill || isa<memref::DeallocOp>(user))
@@ -976,34 +1226,476 @@ Operation *headMergeOf(linalg::LinalgOp product, Operation *writer, Value d,
     auto expand = dyn_cast<memref::ExpandShapeOp>(user);
     if (swap || !expand || !mergesBatchDims(expand.getReassociationIndices()) ||
         !expand->hasOneUse())
-      return nullptr;
+      return declined(product, "head merge",
+                      "D has users besides one expansion into a swap");
     swap = *expand->getUsers().begin();
     if (middleSwapInput(swap) != expand.getResult())
-      return nullptr;
+      return declined(product, "head merge",
+                      "D's expansion is not copied with its middle swapped");
   }
   if (!swap)
-    return nullptr;
+    return declined(product, "head merge", "D is not expanded");
   Value t = cast<linalg::LinalgOp>(swap).getDpsInitOperand(0)->get();
-  if (!hasUnitInnerStride(cast<MemRefType>(t.getType()), 4) ||
-      !writableEarly(product, swap, t))
-    return nullptr;
+  if (!hasUnitInnerStride(memrefTypeOf(t), 4) ||
+      !writableEarly(product, swap, t, moves))
+    return declined(product, "head merge",
+                    "the merged buffer is not fresh with contiguous rows");
   return swap;
 }
 
 /// Erases \p copy, the allocation it writes and that buffer's other users
 /// when each of those is a deallocation or \p unused; whether it did.
-bool eraseUnreadCopy(Operation *copy,
+bool eraseUnreadCopy(RewriterBase &rewriter, Operation *copy,
                      llvm::function_ref<bool(Operation *)> unused) {
   Value buffer = cast<linalg::LinalgOp>(copy).getDpsInitOperand(0)->get();
   if (!llvm::all_of(buffer.getUsers(), [&](Operation *user) {
         return user == copy || isa<memref::DeallocOp>(user) || unused(user);
       }))
     return false;
-  copy->erase();
+  rewriter.eraseOp(copy);
   for (Operation *user : llvm::make_early_inc_range(buffer.getUsers()))
-    user->erase();
-  buffer.getDefiningOp()->erase();
+    rewriter.eraseOp(user);
+  rewriter.eraseOp(buffer.getDefiningOp());
   return true;
+}
+
+/// What a product's call computes besides the product: the results it
+/// writes in place of loops (its epilogue), found before anything moves.
+struct Epilogue {
+  /// A rounding of the f32 result (MPRT_GEMM_ROUNDED_C), maybe transposed.
+  Operation *rounding = nullptr;
+  RoundingLayout layout = RoundingLayout::Same;
+  /// A bias added to the f32 result (mprt_gemm_bias), with the value %d
+  /// holds when more (a ReLU) follows the sum in the generic.
+  linalg::GenericOp biased;
+  Value biasedSum;
+  /// A dequantization of the int32 result (mprt_gemm_s8_dequantize).
+  linalg::GenericOp dequantized;
+  bool relu = false;
+  Value bias, scale;
+  /// Dynamic quantization's max |x| partials of the dequantized result.
+  linalg::GenericOp absMax;
+  /// A zero fill of C made for the product (MPRT_GEMM_OVERWRITE_C).
+  linalg::FillOp zeroFill;
+  /// Attention's head merge of the (rounded) result.
+  Operation *headMerge = nullptr;
+  /// Allocations and fills to move before the product, in order.
+  SmallVector<Operation *> moves;
+
+  /// The generic whose result the call writes instead of C, or null.
+  Operation *consumer() const {
+    if (rounding)
+      return rounding;
+    if (Operation *bias = biased)
+      return bias;
+    return dequantized;
+  }
+};
+
+/// The fusions of \p op's result, by precedence: a rounding; else, on
+/// libmprt (libmprt_cuda has neither yet), a bias (with what follows it)
+/// or a dequantization (with its max |x| partials); else a zero fill made
+/// for it; and for a batched product, the head merge of what it writes.
+Epilogue matchEpilogue(linalg::LinalgOp op, const Product &product,
+                       bool cuda) {
+  Epilogue e;
+  e.rounding = roundedResultOf(op, e.layout, e.moves);
+  if (!e.rounding && !cuda)
+    e.biased = biasedResultOf(op, product, e.bias, e.biasedSum, e.moves);
+  if (!e.rounding && !e.biased && !cuda)
+    e.dequantized = dequantizedResultOf(op, product, e.bias, e.scale, e.relu,
+                                        e.moves);
+  if (e.dequantized)
+    e.absMax = absMaxPartialsOf(op, e.dequantized, e.moves);
+  if (!e.consumer() && !cuda)
+    e.zeroFill = zeroFillOf(op);
+  if (product.batched && !cuda && e.rounding)
+    e.headMerge = headMergeOf(
+        op, e.rounding,
+        cast<linalg::GenericOp>(e.rounding).getDpsInitOperand(0)->get(),
+        nullptr, e.moves);
+  else if (product.batched && !cuda && e.zeroFill)
+    e.headMerge = headMergeOf(op, op, op.getDpsInitOperand(0)->get(),
+                              e.zeroFill, e.moves);
+  return e;
+}
+
+int64_t rankOf(Value memref) { return memrefTypeOf(memref).getRank(); }
+
+/// Builds one product's call before it: the arguments in the order of its
+/// prototype in RuntimeCalls.h, each value made where the list needs it.
+class GemmCallBuilder {
+public:
+  GemmCallBuilder(RewriterBase &rewriter, linalg::LinalgOp op,
+                  const Product &product, Epilogue &epilogue,
+                  ContractionPlan &plan)
+      : b(rewriter), loc(op.getLoc()), op(op), product(product),
+        epilogue(epilogue), plan(plan), i64(b.getI64Type()),
+        i32(b.getI32Type()) {}
+
+  /// The buffers the call reads and writes, and their layout: drops the
+  /// epilogue's head merge where its view splits the batch unlike the
+  /// operands'.
+  void resolveOperands();
+  /// The call.
+  void emit();
+
+private:
+  /// Base pointer + offset (in bytes), leading dimension and batch strides
+  /// (in elements; 0 for a matrix shared by the batch), as i64.
+  struct Matrix {
+    Value pointer, ld, batchStride, outerStride;
+  };
+
+  Value toI64(Value v) { return arith::IndexCastOp::create(b, loc, i64, v); }
+  Value constantI64(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i64, v);
+  }
+  Value constantI32(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v);
+  }
+  Value dim(Value memref, int64_t d) {
+    return toI64(memref::DimOp::create(b, loc, memref, d));
+  }
+  Value address(Value memref) {
+    return toI64(mlir::mp::alignedAddress(b, loc, memref));
+  }
+  /// One i64 0 for the shared matrices' strides.
+  Value zero() {
+    if (!zeroValue)
+      zeroValue = constantI64(0);
+    return zeroValue;
+  }
+  Value headView(Value memref);
+  bool splitsAlike(Value buffer);
+  Value operandMem(Value read);
+  Matrix matrix(Value memref);
+  int32_t flags() const;
+  void appendBatchArgs(SmallVectorImpl<Value> &args, const Matrix &a,
+                       const Matrix &bm, const Matrix &c);
+  RuntimeCall appendEpilogueArgs(SmallVectorImpl<Value> &args);
+
+  RewriterBase &b;
+  Location loc;
+  linalg::LinalgOp op;
+  Product product;
+  Epilogue &epilogue;
+  ContractionPlan &plan;
+  Type i64, i32;
+  Value zeroValue;
+  // Every 4-D view must split the batch the same way, [S, H] (read off
+  // the [S, T, H, F] buffers, statically): then one outer count and one
+  // inner count describe all three.
+  std::optional<std::pair<int64_t, int64_t>> split;
+  Value aMem, bMem, cMem;
+  // The 4-D view read or written, if any, and its inner batch count.
+  Value view4, count;
+};
+
+/// A head split's source, or a head merge's result, as the 4-D view the
+/// products read or write: [S, H, T, F] with H and T's strides swapped.
+Value GemmCallBuilder::headView(Value memref) {
+  return memref::TransposeOp::create(
+      b, loc, memref,
+      AffineMapAttr::get(AffineMap::getPermutationMap(
+          ArrayRef<unsigned>{0, 2, 1, 3}, b.getContext())));
+}
+
+bool GemmCallBuilder::splitsAlike(Value buffer) {
+  MemRefType type = memrefTypeOf(buffer);
+  if (type.isDynamicDim(0) || type.isDynamicDim(2))
+    return false;
+  std::pair<int64_t, int64_t> dims{type.getDimSize(0), type.getDimSize(2)};
+  if (!split)
+    split = dims;
+  return *split == dims;
+}
+
+/// What the call reads for an operand (\p read: a transposed copy's
+/// original, its flag flipped later), through a head view where it is a
+/// head split.
+Value GemmCallBuilder::operandMem(Value read) {
+  Operation *swap = plan.headSources.lookup(read);
+  Value source = swap ? middleSwapInput(swap) : Value();
+  if (!source || !splitsAlike(source))
+    return read;
+  plan.splitsReadInPlace.insert(swap);
+  return headView(source);
+}
+
+void GemmCallBuilder::resolveOperands() {
+  Value merged = epilogue.headMerge ? cast<linalg::LinalgOp>(epilogue.headMerge)
+                                          .getDpsInitOperand(0)
+                                          ->get()
+                                    : Value();
+  if (merged && !splitsAlike(merged))
+    epilogue.headMerge = nullptr;
+  aMem = operandMem(product.readA());
+  bMem = operandMem(product.readB());
+  if (epilogue.headMerge)
+    cMem = headView(merged);
+  else if (Operation *consumer = epilogue.consumer())
+    cMem = cast<linalg::GenericOp>(consumer).getDpsInitOperand(0)->get();
+  else
+    cMem = op.getDpsInitOperand(0)->get();
+  product.transA ^= static_cast<bool>(product.sourceA);
+  product.transB ^= static_cast<bool>(product.sourceB);
+  // A transposed result: D = op(B)^T op(A)^T.
+  if (epilogue.layout == RoundingLayout::Transposed) {
+    std::swap(aMem, bMem);
+    std::swap(product.sharedA, product.sharedB);
+    std::tie(product.transA, product.transB) =
+        std::make_pair(!product.transB, !product.transA);
+  }
+  // Two batch dimensions [outer, count] when a head view is read or
+  // written; a 3-D operand's batch p = outer * count + inner.
+  view4 = rankOf(aMem) == 4   ? aMem
+          : rankOf(bMem) == 4 ? bMem
+          : rankOf(cMem) == 4 ? cMem
+                              : Value();
+  count = view4 ? dim(view4, 1) : Value();
+}
+
+GemmCallBuilder::Matrix GemmCallBuilder::matrix(Value memref) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  int64_t rank = rankOf(memref);
+  Matrix result{address(memref), toI64(meta.getStrides()[rank - 2]), Value(),
+                Value()};
+  if (!product.batched)
+    return result;
+  result.batchStride =
+      rank == 2 ? zero() : toI64(meta.getStrides()[rank - 3]);
+  if (view4)
+    result.outerStride =
+        rank == 2   ? zero()
+        : rank == 4 ? toI64(meta.getStrides()[0])
+                    : arith::MulIOp::create(b, loc, result.batchStride, count)
+                          .getResult();
+  return result;
+}
+
+int32_t GemmCallBuilder::flags() const {
+  bool roundedC = epilogue.rounding ||
+                  (epilogue.biased && !elementTypeOf(cMem).isF32());
+  return (product.transA ? MPRT_GEMM_TRANS_A : 0) |
+         (product.transB ? MPRT_GEMM_TRANS_B : 0) |
+         (roundedC ? MPRT_GEMM_ROUNDED_C : 0) |
+         (epilogue.zeroFill ? MPRT_GEMM_OVERWRITE_C : 0) |
+         (epilogue.relu ? MPRT_GEMM_RELU : 0);
+}
+
+/// mprt_gemm_batched_2d's outer count and strides before the inner ones;
+/// mprt_gemm_batched's and mprt_cuda_gemm_sync's batch and strides (a
+/// batch of 1 and strides of 0 for an unbatched product on CUDA).
+void GemmCallBuilder::appendBatchArgs(SmallVectorImpl<Value> &args,
+                                      const Matrix &a, const Matrix &bm,
+                                      const Matrix &c) {
+  if (view4) {
+    args.append({dim(view4, 0), a.outerStride, bm.outerStride, c.outerStride,
+                 count, a.batchStride, bm.batchStride, c.batchStride});
+  } else if (product.batched) {
+    args.append({dim(cMem, 0), a.batchStride, bm.batchStride, c.batchStride});
+  } else if (plan.runtime == ContractionRuntime::Cuda) {
+    Value zeroStride = zero();
+    Value one = constantI64(1);
+    args.append({one, zeroStride, zeroStride, zeroStride});
+  }
+}
+
+/// The arguments after the batch's: mprt_gemm_bias's bias;
+/// mprt_gemm_s8_dequantize's bias (0 when there is none) and scale, and
+/// the partials and lanes of its _absmax form. Returns the function to
+/// call.
+RuntimeCall GemmCallBuilder::appendEpilogueArgs(SmallVectorImpl<Value> &args) {
+  if (epilogue.biased) {
+    args.push_back(address(epilogue.bias));
+    return RuntimeCall::GemmBias;
+  }
+  if (epilogue.dequantized) {
+    args.push_back(epilogue.bias ? address(epilogue.bias) : constantI64(0));
+    args.push_back(address(epilogue.scale));
+    if (!epilogue.absMax)
+      return RuntimeCall::GemmS8Dequantize;
+    // Q: [m, lanes].
+    Value q = epilogue.absMax.getDpsInitOperand(0)->get();
+    args.push_back(address(q));
+    args.push_back(constantI64(memrefTypeOf(q).getDimSize(1)));
+    return RuntimeCall::GemmS8DequantizeAbsMax;
+  }
+  if (view4)
+    return RuntimeCall::GemmBatched2d;
+  if (plan.runtime == ContractionRuntime::Cuda)
+    return RuntimeCall::CudaGemmSync;
+  return product.batched ? RuntimeCall::GemmBatched : RuntimeCall::Gemm;
+}
+
+void GemmCallBuilder::emit() {
+  Matrix a = matrix(aMem);
+  Matrix bm = matrix(bMem);
+  Matrix c = matrix(cMem);
+  int64_t cRank = rankOf(cMem), aRank = rankOf(aMem);
+  Value m = dim(cMem, cRank - 2);
+  Value n = dim(cMem, cRank - 1);
+  Value k = dim(aMem, aRank - 2 + (product.transA ? 0 : 1));
+  auto type = *gemmType(elementTypeOf(aMem), elementTypeOf(bMem),
+                        elementTypeOf(op.getDpsInitOperand(0)->get()));
+  SmallVector<Value> args{a.pointer, a.ld, bm.pointer, bm.ld, c.pointer,
+                          c.ld,      m,    n,          k};
+  args.push_back(constantI32(flags()));
+  // mprt_gemm_s8_dequantize takes no type (s8).
+  if (!epilogue.dequantized)
+    args.push_back(constantI32(type));
+  appendBatchArgs(args, a, bm, c);
+  RuntimeCall call = appendEpilogueArgs(args);
+  auto module = op->getParentOfType<ModuleOp>();
+  func::CallOp::create(b, loc,
+                       mp::lookupOrDeclareRuntimeCall(b, module, call), args);
+  LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << op->getName() << " at "
+                          << loc << " -> "
+                          << mp::getRuntimeCallInfo(call).symbol << "\n");
+}
+
+/// Erases \p headMerge, the expansion it reads and the buffer that one
+/// views (with its deallocation).
+void eraseHeadMerge(RewriterBase &rewriter, Operation *headMerge) {
+  auto expand =
+      middleSwapInput(headMerge).getDefiningOp<memref::ExpandShapeOp>();
+  Value d = expand.getSrc();
+  rewriter.eraseOp(headMerge);
+  rewriter.eraseOp(expand);
+  for (Operation *user : llvm::make_early_inc_range(d.getUsers()))
+    rewriter.eraseOp(user);
+  rewriter.eraseOp(d.getDefiningOp());
+}
+
+/// Erases \p op and what its call computes instead: the consumer with the
+/// f32 (or int32) result's buffer, fill and deallocation, the partials'
+/// pass, the zero fill, the head merge; counts each.
+void eraseFused(RewriterBase &rewriter, linalg::LinalgOp op, Epilogue &e,
+                mp::ContractionCounts &counts) {
+  if (e.biasedSum)
+    applyInPlace(rewriter, e.biased, e.biasedSum);
+  if (Operation *consumer = e.consumer()) {
+    Value c = op.getDpsInitOperand(0)->get();
+    rewriter.eraseOp(consumer);
+    rewriter.eraseOp(op);
+    for (Operation *user : llvm::make_early_inc_range(c.getUsers()))
+      rewriter.eraseOp(user);
+    rewriter.eraseOp(c.getDefiningOp());
+    ++(e.rounding ? counts.rounded
+       : e.biased ? counts.biased
+                  : counts.dequantized);
+  } else {
+    rewriter.eraseOp(op);
+  }
+  if (e.absMax) {
+    // The partials' pass and D's view for it.
+    Operation *expand = e.absMax.getDpsInputOperand(0)->get().getDefiningOp();
+    rewriter.eraseOp(e.absMax);
+    rewriter.eraseOp(expand);
+    ++counts.absMaxPartials;
+  }
+  if (e.layout == RoundingLayout::Transposed)
+    ++counts.transposedResults;
+  if (e.zeroFill) {
+    rewriter.eraseOp(e.zeroFill);
+    ++counts.overwritten;
+  }
+  if (e.headMerge) {
+    eraseHeadMerge(rewriter, e.headMerge);
+    ++counts.headMerges;
+  }
+  ++counts.calls;
+}
+
+/// Replaces a matrix product on buffers, with the results it fuses, by one
+/// call of the runtime's GEMM.
+struct ProductToRuntimeCall
+    : public OpInterfaceRewritePattern<linalg::LinalgOp> {
+  ProductToRuntimeCall(MLIRContext *context, ContractionPlan &plan)
+      : OpInterfaceRewritePattern(context), plan(plan) {}
+
+  LogicalResult matchAndRewrite(linalg::LinalgOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<Product> product = matchSupportedProduct(op);
+    if (!product)
+      return rewriter.notifyMatchFailure(
+          op, "not a matrix product of one GEMM type with contiguous rows");
+    if (auto it = plan.transposedSources.find(op);
+        it != plan.transposedSources.end()) {
+      product->sourceA = it->second[0];
+      product->sourceB = it->second[1];
+    }
+    Epilogue epilogue =
+        matchEpilogue(op, *product, plan.runtime == ContractionRuntime::Cuda);
+    for (Operation *moved : epilogue.moves)
+      rewriter.moveOpBefore(moved, op);
+    rewriter.setInsertionPoint(op);
+    GemmCallBuilder call(rewriter, op, *product, epilogue, plan);
+    call.resolveOperands();
+    call.emit();
+    eraseFused(rewriter, op, epilogue, plan.counts);
+    return success();
+  }
+
+  ContractionPlan &plan;
+};
+
+using ProductList = SmallVector<std::pair<linalg::LinalgOp, Product>>;
+
+/// Operands that are transposed copies made for products: the GEMM reads
+/// the original (sets the products' sources).
+void planTransposedOperands(ProductList &products, ContractionPlan &plan) {
+  llvm::DenseSet<Operation *> productOps;
+  for (auto &[op, product] : products)
+    productOps.insert(op);
+  for (auto &[op, product] : products) {
+    for (auto [operand, source] :
+         {std::make_pair(product.a, &product.sourceA),
+          std::make_pair(product.b, &product.sourceB)}) {
+      if (linalg::TransposeOp copy =
+              transposedCopyOf(operand->get(), op, productOps)) {
+        *source = copy.getInput();
+        plan.transposedCopies.insert(copy);
+      }
+    }
+    if (product.sourceA || product.sourceB)
+      plan.transposedSources[op] = {product.sourceA, product.sourceB};
+  }
+}
+
+/// Operands that are attention's head split: the products read the split's
+/// source in place, through a view with two batch dimensions.
+void planHeadSplits(const ProductList &products, ContractionPlan &plan) {
+  llvm::DenseMap<Operation *, const Product *> productOf;
+  for (auto &[op, product] : products)
+    productOf[op] = &product;
+  // A product that reads \p view as A or B only, or a transposed copy of
+  // it that goes.
+  auto readInPlace = [&](Operation *user, Value view) {
+    if (plan.transposedCopies.contains(user))
+      return cast<linalg::TransposeOp>(user).getInput() == view;
+    const Product *product = productOf.lookup(user);
+    return product && product->batched &&
+           cast<linalg::LinalgOp>(user).getDpsInitOperand(0)->get() != view &&
+           (product->readA() == view || product->readB() == view);
+  };
+  for (auto &[op, product] : products) {
+    for (Value operand : {product.readA(), product.readB()}) {
+      if (plan.headSources.count(operand))
+        continue;
+      Operation *sourceDealloc, *tDealloc;
+      Operation *swap =
+          headSplitOf(operand, readInPlace, sourceDealloc, tDealloc);
+      if (!swap)
+        continue;
+      plan.headSplits[swap] = {sourceDealloc, tDealloc};
+      Value t = cast<linalg::LinalgOp>(swap).getDpsInitOperand(0)->get();
+      for (Operation *user : t.getUsers())
+        if (isa<memref::CollapseShapeOp>(user))
+          plan.headSources[user->getResult(0)] = swap;
+    }
+  }
 }
 
 struct ContractionsToRuntimePass
@@ -1011,396 +1703,87 @@ struct ContractionsToRuntimePass
   using Base::Base;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    bool cuda = runtime == mlir::mp::ContractionRuntime::Cuda;
-    SmallVector<std::pair<linalg::LinalgOp, Product>> products;
-    module.walk([&](linalg::LinalgOp op) {
-      std::optional<Product> product = matchProduct(op);
-      if (!product)
-        return;
-      int64_t rank = product->batched ? 3 : 2;
-      auto typeOf = [](Value v) { return cast<MemRefType>(v.getType()); };
-      MemRefType a = typeOf(product->a->get()), b = typeOf(product->b->get()),
-                 c = typeOf(op.getDpsInitOperand(0)->get());
-      if (!gemmType(a.getElementType(), b.getElementType(),
-                    c.getElementType()) ||
-          !hasUnitInnerStride(a, product->sharedA ? 2 : rank) ||
-          !hasUnitInnerStride(b, product->sharedB ? 2 : rank) ||
-          !hasUnitInnerStride(c, rank))
-        return;
-      products.push_back({op, *product});
-    });
-    if (products.empty())
+    ContractionPlan plan = mp::planContractions(getOperation(), runtime);
+    if (plan.products.empty())
       return;
-    // Operands that are transposed copies made for products: the GEMM
-    // reads the original.
-    llvm::DenseSet<Operation *> productOps;
-    for (auto &[op, product] : products)
-      productOps.insert(op);
-    llvm::SetVector<Operation *> transposes;
-    for (auto &[op, product] : products) {
-      for (auto [operand, source] :
-           {std::make_pair(product.a, &product.sourceA),
-            std::make_pair(product.b, &product.sourceB)}) {
-        if (linalg::TransposeOp copy =
-                transposedCopyOf(operand->get(), op, productOps)) {
-          *source = copy.getInput();
-          transposes.insert(copy);
-        }
-      }
+    RewritePatternSet patterns(&getContext());
+    mp::populateContractionsToRuntimePatterns(patterns, plan);
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    PatternApplicator applicator(frozen);
+    applicator.applyDefaultCostModel();
+    // Each product once, in the plan's order (the order the calls'
+    // declarations and the moved allocations follow).
+    PatternRewriter rewriter(&getContext());
+    for (Operation *product : plan.products) {
+      rewriter.setInsertionPoint(product);
+      (void)applicator.matchAndRewrite(product, rewriter);
     }
+    mp::eraseCopiesReadAround(rewriter, plan);
+    recordStatistics(plan.counts);
+  }
 
-    // Operands that are attention's head split: the products read the
-    // split's source in place, through a view with two batch dimensions.
-    llvm::DenseMap<Value, Operation *> headSources; // collapsed copy -> swap
-    // Each split's deallocations of its source and its copy; the splits a
-    // product reads in place.
-    llvm::MapVector<Operation *, std::pair<Operation *, Operation *>>
-        headSplits;
-    llvm::DenseSet<Operation *> splitsReadInPlace;
-    if (!cuda) {
-      llvm::DenseMap<Operation *, Product *> productOf;
-      for (auto &[op, product] : products)
-        productOf[op] = &product;
-      auto readA = [](Product &p) {
-        return p.sourceA ? p.sourceA : p.a->get();
-      };
-      auto readB = [](Product &p) {
-        return p.sourceB ? p.sourceB : p.b->get();
-      };
-      // A product that reads \p view as A or B only, or a transposed copy
-      // of it that goes.
-      auto readInPlace = [&](Operation *user, Value view) {
-        if (transposes.contains(user))
-          return cast<linalg::TransposeOp>(user).getInput() == view;
-        Product *product = productOf.lookup(user);
-        return product && product->batched &&
-               cast<linalg::LinalgOp>(user).getDpsInitOperand(0)->get() !=
-                   view &&
-               (readA(*product) == view || readB(*product) == view);
-      };
-      for (auto &[op, product] : products) {
-        for (Value operand : {readA(product), readB(product)}) {
-          if (headSources.count(operand))
-            continue;
-          Operation *sourceDealloc, *tDealloc;
-          Operation *swap =
-              headSplitOf(operand, readInPlace, sourceDealloc, tDealloc);
-          if (!swap)
-            continue;
-          headSplits[swap] = {sourceDealloc, tDealloc};
-          Value t = cast<linalg::LinalgOp>(swap).getDpsInitOperand(0)->get();
-          for (Operation *user : t.getUsers())
-            if (isa<memref::CollapseShapeOp>(user))
-              headSources[user->getResult(0)] = swap;
-        }
-      }
-    }
-
-    OpBuilder b(module.getBodyRegion());
-    Type i64 = b.getI64Type(), i32 = b.getI32Type();
-    // mprt_gemm(a, lda, b, ldb, c, ldc, m, n, k, flags, type); the batched
-    // entries (mprt_gemm_batched on the CPU, mprt_cuda_gemm_sync for every
-    // product on CUDA) append batch, strideA, strideB, strideC (4
-    // batchArgs); mprt_gemm_batched_2d the outer batch and its strides
-    // before those (8). mprt_gemm_s8_dequantize takes no type and appends
-    // bias, scale.
-    auto declare = [&](StringRef name, unsigned batchArgs, bool bias = false,
-                       bool dequantize = false, bool absMax = false) {
-      if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-        return existing;
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(module.getBody());
-      SmallVector<Type> args(9, i64);
-      args.push_back(i32);
-      if (dequantize)
-        args.append({i64, i64});
-      else
-        args.push_back(i32);
-      if (absMax) // partials, lanes
-        args.append({i64, i64});
-      args.append(batchArgs, i64);
-      if (bias)
-        args.push_back(i64);
-      auto callee = func::FuncOp::create(b, module.getLoc(), name,
-                                         b.getFunctionType(args, {i32}));
-      callee.setPrivate();
-      return callee;
-    };
-    for (auto [op, product] : products) {
-      b.setInsertionPoint(op);
-      Location loc = op.getLoc();
-      auto toI64 = [&](Value v) -> Value {
-        return arith::IndexCastOp::create(b, loc, i64, v);
-      };
-      // A result that is only rounded: the call writes the rounded buffer.
-      // On libmprt (libmprt_cuda has neither yet), a result that only gets
-      // a bias added: mprt_gemm_bias writes the sum; and a result into
-      // fresh zeros: the call overwrites C.
-      RoundingLayout layout = RoundingLayout::Same;
-      Operation *rounding = roundedResultOf(op, layout);
-      Value bias, scale, biasedSum;
-      bool relu = false;
-      linalg::GenericOp biased =
-          rounding || cuda ? linalg::GenericOp()
-                           : biasedResultOf(op, product, bias, biasedSum);
-      linalg::GenericOp dequantized =
-          rounding || biased || cuda
-              ? linalg::GenericOp()
-              : dequantizedResultOf(op, product, bias, scale, relu);
-      // Dynamic quantization's max |D| partials, read from D right after.
-      linalg::GenericOp absMax = dequantized
-                                     ? absMaxPartialsOf(op, dequantized)
-                                     : linalg::GenericOp();
-      linalg::FillOp zeroFill = rounding || biased || dequantized || cuda
-                                    ? linalg::FillOp()
-                                    : zeroFillOf(op);
-      Operation *consumer = rounding ? rounding
-                            : biased ? biased.getOperation()
-                                     : dequantized.getOperation();
-      // A rounded result, or one into zeros made for it, that only goes
-      // through attention's head merge: the call writes the merged layout.
-      Operation *headMerge = nullptr;
-      if (product.batched && !cuda && rounding)
-        headMerge = headMergeOf(
-            op, rounding,
-            cast<linalg::GenericOp>(rounding).getDpsInitOperand(0)->get(),
-            nullptr);
-      else if (product.batched && !cuda && zeroFill)
-        headMerge =
-            headMergeOf(op, op, op.getDpsInitOperand(0)->get(), zeroFill);
-      // A head split's source, or a head merge's result, as the 4-D view
-      // the products read or write: [S, H, T, F] with H and T's strides
-      // swapped.
-      auto headView = [&](Value memref) -> Value {
-        return memref::TransposeOp::create(
-            b, loc, memref,
-            AffineMapAttr::get(AffineMap::getPermutationMap(
-                ArrayRef<unsigned>{0, 2, 1, 3}, b.getContext())));
-      };
-      // Every 4-D view must split the batch the same way, [S, H] (read off
-      // the [S, T, H, F] buffers, statically): then one outer count and
-      // one inner count describe all three.
-      std::optional<std::pair<int64_t, int64_t>> split;
-      auto splitsAlike = [&](Value buffer) {
-        auto type = cast<MemRefType>(buffer.getType());
-        if (type.isDynamicDim(0) || type.isDynamicDim(2))
-          return false;
-        std::pair<int64_t, int64_t> dims{type.getDimSize(0),
-                                         type.getDimSize(2)};
-        if (!split)
-          split = dims;
-        return *split == dims;
-      };
-      Value merged =
-          headMerge
-              ? cast<linalg::LinalgOp>(headMerge).getDpsInitOperand(0)->get()
-              : Value();
-      if (merged && !splitsAlike(merged))
-        headMerge = nullptr;
-      // A transposed copy's original (its flag flipped below), read through
-      // a head view where it is a head split.
-      auto operandMem = [&](Value read) {
-        Operation *swap = headSources.lookup(read);
-        Value source = swap ? middleSwapInput(swap) : Value();
-        if (!source || !splitsAlike(source))
-          return read;
-        splitsReadInPlace.insert(swap);
-        return headView(source);
-      };
-      Value aMem = operandMem(product.sourceA ? product.sourceA
-                                              : product.a->get()),
-            bMem = operandMem(product.sourceB ? product.sourceB
-                                              : product.b->get()),
-            cMem = headMerge  ? headView(merged)
-                   : consumer ? cast<linalg::GenericOp>(consumer)
-                                    .getDpsInitOperand(0)
-                                    ->get()
-                              : op.getDpsInitOperand(0)->get();
-      product.transA ^= static_cast<bool>(product.sourceA);
-      product.transB ^= static_cast<bool>(product.sourceB);
-      // A transposed result: D = op(B)^T op(A)^T.
-      if (layout == RoundingLayout::Transposed) {
-        std::swap(aMem, bMem);
-        std::swap(product.sharedA, product.sharedB);
-        std::tie(product.transA, product.transB) =
-            std::make_pair(!product.transB, !product.transA);
-      }
-      auto dim = [&](Value memref, int64_t d) -> Value {
-        return toI64(memref::DimOp::create(b, loc, memref, d));
-      };
-      auto rankOf = [](Value memref) {
-        return cast<MemRefType>(memref.getType()).getRank();
-      };
-      // Two batch dimensions [outer, count] when a head view is read or
-      // written; a 3-D operand's batch p = outer * count + inner.
-      Value view4 = rankOf(aMem) == 4   ? aMem
-                    : rankOf(bMem) == 4 ? bMem
-                    : rankOf(cMem) == 4 ? cMem
-                                        : Value();
-      Value count = view4 ? dim(view4, 1) : Value();
-      // Base pointer + offset (in bytes), leading dimension and batch
-      // strides (in elements; 0 for a matrix shared by the batch), as i64.
-      struct Matrix {
-        Value pointer, ld, batchStride, outerStride;
-      };
-      Value zero; // one i64 0 for the shared matrices' strides
-      auto matrix = [&](Value memref) -> Matrix {
-        auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-        int64_t rank = rankOf(memref);
-        Matrix result{toI64(mlir::mp::alignedAddress(b, loc, memref)),
-                      toI64(meta.getStrides()[rank - 2]), Value(), Value()};
-        if (!product.batched)
-          return result;
-        if (rank == 2 && !zero)
-          zero = arith::ConstantIntOp::create(b, loc, i64, 0);
-        result.batchStride =
-            rank == 2 ? zero : toI64(meta.getStrides()[rank - 3]);
-        if (view4)
-          result.outerStride =
-              rank == 2 ? zero
-              : rank == 4
-                  ? toI64(meta.getStrides()[0])
-                  : arith::MulIOp::create(b, loc, result.batchStride, count)
-                        .getResult();
-        return result;
-      };
-      Matrix aMat = matrix(aMem), bMat = matrix(bMem), cMat = matrix(cMem);
-      int64_t cRank = rankOf(cMem), aRank = rankOf(aMem);
-      Value m = dim(cMem, cRank - 2), n = dim(cMem, cRank - 1);
-      Value k = dim(aMem, aRank - 2 + (product.transA ? 0 : 1));
-      bool roundedC =
-          rounding ||
-          (biased &&
-           !cast<MemRefType>(cMem.getType()).getElementType().isF32());
-      int32_t flags = (product.transA ? MPRT_GEMM_TRANS_A : 0) |
-                      (product.transB ? MPRT_GEMM_TRANS_B : 0) |
-                      (roundedC ? MPRT_GEMM_ROUNDED_C : 0) |
-                      (zeroFill ? MPRT_GEMM_OVERWRITE_C : 0) |
-                      (relu ? MPRT_GEMM_RELU : 0);
-      auto type = *gemmType(
-          cast<MemRefType>(aMem.getType()).getElementType(),
-          cast<MemRefType>(bMem.getType()).getElementType(),
-          cast<MemRefType>(op.getDpsInitOperand(0)->get().getType())
-              .getElementType());
-      Value flagsValue = arith::ConstantIntOp::create(b, loc, i32, flags);
-      SmallVector<Value> args{aMat.pointer,
-                              aMat.ld,
-                              bMat.pointer,
-                              bMat.ld,
-                              cMat.pointer,
-                              cMat.ld,
-                              m,
-                              n,
-                              k,
-                              flagsValue};
-      // mprt_gemm_s8_dequantize takes no type (s8).
-      if (!dequantized)
-        args.push_back(arith::ConstantIntOp::create(b, loc, i32, type));
-      if (view4) {
-        args.append({dim(view4, 0), aMat.outerStride, bMat.outerStride,
-                     cMat.outerStride, count, aMat.batchStride,
-                     bMat.batchStride, cMat.batchStride});
-      } else if (cuda || product.batched) {
-        if (product.batched) {
-          args.append({dim(cMem, 0), aMat.batchStride, bMat.batchStride,
-                       cMat.batchStride});
-        } else {
-          if (!zero)
-            zero = arith::ConstantIntOp::create(b, loc, i64, 0);
-          Value one = arith::ConstantIntOp::create(b, loc, i64, 1);
-          args.append({one, zero, zero, zero});
-        }
-      }
-      func::FuncOp callee;
-      if (biased) {
-        args.push_back(toI64(mlir::mp::alignedAddress(b, loc, bias)));
-        callee = declare(kBiasGemmName, /*batchArgs=*/0, /*bias=*/true);
-      } else if (dequantized) {
-        // ..., flags, bias (0 when there is none), scale.
-        args.push_back(
-            bias ? toI64(mlir::mp::alignedAddress(b, loc, bias))
-                 : arith::ConstantIntOp::create(b, loc, i64, 0).getResult());
-        args.push_back(toI64(mlir::mp::alignedAddress(b, loc, scale)));
-        if (absMax) {
-          // Q: [m, lanes].
-          Value q = absMax.getDpsInitOperand(0)->get();
-          int64_t lanes = cast<MemRefType>(q.getType()).getDimSize(1);
-          args.push_back(toI64(mlir::mp::alignedAddress(b, loc, q)));
-          args.push_back(arith::ConstantIntOp::create(b, loc, i64, lanes));
-        }
-        callee = declare(absMax ? kDequantizeAbsMaxGemmName
-                                : kDequantizeGemmName,
-                         /*batchArgs=*/0, /*bias=*/false, /*dequantize=*/true,
-                         /*absMax=*/static_cast<bool>(absMax));
-      } else if (view4) {
-        callee = declare(kBatched2dGemmName, /*batchArgs=*/8);
-      } else {
-        callee = cuda ? declare(kCudaGemmName, 4)
-                      : declare(product.batched ? kBatchedGemmName : kGemmName,
-                                product.batched ? 4 : 0);
-      }
-      func::CallOp::create(b, loc, callee, args);
-      if (biasedSum)
-        applyInPlace(biased, biasedSum);
-      if (consumer) {
-        // The f32 result's buffer, its fill and deallocation go too.
-        Value c = op.getDpsInitOperand(0)->get();
-        consumer->erase();
-        op->erase();
-        for (Operation *user : llvm::make_early_inc_range(c.getUsers()))
-          user->erase();
-        c.getDefiningOp()->erase();
-        ++(rounding ? numRounded : biased ? numBiased : numDequantized);
-        if (absMax) {
-          // The partials' pass and D's view for it.
-          Operation *expand =
-              absMax.getDpsInputOperand(0)->get().getDefiningOp();
-          absMax->erase();
-          expand->erase();
-          ++numAbsMaxPartials;
-        }
-        if (layout == RoundingLayout::Transposed)
-          ++numTransposedResults;
-      } else {
-        op->erase();
-      }
-      if (zeroFill) {
-        zeroFill->erase();
-        ++numOverwritten;
-      }
-      if (headMerge) {
-        // The swap, the result's expansion, deallocation and allocation.
-        auto expand =
-            middleSwapInput(headMerge).getDefiningOp<memref::ExpandShapeOp>();
-        Value d = expand.getSrc();
-        headMerge->erase();
-        expand->erase();
-        for (Operation *user : llvm::make_early_inc_range(d.getUsers()))
-          user->erase();
-        d.getDefiningOp()->erase();
-        ++numHeadMerges;
-      }
-      ++numCalls;
-    }
-    // Copies that no product reads any more go, with their buffers: the
-    // transposed copies (whose buffers only deallocations use then) and
-    // the head splits (whose collapsed views nothing uses then).
-    for (Operation *transpose : transposes)
-      if (eraseUnreadCopy(transpose, [](Operation *) { return false; }))
-        ++numTransposedOperands;
-    for (auto &[swap, deallocs] : headSplits) {
-      // A source read in place lives as long as its copy did.
-      auto [sourceDealloc, tDealloc] = deallocs;
-      if (splitsReadInPlace.contains(swap) && sourceDealloc &&
-          sourceDealloc->isBeforeInBlock(tDealloc))
-        sourceDealloc->moveBefore(tDealloc);
-      if (eraseUnreadCopy(swap, [](Operation *user) {
-            return isa<memref::CollapseShapeOp>(user) && user->use_empty();
-          }))
-        ++numHeadSplits;
-    }
+  void recordStatistics(const mp::ContractionCounts &counts) {
+    numCalls += counts.calls;
+    numRounded += counts.rounded;
+    numBiased += counts.biased;
+    numDequantized += counts.dequantized;
+    numAbsMaxPartials += counts.absMaxPartials;
+    numOverwritten += counts.overwritten;
+    numTransposedResults += counts.transposedResults;
+    numHeadSplits += counts.headSplits;
+    numHeadMerges += counts.headMerges;
+    numTransposedOperands += counts.transposedOperands;
   }
 };
 
 } // namespace
+
+ContractionPlan mlir::mp::planContractions(Operation *root,
+                                           ContractionRuntime runtime) {
+  ContractionPlan plan;
+  plan.runtime = runtime;
+  ProductList products;
+  root->walk([&](linalg::LinalgOp op) {
+    if (std::optional<Product> product = matchSupportedProduct(op))
+      products.push_back({op, *product});
+  });
+  for (auto &[op, product] : products)
+    plan.products.push_back(op);
+  planTransposedOperands(products, plan);
+  if (runtime != ContractionRuntime::Cuda)
+    planHeadSplits(products, plan);
+  return plan;
+}
+
+void mlir::mp::populateContractionsToRuntimePatterns(
+    RewritePatternSet &patterns, ContractionPlan &plan) {
+  patterns.add<ProductToRuntimeCall>(patterns.getContext(), plan);
+}
+
+void mlir::mp::eraseCopiesReadAround(RewriterBase &rewriter,
+                                     ContractionPlan &plan) {
+  // Copies that no product reads any more go, with their buffers: the
+  // transposed copies (whose buffers only deallocations use then) and the
+  // head splits (whose collapsed views nothing uses then).
+  for (Operation *transpose : plan.transposedCopies)
+    if (eraseUnreadCopy(rewriter, transpose, [](Operation *) { return false; }))
+      ++plan.counts.transposedOperands;
+  for (auto &[swap, deallocs] : plan.headSplits) {
+    // A source read in place lives as long as its copy did.
+    auto [sourceDealloc, tDealloc] = deallocs;
+    if (plan.splitsReadInPlace.contains(swap) && sourceDealloc &&
+        sourceDealloc->isBeforeInBlock(tDealloc))
+      rewriter.moveOpBefore(sourceDealloc, tDealloc);
+    if (eraseUnreadCopy(rewriter, swap, [](Operation *user) {
+          return isa<memref::CollapseShapeOp>(user) && user->use_empty();
+        }))
+      ++plan.counts.headSplits;
+  }
+  // What they pointed to may be gone.
+  plan.transposedCopies.clear();
+  plan.headSplits.clear();
+  plan.headSources.clear();
+  plan.splitsReadInPlace.clear();
+  plan.transposedSources.clear();
+  plan.products.clear();
+}

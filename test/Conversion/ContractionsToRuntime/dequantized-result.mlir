@@ -271,3 +271,37 @@ func.func @absmax_kept(%x: memref<4x8xi8>, %w: memref<8x8xi8>, %scale: memref<8x
   memref.dealloc %d2 : memref<4x8xf32>
   return %q, %q2 : memref<4x4xf32>, memref<4x4xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// A dequantization with a ReLU that is not fused (the scales are written
+// between the product and the loop): the plain call overwrites C (flags
+// 8) and carries no ReLU bit, which mprt_gemm would reject.
+// CHECK-LABEL: func.func @relu_kept
+// CHECK: %[[FLAGS:.*]] = arith.constant 8 : i32
+// CHECK: call @mprt_gemm({{.*}}, %[[FLAGS]], %{{.*}})
+// CHECK: linalg.generic
+// CHECK: arith.maximumf
+func.func @relu_kept(%x: memref<4x8xi8>, %w: memref<8x6xi8>, %scale: memref<6xf32>) -> memref<4x6xf32> {
+  %zero = arith.constant 0 : i32
+  %fzero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %c = memref.alloc() : memref<4x6xi32>
+  linalg.fill ins(%zero : i32) outs(%c : memref<4x6xi32>)
+  linalg.matmul ins(%x, %w : memref<4x8xi8>, memref<8x6xi8>) outs(%c : memref<4x6xi32>)
+  linalg.fill ins(%one : f32) outs(%scale : memref<6xf32>)
+  %d = memref.alloc() : memref<4x6xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %scale : memref<4x6xi32>, memref<6xf32>) outs(%d : memref<4x6xf32>) {
+  ^bb0(%in: i32, %s: f32, %o: f32):
+    %f = arith.sitofp %in : i32 to f32
+    %m = arith.mulf %f, %s : f32
+    %r = arith.maximumf %m, %fzero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<4x6xi32>
+  return %d : memref<4x6xf32>
+}

@@ -166,3 +166,49 @@ func.func @rounded_transposed(%q: memref<2x4x8xbf16>, %ds: memref<2x4x4xbf16>) -
   memref.dealloc %c : memref<2x8x4xf32>
   return %dk : memref<2x4x8xbf16>
 }
+
+// -----
+
+// A transposed rounding that is not fused (f16, the operands bf16): the
+// call computes the product as it stands, Q^T dS into the f32 buffer (A
+// transposed, C overwritten on the CPU: flags 9; 1 on CUDA), operands in
+// their own order, and the rounding loop stays.
+// CHECK-LABEL: func.func @rounded_transposed_other_type
+// CHECK-SAME: (%[[Q:.*]]: memref<2x4x8xbf16>, %[[DS:.*]]: memref<2x4x4xbf16>)
+// CHECK: memref.extract_strided_metadata %[[Q]]
+// CHECK: memref.extract_strided_metadata %[[DS]]
+// CHECK: %[[FLAGS:.*]] = arith.constant 9 : i32
+// CHECK: call @mprt_gemm_batched({{.*}}, %[[FLAGS]], {{.*}})
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CUDA-LABEL: func.func @rounded_transposed_other_type
+// CUDA-SAME: (%[[Q:.*]]: memref<2x4x8xbf16>, %[[DS:.*]]: memref<2x4x4xbf16>)
+// CUDA: memref.extract_strided_metadata %[[Q]]
+// CUDA: memref.extract_strided_metadata %[[DS]]
+// CUDA: %[[FLAGS:.*]] = arith.constant 1 : i32
+// CUDA: call @mprt_cuda_gemm_sync({{.*}}, %[[FLAGS]], {{.*}})
+// CUDA: arith.truncf %{{.*}} : f32 to f16
+func.func @rounded_transposed_other_type(%q: memref<2x4x8xbf16>, %ds: memref<2x4x4xbf16>) -> memref<2x4x8xf16> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<2x8x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<2x8x4xf32>)
+  linalg.generic {indexing_maps = [affine_map<(b, i, d, j) -> (b, i, d)>, affine_map<(b, i, d, j) -> (b, i, j)>, affine_map<(b, i, d, j) -> (b, d, j)>],
+                  iterator_types = ["parallel", "reduction", "parallel", "parallel"]}
+      ins(%q, %ds : memref<2x4x8xbf16>, memref<2x4x4xbf16>) outs(%c : memref<2x8x4xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xw = arith.extf %x : bf16 to f32
+    %yw = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xw, %yw : f32
+    %sum = arith.addf %acc, %p : f32
+    linalg.yield %sum : f32
+  }
+  %dk = memref.alloc() : memref<2x4x8xf16>
+  linalg.generic {indexing_maps = [affine_map<(b, d, j) -> (b, d, j)>, affine_map<(b, d, j) -> (b, j, d)>],
+                  iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%c : memref<2x8x4xf32>) outs(%dk : memref<2x4x8xf16>) {
+  ^bb0(%in: f32, %out: f16):
+    %r = arith.truncf %in : f32 to f16
+    linalg.yield %r : f16
+  }
+  memref.dealloc %c : memref<2x8x4xf32>
+  return %dk : memref<2x4x8xf16>
+}
