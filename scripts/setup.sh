@@ -9,6 +9,7 @@ build="${MP_BUILD_DIR:-$root/build}"
 packages=(
   cmake ninja-build ccache g++ python3 libgtest-dev zlib1g-dev libdnnl-dev
   python3-sklearn python3-numpy python3-torch python3-pytest
+  python3-venv # the README's `pip install -e python` into a virtual environment
   python3-matplotlib # scripts/plot_training.py (stats files of mp-run train)
   libopenblas0-pthread # PyTorch's FP32 BLAS in bench/ (else the reference BLAS)
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22
