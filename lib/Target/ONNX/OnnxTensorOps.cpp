@@ -10,7 +10,6 @@
 #include "OnnxImporter.h"
 
 #include "mlir/IR/AffineExpr.h"
-#include "llvm/ADT/StringSet.h"
 
 #include <numeric>
 
@@ -120,14 +119,272 @@ Value clampedIndex(OpBuilder &b, Location loc, Value raw, int64_t dim) {
       arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(dim - 1, 0)));
 }
 
-Results foldIntegerNode(NodeContext &ctx) {
-  static const llvm::StringSet<> foldable = {
-      "Add",   "Sub",        "Mul",    "Div",      "Neg",      "Equal",
-      "Where", "Concat",     "Gather", "Identity", "Slice",    "Cast",
-      "Range", "ReduceProd", "Max",    "Min",      "Transpose"};
-  llvm::StringRef op = ctx.node.op_type();
-  if (!foldable.contains(op) || ctx.numInputs() == 0)
-    return SmallVector<TypedValue>{};
+namespace {
+
+/// A node folded on the host: its inputs as integer tensors and what the
+/// fold makes of them.
+struct IntFold {
+  NodeContext &ctx;
+  SmallVector<IntTensor> in; // empty tensors: optional inputs left out
+  DType outType;             // the result's ONNX element type
+  std::optional<IntTensor> out = std::nullopt; // left empty: not folded
+};
+
+/// Folds one operator. Declining leaves `out` empty, so that the op's own
+/// import builds IR (and says why where the node is wrong); failure() only
+/// for a node that is diagnosed here.
+using IntFolder = LogicalResult (*)(IntFold &);
+
+/// The row-major offset of the multi-index `idx` in a tensor of `shape`.
+int64_t rowMajorOffset(ArrayRef<int64_t> shape, ArrayRef<int64_t> idx) {
+  int64_t offset = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    offset = offset * shape[d] + idx[d];
+  return offset;
+}
+
+/// `fn` of the inputs `which`, broadcast to one another; empty if their
+/// shapes do not broadcast.
+std::optional<IntTensor>
+broadcastMap(ArrayRef<IntTensor> in, ArrayRef<unsigned> which,
+             function_ref<int64_t(ArrayRef<int64_t>)> fn) {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (unsigned i : which)
+    shapes.push_back(in[i].shape);
+  FailureOr<SmallVector<int64_t>> shape = broadcastShapes(shapes);
+  if (failed(shape))
+    return std::nullopt;
+  IntTensor out{*shape, {}};
+  for (int64_t k = 0, n = product(*shape); k < n; ++k) {
+    SmallVector<int64_t> idx = unflatten(k, *shape), args;
+    for (unsigned i : which)
+      args.push_back(in[i].data[broadcastOffset(in[i].shape, *shape, idx)]);
+    out.data.push_back(fn(args));
+  }
+  return out;
+}
+
+/// Add, Sub, Mul, Div, Max and Min of two broadcast inputs.
+LogicalResult foldArithmetic(IntFold &f) {
+  using BinaryFn = int64_t (*)(int64_t, int64_t);
+  static const llvm::StringMap<BinaryFn> fns = {
+      {"Add", [](int64_t x, int64_t y) { return x + y; }},
+      {"Sub", [](int64_t x, int64_t y) { return x - y; }},
+      {"Mul", [](int64_t x, int64_t y) { return x * y; }},
+      // Truncates, as ONNX's integer Div.
+      {"Div", [](int64_t x, int64_t y) { return x / y; }},
+      {"Max", [](int64_t x, int64_t y) { return std::max(x, y); }},
+      {"Min", [](int64_t x, int64_t y) { return std::min(x, y); }}};
+  StringRef op = f.ctx.node.op_type();
+  if (f.in.size() != 2 || (op == "Div" && llvm::is_contained(f.in[1].data, 0)))
+    return success();
+  BinaryFn fn = fns.lookup(op);
+  f.out = broadcastMap(f.in, {0, 1},
+                       [&](ArrayRef<int64_t> a) { return fn(a[0], a[1]); });
+  return success();
+}
+
+LogicalResult foldNeg(IntFold &f) {
+  f.out = broadcastMap(f.in, {0}, [](ArrayRef<int64_t> a) { return -a[0]; });
+  return success();
+}
+
+LogicalResult foldEqual(IntFold &f) {
+  f.out = broadcastMap(f.in, {0, 1}, [](ArrayRef<int64_t> a) -> int64_t {
+    return a[0] == a[1];
+  });
+  f.outType = onnx::TensorProto::BOOL;
+  return success();
+}
+
+LogicalResult foldWhere(IntFold &f) {
+  f.out = broadcastMap(f.in, {0, 1, 2},
+                       [](ArrayRef<int64_t> a) { return a[0] ? a[1] : a[2]; });
+  return success();
+}
+
+LogicalResult foldIdentity(IntFold &f) {
+  f.out = f.in[0];
+  return success();
+}
+
+/// Casts between signed integer types and to BOOL (which keeps 0 and 1).
+LogicalResult foldCast(IntFold &f) {
+  DType to = f.ctx.getInt("to", 0);
+  if (!elementType(f.ctx.b.getContext(), to) || isFloatDType(to) ||
+      isUnsignedDType(to))
+    return success();
+  f.out = f.in[0];
+  f.outType = to;
+  if (isBoolDType(to))
+    for (int64_t &v : f.out->data)
+      v = v != 0;
+  return success();
+}
+
+/// Concatenation of 1-D tensors (shape vectors).
+LogicalResult foldConcat(IntFold &f) {
+  if (f.in[0].shape.size() != 1)
+    return success();
+  IntTensor out{{0}, {}};
+  for (const IntTensor &t : f.in) {
+    if (t.shape.size() != 1)
+      return success();
+    out.data.append(t.data.begin(), t.data.end());
+  }
+  out.shape[0] = out.data.size();
+  f.out = std::move(out);
+  return success();
+}
+
+/// Gather along `axis`; an index out of range is an error of the node.
+LogicalResult foldGather(IntFold &f) {
+  const IntTensor &data = f.in[0], &indices = f.in[1];
+  FailureOr<int64_t> axisOr =
+      f.ctx.axis(f.ctx.getInt("axis", 0), data.shape.size());
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr, dim = data.shape[axis], q = indices.shape.size();
+  SmallVector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.append(indices.shape.begin(), indices.shape.end());
+  shape.append(data.shape.begin() + axis + 1, data.shape.end());
+  IntTensor out{shape, {}};
+  for (int64_t k = 0, n = product(shape); k < n; ++k) {
+    SmallVector<int64_t> idx = unflatten(k, shape);
+    int64_t j = indices.data[rowMajorOffset(
+        indices.shape, ArrayRef<int64_t>(idx).slice(axis, q))];
+    if (j < 0)
+      j += dim;
+    if (j < 0 || j >= dim) {
+      f.ctx.error() << "index " << j << " is out of range for size " << dim;
+      return failure();
+    }
+    SmallVector<int64_t> src(idx.begin(), idx.begin() + axis);
+    src.push_back(j);
+    src.append(idx.begin() + axis + q, idx.end());
+    out.data.push_back(data.data[rowMajorOffset(data.shape, src)]);
+  }
+  f.out = std::move(out);
+  return success();
+}
+
+/// The axes a constant Slice (opset 10 on: starts, ends, axes and steps
+/// are inputs) selects of its data, every axis of the data normalized;
+/// empty if the inputs do not describe a valid slice.
+std::optional<SmallVector<SliceAxis>> constantSliceAxes(IntFold &f) {
+  NodeContext &ctx = f.ctx;
+  if (ctx.opset < 10 || f.in.size() < 3)
+    return std::nullopt;
+  const IntTensor &data = f.in[0], &starts = f.in[1], &ends = f.in[2];
+  int64_t rank = data.shape.size();
+  size_t k = starts.data.size();
+  if (ends.data.size() != k || (ctx.hasInput(3) && f.in[3].data.size() != k) ||
+      (ctx.hasInput(4) && f.in[4].data.size() != k))
+    return std::nullopt;
+  SmallVector<SliceAxis> axes;
+  for (int64_t d = 0; d < rank; ++d)
+    axes.push_back({0, 1, data.shape[d]});
+  for (size_t j = 0; j < k; ++j) {
+    int64_t axis = ctx.hasInput(3) ? f.in[3].data[j] : int64_t(j);
+    if (axis < 0)
+      axis += rank;
+    int64_t step = ctx.hasInput(4) ? f.in[4].data[j] : 1;
+    if (axis < 0 || axis >= rank || step == 0)
+      return std::nullopt;
+    axes[axis] =
+        sliceAxis(data.shape[axis], starts.data[j], ends.data[j], step);
+  }
+  return axes;
+}
+
+/// Slice of any rank and axes: torch.onnx writes F.pad's pads as a reversed
+/// 2-D slice of a constant.
+LogicalResult foldSlice(IntFold &f) {
+  std::optional<SmallVector<SliceAxis>> axes = constantSliceAxes(f);
+  if (!axes)
+    return success();
+  const IntTensor &data = f.in[0];
+  IntTensor out;
+  for (const SliceAxis &a : *axes)
+    out.shape.push_back(a.size);
+  for (int64_t n = 0, e = product(out.shape); n < e; ++n) {
+    SmallVector<int64_t> idx = unflatten(n, out.shape);
+    for (size_t d = 0; d < idx.size(); ++d)
+      idx[d] = (*axes)[d].start + idx[d] * (*axes)[d].step;
+    out.data.push_back(data.data[rowMajorOffset(data.shape, idx)]);
+  }
+  f.out = std::move(out);
+  return success();
+}
+
+LogicalResult foldTranspose(IntFold &f) {
+  const IntTensor &data = f.in[0];
+  int64_t rank = data.shape.size();
+  SmallVector<int64_t> perm = f.ctx.getInts("perm");
+  if (perm.empty())
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  SmallVector<int64_t> sorted(perm);
+  llvm::sort(sorted);
+  if ((int64_t)sorted.size() != rank ||
+      !llvm::equal(sorted, llvm::seq<int64_t>(0, rank)))
+    return success(); // the op's own import says why
+  IntTensor out;
+  for (int64_t d : perm)
+    out.shape.push_back(data.shape[d]);
+  for (int64_t n = 0, e = product(out.shape); n < e; ++n) {
+    SmallVector<int64_t> idx = unflatten(n, out.shape), src(rank);
+    for (int64_t d = 0; d < rank; ++d)
+      src[perm[d]] = idx[d];
+    out.data.push_back(data.data[rowMajorOffset(data.shape, src)]);
+  }
+  f.out = std::move(out);
+  return success();
+}
+
+LogicalResult foldRange(IntFold &f) {
+  int64_t start = f.in[0].data[0], limit = f.in[1].data[0],
+          delta = f.in[2].data[0];
+  if (delta == 0)
+    return success();
+  int64_t n = std::max<int64_t>(
+      0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
+  IntTensor out{{n}, {}};
+  for (int64_t i = 0; i < n; ++i)
+    out.data.push_back(start + i * delta);
+  f.out = std::move(out);
+  return success();
+}
+
+/// The product of a shape vector (a flattened size), kept as a scalar.
+LogicalResult foldReduceProd(IntFold &f) {
+  if (f.ctx.has("axes") || f.in[0].shape.size() != 1 ||
+      !f.ctx.getInt("keepdims", 1))
+    return success();
+  int64_t p = 1;
+  for (int64_t v : f.in[0].data)
+    p *= v;
+  f.out = IntTensor{{}, {p}};
+  return success();
+}
+
+/// Where's condition (BOOL) as an integer tensor, if it is a small constant.
+std::optional<IntTensor> boolConstant(NodeContext &ctx, unsigned i) {
+  std::optional<DenseElementsAttr> c = ctx.constant(i);
+  if (!c || c->getNumElements() > 4096)
+    return std::nullopt;
+  IntTensor t;
+  t.shape.assign(c->getType().getShape().begin(),
+                 c->getType().getShape().end());
+  for (bool v : c->getValues<bool>())
+    t.data.push_back(v);
+  return t;
+}
+
+/// The node's inputs as host integer tensors (empty ones for optional inputs
+/// left out); std::nullopt unless every present input is a small constant.
+std::optional<SmallVector<IntTensor>> constantInputs(NodeContext &ctx) {
+  bool isWhere = ctx.node.op_type() == "Where";
   SmallVector<IntTensor> in;
   for (unsigned i = 0; i < ctx.numInputs(); ++i) {
     if (!ctx.hasInput(i)) {
@@ -135,208 +392,52 @@ Results foldIntegerNode(NodeContext &ctx) {
       continue;
     }
     // Where's condition is BOOL; everything else must be integer constants.
-    if (op == "Where" && i == 0) {
-      std::optional<DenseElementsAttr> c = ctx.constant(0);
-      if (!c || c->getNumElements() > 4096)
-        return SmallVector<TypedValue>{};
-      IntTensor t;
-      t.shape.assign(c->getType().getShape().begin(),
-                     c->getType().getShape().end());
-      for (bool v : c->getValues<bool>())
-        t.data.push_back(v);
-      in.push_back(t);
-      continue;
-    }
-    std::optional<IntTensor> t = intConstant(ctx, i);
+    std::optional<IntTensor> t =
+        isWhere && i == 0 ? boolConstant(ctx, i) : intConstant(ctx, i);
     if (!t)
-      return SmallVector<TypedValue>{};
-    in.push_back(*t);
+      return std::nullopt;
+    in.push_back(std::move(*t));
   }
+  return in;
+}
+
+} // namespace
+
+Results foldIntegerNode(NodeContext &ctx) {
+  static const llvm::StringMap<IntFolder> folders = {
+      {"Add", foldArithmetic},
+      {"Sub", foldArithmetic},
+      {"Mul", foldArithmetic},
+      {"Div", foldArithmetic},
+      {"Max", foldArithmetic},
+      {"Min", foldArithmetic},
+      {"Neg", foldNeg},
+      {"Equal", foldEqual},
+      {"Where", foldWhere},
+      {"Identity", foldIdentity},
+      {"Cast", foldCast},
+      {"Concat", foldConcat},
+      {"Gather", foldGather},
+      {"Slice", foldSlice},
+      {"Transpose", foldTranspose},
+      {"Range", foldRange},
+      {"ReduceProd", foldReduceProd}};
+  StringRef op = ctx.node.op_type();
+  IntFolder fold = folders.lookup(op);
+  if (!fold || ctx.numInputs() == 0)
+    return SmallVector<TypedValue>{};
+  std::optional<SmallVector<IntTensor>> in = constantInputs(ctx);
+  if (!in)
+    return SmallVector<TypedValue>{};
   DType dtype = ctx.dtype(op == "Where" ? 1 : 0);
   if (isUnsignedDType(dtype))
     return SmallVector<TypedValue>{};
-
-  auto broadcastMap =
-      [&](ArrayRef<unsigned> which,
-          const std::function<int64_t(ArrayRef<int64_t>)> &fn)
-      -> std::optional<IntTensor> {
-    SmallVector<ArrayRef<int64_t>> shapes;
-    for (unsigned i : which)
-      shapes.push_back(in[i].shape);
-    FailureOr<SmallVector<int64_t>> shape = broadcastShapes(shapes);
-    if (failed(shape))
-      return std::nullopt;
-    IntTensor out{*shape, {}};
-    for (int64_t k = 0, n = product(*shape); k < n; ++k) {
-      SmallVector<int64_t> idx = unflatten(k, *shape), args;
-      for (unsigned i : which)
-        args.push_back(in[i].data[broadcastOffset(in[i].shape, *shape, idx)]);
-      out.data.push_back(fn(args));
-    }
-    return out;
-  };
-
-  std::optional<IntTensor> out;
-  DType outType = dtype;
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
-      op == "Max" || op == "Min") {
-    if (ctx.numInputs() != 2)
-      return SmallVector<TypedValue>{};
-    if (op == "Div" && llvm::is_contained(in[1].data, 0))
-      return SmallVector<TypedValue>{};
-    out = broadcastMap({0, 1}, [&](ArrayRef<int64_t> a) -> int64_t {
-      if (op == "Add")
-        return a[0] + a[1];
-      if (op == "Sub")
-        return a[0] - a[1];
-      if (op == "Mul")
-        return a[0] * a[1];
-      if (op == "Max")
-        return std::max(a[0], a[1]);
-      if (op == "Min")
-        return std::min(a[0], a[1]);
-      return a[0] / a[1]; // truncates, as ONNX's integer Div
-    });
-  } else if (op == "Neg") {
-    out = broadcastMap({0}, [](ArrayRef<int64_t> a) { return -a[0]; });
-  } else if (op == "Equal") {
-    out = broadcastMap({0, 1},
-                       [](ArrayRef<int64_t> a) -> int64_t { return a[0] == a[1]; });
-    outType = onnx::TensorProto::BOOL;
-  } else if (op == "Where") {
-    out = broadcastMap({0, 1, 2}, [](ArrayRef<int64_t> a) {
-      return a[0] ? a[1] : a[2];
-    });
-  } else if (op == "Identity") {
-    out = in[0];
-  } else if (op == "Cast") {
-    DType to = ctx.getInt("to", 0);
-    if (!elementType(ctx.b.getContext(), to) || isFloatDType(to) ||
-        isUnsignedDType(to))
-      return SmallVector<TypedValue>{};
-    out = in[0];
-    outType = to;
-    if (isBoolDType(to))
-      for (int64_t &v : out->data)
-        v = v != 0;
-  } else if (op == "Concat") {
-    if (in[0].shape.size() != 1)
-      return SmallVector<TypedValue>{};
-    out = IntTensor{{0}, {}};
-    for (const IntTensor &t : in) {
-      if (t.shape.size() != 1)
-        return SmallVector<TypedValue>{};
-      out->data.append(t.data.begin(), t.data.end());
-    }
-    out->shape[0] = out->data.size();
-  } else if (op == "Gather") {
-    int64_t rank = in[0].shape.size();
-    FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", 0), rank);
-    if (failed(axis))
-      return failure();
-    SmallVector<int64_t> shape(in[0].shape.begin(),
-                               in[0].shape.begin() + *axis);
-    shape.append(in[1].shape.begin(), in[1].shape.end());
-    shape.append(in[0].shape.begin() + *axis + 1, in[0].shape.end());
-    int64_t dim = in[0].shape[*axis], q = in[1].shape.size();
-    out = IntTensor{shape, {}};
-    for (int64_t k = 0, n = product(shape); k < n; ++k) {
-      SmallVector<int64_t> idx = unflatten(k, shape), src;
-      src.append(idx.begin(), idx.begin() + *axis);
-      int64_t lin = 0;
-      for (int64_t d = 0; d < q; ++d)
-        lin = lin * in[1].shape[d] + idx[*axis + d];
-      int64_t j = in[1].data[lin];
-      if (j < 0)
-        j += dim;
-      if (j < 0 || j >= dim) {
-        ctx.error() << "index " << j << " is out of range for size " << dim;
-        return failure();
-      }
-      src.push_back(j);
-      src.append(idx.begin() + *axis + q, idx.end());
-      int64_t offset = 0;
-      for (size_t d = 0; d < src.size(); ++d)
-        offset = offset * in[0].shape[d] + src[d];
-      out->data.push_back(in[0].data[offset]);
-    }
-  } else if (op == "Slice") {
-    // Any rank and axes: torch.onnx writes F.pad's pads as a reversed 2-D
-    // slice of a constant.
-    int64_t rank = in[0].shape.size();
-    size_t k = in[1].data.size();
-    if (ctx.opset < 10 || in[2].data.size() != k ||
-        (ctx.hasInput(3) && in[3].data.size() != k) ||
-        (ctx.hasInput(4) && in[4].data.size() != k))
-      return SmallVector<TypedValue>{};
-    SmallVector<SliceAxis> axes;
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back({0, 1, in[0].shape[d]});
-    for (size_t j = 0; j < k; ++j) {
-      int64_t axis = ctx.hasInput(3) ? in[3].data[j] : int64_t(j);
-      if (axis < 0)
-        axis += rank;
-      int64_t step = ctx.hasInput(4) ? in[4].data[j] : 1;
-      if (axis < 0 || axis >= rank || step == 0)
-        return SmallVector<TypedValue>{};
-      axes[axis] =
-          sliceAxis(in[0].shape[axis], in[1].data[j], in[2].data[j], step);
-    }
-    out = IntTensor{{}, {}};
-    for (const SliceAxis &a : axes)
-      out->shape.push_back(a.size);
-    for (int64_t n = 0, e = product(out->shape); n < e; ++n) {
-      SmallVector<int64_t> idx = unflatten(n, out->shape);
-      int64_t offset = 0;
-      for (int64_t d = 0; d < rank; ++d)
-        offset =
-            offset * in[0].shape[d] + axes[d].start + idx[d] * axes[d].step;
-      out->data.push_back(in[0].data[offset]);
-    }
-  } else if (op == "Transpose") {
-    int64_t rank = in[0].shape.size();
-    SmallVector<int64_t> perm = ctx.getInts("perm");
-    if (perm.empty())
-      for (int64_t d = rank - 1; d >= 0; --d)
-        perm.push_back(d);
-    SmallVector<int64_t> sorted(perm);
-    llvm::sort(sorted);
-    if ((int64_t)sorted.size() != rank ||
-        !llvm::equal(sorted, llvm::seq<int64_t>(0, rank)))
-      return SmallVector<TypedValue>{}; // the op's own import says why
-    out = IntTensor{{}, {}};
-    for (int64_t d : perm)
-      out->shape.push_back(in[0].shape[d]);
-    for (int64_t n = 0, e = product(out->shape); n < e; ++n) {
-      SmallVector<int64_t> idx = unflatten(n, out->shape), src(rank);
-      for (int64_t d = 0; d < rank; ++d)
-        src[perm[d]] = idx[d];
-      int64_t offset = 0;
-      for (int64_t d = 0; d < rank; ++d)
-        offset = offset * in[0].shape[d] + src[d];
-      out->data.push_back(in[0].data[offset]);
-    }
-  } else if (op == "Range") {
-    int64_t start = in[0].data[0], limit = in[1].data[0], delta = in[2].data[0];
-    if (delta == 0)
-      return SmallVector<TypedValue>{};
-    int64_t n = std::max<int64_t>(
-        0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
-    out = IntTensor{{n}, {}};
-    for (int64_t i = 0; i < n; ++i)
-      out->data.push_back(start + i * delta);
-  } else if (op == "ReduceProd") {
-    if (ctx.has("axes") || in[0].shape.size() != 1 ||
-        !ctx.getInt("keepdims", 1))
-      return SmallVector<TypedValue>{};
-    int64_t p = 1;
-    for (int64_t v : in[0].data)
-      p *= v;
-    out = IntTensor{{}, {p}};
-  }
-  if (!out)
+  IntFold f{ctx, std::move(*in), dtype};
+  if (failed(fold(f)))
+    return failure();
+  if (!f.out)
     return SmallVector<TypedValue>{};
-  return folded(ctx, *out, outType);
+  return folded(ctx, *f.out, f.outType);
 }
 
 namespace {
