@@ -15,6 +15,24 @@ namespace {
 
 using Body = std::function<Value(OpBuilder &, Location, ValueRange, DType)>;
 
+/// Requires the inputs `which` to have one element type, except for the
+/// operators whose inputs differ by definition (Where's condition, Pow's
+/// exponent, PRelu's slope).
+LogicalResult checkSameElementType(NodeContext &ctx, ArrayRef<unsigned> which) {
+  StringRef op = ctx.node.op_type();
+  if (which.size() < 2 || op == "Where" || op == "Pow" || op == "PRelu")
+    return success();
+  DType inType = ctx.dtype(which.front());
+  for (unsigned i : which)
+    if (ctx.dtype(i) != inType) {
+      ctx.error() << "inputs have different element types ("
+                  << dtypeName(inType) << " and " << dtypeName(ctx.dtype(i))
+                  << ")";
+      return failure();
+    }
+  return success();
+}
+
 /// Broadcasts the given inputs and applies `body`; the result has element
 /// type `resultType` (the first input's when 0).
 Results mapInputs(NodeContext &ctx, ArrayRef<unsigned> which, DType resultType,
@@ -38,15 +56,8 @@ Results mapInputs(NodeContext &ctx, ArrayRef<unsigned> which, DType resultType,
     return failure();
   }
   DType inType = ctx.dtype(which.front());
-  for (unsigned i : which)
-    if (ctx.dtype(i) != inType && which.size() > 1 &&
-        ctx.node.op_type() != "Where" && ctx.node.op_type() != "Pow" &&
-        ctx.node.op_type() != "PRelu") {
-      ctx.error() << "inputs have different element types ("
-                  << dtypeName(inType) << " and " << dtypeName(ctx.dtype(i))
-                  << ")";
-      return failure();
-    }
+  if (failed(checkSameElementType(ctx, which)))
+    return failure();
   DType outType = resultType ? resultType : inType;
   Type elem = elementType(ctx.b.getContext(), outType);
   Value result = elementwise(
@@ -149,60 +160,62 @@ Value clamp(OpBuilder &b, Location loc, Value x, Value lo, Value hi) {
                                    hi);
 }
 
+/// Clip's bounds as scalars, null where a bound is left out: attributes
+/// before opset 11, optional scalar inputs from 11.
+LogicalResult clipBounds(NodeContext &ctx, Value &lo, Value &hi) {
+  Type elem = ctx.type(0).getElementType();
+  if (ctx.opset < 11) {
+    lo =
+        scalarConstant(ctx.b, ctx.loc, elem,
+                       ctx.getFloat("min", -std::numeric_limits<float>::max()));
+    hi = scalarConstant(ctx.b, ctx.loc, elem,
+                        ctx.getFloat("max", std::numeric_limits<float>::max()));
+    return success();
+  }
+  for (unsigned i = 1; i <= 2; ++i) {
+    if (!ctx.hasInput(i))
+      continue;
+    if (ctx.rank(i) != 0 && ctx.type(i).getNumElements() != 1) {
+      ctx.error() << (i == 1 ? "min" : "max") << " must be a scalar";
+      return failure();
+    }
+    Value v = reshape(ctx.b, ctx.loc, ctx.input(i), {});
+    (i == 1 ? lo : hi) =
+        tensor::ExtractOp::create(ctx.b, ctx.loc, v, ValueRange{});
+  }
+  return success();
+}
+
+/// The float, unsigned or signed variant of a max or min op.
+template <typename FloatOp, typename UnsignedOp, typename SignedOp>
+Value typedMinMax(OpBuilder &b, Location loc, Value x, Value y, DType t) {
+  if (isFloatDType(t))
+    return FloatOp::create(b, loc, x, y);
+  if (isUnsignedDType(t))
+    return UnsignedOp::create(b, loc, x, y);
+  return SignedOp::create(b, loc, x, y);
+}
+
 Results importClip(NodeContext &ctx) {
   DType t = ctx.dtype(0);
   if (isBoolDType(t)) {
     ctx.error() << "BOOL inputs are not supported";
     return failure();
   }
-  bool isFloat = isFloatDType(t), isUnsigned = isUnsignedDType(t);
-  Type elem = ctx.type(0).getElementType();
-  // Bounds: attributes before opset 11, optional scalar inputs from 11.
-  std::optional<double> lo, hi;
-  Value loValue, hiValue;
-  if (ctx.opset < 11) {
-    lo = ctx.getFloat("min", -std::numeric_limits<float>::max());
-    hi = ctx.getFloat("max", std::numeric_limits<float>::max());
-  } else {
-    for (unsigned i = 1; i <= 2; ++i) {
-      if (!ctx.hasInput(i))
-        continue;
-      if (ctx.rank(i) != 0 && ctx.type(i).getNumElements() != 1) {
-        ctx.error() << (i == 1 ? "min" : "max") << " must be a scalar";
-        return failure();
-      }
-      Value v = reshape(ctx.b, ctx.loc, ctx.input(i), {});
-      Value s = tensor::ExtractOp::create(ctx.b, ctx.loc, v, ValueRange{});
-      (i == 1 ? loValue : hiValue) = s;
-    }
-  }
-  if (lo)
-    loValue = scalarConstant(ctx.b, ctx.loc, elem, *lo);
-  if (hi)
-    hiValue = scalarConstant(ctx.b, ctx.loc, elem, *hi);
-  return mapInputs(ctx, {0}, 0,
-                   [&](OpBuilder &b, Location loc, ValueRange a, DType) {
-                     Value x = a[0];
-                     if (loValue)
-                       x = isFloat ? arith::MaximumFOp::create(b, loc, x,
-                                                               loValue)
-                                         .getResult()
-                           : isUnsigned
-                               ? arith::MaxUIOp::create(b, loc, x, loValue)
-                                     .getResult()
-                               : arith::MaxSIOp::create(b, loc, x, loValue)
-                                     .getResult();
-                     if (hiValue)
-                       x = isFloat ? arith::MinimumFOp::create(b, loc, x,
-                                                               hiValue)
-                                         .getResult()
-                           : isUnsigned
-                               ? arith::MinUIOp::create(b, loc, x, hiValue)
-                                     .getResult()
-                               : arith::MinSIOp::create(b, loc, x, hiValue)
-                                     .getResult();
-                     return x;
-                   });
+  Value lo, hi;
+  if (failed(clipBounds(ctx, lo, hi)))
+    return failure();
+  return mapInputs(
+      ctx, {0}, 0, [&](OpBuilder &b, Location loc, ValueRange a, DType) {
+        Value x = a[0];
+        if (lo)
+          x = typedMinMax<arith::MaximumFOp, arith::MaxUIOp, arith::MaxSIOp>(
+              b, loc, x, lo, t);
+        if (hi)
+          x = typedMinMax<arith::MinimumFOp, arith::MinUIOp, arith::MinSIOp>(
+              b, loc, x, hi, t);
+        return x;
+      });
 }
 
 Results importCast(NodeContext &ctx) {
@@ -370,201 +383,229 @@ Results importMod(NodeContext &ctx) {
       });
 }
 
+// -- scalar bodies of the float unary operators -------------------------------
+
+/// The scalar body of a float-only unary operator (`ctx` for attributes).
+using UnaryBuilder = Value (*)(OpBuilder &, Location, Value, NodeContext &);
+
+/// A math dialect op of one operand.
+template <typename OpTy>
+Value mathUnary(OpBuilder &b, Location l, Value x, NodeContext &) {
+  return OpTy::create(b, l, x).getResult();
+}
+
+Value buildReciprocal(OpBuilder &b, Location l, Value x, NodeContext &) {
+  return arith::DivFOp::create(b, l, fconst(b, l, x, 1.0), x).getResult();
+}
+
+Value buildSigmoid(OpBuilder &b, Location l, Value x, NodeContext &) {
+  return sigmoid(b, l, x);
+}
+
+Value buildRelu(OpBuilder &b, Location l, Value x, NodeContext &) {
+  return arith::MaximumFOp::create(b, l, x, fconst(b, l, x, 0.0)).getResult();
+}
+
+Value buildLeakyRelu(OpBuilder &b, Location l, Value x, NodeContext &ctx) {
+  Value alpha = fconst(b, l, x, ctx.getFloat("alpha", 0.01f));
+  Value neg = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, x,
+                                    fconst(b, l, x, 0.0));
+  return arith::SelectOp::create(b, l, neg,
+                                 arith::MulFOp::create(b, l, x, alpha), x)
+      .getResult();
+}
+
+/// gamma * (x <= 0 ? alpha * (exp(x) - 1) : x), Elu's and Selu's body.
+Value eluLike(OpBuilder &b, Location l, Value x, double alpha, double gamma) {
+  Value zero = fconst(b, l, x, 0.0);
+  Value em1 = arith::SubFOp::create(b, l, math::ExpOp::create(b, l, x),
+                                    fconst(b, l, x, 1.0));
+  Value neg = arith::MulFOp::create(b, l, fconst(b, l, x, alpha), em1);
+  Value isNeg = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, x, zero);
+  Value y = arith::SelectOp::create(b, l, isNeg, neg, x);
+  return gamma == 1.0 ? y
+                      : arith::MulFOp::create(b, l, fconst(b, l, x, gamma), y)
+                            .getResult();
+}
+
+Value buildElu(OpBuilder &b, Location l, Value x, NodeContext &ctx) {
+  return eluLike(b, l, x, ctx.getFloat("alpha", 1.0f), 1.0);
+}
+
+Value buildSelu(OpBuilder &b, Location l, Value x, NodeContext &ctx) {
+  return eluLike(b, l, x, ctx.getFloat("alpha", 1.67326319217681884765625f),
+                 ctx.getFloat("gamma", 1.05070102214813232421875f));
+}
+
+Value buildHardSigmoid(OpBuilder &b, Location l, Value x, NodeContext &ctx) {
+  Value ax = arith::MulFOp::create(
+      b, l, fconst(b, l, x, ctx.getFloat("alpha", 0.2f)), x);
+  Value y = arith::AddFOp::create(b, l, ax,
+                                  fconst(b, l, x, ctx.getFloat("beta", 0.5f)));
+  return clamp(b, l, y, fconst(b, l, x, 0.0), fconst(b, l, x, 1.0));
+}
+
+Value buildHardSwish(OpBuilder &b, Location l, Value x, NodeContext &) {
+  Value y = arith::AddFOp::create(
+      b, l, arith::MulFOp::create(b, l, fconst(b, l, x, 1.0 / 6.0), x),
+      fconst(b, l, x, 0.5));
+  Value h = clamp(b, l, y, fconst(b, l, x, 0.0), fconst(b, l, x, 1.0));
+  return arith::MulFOp::create(b, l, x, h).getResult();
+}
+
+Value buildSoftplus(OpBuilder &b, Location l, Value x, NodeContext &) {
+  // max(x, 0) + log1p(exp(-|x|)): log(1 + exp(x)) without overflow.
+  Value zero = fconst(b, l, x, 0.0);
+  Value negAbs = arith::NegFOp::create(b, l, math::AbsFOp::create(b, l, x));
+  Value tail = math::Log1pOp::create(b, l, math::ExpOp::create(b, l, negAbs));
+  return arith::AddFOp::create(b, l, arith::MaximumFOp::create(b, l, x, zero),
+                               tail)
+      .getResult();
+}
+
+Value buildSoftsign(OpBuilder &b, Location l, Value x, NodeContext &) {
+  Value d = arith::AddFOp::create(b, l, fconst(b, l, x, 1.0),
+                                  math::AbsFOp::create(b, l, x));
+  return arith::DivFOp::create(b, l, x, d).getResult();
+}
+
+Value buildSign(OpBuilder &b, Location l, Value x, NodeContext &) {
+  Value zero = fconst(b, l, x, 0.0);
+  Value pos = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, x, zero);
+  Value neg = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, x, zero);
+  Value y = arith::SelectOp::create(b, l, pos, fconst(b, l, x, 1.0), zero);
+  return arith::SelectOp::create(b, l, neg, fconst(b, l, x, -1.0), y)
+      .getResult();
+}
+
+/// The float-only unary operators.
+const struct {
+  const char *name;
+  UnaryBuilder build;
+} kFloatUnaryOps[] = {
+    {"Exp", mathUnary<math::ExpOp>},
+    {"Log", mathUnary<math::LogOp>},
+    {"Sqrt", mathUnary<math::SqrtOp>},
+    {"Erf", mathUnary<math::ErfOp>},
+    {"Tanh", mathUnary<math::TanhOp>},
+    {"Sin", mathUnary<math::SinOp>},
+    {"Cos", mathUnary<math::CosOp>},
+    {"Tan", mathUnary<math::TanOp>},
+    {"Asin", mathUnary<math::AsinOp>},
+    {"Acos", mathUnary<math::AcosOp>},
+    {"Atan", mathUnary<math::AtanOp>},
+    {"Sinh", mathUnary<math::SinhOp>},
+    {"Cosh", mathUnary<math::CoshOp>},
+    {"Asinh", mathUnary<math::AsinhOp>},
+    {"Acosh", mathUnary<math::AcoshOp>},
+    {"Atanh", mathUnary<math::AtanhOp>},
+    {"Floor", mathUnary<math::FloorOp>},
+    {"Ceil", mathUnary<math::CeilOp>},
+    {"Round", mathUnary<math::RoundEvenOp>},
+    {"Reciprocal", buildReciprocal},
+    {"Sigmoid", buildSigmoid},
+    {"Relu", buildRelu},
+    {"LeakyRelu", buildLeakyRelu},
+    {"Elu", buildElu},
+    {"Selu", buildSelu},
+    {"HardSigmoid", buildHardSigmoid},
+    {"HardSwish", buildHardSwish},
+    {"Softplus", buildSoftplus},
+    {"Softsign", buildSoftsign},
+    {"Sign", buildSign},
+};
+
+// -- unary and n-ary operators on floats and integers -------------------------
+
+Results importNeg(NodeContext &ctx) {
+  return mapInputs(
+      ctx, {0}, 0,
+      [](OpBuilder &b, Location l, ValueRange a, DType t) -> Value {
+        if (isFloatDType(t))
+          return arith::NegFOp::create(b, l, a[0]);
+        return arith::SubIOp::create(
+            b, l, scalarConstant(b, l, a[0].getType(), 0), a[0]);
+      });
+}
+
+Results importAbs(NodeContext &ctx) {
+  return mapInputs(
+      ctx, {0}, 0,
+      [](OpBuilder &b, Location l, ValueRange a, DType t) -> Value {
+        if (isFloatDType(t))
+          return math::AbsFOp::create(b, l, a[0]);
+        if (isUnsignedDType(t))
+          return a[0];
+        return math::AbsIOp::create(b, l, a[0]);
+      });
+}
+
+/// A two-operand op that is the same for every element type it takes.
+template <typename OpTy>
+Value binaryOp(OpBuilder &b, Location l, Value x, Value y) {
+  return OpTy::create(b, l, x, y).getResult();
+}
+
+/// An integer op with no signed and unsigned variants.
+template <typename OpTy>
+Value integerOp(OpBuilder &b, Location l, Value x, Value y, bool) {
+  return OpTy::create(b, l, x, y).getResult();
+}
+
+/// An integer op with signed and unsigned variants.
+template <typename SignedOp, typename UnsignedOp>
+Value signedOp(OpBuilder &b, Location l, Value x, Value y, bool isUnsigned) {
+  if (isUnsigned)
+    return UnsignedOp::create(b, l, x, y);
+  return SignedOp::create(b, l, x, y);
+}
+
+/// The arithmetic operators (variadic ones fold left over their inputs):
+/// the op on floats and the op on integers.
+const struct {
+  const char *name;
+  Value (*onFloat)(OpBuilder &, Location, Value, Value);
+  Value (*onInt)(OpBuilder &, Location, Value, Value, bool isUnsigned);
+} kArithmeticOps[] = {
+    {"Add", binaryOp<arith::AddFOp>, integerOp<arith::AddIOp>},
+    {"Sum", binaryOp<arith::AddFOp>, integerOp<arith::AddIOp>},
+    {"Sub", binaryOp<arith::SubFOp>, integerOp<arith::SubIOp>},
+    {"Mul", binaryOp<arith::MulFOp>, integerOp<arith::MulIOp>},
+    {"Div", binaryOp<arith::DivFOp>, signedOp<arith::DivSIOp, arith::DivUIOp>},
+    {"Max", binaryOp<arith::MaximumFOp>,
+     signedOp<arith::MaxSIOp, arith::MaxUIOp>},
+    {"Min", binaryOp<arith::MinimumFOp>,
+     signedOp<arith::MinSIOp, arith::MinUIOp>},
+};
+
+/// The comparisons: predicates on floats, signed and unsigned integers.
+const struct {
+  const char *name;
+  arith::CmpFPredicate onFloat;
+  arith::CmpIPredicate onSigned, onUnsigned;
+} kComparisonOps[] = {
+    {"Equal", arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq,
+     arith::CmpIPredicate::eq},
+    {"Greater", arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt,
+     arith::CmpIPredicate::ugt},
+    {"Less", arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt,
+     arith::CmpIPredicate::ult},
+    {"GreaterOrEqual", arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge,
+     arith::CmpIPredicate::uge},
+    {"LessOrEqual", arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle,
+     arith::CmpIPredicate::ule},
+};
+
 } // namespace
 
 void addElementwiseOps(OpTable &t) {
-  using B = OpBuilder;
-  using L = Location;
-  using N = NodeContext;
-  t["Exp"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return math::ExpOp::create(b, l, x).getResult();
-  });
-  t["Log"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return math::LogOp::create(b, l, x).getResult();
-  });
-  t["Sqrt"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return math::SqrtOp::create(b, l, x).getResult();
-  });
-  t["Erf"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return math::ErfOp::create(b, l, x).getResult();
-  });
-  t["Tanh"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return math::TanhOp::create(b, l, x).getResult();
-  });
-  t["Sin"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return math::SinOp::create(b, l, x).getResult();
-  });
-  t["Cos"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return math::CosOp::create(b, l, x).getResult();
-  });
-#define MP_ONNX_MATH_UNARY(NAME, OP)                                           \
-  t[NAME] = unaryFloat([](B &b, L l, Value x, N &) {                          \
-    return math::OP::create(b, l, x).getResult();                             \
-  });
-  MP_ONNX_MATH_UNARY("Tan", TanOp)
-  MP_ONNX_MATH_UNARY("Asin", AsinOp)
-  MP_ONNX_MATH_UNARY("Acos", AcosOp)
-  MP_ONNX_MATH_UNARY("Atan", AtanOp)
-  MP_ONNX_MATH_UNARY("Sinh", SinhOp)
-  MP_ONNX_MATH_UNARY("Cosh", CoshOp)
-  MP_ONNX_MATH_UNARY("Asinh", AsinhOp)
-  MP_ONNX_MATH_UNARY("Acosh", AcoshOp)
-  MP_ONNX_MATH_UNARY("Atanh", AtanhOp)
-#undef MP_ONNX_MATH_UNARY
+  for (const auto &op : kFloatUnaryOps)
+    t[op.name] = unaryFloat(op.build);
+  t["Neg"] = importNeg;
+  t["Abs"] = importAbs;
   t["Mod"] = importMod;
-  t["Floor"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return math::FloorOp::create(b, l, x).getResult();
-  });
-  t["Ceil"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return math::CeilOp::create(b, l, x).getResult();
-  });
-  t["Round"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return math::RoundEvenOp::create(b, l, x).getResult();
-  });
-  t["Reciprocal"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return arith::DivFOp::create(b, l, fconst(b, l, x, 1.0), x).getResult();
-  });
-  t["Sigmoid"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return sigmoid(b, l, x);
-  });
-  t["Relu"] = unaryFloat([](B &b, L l, Value x, N &) {
-    return arith::MaximumFOp::create(b, l, x, fconst(b, l, x, 0.0))
-        .getResult();
-  });
-  t["LeakyRelu"] = unaryFloat([](B &b, L l, Value x, N &ctx) {
-    Value alpha = fconst(b, l, x, ctx.getFloat("alpha", 0.01f));
-    Value neg = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, x,
-                                      fconst(b, l, x, 0.0));
-    return arith::SelectOp::create(b, l, neg,
-                                   arith::MulFOp::create(b, l, x, alpha), x)
-        .getResult();
-  });
-  auto eluLike = [](B &b, L l, Value x, double alpha, double gamma) {
-    Value zero = fconst(b, l, x, 0.0);
-    Value em1 = arith::SubFOp::create(b, l, math::ExpOp::create(b, l, x),
-                                      fconst(b, l, x, 1.0));
-    Value neg = arith::MulFOp::create(b, l, fconst(b, l, x, alpha), em1);
-    Value isNeg =
-        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, x, zero);
-    Value y = arith::SelectOp::create(b, l, isNeg, neg, x);
-    return gamma == 1.0
-               ? y
-               : arith::MulFOp::create(b, l, fconst(b, l, x, gamma), y)
-                     .getResult();
-  };
-  t["Elu"] = unaryFloat([eluLike](B &b, L l, Value x, N &ctx) {
-    return eluLike(b, l, x, ctx.getFloat("alpha", 1.0f), 1.0);
-  });
-  t["Selu"] = unaryFloat([eluLike](B &b, L l, Value x, N &ctx) {
-    return eluLike(b, l, x, ctx.getFloat("alpha", 1.67326319217681884765625f),
-                   ctx.getFloat("gamma", 1.05070102214813232421875f));
-  });
-  t["HardSigmoid"] = unaryFloat([](B &b, L l, Value x, N &ctx) {
-    Value ax = arith::MulFOp::create(
-        b, l, fconst(b, l, x, ctx.getFloat("alpha", 0.2f)), x);
-    Value y =
-        arith::AddFOp::create(b, l, ax, fconst(b, l, x, ctx.getFloat("beta", 0.5f)));
-    return clamp(b, l, y, fconst(b, l, x, 0.0), fconst(b, l, x, 1.0));
-  });
-  t["HardSwish"] = unaryFloat([](B &b, L l, Value x, N &) {
-    Value y = arith::AddFOp::create(
-        b, l, arith::MulFOp::create(b, l, fconst(b, l, x, 1.0 / 6.0), x),
-        fconst(b, l, x, 0.5));
-    Value h = clamp(b, l, y, fconst(b, l, x, 0.0), fconst(b, l, x, 1.0));
-    return arith::MulFOp::create(b, l, x, h).getResult();
-  });
-  t["Softplus"] = unaryFloat([](B &b, L l, Value x, N &) {
-    // max(x, 0) + log1p(exp(-|x|)): log(1 + exp(x)) without overflow.
-    Value zero = fconst(b, l, x, 0.0);
-    Value negAbs =
-        arith::NegFOp::create(b, l, math::AbsFOp::create(b, l, x));
-    Value tail = math::Log1pOp::create(b, l, math::ExpOp::create(b, l, negAbs));
-    return arith::AddFOp::create(b, l, arith::MaximumFOp::create(b, l, x, zero),
-                                 tail)
-        .getResult();
-  });
-  t["Softsign"] = unaryFloat([](B &b, L l, Value x, N &) {
-    Value d = arith::AddFOp::create(b, l, fconst(b, l, x, 1.0),
-                                    math::AbsFOp::create(b, l, x));
-    return arith::DivFOp::create(b, l, x, d).getResult();
-  });
-  t["Sign"] = unaryFloat([](B &b, L l, Value x, N &) {
-    Value zero = fconst(b, l, x, 0.0);
-    Value pos = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, x, zero);
-    Value neg = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, x, zero);
-    Value y = arith::SelectOp::create(b, l, pos, fconst(b, l, x, 1.0), zero);
-    return arith::SelectOp::create(b, l, neg, fconst(b, l, x, -1.0), y)
-        .getResult();
-  });
-  t["Neg"] = [](N &ctx) -> Results {
-    return mapInputs(ctx, {0}, 0,
-                     [](B &b, L l, ValueRange a, DType t) -> Value {
-                       if (isFloatDType(t))
-                         return arith::NegFOp::create(b, l, a[0]);
-                       return arith::SubIOp::create(
-                           b, l, scalarConstant(b, l, a[0].getType(), 0), a[0]);
-                     });
-  };
-  t["Abs"] = [](N &ctx) -> Results {
-    return mapInputs(ctx, {0}, 0,
-                     [](B &b, L l, ValueRange a, DType t) -> Value {
-                       if (isFloatDType(t))
-                         return math::AbsFOp::create(b, l, a[0]);
-                       if (isUnsignedDType(t))
-                         return a[0];
-                       return math::AbsIOp::create(b, l, a[0]);
-                     });
-  };
-
-  t["Add"] = arithmetic(
-      [](B &b, L l, Value x, Value y) {
-        return arith::AddFOp::create(b, l, x, y).getResult();
-      },
-      [](B &b, L l, Value x, Value y, bool) {
-        return arith::AddIOp::create(b, l, x, y).getResult();
-      });
-  t["Sum"] = t["Add"];
-  t["Sub"] = arithmetic(
-      [](B &b, L l, Value x, Value y) {
-        return arith::SubFOp::create(b, l, x, y).getResult();
-      },
-      [](B &b, L l, Value x, Value y, bool) {
-        return arith::SubIOp::create(b, l, x, y).getResult();
-      });
-  t["Mul"] = arithmetic(
-      [](B &b, L l, Value x, Value y) {
-        return arith::MulFOp::create(b, l, x, y).getResult();
-      },
-      [](B &b, L l, Value x, Value y, bool) {
-        return arith::MulIOp::create(b, l, x, y).getResult();
-      });
-  t["Div"] = arithmetic(
-      [](B &b, L l, Value x, Value y) {
-        return arith::DivFOp::create(b, l, x, y).getResult();
-      },
-      [](B &b, L l, Value x, Value y, bool isUnsigned) -> Value {
-        if (isUnsigned)
-          return arith::DivUIOp::create(b, l, x, y);
-        return arith::DivSIOp::create(b, l, x, y);
-      });
-  t["Max"] = arithmetic(
-      [](B &b, L l, Value x, Value y) {
-        return arith::MaximumFOp::create(b, l, x, y).getResult();
-      },
-      [](B &b, L l, Value x, Value y, bool isUnsigned) -> Value {
-        if (isUnsigned)
-          return arith::MaxUIOp::create(b, l, x, y);
-        return arith::MaxSIOp::create(b, l, x, y);
-      });
-  t["Min"] = arithmetic(
-      [](B &b, L l, Value x, Value y) {
-        return arith::MinimumFOp::create(b, l, x, y).getResult();
-      },
-      [](B &b, L l, Value x, Value y, bool isUnsigned) -> Value {
-        if (isUnsigned)
-          return arith::MinUIOp::create(b, l, x, y);
-        return arith::MinSIOp::create(b, l, x, y);
-      });
+  for (const auto &op : kArithmeticOps)
+    t[op.name] = arithmetic(op.onFloat, op.onInt);
   t["Mean"] = importMean;
   t["Pow"] = importPow;
   t["PRelu"] = importPRelu;
@@ -578,18 +619,8 @@ void addElementwiseOps(OpTable &t) {
   t["And"] = logical<arith::AndIOp>();
   t["Or"] = logical<arith::OrIOp>();
   t["Xor"] = logical<arith::XOrIOp>();
-  t["Equal"] = comparison(arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq,
-                          arith::CmpIPredicate::eq);
-  t["Greater"] = comparison(arith::CmpFPredicate::OGT,
-                            arith::CmpIPredicate::sgt, arith::CmpIPredicate::ugt);
-  t["Less"] = comparison(arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt,
-                         arith::CmpIPredicate::ult);
-  t["GreaterOrEqual"] =
-      comparison(arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge,
-                 arith::CmpIPredicate::uge);
-  t["LessOrEqual"] = comparison(arith::CmpFPredicate::OLE,
-                                arith::CmpIPredicate::sle,
-                                arith::CmpIPredicate::ule);
+  for (const auto &op : kComparisonOps)
+    t[op.name] = comparison(op.onFloat, op.onSigned, op.onUnsigned);
 }
 
 } // namespace mp::onnx_import
