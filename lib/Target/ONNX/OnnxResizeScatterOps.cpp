@@ -595,100 +595,131 @@ SmallVector<double> resizeCoeffs(const ResizeParams &p, double ratio,
   return {0, 1}; // ceil
 }
 
+/// The source coordinate of output index `x` of an axis of input size `in`
+/// (coordinate_transformation_mode); `outWidth` is the reference's (float)
+/// output length, [roiStart, roiEnd] the axis's crop.
+double sourceCoordinate(const ResizeParams &p, int64_t x, int64_t in,
+                        double scale, double outWidth, double roiStart,
+                        double roiEnd) {
+  const std::string &m = p.coordMode;
+  if (m == "align_corners")
+    return outWidth == 1 ? 0.0 : double(x) * double(in - 1) / (outWidth - 1);
+  if (m == "asymmetric")
+    return double(x) / scale;
+  if (m == "tf_half_pixel_for_nn")
+    return (double(x) + 0.5) / scale;
+  if (m == "tf_crop_and_resize")
+    return (outWidth == 1 ? (roiEnd - roiStart) * double(in - 1) / 2
+                          : double(x) * (roiEnd - roiStart) * double(in - 1) /
+                                (outWidth - 1)) +
+           roiStart * double(in - 1);
+  if (m == "pytorch_half_pixel")
+    return outWidth == 1 ? -0.5 : (double(x) + 0.5) / scale - 0.5;
+  return (double(x) + 0.5) / scale - 0.5; // half_pixel
+}
+
+/// The `n` positions of an edge-padded input of `limit` positions that are
+/// nearest to `xp`, in ascending order (ties: the lower).
+SmallVector<int64_t> nearestPositions(double xp, int64_t n, int64_t limit) {
+  int64_t c = std::clamp<int64_t>(int64_t(std::floor(xp)), 0, limit - 1);
+  int64_t lo = std::max<int64_t>(0, c - n - 1),
+          hi = std::min<int64_t>(limit, c + n + 2);
+  SmallVector<int64_t> cand;
+  for (int64_t i = lo; i < hi; ++i)
+    cand.push_back(i);
+  std::stable_sort(cand.begin(), cand.end(), [&](int64_t u, int64_t v) {
+    double du = std::abs(xp - double(u)), dv = std::abs(xp - double(v));
+    return du != dv ? du < dv : u < v;
+  });
+  cand.resize(n);
+  llvm::sort(cand);
+  return cand;
+}
+
+/// exclude_outside: the taps at padded positions `cand` that fall outside
+/// the input get weight 0, and the others are renormalized to sum to 1.
+void excludeOutsideTaps(SmallVector<double> &coeffs, ArrayRef<int64_t> cand,
+                        int64_t pad, int64_t in) {
+  double sum = 0;
+  for (size_t i = 0; i < coeffs.size(); ++i) {
+    int64_t pos = cand[i] - pad;
+    if (pos < 0 || pos >= in)
+      coeffs[i] = 0;
+    sum += coeffs[i];
+  }
+  for (double &cf : coeffs)
+    cf /= sum;
+}
+
+/// Appends to `t` the taps of one output index whose source coordinate `xo`
+/// lies inside the input.
+void addTaps(AxisTable &t, const ResizeParams &p, double xo, int64_t in,
+             double scale) {
+  bool nearest = p.mode == "nearest";
+  if (nearest && p.legacyNearest) {
+    // Before opset 11 (ONNX Runtime's rule): truncate when upsampling,
+    // round up when downsampling.
+    double v = scale < 1 ? std::ceil(xo) : std::trunc(xo);
+    t.index.push_back(std::clamp<int64_t>(int64_t(v), 0, in - 1));
+    t.weight.push_back(1);
+    return;
+  }
+  int64_t n = p.mode == "cubic" ? 4 : 2;
+  double xoFloor = std::floor(xo);
+  bool integral = xo == xoFloor;
+  double ratio = integral ? 1.0 : xo - xoFloor;
+  SmallVector<double> coeffs = resizeCoeffs(p, ratio, integral);
+  // The n nearest positions of the edge-padded input.
+  int64_t pad = (n + 1) / 2;
+  SmallVector<int64_t> cand = nearestPositions(xo + pad, n, in + 2 * pad);
+  if (p.excludeOutside)
+    excludeOutsideTaps(coeffs, cand, pad, in);
+  if (nearest) {
+    int64_t chosen = coeffs[0] != 0 ? 0 : 1;
+    t.index.push_back(std::clamp<int64_t>(cand[chosen] - pad, 0, in - 1));
+    t.weight.push_back(1);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    t.index.push_back(std::clamp<int64_t>(cand[i] - pad, 0, in - 1));
+    t.weight.push_back(coeffs[i]);
+  }
+}
+
+/// Whether every output index of the axis reads its own input index alone.
+bool isIdentityAxis(const AxisTable &t, int64_t in, int64_t out) {
+  if (in != out || t.anyOutside)
+    return false;
+  for (int64_t x = 0; x < out; ++x)
+    for (int64_t k = 0; k < t.taps; ++k) {
+      double w = t.weight[x * t.taps + k];
+      if (w != 0 && (w != 1 || t.index[x * t.taps + k] != x))
+        return false;
+    }
+  return true;
+}
+
 /// The table of one axis: input size `in`, output size `out`, the scale
 /// the coordinates use, and the axis's crop [roiStart, roiEnd].
 AxisTable axisTable(const ResizeParams &p, int64_t in, int64_t out,
                     double scale, double roiStart, double roiEnd) {
   AxisTable t;
-  bool nearest = p.mode == "nearest";
-  int64_t n = p.mode == "cubic" ? 4 : 2;
-  t.taps = nearest ? 1 : n;
+  t.taps = p.mode == "nearest" ? 1 : p.mode == "cubic" ? 4 : 2;
   double outWidth = scale * double(in); // the reference's (float) length
   for (int64_t x = 0; x < out; ++x) {
-    double xo;
-    const std::string &m = p.coordMode;
-    if (m == "align_corners")
-      xo = outWidth == 1 ? 0.0 : double(x) * double(in - 1) / (outWidth - 1);
-    else if (m == "asymmetric")
-      xo = double(x) / scale;
-    else if (m == "tf_half_pixel_for_nn")
-      xo = (double(x) + 0.5) / scale;
-    else if (m == "tf_crop_and_resize")
-      xo = (outWidth == 1 ? (roiEnd - roiStart) * double(in - 1) / 2
-                          : double(x) * (roiEnd - roiStart) * double(in - 1) /
-                                (outWidth - 1)) +
-           roiStart * double(in - 1);
-    else if (m == "pytorch_half_pixel")
-      xo = outWidth == 1 ? -0.5 : (double(x) + 0.5) / scale - 0.5;
-    else // half_pixel
-      xo = (double(x) + 0.5) / scale - 0.5;
-    bool outside = m == "tf_crop_and_resize" && (xo < 0 || xo > double(in - 1));
+    double xo = sourceCoordinate(p, x, in, scale, outWidth, roiStart, roiEnd);
+    bool outside =
+        p.coordMode == "tf_crop_and_resize" && (xo < 0 || xo > double(in - 1));
     t.outside.push_back(outside);
     t.anyOutside |= outside;
     if (outside) {
-      for (int64_t k = 0; k < t.taps; ++k) {
-        t.index.push_back(0);
-        t.weight.push_back(0);
-      }
+      t.index.append(t.taps, 0);
+      t.weight.append(t.taps, 0);
       continue;
     }
-    if (nearest && p.legacyNearest) {
-      // Before opset 11 (ONNX Runtime's rule): truncate when upsampling,
-      // round up when downsampling.
-      double v = scale < 1 ? std::ceil(xo) : std::trunc(xo);
-      t.index.push_back(std::clamp<int64_t>(int64_t(v), 0, in - 1));
-      t.weight.push_back(1);
-      continue;
-    }
-    double xoFloor = std::floor(xo);
-    bool integral = xo == xoFloor;
-    double ratio = integral ? 1.0 : xo - xoFloor;
-    SmallVector<double> coeffs = resizeCoeffs(p, ratio, integral);
-    // The n nearest positions of the edge-padded input (ties: the lower).
-    int64_t pad = (n + 1) / 2, limit = in + 2 * pad;
-    double xp = xo + pad;
-    int64_t c = std::clamp<int64_t>(int64_t(std::floor(xp)), 0, limit - 1);
-    int64_t lo = std::max<int64_t>(0, c - n - 1),
-            hi = std::min<int64_t>(limit, c + n + 2);
-    SmallVector<int64_t> cand;
-    for (int64_t i = lo; i < hi; ++i)
-      cand.push_back(i);
-    std::stable_sort(cand.begin(), cand.end(), [&](int64_t u, int64_t v) {
-      double du = std::abs(xp - double(u)), dv = std::abs(xp - double(v));
-      return du != dv ? du < dv : u < v;
-    });
-    cand.resize(n);
-    llvm::sort(cand);
-    if (p.excludeOutside) {
-      double sum = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t pos = cand[i] - pad;
-        if (pos < 0 || pos >= in)
-          coeffs[i] = 0;
-        sum += coeffs[i];
-      }
-      for (double &cf : coeffs)
-        cf /= sum;
-    }
-    if (nearest) {
-      int64_t chosen = coeffs[0] != 0 ? 0 : 1;
-      t.index.push_back(std::clamp<int64_t>(cand[chosen] - pad, 0, in - 1));
-      t.weight.push_back(1);
-      continue;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      t.index.push_back(std::clamp<int64_t>(cand[i] - pad, 0, in - 1));
-      t.weight.push_back(coeffs[i]);
-    }
+    addTaps(t, p, xo, in, scale);
   }
-  // An axis every output index of which reads its own input index alone.
-  t.identity = in == out && !t.anyOutside;
-  for (int64_t x = 0; t.identity && x < out; ++x)
-    for (int64_t k = 0; k < t.taps; ++k) {
-      double w = t.weight[x * t.taps + k];
-      if (w != 0 && (w != 1 || t.index[x * t.taps + k] != x))
-        t.identity = false;
-    }
+  t.identity = isIdentityAxis(t, in, out);
   return t;
 }
 
@@ -712,14 +743,200 @@ FailureOr<SmallVector<double>> constFloats(NodeContext &ctx, unsigned i,
   return out;
 }
 
+/// The tables of every axis of a resize, and the axes it changes.
+struct ResizePlan {
+  SmallVector<AxisTable> tables; // one per axis
+  SmallVector<int64_t> resized;  // the axes that are not the identity
+  bool anyOutside = false;       // an output index lies outside the crop
+};
+
+ResizePlan planResize(const ResizeParams &p, ArrayRef<int64_t> inShape,
+                      ArrayRef<int64_t> outShape, ArrayRef<double> scales,
+                      ArrayRef<double> roi) {
+  ResizePlan plan;
+  int64_t r = inShape.size();
+  for (int64_t d = 0; d < r; ++d) {
+    double start = roi.empty() ? 0.0 : roi[d];
+    double end = roi.empty() ? 1.0 : roi[d + r];
+    plan.tables.push_back(
+        axisTable(p, inShape[d], outShape[d], scales[d], start, end));
+    if (!plan.tables.back().identity)
+      plan.resized.push_back(d);
+    plan.anyOutside |= plan.tables.back().anyOutside;
+  }
+  return plan;
+}
+
+/// What a resize's linalg.generic reads besides the data: per resized axis
+/// the constant table of input positions and, for linear and cubic, of
+/// weights (in `compute`); `maps` ends with the output's.
+struct ResizeOperands {
+  SmallVector<Value> tables;
+  SmallVector<AffineMap> maps;
+};
+
+/// A constant of the weights `w` of `shape` in `compute` (f32 or f64).
+Value weightTable(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  Type compute, ArrayRef<double> weight) {
+  auto wt = RankedTensorType::get(shape, compute);
+  if (compute.isF64())
+    return constantOf(b, loc, DenseElementsAttr::get(wt, weight));
+  SmallVector<float> f(weight.begin(), weight.end());
+  return constantOf(b, loc, DenseElementsAttr::get(wt, ArrayRef<float>(f)));
+}
+
+/// The operands of the resize's generic over `loops` loops: the output's
+/// dimensions, then (linear, cubic) one tap loop per resized axis.
+ResizeOperands resizeOperands(OpBuilder &b, Location loc, bool nearest,
+                              const ResizePlan &plan,
+                              ArrayRef<int64_t> outShape, int64_t loops,
+                              Type compute) {
+  MLIRContext *mctx = b.getContext();
+  int64_t r = outShape.size();
+  ResizeOperands ops;
+  for (auto [j, axis] : llvm::enumerate(plan.resized)) {
+    const AxisTable &t = plan.tables[axis];
+    SmallVector<int64_t> shape = {outShape[axis]};
+    SmallVector<AffineExpr> exprs = {getAffineDimExpr(axis, mctx)};
+    if (!nearest) {
+      shape.push_back(t.taps);
+      exprs.push_back(getAffineDimExpr(r + j, mctx));
+    }
+    ops.tables.push_back(constantOf(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get(shape, b.getI64Type()),
+                               ArrayRef<int64_t>(t.index))));
+    ops.maps.push_back(AffineMap::get(loops, 0, exprs, mctx));
+    if (!nearest) {
+      ops.tables.push_back(weightTable(b, loc, shape, compute, t.weight));
+      ops.maps.push_back(AffineMap::get(loops, 0, exprs, mctx));
+    }
+  }
+  ops.maps.push_back(
+      AffineMap::getMultiDimIdentityMap(loops, mctx).getMajorSubMap(r));
+  return ops;
+}
+
+/// The input coordinates the body reads: on a resized axis the tabled
+/// position (`idx`, one per resized axis), elsewhere the loop index.
+SmallVector<Value> sourceCoords(OpBuilder &nb, Location nl, ValueRange idx,
+                                ArrayRef<int64_t> resized, int64_t r) {
+  SmallVector<Value> coords;
+  for (int64_t d = 0, j = 0; d < r; ++d) {
+    if (j < (int64_t)resized.size() && resized[j] == d)
+      coords.push_back(
+          arith::IndexCastOp::create(nb, nl, nb.getIndexType(), idx[j++]));
+    else
+      coords.push_back(loopIndex(nb, nl, d));
+  }
+  return coords;
+}
+
+/// Nearest mode: each output element is the input element at the tabled
+/// positions.
+Value buildNearestResize(OpBuilder &b, Location loc, Value data,
+                         ArrayRef<int64_t> outShape, const ResizeOperands &ops,
+                         ArrayRef<int64_t> resized) {
+  int64_t r = outShape.size();
+  Type elem = llvm::cast<RankedTensorType>(data.getType()).getElementType();
+  Value init = emptyTensor(b, loc, outShape, elem);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ops.tables, ValueRange{init},
+             ops.maps, SmallVector<IteratorType>(r, IteratorType::parallel),
+             [&](OpBuilder &nb, Location nl, ValueRange v) {
+               SmallVector<Value> coords =
+                   sourceCoords(nb, nl, v.drop_back(), resized, r);
+               linalg::YieldOp::create(
+                   nb, nl,
+                   ValueRange{tensor::ExtractOp::create(nb, nl, data, coords)});
+             })
+      .getResult(0);
+}
+
+/// Linear and cubic modes: each output element sums, in `compute`, the
+/// input elements at the taps of every resized axis times the product of
+/// their weights; the result is converted back to the data's type.
+Value buildInterpolation(OpBuilder &b, Location loc, Value data,
+                         ArrayRef<int64_t> outShape, const ResizeOperands &ops,
+                         ArrayRef<int64_t> resized, Type compute) {
+  int64_t r = outShape.size(), nr = resized.size();
+  Type elem = llvm::cast<RankedTensorType>(data.getType()).getElementType();
+  Value init = filledTensor(b, loc, outShape, compute, 0.0);
+  SmallVector<IteratorType> iterators(r, IteratorType::parallel);
+  iterators.append(nr, IteratorType::reduction);
+  Value y =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{init.getType()}, ops.tables, ValueRange{init},
+          ops.maps, iterators,
+          [&](OpBuilder &nb, Location nl, ValueRange v) {
+            SmallVector<Value> idx;
+            Value w;
+            for (int64_t j = 0; j < nr; ++j) {
+              idx.push_back(v[2 * j]);
+              w = w ? arith::MulFOp::create(nb, nl, w, v[2 * j + 1]).getResult()
+                    : v[2 * j + 1];
+            }
+            Value e = tensor::ExtractOp::create(
+                nb, nl, data, sourceCoords(nb, nl, idx, resized, r));
+            if (e.getType() != compute)
+              e = arith::ExtFOp::create(nb, nl, compute, e);
+            Value sum = arith::AddFOp::create(
+                nb, nl, v.back(), arith::MulFOp::create(nb, nl, w, e));
+            linalg::YieldOp::create(nb, nl, ValueRange{sum});
+          })
+          .getResult(0);
+  if (compute == elem)
+    return y;
+  return elementwise(
+      b, loc, y, outShape, elem, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        return arith::TruncFOp::create(nb, nl, elem, a[0]).getResult();
+      });
+}
+
+/// tf_crop_and_resize: extrapolation_value wherever any axis's position
+/// lies outside the input.
+Value applyExtrapolation(OpBuilder &b, Location loc, Value y,
+                         const ResizePlan &plan, ArrayRef<int64_t> outShape,
+                         double extrapolation) {
+  MLIRContext *mctx = b.getContext();
+  int64_t r = outShape.size();
+  Type elem = llvm::cast<RankedTensorType>(y.getType()).getElementType();
+  SmallVector<Value> flags = {y};
+  SmallVector<AffineMap> flagMaps = {
+      AffineMap::getMultiDimIdentityMap(r, mctx)};
+  for (int64_t d = 0; d < r; ++d) {
+    if (!plan.tables[d].anyOutside)
+      continue;
+    flags.push_back(
+        constantOf(b, loc,
+                   DenseElementsAttr::get(
+                       RankedTensorType::get({outShape[d]}, b.getI1Type()),
+                       ArrayRef<bool>(plan.tables[d].outside))));
+    flagMaps.push_back(AffineMap::get(r, 0, {getAffineDimExpr(d, mctx)}, mctx));
+  }
+  flagMaps.push_back(AffineMap::getMultiDimIdentityMap(r, mctx));
+  Value init = emptyTensor(b, loc, outShape, elem);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, flags, ValueRange{init},
+             flagMaps, SmallVector<IteratorType>(r, IteratorType::parallel),
+             [&](OpBuilder &nb, Location nl, ValueRange v) {
+               Value any = v[1];
+               for (size_t i = 2; i + 1 < v.size(); ++i)
+                 any = arith::OrIOp::create(nb, nl, any, v[i]);
+               Value e = scalarConstant(nb, nl, elem, extrapolation);
+               linalg::YieldOp::create(
+                   nb, nl,
+                   ValueRange{arith::SelectOp::create(nb, nl, any, e, v[0])});
+             })
+      .getResult(0);
+}
+
 Results buildResize(NodeContext &ctx, const ResizeParams &p,
                     ArrayRef<int64_t> outShape, ArrayRef<double> scales,
                     ArrayRef<double> roi) {
   OpBuilder &b = ctx.b;
   Location loc = ctx.loc;
-  MLIRContext *mctx = b.getContext();
   ArrayRef<int64_t> inShape = ctx.shape(0);
-  int64_t r = inShape.size();
   Type elem = ctx.type(0).getElementType();
   if (product(outShape) == 0 || product(inShape) == 0) {
     if (product(outShape) != 0) {
@@ -728,156 +945,168 @@ Results buildResize(NodeContext &ctx, const ResizeParams &p,
     }
     return one(emptyTensor(b, loc, outShape, elem), ctx.dtype(0));
   }
-  SmallVector<AxisTable> tables;
-  SmallVector<int64_t> resized; // the axes that are not the identity
-  bool anyOutside = false;
-  for (int64_t d = 0; d < r; ++d) {
-    double start = roi.empty() ? 0.0 : roi[d];
-    double end = roi.empty() ? 1.0 : roi[d + r];
-    tables.push_back(
-        axisTable(p, inShape[d], outShape[d], scales[d], start, end));
-    if (!tables.back().identity)
-      resized.push_back(d);
-    anyOutside |= tables.back().anyOutside;
-  }
-  if (resized.empty())
+  ResizePlan plan = planResize(p, inShape, outShape, scales, roi);
+  if (plan.resized.empty())
     return one(ctx.input(0), ctx.dtype(0));
-
   bool nearest = p.mode == "nearest";
-  int64_t nr = resized.size();
-  // Loops: the output's dimensions, then (linear, cubic) one tap loop per
-  // resized axis.
-  int64_t loops = nearest ? r : r + nr;
+  if (!nearest && !isFloatDType(ctx.dtype(0))) {
+    ctx.error() << "mode '" << p.mode << "' is imported for floating-point "
+                << "inputs only, got " << dtypeName(ctx.dtype(0));
+    return failure();
+  }
+  int64_t r = inShape.size();
+  int64_t loops = nearest ? r : r + (int64_t)plan.resized.size();
   // Interpolation computes in f32 (f64 for f64 data).
   Type compute = elem.isF64() ? elem : Type(b.getF32Type());
-  SmallVector<Value> inputs;
-  SmallVector<AffineMap> maps;
-  for (int64_t j = 0; j < nr; ++j) {
-    const AxisTable &t = tables[resized[j]];
-    int64_t o = outShape[resized[j]];
-    SmallVector<int64_t> shape = {o};
-    SmallVector<AffineExpr> exprs = {getAffineDimExpr(resized[j], mctx)};
-    if (!nearest) {
-      shape.push_back(t.taps);
-      exprs.push_back(getAffineDimExpr(r + j, mctx));
-    }
-    inputs.push_back(constantOf(
-        b, loc,
-        DenseElementsAttr::get(RankedTensorType::get(shape, b.getI64Type()),
-                               ArrayRef<int64_t>(t.index))));
-    maps.push_back(AffineMap::get(loops, 0, exprs, mctx));
-    if (!nearest) {
-      auto wt = RankedTensorType::get(shape, compute);
-      DenseElementsAttr w;
-      if (compute.isF64()) {
-        w = DenseElementsAttr::get(wt, ArrayRef<double>(t.weight));
-      } else {
-        SmallVector<float> f(t.weight.begin(), t.weight.end());
-        w = DenseElementsAttr::get(wt, ArrayRef<float>(f));
-      }
-      inputs.push_back(constantOf(b, loc, w));
-      maps.push_back(AffineMap::get(loops, 0, exprs, mctx));
-    }
+  ResizeOperands ops =
+      resizeOperands(b, loc, nearest, plan, outShape, loops, compute);
+  Value y = nearest ? buildNearestResize(b, loc, ctx.input(0), outShape, ops,
+                                         plan.resized)
+                    : buildInterpolation(b, loc, ctx.input(0), outShape, ops,
+                                         plan.resized, compute);
+  if (plan.anyOutside)
+    y = applyExtrapolation(b, loc, y, plan, outShape, p.extrapolation);
+  return one(y, ctx.dtype(0));
+}
+
+/// mode: nearest and linear, and cubic from Resize-11.
+LogicalResult readResizeMode(NodeContext &ctx, ResizeParams &p, bool legacy) {
+  p.mode = ctx.getString("mode", "nearest");
+  bool modeOk = p.mode == "nearest" || p.mode == "linear" ||
+                (!legacy && p.mode == "cubic");
+  if (modeOk)
+    return success();
+  ctx.error() << "mode '" << p.mode << "' is not supported (nearest, linear"
+              << (legacy ? "" : ", cubic") << ")";
+  return failure();
+}
+
+/// Upsample-7/9 and Resize-10: asymmetric coordinates and ONNX Runtime's
+/// nearest rounding (the operators before coordinate_transformation_mode
+/// and nearest_mode); scales an attribute (Upsample-7) or input 1.
+LogicalResult readLegacyResize(NodeContext &ctx, ResizeParams &p, bool upsample,
+                               SmallVector<double> &scales) {
+  p.coordMode = "asymmetric";
+  p.legacyNearest = true;
+  if (upsample && ctx.opset < 9) {
+    for (float s : ctx.getFloats("scales"))
+      scales.push_back(s);
+    return success();
   }
-  Value data = ctx.input(0);
-  auto coordsFrom = [&](OpBuilder &nb, Location nl, ValueRange idx) {
-    SmallVector<Value> coords;
-    for (int64_t d = 0, j = 0; d < r; ++d) {
-      if (j < nr && resized[j] == d)
-        coords.push_back(
-            arith::IndexCastOp::create(nb, nl, nb.getIndexType(), idx[j++]));
-      else
-        coords.push_back(loopIndex(nb, nl, d));
-    }
-    return coords;
-  };
-  maps.push_back(
-      AffineMap::getMultiDimIdentityMap(loops, mctx).getMajorSubMap(r));
-  Value y;
-  if (nearest) {
-    Value init = emptyTensor(b, loc, outShape, elem);
-    y = linalg::GenericOp::create(
-            b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
-            SmallVector<IteratorType>(r, IteratorType::parallel),
-            [&](OpBuilder &nb, Location nl, ValueRange v) {
-              SmallVector<Value> coords = coordsFrom(nb, nl, v.drop_back());
-              linalg::YieldOp::create(
-                  nb, nl,
-                  ValueRange{tensor::ExtractOp::create(nb, nl, data, coords)});
-            })
-            .getResult(0);
-  } else {
-    if (!isFloatDType(ctx.dtype(0))) {
-      ctx.error() << "mode '" << p.mode << "' is imported for floating-point "
-                  << "inputs only, got " << dtypeName(ctx.dtype(0));
+  FailureOr<SmallVector<double>> s = constFloats(ctx, 1, "scales");
+  if (failed(s))
+    return failure();
+  scales = *s;
+  return success();
+}
+
+/// Resize-11's attributes: coordinate_transformation_mode, nearest_mode,
+/// cubic_coeff_a, exclude_outside, extrapolation_value.
+LogicalResult readResizeAttributes(NodeContext &ctx, ResizeParams &p) {
+  p.coordMode = ctx.getString("coordinate_transformation_mode", "half_pixel");
+  static const char *const coordModes[] = {
+      "half_pixel", "pytorch_half_pixel",   "align_corners",
+      "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  if (!llvm::is_contained(coordModes, llvm::StringRef(p.coordMode))) {
+    ctx.error() << "coordinate_transformation_mode '" << p.coordMode
+                << "' is not supported";
+    return failure();
+  }
+  p.nearestMode = ctx.getString("nearest_mode", "round_prefer_floor");
+  static const char *const nearestModes[] = {
+      "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  if (!llvm::is_contained(nearestModes, llvm::StringRef(p.nearestMode))) {
+    ctx.error() << "nearest_mode '" << p.nearestMode << "' is not supported";
+    return failure();
+  }
+  p.cubicA = ctx.getFloat("cubic_coeff_a", -0.75f);
+  p.excludeOutside = ctx.getInt("exclude_outside", 0) != 0;
+  p.extrapolation = ctx.getFloat("extrapolation_value", 0.0f);
+  return success();
+}
+
+/// Resize-11's inputs: roi (used by tf_crop_and_resize only), and scales
+/// or sizes (exactly one of them).
+LogicalResult readResizeInputs(NodeContext &ctx, const ResizeParams &p,
+                               SmallVector<double> &roi,
+                               SmallVector<double> &scales,
+                               SmallVector<int64_t> &sizes) {
+  int64_t r = ctx.rank(0);
+  if (p.coordMode == "tf_crop_and_resize") {
+    FailureOr<SmallVector<double>> v =
+        ctx.hasInput(1) ? constFloats(ctx, 1, "roi")
+                        : FailureOr<SmallVector<double>>(SmallVector<double>{});
+    if (failed(v))
+      return failure();
+    if ((int64_t)v->size() != 2 * r) {
+      ctx.error() << "tf_crop_and_resize needs roi with 2 * rank = " << 2 * r
+                  << " values, got " << v->size();
       return failure();
     }
-    Value init = filledTensor(b, loc, outShape, compute, 0.0);
-    SmallVector<IteratorType> iterators(r, IteratorType::parallel);
-    iterators.append(nr, IteratorType::reduction);
-    y = linalg::GenericOp::create(
-            b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
-            iterators,
-            [&](OpBuilder &nb, Location nl, ValueRange v) {
-              SmallVector<Value> idx;
-              Value w;
-              for (int64_t j = 0; j < nr; ++j) {
-                idx.push_back(v[2 * j]);
-                w = w ? arith::MulFOp::create(nb, nl, w, v[2 * j + 1])
-                            .getResult()
-                      : v[2 * j + 1];
-              }
-              Value e = tensor::ExtractOp::create(nb, nl, data,
-                                                  coordsFrom(nb, nl, idx));
-              if (e.getType() != compute)
-                e = arith::ExtFOp::create(nb, nl, compute, e);
-              Value sum = arith::AddFOp::create(
-                  nb, nl, v.back(), arith::MulFOp::create(nb, nl, w, e));
-              linalg::YieldOp::create(nb, nl, ValueRange{sum});
-            })
-            .getResult(0);
-    if (compute != elem)
-      y = elementwise(
-          b, loc, y, outShape, elem,
-          [&](OpBuilder &nb, Location nl, ValueRange a) {
-            return arith::TruncFOp::create(nb, nl, elem, a[0]).getResult();
-          });
+    roi = *v;
   }
-  if (anyOutside) {
-    // tf_crop_and_resize: extrapolation_value wherever any axis's position
-    // lies outside the input.
-    SmallVector<Value> flags = {y};
-    SmallVector<AffineMap> flagMaps = {
-        AffineMap::getMultiDimIdentityMap(r, mctx)};
-    for (int64_t d = 0; d < r; ++d) {
-      if (!tables[d].anyOutside)
-        continue;
-      flags.push_back(
-          constantOf(b, loc,
-                     DenseElementsAttr::get(
-                         RankedTensorType::get({outShape[d]}, b.getI1Type()),
-                         ArrayRef<bool>(tables[d].outside))));
-      flagMaps.push_back(
-          AffineMap::get(r, 0, {getAffineDimExpr(d, mctx)}, mctx));
+  if (ctx.hasInput(2)) {
+    FailureOr<SmallVector<double>> s = constFloats(ctx, 2, "scales");
+    if (failed(s))
+      return failure();
+    scales = *s;
+  }
+  if (ctx.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> s = ctx.constInts(3, "sizes");
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  }
+  if (!scales.empty() && !sizes.empty()) {
+    ctx.error() << "give scales or sizes, not both";
+    return failure();
+  }
+  if (scales.empty() && sizes.empty()) {
+    ctx.error() << "neither scales nor sizes is given";
+    return failure();
+  }
+  return success();
+}
+
+/// The scales that the output `sizes` imply (1 for an empty axis).
+LogicalResult scalesFromSizes(NodeContext &ctx, ArrayRef<int64_t> sizes,
+                              SmallVector<double> &scales) {
+  ArrayRef<int64_t> inShape = ctx.shape(0);
+  int64_t r = inShape.size();
+  if ((int64_t)sizes.size() != r) {
+    ctx.error() << "sizes has " << sizes.size()
+                << " values for an input of rank " << r;
+    return failure();
+  }
+  for (int64_t d = 0; d < r; ++d) {
+    if (sizes[d] < 0) {
+      ctx.error() << "sizes[" << d << "] = " << sizes[d] << " is negative";
+      return failure();
     }
-    flagMaps.push_back(AffineMap::getMultiDimIdentityMap(r, mctx));
-    Value init = emptyTensor(b, loc, outShape, elem);
-    double extrapolation = p.extrapolation;
-    y = linalg::GenericOp::create(
-            b, loc, TypeRange{init.getType()}, flags, ValueRange{init},
-            flagMaps, SmallVector<IteratorType>(r, IteratorType::parallel),
-            [&](OpBuilder &nb, Location nl, ValueRange v) {
-              Value any = v[1];
-              for (size_t i = 2; i + 1 < v.size(); ++i)
-                any = arith::OrIOp::create(nb, nl, any, v[i]);
-              Value e = scalarConstant(nb, nl, elem, extrapolation);
-              linalg::YieldOp::create(
-                  nb, nl,
-                  ValueRange{arith::SelectOp::create(nb, nl, any, e, v[0])});
-            })
-            .getResult(0);
+    scales.push_back(inShape[d] ? double(sizes[d]) / double(inShape[d]) : 1.0);
   }
-  return one(y, ctx.dtype(0));
+  return success();
+}
+
+/// The output sizes that `scales` give: floor(scale * input size).
+LogicalResult sizesFromScales(NodeContext &ctx, ArrayRef<double> scales,
+                              SmallVector<int64_t> &sizes) {
+  ArrayRef<int64_t> inShape = ctx.shape(0);
+  int64_t r = inShape.size();
+  if ((int64_t)scales.size() != r) {
+    ctx.error() << "scales has " << scales.size()
+                << " values for an input of rank " << r;
+    return failure();
+  }
+  for (int64_t d = 0; d < r; ++d) {
+    if (!(scales[d] > 0) || !std::isfinite(scales[d])) {
+      ctx.error() << "scales[" << d << "] = " << scales[d]
+                  << " must be positive";
+      return failure();
+    }
+    sizes.push_back(int64_t(std::floor(scales[d] * double(inShape[d]))));
+  }
+  return success();
 }
 
 Results importResize(NodeContext &ctx) {
@@ -889,116 +1118,20 @@ Results importResize(NodeContext &ctx) {
     return failure();
   }
   ResizeParams p;
-  p.mode = ctx.getString("mode", "nearest");
-  bool modeOk = p.mode == "nearest" || p.mode == "linear" ||
-                (!legacy && p.mode == "cubic");
-  if (!modeOk) {
-    ctx.error() << "mode '" << p.mode << "' is not supported (nearest, linear"
-                << (legacy ? "" : ", cubic") << ")";
+  if (failed(readResizeMode(ctx, p, legacy)))
     return failure();
-  }
-  int64_t r = ctx.rank(0);
-  ArrayRef<int64_t> inShape = ctx.shape(0);
   SmallVector<double> scales, roi;
   SmallVector<int64_t> outShape;
   if (legacy) {
-    // Asymmetric coordinates and ONNX Runtime's nearest rounding: the
-    // operators before coordinate_transformation_mode and nearest_mode.
-    p.coordMode = "asymmetric";
-    p.legacyNearest = true;
-    if (upsample && ctx.opset < 9) {
-      for (float s : ctx.getFloats("scales"))
-        scales.push_back(s);
-    } else {
-      FailureOr<SmallVector<double>> s = constFloats(ctx, 1, "scales");
-      if (failed(s))
-        return failure();
-      scales = *s;
-    }
-  } else {
-    p.coordMode = ctx.getString("coordinate_transformation_mode", "half_pixel");
-    static const char *const coordModes[] = {
-        "half_pixel", "pytorch_half_pixel",   "align_corners",
-        "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
-    if (!llvm::is_contained(coordModes, llvm::StringRef(p.coordMode))) {
-      ctx.error() << "coordinate_transformation_mode '" << p.coordMode
-                  << "' is not supported";
+    if (failed(readLegacyResize(ctx, p, upsample, scales)))
       return failure();
-    }
-    p.nearestMode = ctx.getString("nearest_mode", "round_prefer_floor");
-    if (p.nearestMode != "round_prefer_floor" &&
-        p.nearestMode != "round_prefer_ceil" && p.nearestMode != "floor" &&
-        p.nearestMode != "ceil") {
-      ctx.error() << "nearest_mode '" << p.nearestMode << "' is not supported";
-      return failure();
-    }
-    p.cubicA = ctx.getFloat("cubic_coeff_a", -0.75f);
-    p.excludeOutside = ctx.getInt("exclude_outside", 0) != 0;
-    p.extrapolation = ctx.getFloat("extrapolation_value", 0.0f);
-    if (p.coordMode == "tf_crop_and_resize") {
-      FailureOr<SmallVector<double>> v =
-          ctx.hasInput(1)
-              ? constFloats(ctx, 1, "roi")
-              : FailureOr<SmallVector<double>>(SmallVector<double>{});
-      if (failed(v))
-        return failure();
-      if ((int64_t)v->size() != 2 * r) {
-        ctx.error() << "tf_crop_and_resize needs roi with 2 * rank = " << 2 * r
-                    << " values, got " << v->size();
-        return failure();
-      }
-      roi = *v;
-    }
-    if (ctx.hasInput(2)) {
-      FailureOr<SmallVector<double>> s = constFloats(ctx, 2, "scales");
-      if (failed(s))
-        return failure();
-      scales = *s;
-    }
-    if (ctx.hasInput(3)) {
-      FailureOr<SmallVector<int64_t>> s = ctx.constInts(3, "sizes");
-      if (failed(s))
-        return failure();
-      outShape = *s;
-    }
-    if (!scales.empty() && !outShape.empty()) {
-      ctx.error() << "give scales or sizes, not both";
-      return failure();
-    }
-    if (scales.empty() && outShape.empty()) {
-      ctx.error() << "neither scales nor sizes is given";
-      return failure();
-    }
+  } else if (failed(readResizeAttributes(ctx, p)) ||
+             failed(readResizeInputs(ctx, p, roi, scales, outShape))) {
+    return failure();
   }
-  if (!outShape.empty()) {
-    if ((int64_t)outShape.size() != r) {
-      ctx.error() << "sizes has " << outShape.size()
-                  << " values for an input of rank " << r;
-      return failure();
-    }
-    for (int64_t d = 0; d < r; ++d) {
-      if (outShape[d] < 0) {
-        ctx.error() << "sizes[" << d << "] = " << outShape[d] << " is negative";
-        return failure();
-      }
-      scales.push_back(inShape[d] ? double(outShape[d]) / double(inShape[d])
-                                  : 1.0);
-    }
-  } else {
-    if ((int64_t)scales.size() != r) {
-      ctx.error() << "scales has " << scales.size()
-                  << " values for an input of rank " << r;
-      return failure();
-    }
-    for (int64_t d = 0; d < r; ++d) {
-      if (!(scales[d] > 0) || !std::isfinite(scales[d])) {
-        ctx.error() << "scales[" << d << "] = " << scales[d]
-                    << " must be positive";
-        return failure();
-      }
-      outShape.push_back(int64_t(std::floor(scales[d] * double(inShape[d]))));
-    }
-  }
+  if (failed(outShape.empty() ? sizesFromScales(ctx, scales, outShape)
+                              : scalesFromSizes(ctx, outShape, scales)))
+    return failure();
   return buildResize(ctx, p, outShape, scales, roi);
 }
 
