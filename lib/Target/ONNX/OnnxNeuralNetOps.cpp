@@ -186,16 +186,15 @@ Results importGemm(NodeContext &ctx) {
   return one(result, ctx.dtype(0));
 }
 
-Results importEinsum(NodeContext &ctx) {
-  std::string eq = ctx.getString("equation", "");
-  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  std::string lhs = eq, rhs;
-  bool explicitOut = false;
-  if (size_t arrow = eq.find("->"); arrow != std::string::npos) {
-    lhs = eq.substr(0, arrow);
-    rhs = eq.substr(arrow + 2);
-    explicitOut = true;
-  }
+/// An einsum equation: one subscript string per operand and the output's,
+/// ellipses already replaced by letters.
+struct EinsumEquation {
+  SmallVector<std::string> terms;
+  std::string output;
+};
+
+/// The comma-separated operand subscripts of an equation's left-hand side.
+SmallVector<std::string> splitEinsumTerms(const std::string &lhs) {
   SmallVector<std::string> terms;
   for (size_t start = 0;;) {
     size_t comma = lhs.find(',', start);
@@ -204,17 +203,17 @@ Results importEinsum(NodeContext &ctx) {
       break;
     start = comma + 1;
   }
-  if (terms.size() != ctx.numInputs()) {
-    ctx.error() << "the equation '" << eq << "' names " << terms.size()
-                << " operands; the node has " << ctx.numInputs();
-    return failure();
-  }
-  // Ellipses become upper-case letters for the broadcast dimensions.
+  return terms;
+}
+
+/// Replaces the ellipses by upper-case letters for the broadcast dimensions
+/// (the output's too when it is explicit).
+void expandEllipses(NodeContext &ctx, EinsumEquation &eq, bool explicitOut) {
   int64_t ellipsisRank = 0;
-  for (unsigned i = 0; i < terms.size(); ++i)
-    if (size_t p = terms[i].find("..."); p != std::string::npos)
+  for (unsigned i = 0; i < eq.terms.size(); ++i)
+    if (size_t p = eq.terms[i].find("..."); p != std::string::npos)
       ellipsisRank = std::max<int64_t>(ellipsisRank,
-                                       ctx.rank(i) - (terms[i].size() - 3));
+                                       ctx.rank(i) - (eq.terms[i].size() - 3));
   auto expand = [&](std::string &term, int64_t rank) {
     size_t p = term.find("...");
     if (p == std::string::npos)
@@ -224,33 +223,66 @@ Results importEinsum(NodeContext &ctx) {
       fill += char('A' + j);
     term = term.substr(0, p) + fill + term.substr(p + 3);
   };
-  for (unsigned i = 0; i < terms.size(); ++i)
-    expand(terms[i], ctx.rank(i) - (terms[i].size() - (terms[i].find("...") ==
-                                                       std::string::npos
-                                                           ? 0
-                                                           : 3)));
-  if (explicitOut) {
-    expand(rhs, ellipsisRank);
-  } else {
-    std::map<char, int> counts;
-    for (const std::string &t : terms)
-      for (char c : t)
-        ++counts[c];
-    for (auto [c, n] : counts) // upper-case (ellipsis) letters sort first
-      if (n == 1 || (c >= 'A' && c <= 'Z'))
-        rhs += c;
+  for (unsigned i = 0; i < eq.terms.size(); ++i) {
+    std::string &t = eq.terms[i];
+    expand(t, ctx.rank(i) -
+                  (t.size() - (t.find("...") == std::string::npos ? 0 : 3)));
   }
+  if (explicitOut)
+    expand(eq.output, ellipsisRank);
+}
+
+/// The implicit output: the letters that occur once, in alphabetical order,
+/// after the broadcast (upper-case) ones.
+std::string implicitEinsumOutput(ArrayRef<std::string> terms) {
+  std::map<char, int> counts;
+  for (const std::string &t : terms)
+    for (char c : t)
+      ++counts[c];
+  std::string out;
+  for (auto [c, n] : counts) // upper-case (ellipsis) letters sort first
+    if (n == 1 || (c >= 'A' && c <= 'Z'))
+      out += c;
+  return out;
+}
+
+FailureOr<EinsumEquation> parseEinsum(NodeContext &ctx) {
+  std::string eq = ctx.getString("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  std::string lhs = eq;
+  EinsumEquation parsed;
+  bool explicitOut = false;
+  if (size_t arrow = eq.find("->"); arrow != std::string::npos) {
+    lhs = eq.substr(0, arrow);
+    parsed.output = eq.substr(arrow + 2);
+    explicitOut = true;
+  }
+  parsed.terms = splitEinsumTerms(lhs);
+  if (parsed.terms.size() != ctx.numInputs()) {
+    ctx.error() << "the equation '" << eq << "' names " << parsed.terms.size()
+                << " operands; the node has " << ctx.numInputs();
+    return failure();
+  }
+  expandEllipses(ctx, parsed, explicitOut);
+  if (!explicitOut)
+    parsed.output = implicitEinsumOutput(parsed.terms);
+  return parsed;
+}
+
+/// The size of every subscript, checked to agree between operands; appends
+/// to `letters` (which starts as the output's subscripts) the reduced ones.
+FailureOr<llvm::StringMap<int64_t>>
+einsumSizes(NodeContext &ctx, const EinsumEquation &eq, std::string &letters) {
   llvm::StringMap<int64_t> sizes;
-  std::string letters = rhs;
-  for (unsigned i = 0; i < terms.size(); ++i) {
-    if ((int64_t)terms[i].size() != ctx.rank(i)) {
+  for (unsigned i = 0; i < eq.terms.size(); ++i) {
+    const std::string &term = eq.terms[i];
+    if ((int64_t)term.size() != ctx.rank(i)) {
       ctx.error() << "operand " << i << " has rank " << ctx.rank(i)
-                  << "; the equation gives it " << terms[i].size()
-                  << " subscripts";
+                  << "; the equation gives it " << term.size() << " subscripts";
       return failure();
     }
-    for (size_t d = 0; d < terms[i].size(); ++d) {
-      char c = terms[i][d];
+    for (size_t d = 0; d < term.size(); ++d) {
+      char c = term[d];
       std::string key(1, c);
       int64_t s = ctx.shape(i)[d];
       auto it = sizes.find(key);
@@ -264,6 +296,35 @@ Results importEinsum(NodeContext &ctx) {
         letters += c;
     }
   }
+  return sizes;
+}
+
+/// The output's shape; an error for an output subscript no operand has.
+FailureOr<SmallVector<int64_t>>
+einsumOutputShape(NodeContext &ctx, const std::string &output,
+                  const llvm::StringMap<int64_t> &sizes) {
+  SmallVector<int64_t> shape;
+  for (char c : output) {
+    auto it = sizes.find(std::string(1, c));
+    if (it == sizes.end()) {
+      ctx.error() << "output subscript '" << c << "' is not in any operand";
+      return failure();
+    }
+    shape.push_back(it->second);
+  }
+  return shape;
+}
+
+/// One linalg.generic: a loop per letter (the output's parallel, the others
+/// reductions) summing the product of the operands.
+Results importEinsum(NodeContext &ctx) {
+  FailureOr<EinsumEquation> eq = parseEinsum(ctx);
+  if (failed(eq))
+    return failure();
+  std::string letters = eq->output;
+  FailureOr<llvm::StringMap<int64_t>> sizes = einsumSizes(ctx, *eq, letters);
+  if (failed(sizes))
+    return failure();
   MLIRContext *mctx = ctx.b.getContext();
   auto mapOf = [&](const std::string &term) {
     SmallVector<AffineExpr> exprs;
@@ -272,24 +333,19 @@ Results importEinsum(NodeContext &ctx) {
     return AffineMap::get(letters.size(), 0, exprs, mctx);
   };
   SmallVector<AffineMap> maps;
-  for (const std::string &t : terms)
+  for (const std::string &t : eq->terms)
     maps.push_back(mapOf(t));
-  maps.push_back(mapOf(rhs));
+  maps.push_back(mapOf(eq->output));
   SmallVector<IteratorType> iterators;
   for (size_t i = 0; i < letters.size(); ++i)
-    iterators.push_back(i < rhs.size() ? IteratorType::parallel
-                                       : IteratorType::reduction);
-  SmallVector<int64_t> shape;
-  for (char c : rhs) {
-    auto it = sizes.find(std::string(1, c));
-    if (it == sizes.end()) {
-      ctx.error() << "output subscript '" << c << "' is not in any operand";
-      return failure();
-    }
-    shape.push_back(it->second);
-  }
+    iterators.push_back(i < eq->output.size() ? IteratorType::parallel
+                                              : IteratorType::reduction);
+  FailureOr<SmallVector<int64_t>> shape =
+      einsumOutputShape(ctx, eq->output, *sizes);
+  if (failed(shape))
+    return failure();
   Type elem = ctx.type(0).getElementType();
-  Value init = filledTensor(ctx.b, ctx.loc, shape, elem, 0.0);
+  Value init = filledTensor(ctx.b, ctx.loc, *shape, elem, 0.0);
   SmallVector<Value> inputs;
   for (unsigned i = 0; i < ctx.numInputs(); ++i)
     inputs.push_back(ctx.input(i));
@@ -505,68 +561,78 @@ Results importConv(NodeContext &ctx) {
   return one(y, ctx.dtype(0));
 }
 
-Results importConvTranspose(NodeContext &ctx) {
-  if (failed(ctx.requireFloat(0)))
-    return failure();
-  OpBuilder &b = ctx.b;
-  Location loc = ctx.loc;
-  MLIRContext *mctx = b.getContext();
+/// A ConvTranspose's strides, dilations and output_padding, and the pads
+/// it removes from the full output at the start (`lo`) and end (`hi`) of
+/// every spatial axis (negative: extra zeros).
+struct TransposedWindow {
+  SmallVector<int64_t> strides, dilations, outPad, lo, hi;
+};
+
+/// The pads of a ConvTranspose: from output_shape or SAME_UPPER/LOWER as
+/// the spec computes them, else the pads attribute.
+void convTransposePads(NodeContext &ctx, TransposedWindow &w,
+                       ArrayRef<int64_t> pads) {
   ArrayRef<int64_t> xs = ctx.shape(0), ws = ctx.shape(1);
   int64_t k = xs.size() - 2;
-  if (k < 1 || ws.size() != xs.size()) {
-    ctx.error() << "X must be [N, C, D...] and W [C, M/group, K...]";
-    return failure();
+  SmallVector<int64_t> outShape = ctx.getInts("output_shape");
+  std::string autoPad = ctx.getString("auto_pad", "NOTSET");
+  w.lo.assign(k, 0);
+  w.hi.assign(k, 0);
+  for (int64_t i = 0; i < k; ++i) {
+    if (outShape.empty() && autoPad != "SAME_UPPER" &&
+        autoPad != "SAME_LOWER") {
+      w.lo[i] = pads[i];
+      w.hi[i] = pads[k + i];
+      continue;
+    }
+    int64_t extent = (ws[2 + i] - 1) * w.dilations[i] + 1;
+    int64_t full = w.strides[i] * (xs[2 + i] - 1) + w.outPad[i] + extent;
+    int64_t target = outShape.empty() ? xs[2 + i] * w.strides[i]
+                                      : outShape[outShape.size() - k + i];
+    // The spec's pads for an output shape (negative: extra zeros at the
+    // end); half, rounded down, at the start only for SAME_UPPER.
+    int64_t total = full - target;
+    int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+    bool upper = autoPad == "SAME_UPPER";
+    w.lo[i] = upper ? half : total - half;
+    w.hi[i] = total - w.lo[i];
   }
-  int64_t groups = ctx.getInt("group", 1);
-  int64_t c = xs[1], mg = ws[1];
-  if (groups < 1 || c % groups || ws[0] != c) {
-    ctx.error() << "group " << groups << " does not fit X " << ctx.type(0)
-                << " and W " << ctx.type(1);
-    return failure();
-  }
-  SmallVector<int64_t> strides = ctx.getInts("strides"),
-                       dilations = ctx.getInts("dilations"),
-                       outPad = ctx.getInts("output_padding"),
-                       outShape = ctx.getInts("output_shape"),
-                       pads = ctx.getInts("pads");
-  if (strides.empty())
-    strides.assign(k, 1);
-  if (dilations.empty())
-    dilations.assign(k, 1);
-  if (outPad.empty())
-    outPad.assign(k, 0);
+}
+
+FailureOr<TransposedWindow> transposedWindowOf(NodeContext &ctx) {
+  int64_t k = ctx.rank(0) - 2;
+  TransposedWindow w;
+  w.strides = ctx.getInts("strides");
+  w.dilations = ctx.getInts("dilations");
+  w.outPad = ctx.getInts("output_padding");
+  SmallVector<int64_t> pads = ctx.getInts("pads");
+  if (w.strides.empty())
+    w.strides.assign(k, 1);
+  if (w.dilations.empty())
+    w.dilations.assign(k, 1);
+  if (w.outPad.empty())
+    w.outPad.assign(k, 0);
   if (pads.empty())
     pads.assign(2 * k, 0);
-  if ((int64_t)strides.size() != k || (int64_t)dilations.size() != k ||
-      (int64_t)outPad.size() != k || (int64_t)pads.size() != 2 * k) {
+  if ((int64_t)w.strides.size() != k || (int64_t)w.dilations.size() != k ||
+      (int64_t)w.outPad.size() != k || (int64_t)pads.size() != 2 * k) {
     ctx.error() << "strides, dilations, output_padding and pads must have "
                    "one (pads: two) entries per spatial dimension";
     return failure();
   }
-  std::string autoPad = ctx.getString("auto_pad", "NOTSET");
-  SmallVector<int64_t> lo(k), hi(k), full(k);
-  for (int64_t i = 0; i < k; ++i) {
-    int64_t extent = (ws[2 + i] - 1) * dilations[i] + 1;
-    full[i] = strides[i] * (xs[2 + i] - 1) + outPad[i] + extent;
-    if (!outShape.empty() || autoPad == "SAME_UPPER" ||
-        autoPad == "SAME_LOWER") {
-      int64_t target = outShape.empty() ? xs[2 + i] * strides[i]
-                                        : outShape[outShape.size() - k + i];
-      // The spec's pads for an output shape (negative: extra zeros at the
-      // end); half, rounded down, at the start only for SAME_UPPER.
-      int64_t total = full[i] - target;
-      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      bool upper = autoPad == "SAME_UPPER";
-      lo[i] = upper ? half : total - half;
-      hi[i] = total - lo[i];
-    } else {
-      lo[i] = pads[i];
-      hi[i] = pads[k + i];
-    }
-  }
-  Type elem = ctx.type(0).getElementType();
-  // Stride-dilate the input: zeros with X at every stride-th position.
-  SmallVector<int64_t> dilated = {xs[0], c};
+  convTransposePads(ctx, w, pads);
+  return w;
+}
+
+/// Stride-dilates x [N, C, S...]: zeros with x at every stride-th position.
+Value strideDilate(OpBuilder &b, Location loc, Value x,
+                   ArrayRef<int64_t> strides) {
+  if (llvm::none_of(strides, [](int64_t s) { return s != 1; }))
+    return x;
+  auto xt = llvm::cast<RankedTensorType>(x.getType());
+  ArrayRef<int64_t> xs = xt.getShape();
+  int64_t k = xs.size() - 2;
+  SmallVector<int64_t> dilated = {xs[0], xs[1]};
   SmallVector<OpFoldResult> offsets(k + 2, b.getIndexAttr(0)), sizes,
       steps = {b.getIndexAttr(1), b.getIndexAttr(1)};
   for (int64_t d : xs)
@@ -575,45 +641,56 @@ Results importConvTranspose(NodeContext &ctx) {
     dilated.push_back((xs[2 + i] - 1) * strides[i] + 1);
     steps.push_back(b.getIndexAttr(strides[i]));
   }
-  Value x = ctx.input(0);
-  if (llvm::any_of(strides, [](int64_t s) { return s != 1; }))
-    x = tensor::InsertSliceOp::create(b, loc, x,
-                                      filledTensor(b, loc, dilated, elem, 0.0),
-                                      offsets, sizes, steps);
-  // Pad by the kernel extent minus the pads (crop where negative), plus
-  // output_padding at the end.
+  return tensor::InsertSliceOp::create(
+      b, loc, x, filledTensor(b, loc, dilated, xt.getElementType(), 0.0),
+      offsets, sizes, steps);
+}
+
+/// Pads the spatial dimensions of x by the kernel extent minus the pads
+/// (crops where that is negative), plus output_padding at the end.
+Value padForTransposedConv(OpBuilder &b, Location loc, Value x,
+                           ArrayRef<int64_t> ws, const TransposedWindow &w) {
+  int64_t k = ws.size() - 2;
   SmallVector<int64_t> padLo(k), padHi(k);
   SmallVector<int64_t> cropLo(k), cropHi(k);
   for (int64_t i = 0; i < k; ++i) {
-    int64_t extent = (ws[2 + i] - 1) * dilations[i];
-    int64_t l = extent - lo[i], h = extent - hi[i] + outPad[i];
+    int64_t extent = (ws[2 + i] - 1) * w.dilations[i];
+    int64_t l = extent - w.lo[i], h = extent - w.hi[i] + w.outPad[i];
     padLo[i] = std::max<int64_t>(l, 0);
     padHi[i] = std::max<int64_t>(h, 0);
     cropLo[i] = std::max<int64_t>(-l, 0);
     cropHi[i] = std::max<int64_t>(-h, 0);
   }
   x = padSpatial(b, loc, x, padLo, padHi, 0);
-  if (llvm::any_of(cropLo, [](int64_t v) { return v; }) ||
-      llvm::any_of(cropHi, [](int64_t v) { return v; })) {
-    auto t = llvm::cast<RankedTensorType>(x.getType());
-    SmallVector<OpFoldResult> off(2, b.getIndexAttr(0)), sz, st(k + 2,
-                                                                b.getIndexAttr(1));
-    sz.push_back(b.getIndexAttr(t.getDimSize(0)));
-    sz.push_back(b.getIndexAttr(t.getDimSize(1)));
-    for (int64_t i = 0; i < k; ++i) {
-      off.push_back(b.getIndexAttr(cropLo[i]));
-      sz.push_back(b.getIndexAttr(t.getDimSize(2 + i) - cropLo[i] - cropHi[i]));
-    }
-    x = tensor::ExtractSliceOp::create(b, loc, x, off, sz, st);
+  if (llvm::none_of(cropLo, [](int64_t v) { return v; }) &&
+      llvm::none_of(cropHi, [](int64_t v) { return v; }))
+    return x;
+  auto t = llvm::cast<RankedTensorType>(x.getType());
+  SmallVector<OpFoldResult> off(2, b.getIndexAttr(0)), sz,
+      st(k + 2, b.getIndexAttr(1));
+  sz.push_back(b.getIndexAttr(t.getDimSize(0)));
+  sz.push_back(b.getIndexAttr(t.getDimSize(1)));
+  for (int64_t i = 0; i < k; ++i) {
+    off.push_back(b.getIndexAttr(cropLo[i]));
+    sz.push_back(b.getIndexAttr(t.getDimSize(2 + i) - cropLo[i] - cropHi[i]));
   }
-  // The kernel as a convolution's: [G*M/G, C/G, K...], flipped spatially.
+  return tensor::ExtractSliceOp::create(b, loc, x, off, sz, st);
+}
+
+/// A ConvTranspose's kernel w [C, M/G, K...] as a convolution's:
+/// [G*M/G, C/G, K...], flipped spatially.
+Value flippedKernel(OpBuilder &b, Location loc, Value w, int64_t groups) {
+  MLIRContext *mctx = b.getContext();
+  auto wt = llvm::cast<RankedTensorType>(w.getType());
+  ArrayRef<int64_t> ws = wt.getShape();
+  int64_t k = ws.size() - 2, c = ws[0], mg = ws[1];
   SmallVector<int64_t> wShape = {groups, c / groups, mg};
   SmallVector<int64_t> fShape = {groups, mg, c / groups};
   for (int64_t i = 0; i < k; ++i) {
     wShape.push_back(ws[2 + i]);
     fShape.push_back(ws[2 + i]);
   }
-  Value wg = reshape(b, loc, ctx.input(1), wShape);
+  Value wg = reshape(b, loc, w, wShape);
   int64_t rank = 3 + k;
   SmallVector<AffineExpr> in = {getAffineDimExpr(0, mctx),
                                 getAffineDimExpr(2, mctx),
@@ -623,7 +700,7 @@ Results importConvTranspose(NodeContext &ctx) {
                  getAffineDimExpr(3 + i, mctx));
   SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, in, mctx),
                                  AffineMap::getMultiDimIdentityMap(rank, mctx)};
-  Value init = emptyTensor(b, loc, fShape, elem);
+  Value init = emptyTensor(b, loc, fShape, wt.getElementType());
   Value flipped =
       linalg::GenericOp::create(
           b, loc, TypeRange{init.getType()}, ValueRange{wg}, ValueRange{init},
@@ -634,18 +711,163 @@ Results importConvTranspose(NodeContext &ctx) {
           .getResult(0);
   SmallVector<int64_t> convW = {groups * mg, c / groups};
   convW.append(ws.begin() + 2, ws.end());
-  Value y = convolve(b, loc, x, reshape(b, loc, flipped, convW), groups,
-                     SmallVector<int64_t>(k, 1), dilations);
+  return reshape(b, loc, flipped, convW);
+}
+
+/// A convolution of the stride-dilated, padded input with the flipped
+/// kernel.
+Results importConvTranspose(NodeContext &ctx) {
+  if (failed(ctx.requireFloat(0)))
+    return failure();
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  ArrayRef<int64_t> xs = ctx.shape(0), ws = ctx.shape(1);
+  int64_t k = xs.size() - 2;
+  if (k < 1 || ws.size() != xs.size()) {
+    ctx.error() << "X must be [N, C, D...] and W [C, M/group, K...]";
+    return failure();
+  }
+  int64_t groups = ctx.getInt("group", 1);
+  int64_t c = xs[1];
+  if (groups < 1 || c % groups || ws[0] != c) {
+    ctx.error() << "group " << groups << " does not fit X " << ctx.type(0)
+                << " and W " << ctx.type(1);
+    return failure();
+  }
+  FailureOr<TransposedWindow> w = transposedWindowOf(ctx);
+  if (failed(w))
+    return failure();
+  Value x = strideDilate(b, loc, ctx.input(0), w->strides);
+  x = padForTransposedConv(b, loc, x, ws, *w);
+  Value kernel = flippedKernel(b, loc, ctx.input(1), groups);
+  Value y = convolve(b, loc, x, kernel, groups, SmallVector<int64_t>(k, 1),
+                     w->dilations);
   if (ctx.hasInput(2))
     y = addChannelBias(b, loc, y, ctx.input(2));
   return one(y, ctx.dtype(0));
 }
 
+/// The output shape of a pooling over x of shape `xs` with window `w`, and
+/// in `extra` the padding that ceil mode adds past the end padding (read,
+/// never counted).
+FailureOr<SmallVector<int64_t>> poolOutputShape(NodeContext &ctx,
+                                                ArrayRef<int64_t> xs,
+                                                const Window &w,
+                                                SmallVector<int64_t> &extra) {
+  bool ceil = ctx.getInt("ceil_mode", 0);
+  int64_t k = xs.size() - 2;
+  SmallVector<int64_t> out = {xs[0], xs[1]};
+  extra.assign(k, 0);
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+    int64_t span = xs[2 + i] + w.padBegin[i] + w.padEnd[i] - extent;
+    if (span < 0) {
+      ctx.error() << "the window is larger than the padded input";
+      return failure();
+    }
+    int64_t o = (ceil ? (span + w.strides[i] - 1) / w.strides[i]
+                      : span / w.strides[i]) +
+                1;
+    out.push_back(o);
+    // Ceil mode may read past the end padding: pad there too, uncounted.
+    extra[i] =
+        std::max<int64_t>(0, (o - 1) * w.strides[i] + extent -
+                                 (xs[2 + i] + w.padBegin[i] + w.padEnd[i]));
+  }
+  return out;
+}
+
+/// The neutral value of a pooling: 0 for averages, -inf for float max
+/// pooling, the type's smallest value for integer max pooling.
+double poolInit(bool isMax, DType dt, Type elem) {
+  if (isFloatDType(dt))
+    return isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+  if (isUnsignedDType(dt))
+    return 0.0;
+  return double(
+      APInt::getSignedMinValue(elem.getIntOrFloatBitWidth()).getSExtValue());
+}
+
+/// The max or the sum over the window of each output position of padded x.
+Value poolWindows(OpBuilder &b, Location loc, Value x, const Window &w,
+                  ArrayRef<int64_t> out, double init, bool isMax, DType dt) {
+  MLIRContext *mctx = b.getContext();
+  int64_t k = out.size() - 2;
+  Type elem = llvm::cast<RankedTensorType>(x.getType()).getElementType();
+  bool isFloat = isFloatDType(dt), isUnsigned = isUnsignedDType(dt);
+  int64_t loops = 2 + 2 * k;
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, mctx); };
+  SmallVector<AffineExpr> xe = {d(0), d(1)}, ke, ye = {d(0), d(1)};
+  for (int64_t i = 0; i < k; ++i) {
+    xe.push_back(d(2 + i) * w.strides[i] + d(2 + k + i) * w.dilations[i]);
+    ke.push_back(d(2 + k + i));
+    ye.push_back(d(2 + i));
+  }
+  SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, xe, mctx),
+                                 AffineMap::get(loops, 0, ke, mctx),
+                                 AffineMap::get(loops, 0, ye, mctx)};
+  SmallVector<IteratorType> iterators(2 + k, IteratorType::parallel);
+  iterators.append(k, IteratorType::reduction);
+  Value window = emptyTensor(b, loc, w.kernel, elem);
+  Value acc = filledTensor(b, loc, out, elem, init);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{acc.getType()}, ValueRange{x, window},
+             ValueRange{acc}, maps, iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               Value r;
+               if (!isMax)
+                 r = arith::AddFOp::create(nb, nl, a[2], a[0]);
+               else if (isFloat)
+                 r = arith::MaximumFOp::create(nb, nl, a[2], a[0]);
+               else if (isUnsigned)
+                 r = arith::MaxUIOp::create(nb, nl, a[2], a[0]);
+               else
+                 r = arith::MaxSIOp::create(nb, nl, a[2], a[0]);
+               linalg::YieldOp::create(nb, nl, r);
+             })
+      .getResult(0);
+}
+
+/// The number of counted elements in the window along one axis at output
+/// index `o` (the explicit pads count with count_include_pad).
+int64_t countedInWindow(const Window &w, int64_t i, int64_t o, int64_t size,
+                        bool countPad) {
+  int64_t lo = countPad ? -w.padBegin[i] : 0;
+  int64_t hiLimit = countPad ? size + w.padEnd[i] : size;
+  int64_t n = 0;
+  for (int64_t j = 0; j < w.kernel[i]; ++j) {
+    int64_t pos = o * w.strides[i] + j * w.dilations[i] - w.padBegin[i];
+    n += pos >= lo && pos < hiLimit;
+  }
+  return n;
+}
+
+/// Average pooling's divisor at each output position of the `spatial`
+/// output shape: the number of counted window elements (at least 1).
+SmallVector<float> averageDivisors(const Window &w, ArrayRef<int64_t> xs,
+                                   ArrayRef<int64_t> spatial, bool countPad) {
+  int64_t k = spatial.size();
+  SmallVector<float> divisor(product(spatial));
+  for (int64_t p = 0, e = divisor.size(); p < e; ++p) {
+    int64_t rest = p, count = 1;
+    for (int64_t i = k - 1; i >= 0; --i) {
+      int64_t o = rest % spatial[i];
+      rest /= spatial[i];
+      count *= countedInWindow(w, i, o, xs[2 + i], countPad);
+    }
+    divisor[p] = float(std::max<int64_t>(count, 1));
+  }
+  return divisor;
+}
+
+/// MaxPool and AveragePool: one generic over the output and window
+/// dimensions of the padded input; averages then divide by the constant
+/// count of each position's window.
 Results importPool(NodeContext &ctx) {
   bool isMax = ctx.node.op_type() == "MaxPool";
   DType dt = ctx.dtype(0);
-  bool isFloat = isFloatDType(dt), isUnsigned = isUnsignedDType(dt);
-  if (!isFloat && (!isMax || isBoolDType(dt)) && failed(ctx.requireFloat(0)))
+  if (!isFloatDType(dt) && (!isMax || isBoolDType(dt)) &&
+      failed(ctx.requireFloat(0)))
     return failure();
   if (isMax && ctx.hasOutput(1)) {
     ctx.error() << "the Indices output of MaxPool is not imported";
@@ -653,7 +875,6 @@ Results importPool(NodeContext &ctx) {
   }
   OpBuilder &b = ctx.b;
   Location loc = ctx.loc;
-  MLIRContext *mctx = b.getContext();
   ArrayRef<int64_t> xs = ctx.shape(0);
   int64_t k = xs.size() - 2;
   if (k < 1) {
@@ -668,96 +889,29 @@ Results importPool(NodeContext &ctx) {
   FailureOr<Window> w = windowOf(ctx, xs.drop_front(2), kernel);
   if (failed(w))
     return failure();
-  bool ceil = ctx.getInt("ceil_mode", 0);
-  bool countPad = ctx.getInt("count_include_pad", 0);
-  SmallVector<int64_t> out = {xs[0], xs[1]}, extra(k);
-  for (int64_t i = 0; i < k; ++i) {
-    int64_t extent = (w->kernel[i] - 1) * w->dilations[i] + 1;
-    int64_t span = xs[2 + i] + w->padBegin[i] + w->padEnd[i] - extent;
-    if (span < 0) {
-      ctx.error() << "the window is larger than the padded input";
-      return failure();
-    }
-    int64_t o = (ceil ? (span + w->strides[i] - 1) / w->strides[i]
-                      : span / w->strides[i]) +
-                1;
-    out.push_back(o);
-    // Ceil mode may read past the end padding: pad there too, uncounted.
-    extra[i] = std::max<int64_t>(
-        0, (o - 1) * w->strides[i] + extent -
-               (xs[2 + i] + w->padBegin[i] + w->padEnd[i]));
-  }
+  SmallVector<int64_t> extra;
+  FailureOr<SmallVector<int64_t>> out = poolOutputShape(ctx, xs, *w, extra);
+  if (failed(out))
+    return failure();
   SmallVector<int64_t> hi(k);
   for (int64_t i = 0; i < k; ++i)
     hi[i] = w->padEnd[i] + extra[i];
   Type elem = ctx.type(0).getElementType();
-  double init = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
-  if (!isFloat) // integer max pooling: the type's smallest value
-    init = isUnsigned ? 0.0
-                      : double(APInt::getSignedMinValue(
-                                   elem.getIntOrFloatBitWidth())
-                                   .getSExtValue());
+  double init = poolInit(isMax, dt, elem);
   Value x = padSpatial(b, loc, ctx.input(0), w->padBegin, hi, init);
-  int64_t loops = 2 + 2 * k;
-  auto d = [&](int64_t i) { return getAffineDimExpr(i, mctx); };
-  SmallVector<AffineExpr> xe = {d(0), d(1)}, ke, ye = {d(0), d(1)};
-  for (int64_t i = 0; i < k; ++i) {
-    xe.push_back(d(2 + i) * w->strides[i] + d(2 + k + i) * w->dilations[i]);
-    ke.push_back(d(2 + k + i));
-    ye.push_back(d(2 + i));
-  }
-  SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, xe, mctx),
-                                 AffineMap::get(loops, 0, ke, mctx),
-                                 AffineMap::get(loops, 0, ye, mctx)};
-  SmallVector<IteratorType> iterators(2 + k, IteratorType::parallel);
-  iterators.append(k, IteratorType::reduction);
-  Value window = emptyTensor(b, loc, w->kernel, elem);
-  Value acc = filledTensor(b, loc, out, elem, init);
-  Value y = linalg::GenericOp::create(
-                b, loc, TypeRange{acc.getType()}, ValueRange{x, window},
-                ValueRange{acc}, maps, iterators,
-                [&](OpBuilder &nb, Location nl, ValueRange a) {
-                  Value r;
-                  if (!isMax)
-                    r = arith::AddFOp::create(nb, nl, a[2], a[0]);
-                  else if (isFloat)
-                    r = arith::MaximumFOp::create(nb, nl, a[2], a[0]);
-                  else if (isUnsigned)
-                    r = arith::MaxUIOp::create(nb, nl, a[2], a[0]);
-                  else
-                    r = arith::MaxSIOp::create(nb, nl, a[2], a[0]);
-                  linalg::YieldOp::create(nb, nl, r);
-                })
-                .getResult(0);
+  Value y = poolWindows(b, loc, x, *w, *out, init, isMax, dt);
   if (isMax)
     return one(y, ctx.dtype(0));
-  // Average: divide by the number of counted window elements at each output
-  // position (the explicit pads count with count_include_pad).
-  SmallVector<int64_t> spatial(out.begin() + 2, out.end());
-  SmallVector<float> divisor(product(spatial));
-  for (int64_t p = 0, e = divisor.size(); p < e; ++p) {
-    int64_t rest = p, count = 1;
-    for (int64_t i = k - 1; i >= 0; --i) {
-      int64_t o = rest % spatial[i];
-      rest /= spatial[i];
-      int64_t lo = countPad ? -w->padBegin[i] : 0;
-      int64_t hiLimit = countPad ? xs[2 + i] + w->padEnd[i] : xs[2 + i];
-      int64_t n = 0;
-      for (int64_t j = 0; j < w->kernel[i]; ++j) {
-        int64_t pos = o * w->strides[i] + j * w->dilations[i] - w->padBegin[i];
-        n += pos >= lo && pos < hiLimit;
-      }
-      count *= n;
-    }
-    divisor[p] = float(std::max<int64_t>(count, 1));
-  }
+  SmallVector<int64_t> spatial(out->begin() + 2, out->end());
+  SmallVector<float> divisor =
+      averageDivisors(*w, xs, spatial, ctx.getInt("count_include_pad", 0));
   Value div = constantOf(
       b, loc,
       DenseElementsAttr::get(RankedTensorType::get(spatial, b.getF32Type()),
                              ArrayRef<float>(divisor)));
   Value result = elementwise(
-      b, loc, {y, div}, out, elem, [&](OpBuilder &nb, Location nl,
-                                       ValueRange a) {
+      b, loc, {y, div}, *out, elem,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
         Value dv = convertScalar(nb, nl, a[1], onnx::TensorProto::FLOAT,
                                  ctx.dtype(0));
         return arith::DivFOp::create(nb, nl, a[0], dv).getResult();
@@ -1020,28 +1174,166 @@ Results importSoftmax(NodeContext &ctx) {
   return one(y, ctx.dtype(0));
 }
 
-Results importReduce(NodeContext &ctx) {
-  llvm::StringRef op = ctx.node.op_type();
-  DType dt = ctx.dtype(0);
-  bool isFloat = isFloatDType(dt);
-  if (isBoolDType(dt) || isUnsignedDType(dt) ||
-      (!isFloat && op != "ReduceSum" && op != "ReduceMax" &&
-       op != "ReduceMin" && op != "ReduceProd")) {
-    ctx.error() << "element type " << dtypeName(dt) << " is not supported";
-    return failure();
+/// A reduction node after its checks: the input, the sorted distinct axes
+/// it reduces, and keepdims.
+struct Reduction {
+  NodeContext &ctx;
+  Value x;
+  SmallVector<int64_t> axes;
+  bool keep;
+  Type elem; // the input's element type
+};
+
+/// Builds one reduction operator's result.
+using ReductionBuilder = Value (*)(const Reduction &);
+
+/// The sum over the axes of `prologue(x)` (of x when null).
+Value sumOf(const Reduction &r,
+            std::function<Value(OpBuilder &, Location, Value)> prologue) {
+  return reduce(
+      r.ctx.b, r.ctx.loc, r.x, r.axes, r.keep, 0.0,
+      [](OpBuilder &nb, Location nl, Value acc, Value v) {
+        return add(nb, nl, acc, v);
+      },
+      prologue);
+}
+
+/// `fn` of every element of the reduced `v`.
+Value mapReduced(const Reduction &r, Value v,
+                 std::function<Value(OpBuilder &, Location, Value)> fn) {
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  return elementwise(r.ctx.b, r.ctx.loc, v, t.getShape(), r.elem,
+                     [&](OpBuilder &nb, Location nl, ValueRange a) {
+                       return fn(nb, nl, a[0]);
+                     });
+}
+
+Value square(OpBuilder &b, Location loc, Value v) {
+  return arith::MulFOp::create(b, loc, v, v).getResult();
+}
+
+Value buildReduceSum(const Reduction &r) { return sumOf(r, nullptr); }
+
+Value buildReduceMean(const Reduction &r) {
+  int64_t count = 1;
+  for (int64_t a : r.axes)
+    count *= r.ctx.shape(0)[a];
+  return mapReduced(
+      r, sumOf(r, nullptr), [&](OpBuilder &nb, Location nl, Value v) {
+        return arith::DivFOp::create(
+                   nb, nl, v, scalarConstant(nb, nl, r.elem, double(count)))
+            .getResult();
+      });
+}
+
+Value buildReduceSumSquare(const Reduction &r) { return sumOf(r, square); }
+
+Value buildReduceL1(const Reduction &r) {
+  return sumOf(r, [](OpBuilder &nb, Location nl, Value v) {
+    return math::AbsFOp::create(nb, nl, v).getResult();
+  });
+}
+
+Value buildReduceL2(const Reduction &r) {
+  return mapReduced(r, sumOf(r, square),
+                    [](OpBuilder &nb, Location nl, Value v) {
+                      return math::SqrtOp::create(nb, nl, v).getResult();
+                    });
+}
+
+Value buildReduceLogSum(const Reduction &r) {
+  return mapReduced(r, sumOf(r, nullptr),
+                    [](OpBuilder &nb, Location nl, Value v) {
+                      return math::LogOp::create(nb, nl, v).getResult();
+                    });
+}
+
+/// max + log(sum(exp(x - max))): no overflow for large inputs.
+Value buildReduceLogSumExp(const Reduction &r) {
+  OpBuilder &b = r.ctx.b;
+  Location loc = r.ctx.loc;
+  SoftmaxParts p = softmaxParts(b, loc, r.x, r.axes);
+  auto st = llvm::cast<RankedTensorType>(p.sum.getType());
+  Value y =
+      elementwise(b, loc, {p.sum, p.max}, st.getShape(), r.elem,
+                  [](OpBuilder &nb, Location nl, ValueRange a) {
+                    return arith::AddFOp::create(
+                               nb, nl, math::LogOp::create(nb, nl, a[0]), a[1])
+                        .getResult();
+                  });
+  if (r.keep)
+    return y;
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0, rank = r.ctx.rank(0); i < rank; ++i)
+    if (!llvm::is_contained(r.axes, i))
+      shape.push_back(r.ctx.shape(0)[i]);
+  return reshape(b, loc, y, shape);
+}
+
+Value buildReduceProd(const Reduction &r) {
+  return reduce(r.ctx.b, r.ctx.loc, r.x, r.axes, r.keep, 1.0,
+                [](OpBuilder &nb, Location nl, Value acc, Value v) {
+                  return mul(nb, nl, acc, v);
+                });
+}
+
+/// ReduceMax and ReduceMin, from the type's lowest (highest) value.
+Value buildReduceMaxMin(const Reduction &r) {
+  bool isMax = r.ctx.node.op_type() == "ReduceMax";
+  bool isFloat = isFloatDType(r.ctx.dtype(0));
+  double init;
+  if (isFloat) {
+    init = isMax ? -std::numeric_limits<double>::infinity()
+                 : std::numeric_limits<double>::infinity();
+  } else {
+    unsigned width = r.elem.getIntOrFloatBitWidth();
+    init = isMax ? double(APInt::getSignedMinValue(width).getSExtValue())
+                 : double(APInt::getSignedMaxValue(width).getSExtValue());
   }
+  return reduce(
+      r.ctx.b, r.ctx.loc, r.x, r.axes, r.keep, init,
+      [isMax, isFloat](OpBuilder &nb, Location nl, Value acc,
+                       Value v) -> Value {
+        if (isFloat)
+          return isMax ? arith::MaximumFOp::create(nb, nl, acc, v).getResult()
+                       : arith::MinimumFOp::create(nb, nl, acc, v).getResult();
+        return isMax ? arith::MaxSIOp::create(nb, nl, acc, v).getResult()
+                     : arith::MinSIOp::create(nb, nl, acc, v).getResult();
+      });
+}
+
+/// The reduction operators; all but the first four take floats only.
+const struct {
+  const char *name;
+  ReductionBuilder build;
+} kReductions[] = {
+    {"ReduceSum", buildReduceSum},
+    {"ReduceMax", buildReduceMaxMin},
+    {"ReduceMin", buildReduceMaxMin},
+    {"ReduceProd", buildReduceProd},
+    {"ReduceMean", buildReduceMean},
+    {"ReduceL1", buildReduceL1},
+    {"ReduceL2", buildReduceL2},
+    {"ReduceLogSum", buildReduceLogSum},
+    {"ReduceLogSumExp", buildReduceLogSumExp},
+    {"ReduceSumSquare", buildReduceSumSquare},
+};
+
+/// The sorted, distinct axes a reduction reduces (every axis when none are
+/// given); `noop` when none are given and noop_with_empty_axes is set.
+FailureOr<SmallVector<int64_t>> reductionAxes(NodeContext &ctx, bool &noop) {
   int64_t rank = ctx.rank(0);
   FailureOr<SmallVector<int64_t>> given =
-      ctx.axesAttrOrInput(op == "ReduceSum" && ctx.opset >= 13);
+      ctx.axesAttrOrInput(ctx.node.op_type() == "ReduceSum" && ctx.opset >= 13);
   if (failed(given))
     return failure();
   SmallVector<int64_t> axes = *given;
-  if (axes.empty()) {
-    if (ctx.getInt("noop_with_empty_axes", 0))
-      return SmallVector<TypedValue>{ctx.inputs[0]};
+  noop = axes.empty() && ctx.getInt("noop_with_empty_axes", 0);
+  if (noop)
+    return axes;
+  if (axes.empty())
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
-  }
   for (int64_t &a : axes) {
     FailureOr<int64_t> n = ctx.axis(a, rank);
     if (failed(n))
@@ -1050,106 +1342,29 @@ Results importReduce(NodeContext &ctx) {
   }
   llvm::sort(axes);
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  bool keep = ctx.getInt("keepdims", 1);
-  OpBuilder &b = ctx.b;
-  Location loc = ctx.loc;
-  Value x = ctx.input(0);
-  Type elem = ctx.type(0).getElementType();
-  int64_t count = 1;
-  for (int64_t a : axes)
-    count *= ctx.shape(0)[a];
-  auto sumOf = [&](std::function<Value(OpBuilder &, Location, Value)> pro) {
-    return reduce(b, loc, x, axes, keep, 0.0,
-                  [](OpBuilder &nb, Location nl, Value acc, Value v) {
-                    return add(nb, nl, acc, v);
-                  },
-                  pro);
-  };
-  auto post = [&](Value v, std::function<Value(OpBuilder &, Location, Value)>
-                               fn) {
-    auto t = llvm::cast<RankedTensorType>(v.getType());
-    return elementwise(b, loc, v, t.getShape(), elem,
-                       [&](OpBuilder &nb, Location nl, ValueRange a) {
-                         return fn(nb, nl, a[0]);
-                       });
-  };
-  Value y;
-  if (op == "ReduceSum") {
-    y = sumOf(nullptr);
-  } else if (op == "ReduceMean") {
-    y = post(sumOf(nullptr), [&](OpBuilder &nb, Location nl, Value v) {
-      return arith::DivFOp::create(nb, nl, v,
-                                   scalarConstant(nb, nl, elem, double(count)))
-          .getResult();
-    });
-  } else if (op == "ReduceSumSquare") {
-    y = sumOf([](OpBuilder &nb, Location nl, Value v) {
-      return arith::MulFOp::create(nb, nl, v, v).getResult();
-    });
-  } else if (op == "ReduceL1") {
-    y = sumOf([](OpBuilder &nb, Location nl, Value v) {
-      return math::AbsFOp::create(nb, nl, v).getResult();
-    });
-  } else if (op == "ReduceL2") {
-    y = post(sumOf([](OpBuilder &nb, Location nl, Value v) {
-               return arith::MulFOp::create(nb, nl, v, v).getResult();
-             }),
-             [](OpBuilder &nb, Location nl, Value v) {
-               return math::SqrtOp::create(nb, nl, v).getResult();
-             });
-  } else if (op == "ReduceLogSum") {
-    y = post(sumOf(nullptr), [](OpBuilder &nb, Location nl, Value v) {
-      return math::LogOp::create(nb, nl, v).getResult();
-    });
-  } else if (op == "ReduceLogSumExp") {
-    // max + log(sum(exp(x - max))): no overflow for large inputs.
-    SoftmaxParts p = softmaxParts(b, loc, x, axes);
-    auto t = ctx.type(0);
-    auto st = llvm::cast<RankedTensorType>(p.sum.getType());
-    y = elementwise(b, loc, {p.sum, p.max}, st.getShape(), elem,
-                    [](OpBuilder &nb, Location nl, ValueRange a) {
-                      return arith::AddFOp::create(
-                                 nb, nl, math::LogOp::create(nb, nl, a[0]),
-                                 a[1])
-                          .getResult();
-                    });
-    if (!keep) {
-      SmallVector<int64_t> shape;
-      for (int64_t i = 0; i < rank; ++i)
-        if (!llvm::is_contained(axes, i))
-          shape.push_back(t.getDimSize(i));
-      y = reshape(b, loc, y, shape);
-    }
-  } else if (op == "ReduceProd") {
-    y = reduce(b, loc, x, axes, keep, 1.0,
-               [](OpBuilder &nb, Location nl, Value acc, Value v) {
-                 return mul(nb, nl, acc, v);
-               });
-  } else { // ReduceMax, ReduceMin
-    bool isMax = op == "ReduceMax";
-    double init;
-    if (isFloat)
-      init = isMax ? -std::numeric_limits<double>::infinity()
-                   : std::numeric_limits<double>::infinity();
-    else {
-      unsigned width = elem.getIntOrFloatBitWidth();
-      init = isMax ? double(APInt::getSignedMinValue(width).getSExtValue())
-                   : double(APInt::getSignedMaxValue(width).getSExtValue());
-    }
-    y = reduce(b, loc, x, axes, keep, init,
-               [isMax, isFloat](OpBuilder &nb, Location nl, Value acc,
-                                Value v) -> Value {
-                 if (isFloat)
-                   return isMax ? arith::MaximumFOp::create(nb, nl, acc, v)
-                                      .getResult()
-                                : arith::MinimumFOp::create(nb, nl, acc, v)
-                                      .getResult();
-                 return isMax
-                            ? arith::MaxSIOp::create(nb, nl, acc, v).getResult()
-                            : arith::MinSIOp::create(nb, nl, acc, v).getResult();
-               });
+  return axes;
+}
+
+Results importReduce(NodeContext &ctx) {
+  llvm::StringRef op = ctx.node.op_type();
+  DType dt = ctx.dtype(0);
+  if (isBoolDType(dt) || isUnsignedDType(dt) ||
+      (!isFloatDType(dt) && op != "ReduceSum" && op != "ReduceMax" &&
+       op != "ReduceMin" && op != "ReduceProd")) {
+    ctx.error() << "element type " << dtypeName(dt) << " is not supported";
+    return failure();
   }
-  return one(y, dt);
+  bool noop = false;
+  FailureOr<SmallVector<int64_t>> axes = reductionAxes(ctx, noop);
+  if (failed(axes))
+    return failure();
+  if (noop)
+    return SmallVector<TypedValue>{ctx.inputs[0]};
+  Reduction r{ctx, ctx.input(0), *axes, ctx.getInt("keepdims", 1) != 0,
+              ctx.type(0).getElementType()};
+  const auto *entry =
+      llvm::find_if(kReductions, [&](const auto &e) { return op == e.name; });
+  return one(entry->build(r), dt);
 }
 
 } // namespace
@@ -1169,11 +1384,8 @@ void addNeuralNetOps(OpTable &t) {
   t["LayerNormalization"] = importLayerNorm;
   t["Softmax"] = importSoftmax;
   t["LogSoftmax"] = importSoftmax;
-  for (const char *op :
-       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-        "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-        "ReduceSumSquare"})
-    t[op] = importReduce;
+  for (const auto &reduction : kReductions)
+    t[reduction.name] = importReduce;
 }
 
 } // namespace mp::onnx_import
