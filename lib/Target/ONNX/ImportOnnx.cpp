@@ -23,6 +23,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -186,6 +187,89 @@ LogicalResult NodeContext::requireFloat(unsigned i) {
 
 // -- tensors ------------------------------------------------------------------------
 
+/// The bytes of a tensor stored outside the model (`location`, `offset`,
+/// `length`), read from its file relative to `modelDir`; `bytes` when no
+/// length is given.
+static FailureOr<std::string> readExternalData(const onnx::TensorProto &t,
+                                               llvm::StringRef modelDir,
+                                               size_t bytes, Location loc) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const onnx::StringStringEntryProto &kv : t.external_data()) {
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = std::stoll(kv.value());
+    else if (kv.key() == "length")
+      length = std::stoll(kv.value());
+  }
+  llvm::SmallString<256> path(modelDir);
+  llvm::sys::path::append(path, location);
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!file)
+    return emitError(loc) << "tensor '" << t.name()
+                          << "': cannot read its external data '" << path
+                          << "': " << file.getError().message(),
+           failure();
+  if (length < 0)
+    length = bytes;
+  if (offset < 0 || size_t(offset + length) > (*file)->getBufferSize())
+    return emitError(loc) << "tensor '" << t.name() << "': external data '"
+                          << path << "' is shorter than offset + length",
+           failure();
+  return std::string((*file)->getBufferStart() + offset, length);
+}
+
+/// Writes `values`, each narrowed to `width` bits, little-endian (as the
+/// attribute wants) into `raw`; false unless there are `count` of them.
+template <typename T>
+static bool putTypedValues(const google::protobuf::RepeatedField<T> &values,
+                           int64_t count, unsigned width, std::string &raw) {
+  if (values.size() != count)
+    return false;
+  size_t step = width / 8 ? width / 8 : 1;
+  for (int64_t i = 0; i < count; ++i) {
+    T v = values.Get(i);
+    std::memcpy(raw.data() + i * step, &v, step);
+  }
+  return true;
+}
+
+/// The bytes of a tensor stored in its typed data field; an error if the
+/// field does not hold `count` values (except for BOOL, whose bytes then
+/// stay zero).
+static FailureOr<std::string> typedDataBytes(const onnx::TensorProto &t,
+                                             Type elem, int64_t count,
+                                             size_t bytes, unsigned width,
+                                             Location loc) {
+  std::string raw(bytes, '\0');
+  bool filled;
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    filled = putTypedValues(t.float_data(), count, width, raw);
+    break;
+  case onnx::TensorProto::DOUBLE:
+    filled = putTypedValues(t.double_data(), count, width, raw);
+    break;
+  case onnx::TensorProto::INT64:
+    filled = putTypedValues(t.int64_data(), count, width, raw);
+    break;
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+    filled = putTypedValues(t.uint64_data(), count, width, raw);
+    break;
+  default: // int32_data holds INT32 and every narrower type, f16 as bits.
+    filled = putTypedValues(t.int32_data(), count, width, raw);
+    break;
+  }
+  if (!filled && !elem.isInteger(1))
+    return emitError(loc) << "tensor '" << t.name() << "' of "
+                          << dtypeName(t.data_type()) << " holds no " << count
+                          << " values in its typed data field",
+           failure();
+  return raw;
+}
+
 /// Element bytes of an ONNX tensor, from raw_data, a typed field or an
 /// external file, as the little-endian buffer DenseElementsAttr takes.
 FailureOr<DenseElementsAttr> tensorToAttr(const onnx::TensorProto &t,
@@ -204,101 +288,27 @@ FailureOr<DenseElementsAttr> tensorToAttr(const onnx::TensorProto &t,
   unsigned width = elem.isInteger(1) ? 8 : elem.getIntOrFloatBitWidth();
   size_t bytes = size_t(count) * width / 8;
 
-  std::string raw;
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    int64_t offset = 0, length = -1;
-    for (const onnx::StringStringEntryProto &kv : t.external_data()) {
-      if (kv.key() == "location")
-        location = kv.value();
-      else if (kv.key() == "offset")
-        offset = std::stoll(kv.value());
-      else if (kv.key() == "length")
-        length = std::stoll(kv.value());
-    }
-    llvm::SmallString<256> path(modelDir);
-    llvm::sys::path::append(path, location);
-    auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-    if (!file)
-      return emitError(loc) << "tensor '" << t.name()
-                            << "': cannot read its external data '" << path
-                            << "': " << file.getError().message(),
-             failure();
-    if (length < 0)
-      length = bytes;
-    if (offset < 0 || size_t(offset + length) > (*file)->getBufferSize())
-      return emitError(loc) << "tensor '" << t.name() << "': external data '"
-                            << path << "' is shorter than offset + length",
-             failure();
-    raw.assign((*file)->getBufferStart() + offset, length);
-  } else if (t.has_raw_data()) {
+  FailureOr<std::string> raw;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    raw = readExternalData(t, modelDir, bytes, loc);
+  else if (t.has_raw_data())
     raw = t.raw_data();
-  } else {
-    raw.resize(bytes);
-    char *out = raw.data();
-    auto put = [&](auto v, size_t i) {
-      // Narrow to the element width; little-endian as the attribute wants.
-      std::memcpy(out + i * (width / 8 ? width / 8 : 1), &v,
-                  width / 8 ? width / 8 : 1);
-    };
-    switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      if (t.float_data_size() != count)
-        break;
-      for (int64_t i = 0; i < count; ++i)
-        put(t.float_data(i), i);
-      return DenseElementsAttr::getFromRawBuffer(
-          type, ArrayRef<char>(raw.data(), raw.size()));
-    case onnx::TensorProto::DOUBLE:
-      if (t.double_data_size() != count)
-        break;
-      for (int64_t i = 0; i < count; ++i)
-        put(t.double_data(i), i);
-      return DenseElementsAttr::getFromRawBuffer(
-          type, ArrayRef<char>(raw.data(), raw.size()));
-    case onnx::TensorProto::INT64:
-      if (t.int64_data_size() != count)
-        break;
-      for (int64_t i = 0; i < count; ++i)
-        put(t.int64_data(i), i);
-      return DenseElementsAttr::getFromRawBuffer(
-          type, ArrayRef<char>(raw.data(), raw.size()));
-    case onnx::TensorProto::UINT32:
-    case onnx::TensorProto::UINT64:
-      if (t.uint64_data_size() != count)
-        break;
-      for (int64_t i = 0; i < count; ++i)
-        put(t.uint64_data(i), i);
-      return DenseElementsAttr::getFromRawBuffer(
-          type, ArrayRef<char>(raw.data(), raw.size()));
-    default: // int32_data holds INT32 and every narrower type, f16 as bits.
-      if (t.int32_data_size() != count)
-        break;
-      for (int64_t i = 0; i < count; ++i)
-        put(int32_t(t.int32_data(i)), i);
-      if (elem.isInteger(1))
-        break; // below, from bytes
-      return DenseElementsAttr::getFromRawBuffer(
-          type, ArrayRef<char>(raw.data(), raw.size()));
-    }
-    if (!elem.isInteger(1))
-      return emitError(loc) << "tensor '" << t.name() << "' of "
-                            << dtypeName(t.data_type()) << " holds no "
-                            << count << " values in its typed data field",
-             failure();
-  }
-  if (raw.size() != bytes)
-    return emitError(loc) << "tensor '" << t.name() << "' has " << raw.size()
+  else
+    raw = typedDataBytes(t, elem, count, bytes, width, loc);
+  if (failed(raw))
+    return failure();
+  if (raw->size() != bytes)
+    return emitError(loc) << "tensor '" << t.name() << "' has " << raw->size()
                           << " bytes of data where its shape needs " << bytes,
            failure();
   if (elem.isInteger(1)) {
     SmallVector<bool> values;
-    for (char c : raw)
+    for (char c : *raw)
       values.push_back(c != 0);
     return DenseElementsAttr::get(type, values);
   }
   return DenseElementsAttr::getFromRawBuffer(
-      type, ArrayRef<char>(raw.data(), raw.size()));
+      type, ArrayRef<char>(raw->data(), raw->size()));
 }
 
 // -- builders ---------------------------------------------------------------------
@@ -578,9 +588,36 @@ public:
   OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
 
 private:
+  /// The imported function's signature, gathered while importing.
+  struct Signature {
+    SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
+    SmallVector<Value> results;
+    SmallVector<Type> resultTypes;
+    SmallVector<DictionaryAttr> resultAttrs;
+  };
+
+  LogicalResult readOpset(const onnx::ModelProto &model);
+  LogicalResult importInputs(const onnx::GraphProto &graph, Block *entry,
+                             OpBuilder &b, Signature &sig);
+  LogicalResult importInitializers(const onnx::GraphProto &graph, Block *entry,
+                                   OpBuilder &b, Signature &sig);
+  LogicalResult importOutputs(const onnx::GraphProto &graph, OpBuilder &b,
+                              Signature &sig);
+  LogicalResult checkDeclaredShape(const onnx::ValueInfoProto &out,
+                                   RankedTensorType type, Location loc);
   LogicalResult importNode(const onnx::NodeProto &node, OpBuilder &b);
+  LogicalResult nodeInputs(const onnx::NodeProto &node, llvm::StringRef name,
+                           Location loc, SmallVector<TypedValue> &inputs);
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info,
                                         DType &dtype);
+  FailureOr<SmallVector<int64_t>> staticDims(const onnx::ValueInfoProto &info,
+                                             Location loc);
+  LogicalResult finish(ModuleOp module);
+
+  Location locOf(llvm::StringRef name) {
+    return NameLoc::get(StringAttr::get(ctx, name), fileLoc);
+  }
 
   MLIRContext *ctx;
   std::string fileName;
@@ -592,7 +629,7 @@ private:
 
 FailureOr<RankedTensorType>
 GraphImporter::inputType(const onnx::ValueInfoProto &info, DType &dtype) {
-  Location loc = NameLoc::get(StringAttr::get(ctx, info.name()), fileLoc);
+  Location loc = locOf(info.name());
   if (!info.type().has_tensor_type())
     return emitError(loc) << "graph input '" << info.name()
                           << "' is not a tensor (sequences, maps and "
@@ -616,6 +653,17 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info, DType &dtype) {
              failure();
     return RankedTensorType::get(fixed->second, elem);
   }
+  FailureOr<SmallVector<int64_t>> dims = staticDims(info, loc);
+  if (failed(dims))
+    return failure();
+  return RankedTensorType::get(*dims, elem);
+}
+
+/// The model's shape of a graph input, its leading dynamic dimension
+/// replaced by --batch-size; an error for any other dynamic dimension.
+FailureOr<SmallVector<int64_t>>
+GraphImporter::staticDims(const onnx::ValueInfoProto &info, Location loc) {
+  const onnx::TypeProto::Tensor &tt = info.type().tensor_type();
   if (!tt.has_shape())
     return emitError(loc) << "graph input '" << info.name()
                           << "' has no shape; give one with --input-shape "
@@ -623,12 +671,12 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info, DType &dtype) {
            failure();
   SmallVector<int64_t> dims;
   for (const onnx::TensorShapeProto::Dimension &d : tt.shape().dim()) {
-    if ((!d.has_dim_value() || d.dim_value() < 0) && dims.empty() &&
-        options.batchSize > 0) {
+    bool dynamic = !d.has_dim_value() || d.dim_value() < 0;
+    if (dynamic && dims.empty() && options.batchSize > 0) {
       dims.push_back(options.batchSize);
       continue;
     }
-    if (!d.has_dim_value() || d.dim_value() < 0) {
+    if (dynamic) {
       InFlightDiagnostic diag = emitError(loc);
       diag << "graph input '" << info.name() << "' has dynamic dimension "
            << dims.size();
@@ -641,21 +689,14 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info, DType &dtype) {
     }
     dims.push_back(d.dim_value());
   }
-  return RankedTensorType::get(dims, elem);
+  return dims;
 }
 
-LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
-                                        OpBuilder &b) {
-  std::string name = node.name().empty() ? (node.output_size() ? node.output(0)
-                                                               : node.op_type())
-                                         : node.name();
-  Location loc = NameLoc::get(StringAttr::get(ctx, name), fileLoc);
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return emitError(loc) << "node '" << name << "' (" << node.op_type()
-                          << "): operators of domain '" << node.domain()
-                          << "' are not imported (only the default ONNX "
-                             "domain)";
-  SmallVector<TypedValue> inputs;
+/// The values of the node's inputs (null for optional inputs left out); an
+/// error for an input that no earlier node or graph input defines.
+LogicalResult GraphImporter::nodeInputs(const onnx::NodeProto &node,
+                                        llvm::StringRef name, Location loc,
+                                        SmallVector<TypedValue> &inputs) {
   for (const std::string &in : node.input()) {
     if (in.empty()) {
       inputs.push_back({});
@@ -669,13 +710,38 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                                "must be topologically sorted)";
     inputs.push_back(it->second);
   }
-  NodeContext context(node, name, opset, b, loc, std::move(inputs));
+  return success();
+}
+
+/// The first subgraph attribute of `node` (If, Loop, Scan), if any.
+const onnx::AttributeProto *subgraphAttr(const onnx::NodeProto &node) {
   for (const onnx::AttributeProto &a : node.attribute())
     if (a.type() == onnx::AttributeProto::GRAPH ||
         a.type() == onnx::AttributeProto::GRAPHS)
-      return context.error() << "attribute '" << a.name()
-                             << "' is a subgraph; control flow (If, Loop, "
-                                "Scan) is not imported";
+      return &a;
+  return nullptr;
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
+                                        OpBuilder &b) {
+  std::string name = node.name().empty() ? (node.output_size() ? node.output(0)
+                                                               : node.op_type())
+                                         : node.name();
+  Location loc = locOf(name);
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return emitError(loc) << "node '" << name << "' (" << node.op_type()
+                          << "): operators of domain '" << node.domain()
+                          << "' are not imported (only the default ONNX "
+                             "domain)";
+  SmallVector<TypedValue> inputs;
+  if (failed(nodeInputs(node, name, loc, inputs)))
+    return failure();
+  NodeContext context(node, name, opset, b, loc, std::move(inputs));
+  if (const onnx::AttributeProto *a = subgraphAttr(node))
+    return context.error() << "attribute '" << a->name()
+                           << "' is a subgraph; control flow (If, Loop, "
+                              "Scan) is not imported";
+  // Integer shape computations on constants fold; the rest become ops.
   Results results = foldIntegerNode(context);
   if (failed(results))
     return failure();
@@ -700,7 +766,9 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   return success();
 }
 
-OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
+/// The default domain's opset the model imports (1 for IR version 2
+/// models, which name none); an error above 17, which mp does not know.
+LogicalResult GraphImporter::readOpset(const onnx::ModelProto &model) {
   for (const onnx::OperatorSetIdProto &set : model.opset_import())
     if (set.domain().empty() || set.domain() == "ai.onnx")
       opset = set.version();
@@ -712,16 +780,134 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     for (const onnx::OperatorSetIdProto &set : model.opset_import())
       diag << " '" << set.domain() << "'";
     diag << "; mp imports operators of the default domain";
-    return nullptr;
+    return failure();
   }
   if (opset > 17) {
     emitError(fileLoc) << "the model uses ONNX opset " << opset
                        << "; mp's importer takes opsets up to 17";
-    return nullptr;
+    return failure();
   }
-  const onnx::GraphProto &graph = model.graph();
-  llvm::StringRef modelDir = llvm::sys::path::parent_path(fileName);
+  return success();
+}
 
+/// The graph inputs become the function's arguments. Older models list
+/// initializers among the inputs too: those are initializers.
+LogicalResult GraphImporter::importInputs(const onnx::GraphProto &graph,
+                                          Block *entry, OpBuilder &b,
+                                          Signature &sig) {
+  llvm::StringSet<> initializers;
+  for (const onnx::TensorProto &t : graph.initializer())
+    initializers.insert(t.name());
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    if (initializers.contains(info.name()))
+      continue;
+    DType dtype = 0;
+    FailureOr<RankedTensorType> type = inputType(info, dtype);
+    if (failed(type))
+      return failure();
+    Value arg = entry->addArgument(*type, locOf(info.name()));
+    values[info.name()] = {arg, dtype};
+    sig.argTypes.push_back(*type);
+    sig.argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(mlir::mp::MPDialect::InputAttrHelper::getNameStr(),
+                       b.getStringAttr(info.name()))));
+  }
+  return success();
+}
+
+/// Initializers become constants, or with paramsAsArguments the float ones
+/// become parameter arguments (with their initial values if asked for).
+LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph,
+                                                Block *entry, OpBuilder &b,
+                                                Signature &sig) {
+  llvm::StringRef modelDir = llvm::sys::path::parent_path(fileName);
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    Location loc = locOf(t.name());
+    FailureOr<DenseElementsAttr> value = tensorToAttr(t, modelDir, loc);
+    if (failed(value))
+      return failure();
+    if (!options.paramsAsArguments || !isFloatDType(t.data_type())) {
+      values[t.name()] = {constantOf(b, loc, *value), t.data_type()};
+      continue;
+    }
+    Value arg = entry->addArgument(value->getType(), loc);
+    values[t.name()] = {arg, t.data_type()};
+    sig.argTypes.push_back(value->getType());
+    SmallVector<NamedAttribute> attrs = {
+        b.getNamedAttr(mlir::mp::MPDialect::ParamAttrHelper::getNameStr(),
+                       b.getStringAttr(t.name()))};
+    if (options.initialValues && value->getElementType().isF32())
+      attrs.push_back(b.getNamedAttr(
+          mlir::mp::MPDialect::InitialValueAttrHelper::getNameStr(), *value));
+    sig.argAttrs.push_back(b.getDictionaryAttr(attrs));
+  }
+  return success();
+}
+
+/// The model's declared shape of a graph output, where static, must be the
+/// one computed (unless --input-shape fixed the inputs, which may change it).
+LogicalResult GraphImporter::checkDeclaredShape(const onnx::ValueInfoProto &out,
+                                                RankedTensorType type,
+                                                Location loc) {
+  if (!out.type().has_tensor_type() || !out.type().tensor_type().has_shape() ||
+      !options.inputShapes.empty())
+    return success();
+  const onnx::TensorShapeProto &shape = out.type().tensor_type().shape();
+  bool same = shape.dim_size() == type.getRank();
+  for (int i = 0; same && i < shape.dim_size(); ++i)
+    if (shape.dim(i).has_dim_value())
+      same = shape.dim(i).dim_value() == type.getDimSize(i);
+  if (same)
+    return success();
+  std::string declared;
+  for (int i = 0; i < shape.dim_size(); ++i)
+    declared += (i ? "x" : "") + (shape.dim(i).has_dim_value()
+                                      ? std::to_string(shape.dim(i).dim_value())
+                                      : std::string("?"));
+  return emitError(loc) << "graph output '" << out.name() << "' is computed as "
+                        << type << " but the model declares shape [" << declared
+                        << "]";
+}
+
+/// The graph outputs become the function's results.
+LogicalResult GraphImporter::importOutputs(const onnx::GraphProto &graph,
+                                           OpBuilder &b, Signature &sig) {
+  for (const onnx::ValueInfoProto &out : graph.output()) {
+    Location loc = locOf(out.name());
+    auto it = values.find(out.name());
+    if (it == values.end())
+      return emitError(loc) << "graph output '" << out.name()
+                            << "' is not computed by any node";
+    auto type = llvm::cast<RankedTensorType>(it->second.value.getType());
+    if (failed(checkDeclaredShape(out, type, loc)))
+      return failure();
+    sig.results.push_back(it->second.value);
+    sig.resultTypes.push_back(type);
+    sig.resultAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(mlir::mp::MPDialect::OutputAttrHelper::getNameStr(),
+                       b.getStringAttr(out.name()))));
+  }
+  return success();
+}
+
+/// Verifies the module, then folds the importer's reshape chains and drops
+/// constants and shape computations no result depends on.
+LogicalResult GraphImporter::finish(ModuleOp module) {
+  if (failed(verify(module))) {
+    emitError(fileLoc) << "the imported module does not verify (an importer "
+                          "bug; please report it with the model)";
+    return failure();
+  }
+  PassManager pm(ctx);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  return pm.run(module);
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
+  if (failed(readOpset(model)))
+    return nullptr;
+  const onnx::GraphProto &graph = model.graph();
   OpBuilder b(ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   b.setInsertionPointToEnd(module->getBody());
@@ -730,114 +916,23 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
-  llvm::StringMap<const onnx::TensorProto *> initializers;
-  for (const onnx::TensorProto &t : graph.initializer())
-    initializers[t.name()] = &t;
-
-  SmallVector<Type> argTypes;
-  SmallVector<DictionaryAttr> argAttrs;
-  // Graph inputs first (older models list initializers among the inputs too:
-  // those are initializers).
-  for (const onnx::ValueInfoProto &info : graph.input()) {
-    if (initializers.count(info.name()))
-      continue;
-    DType dtype = 0;
-    FailureOr<RankedTensorType> type = inputType(info, dtype);
-    if (failed(type))
-      return nullptr;
-    Value arg = entry->addArgument(
-        *type, NameLoc::get(StringAttr::get(ctx, info.name()), fileLoc));
-    values[info.name()] = {arg, dtype};
-    argTypes.push_back(*type);
-    argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-        mlir::mp::MPDialect::InputAttrHelper::getNameStr(),
-        b.getStringAttr(info.name()))));
-  }
-  for (const onnx::TensorProto &t : graph.initializer()) {
-    Location loc = NameLoc::get(StringAttr::get(ctx, t.name()), fileLoc);
-    FailureOr<DenseElementsAttr> value = tensorToAttr(t, modelDir, loc);
-    if (failed(value))
-      return nullptr;
-    if (options.paramsAsArguments && isFloatDType(t.data_type())) {
-      Value arg = entry->addArgument(value->getType(), loc);
-      values[t.name()] = {arg, t.data_type()};
-      argTypes.push_back(value->getType());
-      SmallVector<NamedAttribute> attrs = {b.getNamedAttr(
-          mlir::mp::MPDialect::ParamAttrHelper::getNameStr(),
-          b.getStringAttr(t.name()))};
-      if (options.initialValues && value->getElementType().isF32())
-        attrs.push_back(b.getNamedAttr(
-            mlir::mp::MPDialect::InitialValueAttrHelper::getNameStr(),
-            *value));
-      argAttrs.push_back(b.getDictionaryAttr(attrs));
-    } else {
-      values[t.name()] = {constantOf(b, loc, *value), t.data_type()};
-    }
-  }
-
+  Signature sig;
+  if (failed(importInputs(graph, entry, b, sig)) ||
+      failed(importInitializers(graph, entry, b, sig)))
+    return nullptr;
   for (const onnx::NodeProto &node : graph.node())
     if (failed(importNode(node, b)))
       return nullptr;
+  if (failed(importOutputs(graph, b, sig)))
+    return nullptr;
 
-  SmallVector<Value> results;
-  SmallVector<Type> resultTypes;
-  SmallVector<DictionaryAttr> resultAttrs;
-  for (const onnx::ValueInfoProto &out : graph.output()) {
-    Location loc = NameLoc::get(StringAttr::get(ctx, out.name()), fileLoc);
-    auto it = values.find(out.name());
-    if (it == values.end()) {
-      emitError(loc) << "graph output '" << out.name()
-                     << "' is not computed by any node";
-      return nullptr;
-    }
-    auto type = llvm::cast<RankedTensorType>(it->second.value.getType());
-    // The model's declared shape, where static, must be the one computed.
-    if (out.type().has_tensor_type() &&
-        out.type().tensor_type().has_shape()) {
-      const onnx::TensorShapeProto &shape = out.type().tensor_type().shape();
-      bool same = shape.dim_size() == type.getRank();
-      for (int i = 0; same && i < shape.dim_size(); ++i)
-        if (shape.dim(i).has_dim_value())
-          same = shape.dim(i).dim_value() == type.getDimSize(i);
-      if (!same && !options.inputShapes.empty())
-        same = true; // fixed input shapes may change the outputs' shapes
-      if (!same) {
-        std::string declared;
-        for (int i = 0; i < shape.dim_size(); ++i)
-          declared += (i ? "x" : "") +
-                      (shape.dim(i).has_dim_value()
-                           ? std::to_string(shape.dim(i).dim_value())
-                           : std::string("?"));
-        emitError(loc) << "graph output '" << out.name() << "' is computed as "
-                       << type << " but the model declares shape ["
-                       << declared << "]";
-        return nullptr;
-      }
-    }
-    results.push_back(it->second.value);
-    resultTypes.push_back(type);
-    resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-        mlir::mp::MPDialect::OutputAttrHelper::getNameStr(),
-        b.getStringAttr(out.name()))));
-  }
-  func::ReturnOp::create(b, fileLoc, results);
-  func.setFunctionType(b.getFunctionType(argTypes, resultTypes));
-  func.setAllArgAttrs(argAttrs);
-  func.setAllResultAttrs(resultAttrs);
+  func::ReturnOp::create(b, fileLoc, sig.results);
+  func.setFunctionType(b.getFunctionType(sig.argTypes, sig.resultTypes));
+  func.setAllArgAttrs(sig.argAttrs);
+  func.setAllResultAttrs(sig.resultAttrs);
   func->setAttr(mlir::mp::MPDialect::PredictAttrHelper::getNameStr(),
                 b.getUnitAttr());
-
-  if (failed(verify(*module))) {
-    emitError(fileLoc) << "the imported module does not verify (an importer "
-                          "bug; please report it with the model)";
-    return nullptr;
-  }
-  // Folds the importer's reshape chains and drops constants and shape
-  // computations no result depends on.
-  PassManager pm(ctx);
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (failed(pm.run(*module)))
+  if (failed(finish(*module)))
     return nullptr;
   return module;
 }
