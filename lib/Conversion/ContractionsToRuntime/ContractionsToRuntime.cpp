@@ -159,18 +159,20 @@ bool assignOperand(Product &result, OpOperand *operand, OperandDims dims,
   return false;
 }
 
-std::optional<Product> matchProduct(linalg::LinalgOp op) {
+/// Whether \p op is a multiply-add on buffers of two inputs into one init
+/// over three or four loops, one of them a reduction.
+bool hasProductShape(linalg::LinalgOp op) {
   unsigned numLoops = op.getNumLoops();
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || (numLoops != 3 && numLoops != 4) ||
-      op.getNumReductionLoops() != 1 || !hasMultiplyAddBody(op))
-    return std::nullopt;
-  // Loops: the output indexes ([p,] i, j) directly; r is the reduction.
-  Product result;
-  result.batched = numLoops == 4;
-  unsigned first = result.batched ? 1 : 0;
-  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (out.getNumResults() != numLoops - 1 || !out.isProjectedPermutation())
+  return op.hasPureBufferSemantics() && op.getNumDpsInputs() == 2 &&
+         op.getNumDpsInits() == 1 && (numLoops == 3 || numLoops == 4) &&
+         op.getNumReductionLoops() == 1 && hasMultiplyAddBody(op);
+}
+
+/// The reduction loop of \p op when its result map \p out ([p,] i, j)
+/// indexes the result by the other loops directly.
+std::optional<unsigned> reductionOutside(linalg::LinalgOp op, AffineMap out) {
+  if (out.getNumResults() != op.getNumLoops() - 1 ||
+      !out.isProjectedPermutation())
     return std::nullopt;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   unsigned r =
@@ -178,6 +180,21 @@ std::optional<Product> matchProduct(linalg::LinalgOp op) {
   if (llvm::is_contained(out.getResults(),
                          getAffineDimExpr(r, op.getContext())))
     return std::nullopt;
+  return r;
+}
+
+std::optional<Product> matchProduct(linalg::LinalgOp op) {
+  if (!hasProductShape(op))
+    return std::nullopt;
+  // Loops: the output indexes ([p,] i, j) directly; r is the reduction.
+  Product result;
+  result.batched = op.getNumLoops() == 4;
+  unsigned first = result.batched ? 1 : 0;
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  std::optional<unsigned> reduction = reductionOutside(op, out);
+  if (!reduction)
+    return std::nullopt;
+  unsigned r = *reduction;
   unsigned i = out.getDimPosition(first), j = out.getDimPosition(first + 1);
   for (OpOperand *operand : op.getDpsInputOperands()) {
     std::optional<OperandDims> dims =
@@ -450,6 +467,33 @@ bool writableEarly(linalg::LinalgOp product, Operation *consumer, Value d,
   return true;
 }
 
+/// The rounding copy of \p product's result (\p alloc) when its other
+/// users are a +0 fill before the product and deallocations, the copy
+/// after the product in its block; sets \p layout. Else null.
+Operation *soleRoundingAfterFill(linalg::LinalgOp product,
+                                 memref::AllocOp alloc,
+                                 RoundingLayout &layout) {
+  Value c = product.getDpsInitOperand(0)->get();
+  Operation *fill = nullptr, *rounding = nullptr;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == product.getOperation() || isa<memref::DeallocOp>(user))
+      continue;
+    if (!fill && isZeroFillBefore(user, c, product, /*positiveOnly=*/true)) {
+      fill = user;
+      continue;
+    }
+    std::optional<RoundingLayout> userLayout = roundingCopyLayout(user, c);
+    if (rounding || !userLayout)
+      return nullptr;
+    rounding = user;
+    layout = *userLayout;
+  }
+  if (!fill || !rounding || rounding->getBlock() != product->getBlock() ||
+      !product->isBeforeInBlock(rounding))
+    return nullptr;
+  return rounding;
+}
+
 /// A product whose f32 result is only rounded to its operands' 16-bit
 /// type:
 ///
@@ -468,32 +512,14 @@ bool writableEarly(linalg::LinalgOp product, Operation *consumer, Value d,
 /// \p layout as it was).
 Operation *roundedResultOf(linalg::LinalgOp product, RoundingLayout &layout,
                            SmallVectorImpl<Operation *> &moves) {
-  Value c = product.getDpsInitOperand(0)->get();
   memref::AllocOp alloc = resultAllocInBlock(product);
   if (!alloc)
     return declined(product, "rounded result", "C is not made in its block");
-  Operation *fill = nullptr, *rounding = nullptr;
   RoundingLayout copyLayout = RoundingLayout::Same;
-  for (Operation *user : alloc->getUsers()) {
-    if (user == product.getOperation() || isa<memref::DeallocOp>(user))
-      continue;
-    if (!fill && isZeroFillBefore(user, c, product, /*positiveOnly=*/true)) {
-      fill = user;
-      continue;
-    }
-    std::optional<RoundingLayout> userLayout = roundingCopyLayout(user, c);
-    if (!rounding && userLayout) {
-      rounding = user;
-      copyLayout = *userLayout;
-      continue;
-    }
+  Operation *rounding = soleRoundingAfterFill(product, alloc, copyLayout);
+  if (!rounding)
     return declined(product, "rounded result",
-                    "C has users besides a +0 fill and one rounding");
-  }
-  if (!fill || !rounding || rounding->getBlock() != product->getBlock() ||
-      !product->isBeforeInBlock(rounding))
-    return declined(product, "rounded result",
-                    "no +0 fill before, or no rounding after, in its block");
+                    "C is not +0-filled and read by one rounding after it");
   // The result %d: of the operands' type.
   Value d = cast<linalg::GenericOp>(rounding).getDpsInitOperand(0)->get();
   if (elementTypeOf(d) != elementTypeOf(product.getDpsInputOperand(0)->get()))
@@ -921,6 +947,8 @@ bool onlyReadBetween(Value d, Operation *writer, Operation *reader) {
   return true;
 }
 
+bool isAbsMaxBody(Block &body);
+
 /// Whether \p partials computes per-row, per-lane max |x|: maps
 /// (i, r, p) -> (i, r, p) and (i, p), r the only reduction, body
 /// maximumf(absf(x), acc) of either order.
@@ -938,7 +966,11 @@ bool isLaneAbsMax(linalg::GenericOp partials) {
       iterators[1] != utils::IteratorType::reduction ||
       iterators[2] != utils::IteratorType::parallel)
     return false;
-  Block &body = *partials.getBlock();
+  return isAbsMaxBody(*partials.getBlock());
+}
+
+/// Whether \p body is maximumf(absf(x), acc), of either order.
+bool isAbsMaxBody(Block &body) {
   if (body.getOperations().size() != 3)
     return false;
   auto abs = dyn_cast<math::AbsFOp>(&body.front());
@@ -950,6 +982,16 @@ bool isLaneAbsMax(linalg::GenericOp partials) {
           (max.getRhs() == abs.getResult() && max.getLhs() == acc));
 }
 
+/// Whether \p q is a static allocation of \p block with the identity
+/// (row-major) layout.
+bool isStaticAllocationIn(Value q, Block *block) {
+  auto qAlloc = q.getDefiningOp<memref::AllocOp>();
+  MemRefType qType = memrefTypeOf(q);
+  return qAlloc && qAlloc->getBlock() == block &&
+         qAlloc->getNumOperands() == 0 && qType.hasStaticShape() &&
+         hasUnitInnerStride(qType, 2) && qType.getLayout().isIdentity();
+}
+
 /// The fill of \p partials' init %q, a static allocation of the block
 /// whose fill is its first use (its value in scope at \p product) and whose
 /// other users come after \p partials; else null.
@@ -957,11 +999,7 @@ linalg::FillOp partialsFillOf(linalg::GenericOp partials,
                               linalg::LinalgOp product) {
   Block *block = product->getBlock();
   Value q = partials.getDpsInitOperand(0)->get();
-  auto qAlloc = q.getDefiningOp<memref::AllocOp>();
-  MemRefType qType = memrefTypeOf(q);
-  if (!qAlloc || qAlloc->getBlock() != block || qAlloc->getNumOperands() != 0 ||
-      !qType.hasStaticShape() || !hasUnitInnerStride(qType, 2) ||
-      !qType.getLayout().isIdentity())
+  if (!isStaticAllocationIn(q, block))
     return {};
   linalg::FillOp fill;
   for (Operation *user : q.getUsers()) {
@@ -1199,6 +1237,26 @@ headSplitOf(Value v, llvm::function_ref<bool(Operation *, Value)> readInPlace,
   return swap;
 }
 
+/// The copy with its middle dimensions swapped of the one expansion of
+/// \p d that merges its batch dimensions, when \p d's other users are
+/// \p writer, \p zeroFill and deallocations; else null.
+Operation *soleSwapOfExpansion(Value d, Operation *writer,
+                               Operation *zeroFill) {
+  Operation *swap = nullptr;
+  for (Operation *user : d.getUsers()) {
+    if (user == writer || user == zeroFill || isa<memref::DeallocOp>(user))
+      continue;
+    auto expand = dyn_cast<memref::ExpandShapeOp>(user);
+    if (swap || !expand || !mergesBatchDims(expand.getReassociationIndices()) ||
+        !expand->hasOneUse())
+      return nullptr;
+    swap = *expand->getUsers().begin();
+    if (middleSwapInput(swap) != expand.getResult())
+      return nullptr;
+  }
+  return swap;
+}
+
 /// A batched product's result %d (written by \p writer: the product into
 /// its \p zeroFill, or the rounding of its result) that only goes through
 /// attention's head merge:
@@ -1219,22 +1277,11 @@ Operation *headMergeOf(linalg::LinalgOp product, Operation *writer, Value d,
   auto dAlloc = d.getDefiningOp<memref::AllocOp>();
   if (!dAlloc || dAlloc->getBlock() != product->getBlock())
     return declined(product, "head merge", "D is not made in its block");
-  Operation *swap = nullptr;
-  for (Operation *user : d.getUsers()) {
-    if (user == writer || user == zeroFill || isa<memref::DeallocOp>(user))
-      continue;
-    auto expand = dyn_cast<memref::ExpandShapeOp>(user);
-    if (swap || !expand || !mergesBatchDims(expand.getReassociationIndices()) ||
-        !expand->hasOneUse())
-      return declined(product, "head merge",
-                      "D has users besides one expansion into a swap");
-    swap = *expand->getUsers().begin();
-    if (middleSwapInput(swap) != expand.getResult())
-      return declined(product, "head merge",
-                      "D's expansion is not copied with its middle swapped");
-  }
+  Operation *swap = soleSwapOfExpansion(d, writer, zeroFill);
   if (!swap)
-    return declined(product, "head merge", "D is not expanded");
+    return declined(product, "head merge",
+                    "D is not read by one expansion copied with its middle "
+                    "dimensions swapped");
   Value t = cast<linalg::LinalgOp>(swap).getDpsInitOperand(0)->get();
   if (!hasUnitInnerStride(memrefTypeOf(t), 4) ||
       !writableEarly(product, swap, t, moves))
@@ -1292,6 +1339,20 @@ struct Epilogue {
   }
 };
 
+/// The head merge of what a batched \p op writes: its rounded result, or
+/// its result into a zero fill made for it; else null.
+Operation *matchHeadMerge(linalg::LinalgOp op, Epilogue &e) {
+  if (e.rounding)
+    return headMergeOf(
+        op, e.rounding,
+        cast<linalg::GenericOp>(e.rounding).getDpsInitOperand(0)->get(),
+        nullptr, e.moves);
+  if (e.zeroFill)
+    return headMergeOf(op, op, op.getDpsInitOperand(0)->get(), e.zeroFill,
+                       e.moves);
+  return nullptr;
+}
+
 /// The fusions of \p op's result, by precedence: a rounding; else, on
 /// libmprt (libmprt_cuda has neither yet), a bias (with what follows it)
 /// or a dequantization (with its max |x| partials); else a zero fill made
@@ -1309,14 +1370,8 @@ Epilogue matchEpilogue(linalg::LinalgOp op, const Product &product,
     e.absMax = absMaxPartialsOf(op, e.dequantized, e.moves);
   if (!e.consumer() && !cuda)
     e.zeroFill = zeroFillOf(op);
-  if (product.batched && !cuda && e.rounding)
-    e.headMerge = headMergeOf(
-        op, e.rounding,
-        cast<linalg::GenericOp>(e.rounding).getDpsInitOperand(0)->get(),
-        nullptr, e.moves);
-  else if (product.batched && !cuda && e.zeroFill)
-    e.headMerge = headMergeOf(op, op, op.getDpsInitOperand(0)->get(),
-                              e.zeroFill, e.moves);
+  if (product.batched && !cuda)
+    e.headMerge = matchHeadMerge(op, e);
   return e;
 }
 
@@ -1664,21 +1719,26 @@ void planTransposedOperands(ProductList &products, ContractionPlan &plan) {
   }
 }
 
+/// Whether \p user is a batched product (\p product, null if it is none)
+/// that reads \p view as A or B only, or a transposed copy of it that goes.
+bool readsInPlace(Operation *user, Value view, const Product *product,
+                  const llvm::SetVector<Operation *> &transposedCopies) {
+  if (transposedCopies.contains(user))
+    return cast<linalg::TransposeOp>(user).getInput() == view;
+  return product && product->batched &&
+         cast<linalg::LinalgOp>(user).getDpsInitOperand(0)->get() != view &&
+         (product->readA() == view || product->readB() == view);
+}
+
 /// Operands that are attention's head split: the products read the split's
 /// source in place, through a view with two batch dimensions.
 void planHeadSplits(const ProductList &products, ContractionPlan &plan) {
   llvm::DenseMap<Operation *, const Product *> productOf;
   for (auto &[op, product] : products)
     productOf[op] = &product;
-  // A product that reads \p view as A or B only, or a transposed copy of
-  // it that goes.
   auto readInPlace = [&](Operation *user, Value view) {
-    if (plan.transposedCopies.contains(user))
-      return cast<linalg::TransposeOp>(user).getInput() == view;
-    const Product *product = productOf.lookup(user);
-    return product && product->batched &&
-           cast<linalg::LinalgOp>(user).getDpsInitOperand(0)->get() != view &&
-           (product->readA() == view || product->readB() == view);
+    return readsInPlace(user, view, productOf.lookup(user),
+                        plan.transposedCopies);
   };
   for (auto &[op, product] : products) {
     for (Value operand : {product.readA(), product.readB()}) {
