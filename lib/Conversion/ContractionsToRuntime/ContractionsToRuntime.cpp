@@ -81,6 +81,11 @@ struct Product {
   // when the operand is read as it is.
   Value sourceA, sourceB;
 
+  /// Whether both inputs are matched, one each, not both shared.
+  bool isComplete() const {
+    return a && b && a != b && !(sharedA && sharedB);
+  }
+
   /// What the call reads as A and B: the source of a transposed copy, or
   /// the operand.
   Value readA() const { return sourceA ? sourceA : a->get(); }
@@ -202,8 +207,7 @@ std::optional<Product> matchProduct(linalg::LinalgOp op) {
     if (!dims || !assignOperand(result, operand, *dims, i, j, r))
       return std::nullopt;
   }
-  if (!result.a || !result.b || result.a == result.b ||
-      (result.sharedA && result.sharedB))
+  if (!result.isComplete())
     return std::nullopt;
   return result;
 }
@@ -277,19 +281,22 @@ enum class RoundingLayout { Same, Transposed };
 /// (Same), or with the last two dimensions of one of the two swapped
 /// (Transposed: each matrix of the init is the transpose of one of
 /// \p from's).
+/// Whether \p body is `yield(truncf(in))`.
+bool isTruncfBody(Block &body) {
+  if (body.getOperations().size() != 2)
+    return false;
+  auto truncf = dyn_cast<arith::TruncFOp>(&body.front());
+  return truncf && truncf.getIn() == body.getArgument(0) &&
+         body.getTerminator()->getOperand(0) == truncf.getResult();
+}
+
 std::optional<RoundingLayout> roundingCopyLayout(Operation *op, Value from) {
   auto generic = dyn_cast<linalg::GenericOp>(op);
   if (!generic || generic.getNumDpsInputs() != 1 ||
       generic.getNumDpsInits() != 1 ||
       generic.getDpsInputOperand(0)->get() != from ||
-      generic.getNumParallelLoops() != generic.getNumLoops())
-    return std::nullopt;
-  Block &body = *generic.getBlock();
-  if (body.getOperations().size() != 2)
-    return std::nullopt;
-  auto truncf = dyn_cast<arith::TruncFOp>(&body.front());
-  if (!truncf || truncf.getIn() != body.getArgument(0) ||
-      body.getTerminator()->getOperand(0) != truncf.getResult())
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      !isTruncfBody(*generic.getBlock()))
     return std::nullopt;
   AffineMap in = generic.getIndexingMapsArray()[0],
             out = generic.getIndexingMapsArray()[1];
@@ -375,6 +382,15 @@ bool unwrittenBetween(Value buffer, Operation *copy, Operation *product) {
   return true;
 }
 
+/// Whether \p transpose (of \p rank dimensions, at least 2) swaps the last
+/// two.
+bool swapsLastTwo(linalg::TransposeOp transpose, unsigned rank) {
+  if (rank < 2)
+    return false;
+  auto permutation = llvm::to_vector_of<int64_t>(lastTwoSwapped(rank));
+  return transpose.getPermutation() == ArrayRef<int64_t>(permutation);
+}
+
 /// A product operand %x that is a copy of a matrix (or a batch of them)
 /// with the last two dimensions swapped, made for products:
 ///
@@ -399,9 +415,7 @@ transposedCopyOf(Value x, linalg::LinalgOp product,
       !transpose->isBeforeInBlock(product))
     return {};
   unsigned rank = memrefTypeOf(x).getRank();
-  if (rank < 2 ||
-      transpose.getPermutation() !=
-          ArrayRef<int64_t>(llvm::to_vector_of<int64_t>(lastTwoSwapped(rank))))
+  if (!swapsLastTwo(transpose, rank))
     return {};
   Value source = transpose.getInput();
   if (!hasUnitInnerStride(memrefTypeOf(source), rank))
@@ -1098,6 +1112,21 @@ linalg::FillOp zeroFillOf(linalg::LinalgOp product) {
 /// inverse.
 constexpr std::array<int64_t, 4> kMiddleSwapped = {0, 2, 1, 3};
 
+/// Whether \p generic (one input, one init, four loops) yields its input
+/// through maps that swap the middle two dimensions.
+bool isMiddleSwapCopy(linalg::GenericOp generic) {
+  Block &body = *generic.getBlock();
+  if (generic.getNumParallelLoops() != 4 || body.getOperations().size() != 1 ||
+      body.getTerminator()->getOperand(0) != body.getArgument(0))
+    return false;
+  AffineMap in = generic.getIndexingMapsArray()[0],
+            out = generic.getIndexingMapsArray()[1];
+  AffineMap swapped = AffineMap::getPermutationMap(
+      ArrayRef<unsigned>{0, 2, 1, 3}, generic.getContext());
+  return (in.isIdentity() && out == swapped) ||
+         (in == swapped && out.isIdentity());
+}
+
 /// The input of \p op when it copies a 4-D buffer into its init with the
 /// middle two dimensions swapped, out[s, h, t, f] = in[s, t, h, f]: a
 /// linalg.transpose with permutation [0, 2, 1, 3], or a linalg.generic
@@ -1114,20 +1143,7 @@ Value middleSwapInput(Operation *op) {
                ? input
                : Value();
   auto generic = dyn_cast<linalg::GenericOp>(op);
-  if (!generic || generic.getNumParallelLoops() != 4)
-    return {};
-  Block &body = *generic.getBlock();
-  if (body.getOperations().size() != 1 ||
-      body.getTerminator()->getOperand(0) != body.getArgument(0))
-    return {};
-  AffineMap in = generic.getIndexingMapsArray()[0],
-            out = generic.getIndexingMapsArray()[1];
-  AffineMap swapped = AffineMap::getPermutationMap(
-      ArrayRef<unsigned>{0, 2, 1, 3}, op->getContext());
-  if ((in.isIdentity() && out == swapped) ||
-      (in == swapped && out.isIdentity()))
-    return input;
-  return {};
+  return generic && isMiddleSwapCopy(generic) ? input : Value();
 }
 
 /// Whether \p reassociation merges the first two of four dimensions:
@@ -1361,16 +1377,18 @@ Epilogue matchEpilogue(linalg::LinalgOp op, const Product &product,
                        bool cuda) {
   Epilogue e;
   e.rounding = roundedResultOf(op, e.layout, e.moves);
-  if (!e.rounding && !cuda)
+  if (cuda)
+    return e;
+  if (!e.rounding)
     e.biased = biasedResultOf(op, product, e.bias, e.biasedSum, e.moves);
-  if (!e.rounding && !e.biased && !cuda)
+  if (!e.rounding && !e.biased)
     e.dequantized = dequantizedResultOf(op, product, e.bias, e.scale, e.relu,
                                         e.moves);
   if (e.dequantized)
     e.absMax = absMaxPartialsOf(op, e.dequantized, e.moves);
-  if (!e.consumer() && !cuda)
+  if (!e.consumer())
     e.zeroFill = zeroFillOf(op);
-  if (product.batched && !cuda)
+  if (product.batched)
     e.headMerge = matchHeadMerge(op, e);
   return e;
 }
@@ -1424,6 +1442,7 @@ private:
   Value headView(Value memref);
   bool splitsAlike(Value buffer);
   Value operandMem(Value read);
+  void transposeResult();
   Matrix matrix(Value memref);
   int32_t flags() const;
   void appendBatchArgs(SmallVectorImpl<Value> &args, const Matrix &a,
@@ -1495,20 +1514,23 @@ void GemmCallBuilder::resolveOperands() {
     cMem = op.getDpsInitOperand(0)->get();
   product.transA ^= static_cast<bool>(product.sourceA);
   product.transB ^= static_cast<bool>(product.sourceB);
-  // A transposed result: D = op(B)^T op(A)^T.
-  if (epilogue.layout == RoundingLayout::Transposed) {
-    std::swap(aMem, bMem);
-    std::swap(product.sharedA, product.sharedB);
-    std::tie(product.transA, product.transB) =
-        std::make_pair(!product.transB, !product.transA);
-  }
+  if (epilogue.layout == RoundingLayout::Transposed)
+    transposeResult();
   // Two batch dimensions [outer, count] when a head view is read or
   // written; a 3-D operand's batch p = outer * count + inner.
-  view4 = rankOf(aMem) == 4   ? aMem
-          : rankOf(bMem) == 4 ? bMem
-          : rankOf(cMem) == 4 ? cMem
-                              : Value();
+  for (Value memref : {aMem, bMem, cMem})
+    if (!view4 && rankOf(memref) == 4)
+      view4 = memref;
   count = view4 ? dim(view4, 1) : Value();
+}
+
+/// A transposed result: D = op(B)^T op(A)^T, operands swapped and their
+/// transpose flags flipped.
+void GemmCallBuilder::transposeResult() {
+  std::swap(aMem, bMem);
+  std::swap(product.sharedA, product.sharedB);
+  std::tie(product.transA, product.transB) =
+      std::make_pair(!product.transB, !product.transA);
 }
 
 GemmCallBuilder::Matrix GemmCallBuilder::matrix(Value memref) {
