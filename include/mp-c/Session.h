@@ -109,6 +109,18 @@ const char *mp_last_error(void);
  * seed (biases zero). */
 int mp_session_create(const char *model_path,
                       const mp_session_options *options, mp_session **out);
+/* As mp_session_create, with the options as one string, "name=value
+ * name=value ..." (the names of mp-run's flags, docs/options.md: for
+ * example "precision=bf16 optimizer=adamw lr=0.001 keep-f32=m.mlir:3:5";
+ * a value with spaces in quotes; a flag alone, "qat", means true; NULL or
+ * "": the defaults). Every training option is reachable this way, with the
+ * same checks and messages as mp-run's; bindings need no mirror of
+ * mp_session_options. */
+int mp_session_create_with(const char *model_path, const char *options,
+                           mp_session **out);
+/* The options the session's step was compiled with, as such a string
+ * ("auto" resolved). Owned by the session. */
+const char *mp_session_options_text(const mp_session *session);
 /* Opens an artifact mp-compile wrote (docs/artifacts.md): its compiled
  * training step and prediction, loaded with dlopen, without MLIR. The
  * options are those it was compiled with; parameters start He-uniform from

@@ -28,6 +28,7 @@ struct mp_session {
   std::unique_ptr<mp::Session> session;
   std::string model; // the path it came from (stats files name it)
   float gradNorm = std::numeric_limits<float>::quiet_NaN();
+  mutable std::string optionsText; // mp_session_options_text's
 };
 
 struct mp_infer {
@@ -141,9 +142,6 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
       (o.weight_copies &&
        !mp::parseWeightCopies(o.weight_copies, train.weightCopies, error)))
     return fail(error);
-  if (o.batch_size < 0)
-    return fail("mp_session_create: batch_size " +
-                std::to_string(o.batch_size) + " is negative");
   train.modelBatch = o.batch_size;
   train.lr = o.lr;
   train.momentum = o.momentum;
@@ -152,11 +150,6 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   train.accumulate = o.accumulate;
   train.scaleMargin = o.scale_margin;
   train.scaleHysteresis = o.scale_hysteresis;
-  if (o.qat_freeze_after < 0)
-    return fail("mp_session_create: qat_freeze_after " +
-                std::to_string(o.qat_freeze_after) + " is negative");
-  if (o.qat_freeze_after > 0 && !o.qat)
-    return fail("mp_session_create: qat_freeze_after needs qat");
   train.qat = o.qat != 0;
   train.qatFreezeAfter = o.qat_freeze_after;
   train.distributed = o.distributed != 0;
@@ -179,6 +172,32 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
     return fail(error);
   *out = new mp_session{std::move(session), model_path};
   return succeed();
+}
+
+int mp_session_create_with(const char *model_path, const char *options,
+                           mp_session **out) {
+  if (!out)
+    return fail("mp_session_create_with: output pointer is NULL");
+  *out = nullptr;
+  if (!model_path)
+    return fail("mp_session_create_with: model path is NULL");
+  mp::TrainOptions train;
+  std::string error;
+  if (options && !mp::parseTrainOptions(options, train, error))
+    return fail(error);
+  std::unique_ptr<mp::Session> session =
+      mp::Session::create(model_path, train, error);
+  if (!session)
+    return fail(error);
+  *out = new mp_session{std::move(session), model_path};
+  return succeed();
+}
+
+const char *mp_session_options_text(const mp_session *s) {
+  if (!s || !s->session)
+    return "";
+  s->optionsText = mp::printTrainOptions(s->session->trainOptions());
+  return s->optionsText.c_str();
 }
 
 int mp_session_open(const char *artifact_path, mp_session **out) {

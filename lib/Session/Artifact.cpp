@@ -64,7 +64,9 @@ namespace mp {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'P', 'A', 'R', 'T', 'I', 'F', 'x'};
-constexpr uint32_t kVersion = 2;
+// 3: the options are their declared text forms (TrainOptions.def), by
+// option name.
+constexpr uint32_t kVersion = 3;
 constexpr size_t kTrailerSize = 40;
 
 struct Trailer {
@@ -449,9 +451,10 @@ bool readArtifactShape(const llvm::json::Value *value,
 }
 
 llvm::json::Object Session::artifactMetadata() const {
-  llvm::json::Object options = compileOptionsJson(compiledOptions);
-  options["loss_scale_mode"] = mlir::mp::stringifyLossScalingMode(scaleMode);
-  options["seed"] = std::to_string(compiledOptions.seed);
+  // The step's options, and the seed the artifact starts from by default.
+  llvm::json::Object options =
+      trainOptionsJson(compiledOptions, OptionScope::Step);
+  options["seed"] = findTrainOption("seed")->print(compiledOptions);
   // The model's own starting values (an ONNX model's weights), by
   // parameter: little-endian f32 bytes in base64.
   llvm::json::Object initial;
@@ -462,6 +465,7 @@ llvm::json::Object Session::artifactMetadata() const {
   return llvm::json::Object{
       {"initial_values", std::move(initial)},
       {"options", std::move(options)},
+      {"loss_scale_mode", mlir::mp::stringifyLossScalingMode(scaleMode)},
       {"format", kTrainingArtifactFormat},
       {"version", kVersion},
       {"batch", entries.batch},
@@ -489,65 +493,19 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
     return false;
   };
   const llvm::json::Object *o = metadata.getObject("options");
-  if (!o)
-    return bad("options");
-  auto text = [&](llvm::StringRef key, std::string &out) {
-    std::optional<llvm::StringRef> value = o->getString(key);
-    if (value)
-      out = value->str();
-    return value.has_value();
-  };
-  auto number = [&](const llvm::json::Object &from, llvm::StringRef key,
-                    double &out) {
-    std::optional<double> value = from.getNumber(key);
-    if (value)
-      out = *value;
-    return value.has_value();
-  };
-  std::string seedText, precisionText, lossScaleText, modeText, optimizerText,
-      ignored;
-  std::optional<LossScalingMode> mode;
-  if (!text("precision", precisionText) ||
-      !parsePrecision(precisionText, compiledOptions.precision, ignored) ||
-      !text("loss_scale", lossScaleText) ||
-      !parseLossScale(lossScaleText, compiledOptions.lossScale, ignored) ||
-      !text("loss_scale_mode", modeText) ||
-      !(mode = mlir::mp::symbolizeLossScalingMode(modeText)) ||
-      !text("optimizer", optimizerText) ||
-      !parseOptimizer(optimizerText, compiledOptions.optimizer, ignored) ||
-      !number(*o, "init_scale", compiledOptions.lossScale.initial) ||
-      !number(*o, "lr", compiledOptions.lr) ||
-      !number(*o, "momentum", compiledOptions.momentum) ||
-      !number(*o, "weight_decay", compiledOptions.weightDecay) ||
-      !text("seed", seedText) ||
-      llvm::StringRef(seedText).getAsInteger(10, compiledOptions.seed))
-    return bad("options");
+  std::optional<llvm::StringRef> modeText =
+      metadata.getString("loss_scale_mode");
+  std::optional<LossScalingMode> mode =
+      modeText ? mlir::mp::symbolizeLossScalingMode(*modeText) : std::nullopt;
+  std::string optionsError;
+  compiledOptions = TrainOptions();
+  if (!o || !mode ||
+      !readTrainOptionsJson(*o, compiledOptions, optionsError) ||
+      !verifyTrainOptions(compiledOptions, optionsError))
+    return bad("options" + (optionsError.empty() ? "" : ": " + optionsError));
   scaleMode = *mode;
-  // Absent from artifacts written before they were options: the defaults.
-  compiledOptions.scaleMargin =
-      o->getNumber("scale_margin").value_or(TrainOptions().scaleMargin);
-  compiledOptions.scaleHysteresis =
-      o->getInteger("scale_hysteresis")
-          .value_or(TrainOptions().scaleHysteresis);
-  std::optional<int64_t> window = o->getInteger("accumulate");
-  if (!window || *window < 1 || *window > INT32_MAX)
-    return bad("accumulate");
-  compiledOptions.accumulate = *window;
-  // Absent from artifacts written before QAT existed: off.
-  compiledOptions.qat = o->getBoolean("qat").value_or(false);
-  compiledOptions.qatFreezeAfter =
-      o->getInteger("qat_freeze_after").value_or(0);
-  // Absent from artifacts written before it was an option: the default.
-  compiledOptions.weightCopies = TrainOptions().weightCopies;
-  if (std::optional<llvm::StringRef> copies = o->getString("weight_copies"))
-    if (!parseWeightCopies(*copies, compiledOptions.weightCopies, ignored))
-      return bad("weight_copies");
-  compiledOptions.keepF32.clear();
-  if (const llvm::json::Array *pins = o->getArray("keep_f32"))
-    for (const llvm::json::Value &pin : *pins)
-      if (std::optional<llvm::StringRef> text = pin.getAsString())
-        compiledOptions.keepF32.push_back(text->str());
-  entries.window = *window;
+  int64_t window = compiledOptions.accumulate;
+  entries.window = window;
   entries.windowOverflow = scaleMode != LossScalingMode::None;
   entries.windowAmax = scaleMode == LossScalingMode::Adaptive;
   std::optional<int64_t> b = metadata.getInteger("batch");
@@ -567,8 +525,8 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
     return bad("input_shape does not match batch x features");
   std::optional<bool> v = metadata.getBoolean("vectorized");
   std::optional<bool> p = metadata.getBoolean("has_predict");
-  double scale = 0;
-  if (!v || !p || !number(metadata, "initial_scale", scale))
+  std::optional<double> scale = metadata.getNumber("initial_scale");
+  if (!v || !p || !scale)
     return bad("flags");
   vectorized = *v;
   hasPredict = *p;
@@ -582,7 +540,7 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   entries.accumulateInPlace =
       allowInPlace &&
       metadata.getBoolean("accumulate_in_place").value_or(false);
-  training.scalars.scale = static_cast<float>(scale);
+  training.scalars.scale = static_cast<float>(*scale);
   if (!readTensors(metadata, "parameters", training.params))
     return bad("parameters");
   if (!readTensors(metadata, "state", training.state))
@@ -634,8 +592,15 @@ bool Session::writeArtifact(
     const std::string &outputPath, const std::string &linker,
     std::string &error,
     llvm::function_ref<void(const std::string &)> progress) {
+  if (!verifyTrainOptions(requested, error))
+    return false;
   if (requested.probes != TrainOptions::Probes::None) {
     error = "artifacts do not carry numerics probes";
+    return false;
+  }
+  if (requested.device != Device::Cpu || requested.distributed) {
+    error = "artifacts are CPU code for one process: drop --device cuda and "
+            "--distributed (mp-run compiles the model for those)";
     return false;
   }
   // An artifact is CPU code for this machine's CPU: auto picks for it.

@@ -26,7 +26,7 @@ namespace {
 /// library's file changing (it always changes with a rebuild).
 // 2: entries carry the model's starting values (an entry of format 1
 // would start an ONNX model from random weights).
-constexpr char kCacheFormat[] = "mp-compile-cache-2";
+constexpr char kCacheFormat[] = "mp-compile-cache-3";
 
 /// The file this code was loaded from (mp-run, libmp_session.so, a Python
 /// extension...), by path, size and modification time: a rebuilt or
@@ -95,26 +95,11 @@ std::string resolveCacheDir(const CompileCacheOption &option) {
 }
 
 llvm::json::Object compileOptionsJson(const TrainOptions &o) {
-  return llvm::json::Object{
-      {"precision", mlir::mp::stringifyFloatPrecision(o.precision)},
-      {"loss_scale", o.lossScale.str()},
-      {"init_scale", o.lossScale.initial},
-      {"scale_margin", o.scaleMargin},
-      {"scale_hysteresis", o.scaleHysteresis},
-      {"optimizer", mlir::mp::stringifyOptimizerAlgorithm(o.optimizer)},
-      {"lr", o.lr},
-      {"momentum", o.momentum},
-      {"weight_decay", o.weightDecay},
-      {"accumulate", o.accumulate},
-      {"qat", o.qat},
-      {"qat_freeze_after", o.qatFreezeAfter},
-      {"keep_f32", llvm::json::Array(o.keepF32)},
-      {"add_loss",
-       o.addLoss ? llvm::json::Value(mlir::mp::stringifyLossKind(*o.addLoss))
-                 : llvm::json::Value(nullptr)},
-      {"model_batch", o.modelBatch},
-      {"ranks", o.ranks},
-      {"weight_copies", stringifyWeightCopies(o.weightCopies)}};
+  // The step's options (TrainOptions.def), and the job size a distributed
+  // step averages over.
+  llvm::json::Object key = trainOptionsJson(o, OptionScope::Step);
+  key["ranks"] = o.ranks;
+  return key;
 }
 
 namespace {

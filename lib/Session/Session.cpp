@@ -77,26 +77,6 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
                     OwningOpRef<ModuleOp> &module, std::string &error) {
   if (!resolveLossScale(options.lossScale, options.precision, scaleMode, error))
     return false;
-  const TrainOptions defaults;
-  if (scaleMode != LossScalingMode::Adaptive &&
-      (options.scaleMargin != defaults.scaleMargin ||
-       options.scaleHysteresis != defaults.scaleHysteresis)) {
-    error = "--scale-margin and --scale-hysteresis are settings of "
-            "--loss-scale adaptive";
-    return false;
-  }
-  if (!(options.scaleMargin >= 1) ||
-      !std::isfinite(static_cast<float>(options.scaleMargin)) ||
-      options.scaleHysteresis < 1 || options.scaleHysteresis > INT32_MAX) {
-    error = "adaptive loss scaling needs --scale-margin >= 1 (finite in f32) "
-            "and --scale-hysteresis >= 1 (an i32)";
-    return false;
-  }
-  if (options.accumulate < 1 || options.accumulate > INT32_MAX) {
-    error = "--accumulate must be a positive number of micro-batches, got " +
-            std::to_string(options.accumulate);
-    return false;
-  }
   compiledOptions = options;
 
   context = createSessionContext();
@@ -337,15 +317,6 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
 
 bool Session::joinJob(const std::string &modelPath, TrainOptions &options,
                       std::string &error) {
-  if (options.device == Device::Cuda) {
-    error = "distributed training runs on the CPU (the GPU path, over NCCL "
-            "or CUDA-aware MPI, is not built)";
-    return false;
-  }
-  if (options.accumulate > 1) {
-    error = "distributed training with --accumulate is not supported yet";
-    return false;
-  }
   if (options.probes != TrainOptions::Probes::None) {
     error = "--check-numerics and compare run in one process; drop "
             "--distributed";
@@ -432,6 +403,8 @@ bool Session::compile(const std::string &modelPath,
   // The GPU is opened after lowering, so that a machine without one still
   // compiles the step (and says so) before it reports the missing device;
   // unless the precision or TF32 depends on what the GPU is.
+  if (!verifyTrainOptions(requested, error))
+    return false;
   model = modelPath;
   // The parameters' starting values come with the step: lower() reads them
   // from the model, a cache entry carries them (the model's bytes are in
@@ -883,26 +856,12 @@ bool Session::saveCheckpoint(const std::string &path,
       {"window_overflow", training.scalars.windowOverflow},
       {"window_amax", static_cast<double>(training.scalars.windowAmax)},
       {"ranks", ranks()},
+      {"loss_scale_mode", mlir::mp::stringifyLossScalingMode(scaleMode)},
       // What the step was compiled with, for the reader (loading ignores
       // it: a resumed run may change them).
-      {"options",
-       llvm::json::Object{
-           {"optimizer",
-            mlir::mp::stringifyOptimizerAlgorithm(compiledOptions.optimizer)},
-           {"lr", compiledOptions.lr},
-           {"momentum", compiledOptions.momentum},
-           {"weight_decay", compiledOptions.weightDecay},
-           {"loss_scale", mlir::mp::stringifyLossScalingMode(scaleMode)},
-           {"init_scale", compiledOptions.lossScale.initial},
-           {"scale_margin", compiledOptions.scaleMargin},
-           {"scale_hysteresis", compiledOptions.scaleHysteresis},
-           {"accumulate", compiledOptions.accumulate},
-           {"qat", compiledOptions.qat},
-           {"qat_freeze_after", compiledOptions.qatFreezeAfter},
-           {"keep_f32", llvm::json::Array(compiledOptions.keepF32)},
-           {"weight_copies",
-            stringifyWeightCopies(compiledOptions.weightCopies)},
-           {"seed", static_cast<int64_t>(compiledOptions.seed)}}}};
+      {"options", trainOptionsJson(compiledOptions, OptionScope::Step)}};
+  metadata.getObject("options")->try_emplace(
+      "seed", findTrainOption("seed")->print(compiledOptions));
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(metadata));
@@ -1019,11 +978,20 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
     }
     if (keptF32) {
       keptF32->clear();
-      if (const llvm::json::Object *options = metadata.getObject("options"))
-        if (const llvm::json::Array *kept = options->getArray("keep_f32"))
-          for (const llvm::json::Value &pin : *kept)
-            if (std::optional<llvm::StringRef> location = pin.getAsString())
-              keptF32->push_back(location->str());
+      const llvm::json::Object *options = metadata.getObject("options");
+      TrainOptions pins;
+      std::string ignored;
+      if (std::optional<llvm::StringRef> text =
+              options ? options->getString("keep-f32") : std::nullopt) {
+        if (setTrainOption(pins, "keep-f32", *text, ignored))
+          *keptF32 = pins.keepF32;
+      } else if (const llvm::json::Array *kept =
+                     options ? options->getArray("keep_f32") : nullptr) {
+        // Checkpoints written before the options were declared once.
+        for (const llvm::json::Value &pin : *kept)
+          if (std::optional<llvm::StringRef> location = pin.getAsString())
+            keptF32->push_back(location->str());
+      }
     }
     position.epoch = metadata.getInteger("epoch").value_or(-1);
     // Absent in checkpoints written before saves inside an epoch existed.

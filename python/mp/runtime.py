@@ -36,21 +36,6 @@ class MPError(RuntimeError):
     """An error the C API reported (its message names the cause)."""
 
 
-class _Options(ctypes.Structure):
-    _fields_ = [("precision", ctypes.c_char_p), ("loss_scale", ctypes.c_char_p),
-                ("optimizer", ctypes.c_char_p), ("lr", ctypes.c_double),
-                ("momentum", ctypes.c_double), ("weight_decay", ctypes.c_double),
-                ("seed", ctypes.c_uint64), ("device", ctypes.c_char_p),
-                ("tf32", ctypes.c_int), ("accumulate", ctypes.c_int64),
-                ("keep_f32", ctypes.POINTER(ctypes.c_char_p)),
-                ("keep_f32_count", ctypes.c_int64),
-                ("scale_margin", ctypes.c_double), ("scale_hysteresis", ctypes.c_int64),
-                ("cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p),
-                ("loss", ctypes.c_char_p), ("batch_size", ctypes.c_int64),
-                ("qat", ctypes.c_int), ("qat_freeze_after", ctypes.c_int64),
-                ("distributed", ctypes.c_int), ("weight_copies", ctypes.c_char_p)]
-
-
 class _InferOptions(ctypes.Structure):
     _fields_ = [("precision", ctypes.c_char_p), ("calibration_path", ctypes.c_char_p),
                 ("method", ctypes.c_char_p), ("percentile", ctypes.c_double),
@@ -129,10 +114,10 @@ def library():
     P, S = ctypes.c_void_p, ctypes.c_size_t
     f32p = ctypes.POINTER(ctypes.c_float)
     signatures = {
-        "mp_session_options_init": (None, [ctypes.POINTER(_Options)]),
         "mp_last_error": (ctypes.c_char_p, []),
-        "mp_session_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_Options),
-                                             ctypes.POINTER(P)]),
+        "mp_session_create_with": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p,
+                                                  ctypes.POINTER(P)]),
+        "mp_session_options_text": (ctypes.c_char_p, [P]),
         "mp_session_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(P)]),
         "mp_session_free": (None, [P]),
         "mp_session_batch_size": (ctypes.c_int64, [P]),
@@ -287,83 +272,65 @@ def _init_scheme(name):
             name, ", ".join(INIT_SCHEMES))) from None
 
 
+def _option_value(name, value):
+    if name == "keep-f32":
+        if isinstance(value, (str, bytes)):
+            raise TypeError("keep_f32 is a list of locations, not one string")
+        return ",".join(os.fspath(p) for p in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)  # reads back as the same double
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return str(value)
+
+
+def options_text(options):
+    """The C API's options string ("name=value ...") for keyword options:
+    '_' becomes '-', None is left out, lists are comma-separated."""
+    parts = []
+    for key, value in options.items():
+        if value is None:
+            continue
+        name = key.replace("_", "-")
+        text = _option_value(name, value)
+        if not text or any(c.isspace() or c in "\"'" for c in text):
+            quote = "'" if '"' in text else '"'
+            text = quote + text + quote
+        parts.append(name + "=" + text)
+    return " ".join(parts)
+
+
 class Session:
     """A compiled model: its training step (autodiff, loss scaling,
     optimizer, mixed precision) and prediction, JIT-compiled for this CPU."""
 
-    def __init__(self, model_path, precision=None, loss_scale=None, optimizer=None,
-                 lr=None, momentum=None, weight_decay=None, seed=None, device=None,
-                 tf32=None, accumulate=None, keep_f32=None, scale_margin=None,
-                 scale_hysteresis=None, cache=True, cache_dir=None, loss=None,
-                 batch_size=None, qat=False, qat_freeze_after=None,
-                 distributed=False, weight_copies=None):
-        """Options left None take the library's defaults
-        (mp_session_options_init: f32, loss scale by precision, SGD, lr
-        0.05, momentum 0.9, no weight decay, seed 0, the CPU, TF32 as
-        precision="auto" picks it, no gradient accumulation).
-        precision="auto" chooses by the hardware; `precision` and
-        `precision_decision` say what and why. accumulate=N sums the
-        gradients of N train_step calls and updates on the N-th.
-        keep_f32 lists source locations ("FILE:LINE:COL" or "LINE:COL") of
-        ops to keep in f32 with their derivatives, as mp-run's --keep-f32;
-        `kept_f32` says which the session keeps (precision repairs add
-        to them). scale_margin and scale_hysteresis set adaptive loss
-        scaling (loss_scale="adaptive"), as mp-run's --scale-margin and
-        --scale-hysteresis. cache=False compiles without the compile cache
-        (docs/user-guide.md), cache_dir relocates it; `compile_cache` says
-        whether the step was "loaded" from it, "stored" there, "unusable"
-        (`compile_cache_note` says why) or "off". An ONNX model (a .onnx
-        file) starts from its own weights; loss="cross-entropy" (its
-        default) or "mse" is the loss put around its prediction, and
-        batch_size fixes a dynamic batch dimension, as mp-run's --loss and
-        --batch-size. qat=True trains with int8 fake quantization
-        (docs/quantization.md), usually after load_parameters() of an f32
-        checkpoint; qat_freeze_after=N stops its observers after N steps;
-        an InferSession of precision "int8" on it needs no calibration.
-        distributed=True (in a job started by mpirun -np N) averages the
-        gradients over the job's ranks, as mp-run's --distributed; every
-        rank creates the same session, starts from rank 0's parameters and
-        passes its share of each global batch to train_step (rows
-        [process_rank * batch_size, ...) of process_count * batch_size;
-        a batch_size given here is the global batch). weight_copies="keep"
-        (the default) has a CPU f16/bf16 step keep 16-bit copies of its
-        weights between steps, "convert" converts them in every step
-        (less memory, the same results), as mp-run's --weight-copies."""
+    def __init__(self, model_path, **options):
+        """Compiles `model_path` (.mlir or .onnx) with the training options
+        given as keywords: every option of docs/options.md (mp-run's flags,
+        declared once in include/mp/Session/TrainOptions.def), its name
+        with '_' for '-'. Those left out or None take the library's
+        defaults (f32, loss scale by precision, SGD, lr 0.05, momentum
+        0.9, seed 0, the CPU, the compile cache on). For example
+        precision="bf16" (or "auto": `precision` and `precision_decision`
+        say what and why), loss_scale="adaptive", optimizer="adamw",
+        accumulate=4, keep_f32=["model.mlir:12:5"] (a list of source
+        locations; `kept_f32` says which the session keeps), cache=False,
+        loss="mse" and batch_size=64 (an ONNX model), qat=True,
+        qat_freeze_after=100, weight_copies="convert", and
+        distributed=True (in a job started by mpirun -np N: every rank
+        creates the same session and passes its share of each global
+        batch to train_step). A bad value or combination raises MPError
+        with mp-run's message; `options` is what the step was compiled
+        with."""
         lib = library()
-        options = _Options()
-        lib.mp_session_options_init(ctypes.byref(options))
-        for name, value in (("precision", precision), ("loss_scale", loss_scale),
-                            ("optimizer", optimizer), ("device", device), ("loss", loss),
-                            ("weight_copies", weight_copies)):
-            if value is not None:
-                setattr(options, name, value.encode())
-        for name, value in (("lr", lr), ("momentum", momentum),
-                            ("weight_decay", weight_decay), ("seed", seed),
-                            ("accumulate", accumulate), ("scale_margin", scale_margin),
-                            ("scale_hysteresis", scale_hysteresis),
-                            ("batch_size", batch_size)):
-            if value is not None:
-                setattr(options, name, value)
-        if tf32 is not None:
-            options.tf32 = 1 if tf32 else 0
-        options.qat = 1 if qat else 0
-        options.distributed = 1 if distributed else 0
-        if distributed:
+        if options.get("distributed"):
             _end_job_on_uncaught_exception()
-        if qat_freeze_after is not None:
-            options.qat_freeze_after = qat_freeze_after
-        options.cache = 1 if cache else 0
-        if cache_dir is not None:
-            options.cache_dir = os.fspath(cache_dir).encode()
-        if keep_f32 is not None:
-            if isinstance(keep_f32, (str, bytes)):
-                raise TypeError("keep_f32 is a list of locations, not one string")
-            pins = [os.fspath(p).encode() for p in keep_f32]
-            options.keep_f32 = (ctypes.c_char_p * max(len(pins), 1))(*pins)
-            options.keep_f32_count = len(pins)
         handle = ctypes.c_void_p()
-        _check(lib.mp_session_create(os.fspath(model_path).encode(),
-                                     ctypes.byref(options), ctypes.byref(handle)))
+        _check(lib.mp_session_create_with(os.fspath(model_path).encode(),
+                                          options_text(options).encode(),
+                                          ctypes.byref(handle)))
         self._attach(handle)
 
     @classmethod
@@ -389,6 +356,8 @@ class Session:
         self.precision_decision = lib.mp_session_precision_decision(handle).decode()
         self.compile_cache = lib.mp_session_cache_use(handle).decode()
         self.compile_cache_note = lib.mp_session_cache_note(handle).decode()
+        # The options string the step was compiled with (docs/options.md).
+        self.options = lib.mp_session_options_text(handle).decode()
         self._index = {}
         for kind in (PARAMETERS, STATE):
             for i in range(lib.mp_session_count(handle, kind)):

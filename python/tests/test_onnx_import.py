@@ -189,5 +189,5 @@ def test_session_onnx_options_refused(tools, tmp_path):
         runtime.Session(path, batch_size=16, loss="hinge")
     with pytest.raises(runtime.MPError, match="dynamic dimension 0"):
         runtime.Session(path)
-    with pytest.raises(runtime.MPError, match="batch_size -2 is negative"):
+    with pytest.raises(runtime.MPError, match="--batch-size -2 is negative"):
         runtime.Session(path, batch_size=-2)

@@ -135,9 +135,9 @@ def test_qat_errors(qat):
     path, f32, _, _, _ = qat
     with pytest.raises(runtime.MPError, match="a weights session trained with qat"):
         runtime.InferSession(path, f32, precision="int8")
-    with pytest.raises(runtime.MPError, match="qat_freeze_after needs qat"):
+    with pytest.raises(runtime.MPError, match="--qat-freeze-after needs --qat"):
         runtime.Session(path, qat_freeze_after=10)
-    with pytest.raises(runtime.MPError, match="qat_freeze_after -1 is negative"):
+    with pytest.raises(runtime.MPError, match="--qat-freeze-after -1 is negative"):
         runtime.Session(path, qat=True, qat_freeze_after=-1)
 
 

@@ -29,6 +29,7 @@
 #include "mp/Session/JitEntry.h"
 #include "mp/Session/MonitorObserver.h"
 #include "mp/Session/Numerics.h"
+#include "mp/Session/OptionFlags.h"
 #include "mp/Session/Session.h"
 #include "mp/Session/Trainer.h"
 
@@ -48,7 +49,6 @@ namespace cl = llvm::cl;
 
 // Every default is the session library's (TrainOptions, TrainerOptions,
 // InferOptions).
-static const mp::TrainOptions trainDefaults;
 static const mp::TrainerOptions trainerDefaults;
 static const mp::InferOptions inferDefaults;
 static const mp::MonitorOptions monitorDefaults;
@@ -69,61 +69,6 @@ static cl::opt<std::string> precision(
              "shows the choice) (infer also: int8, from --calibration; "
              "int8-dynamic, activation scales at run time)"),
     cl::init("f32"));
-static cl::opt<bool>
-    tf32("tf32", cl::cat(mpRunOptions),
-         cl::desc("--device cuda: f32 products on TF32 tensor cores (sm_80+; "
-                  "on by default there with --precision auto; "
-                  "--tf32=false turns it off)"),
-         cl::init(false));
-static cl::opt<std::string>
-    lossScale("loss-scale", cl::cat(mpRunOptions),
-              cl::desc("dynamic | adaptive | static:N | none (default: "
-                       "dynamic for f16, none for bf16 and f32)"),
-              cl::init(""));
-static cl::opt<double> scaleMargin(
-    "scale-margin", cl::cat(mpRunOptions),
-    cl::desc("--loss-scale adaptive: keep the scaled gradients' amax this "
-             "many times below f16's maximum"),
-    cl::init(trainDefaults.scaleMargin));
-static cl::opt<int64_t> scaleHysteresis(
-    "scale-hysteresis", cl::cat(mpRunOptions),
-    cl::desc("--loss-scale adaptive: clean steps in a row that must ask for "
-             "a lower scale before it falls"),
-    cl::init(trainDefaults.scaleHysteresis));
-static cl::opt<std::string> optimizer(
-    "optimizer", cl::cat(mpRunOptions), cl::desc("sgd | adam | adamw"),
-    cl::init(
-        mlir::mp::stringifyOptimizerAlgorithm(trainDefaults.optimizer).str()));
-static cl::opt<double> lr("lr", cl::cat(mpRunOptions),
-                          cl::desc("Learning rate"),
-                          cl::init(trainDefaults.lr));
-static cl::opt<double> momentum("momentum", cl::cat(mpRunOptions),
-                                cl::desc("SGD momentum"),
-                                cl::init(trainDefaults.momentum));
-static cl::opt<double> weightDecay("weight-decay", cl::cat(mpRunOptions),
-                                   cl::desc("Weight decay"),
-                                   cl::init(trainDefaults.weightDecay));
-static cl::opt<int64_t>
-    accumulate("accumulate", cl::cat(mpRunOptions),
-               cl::desc("Micro-batches per optimizer step: gradients summed "
-                        "in f32 over N batches, one update per window"),
-               cl::init(trainDefaults.accumulate));
-static cl::opt<bool> qat("qat", cl::cat(mpRunOptions), cl::desc(mp::kQatHelp),
-                         cl::init(false));
-static cl::opt<int64_t> qatFreezeAfter("qat-freeze-after",
-                                       cl::cat(mpRunOptions),
-                                       cl::desc(mp::kQatFreezeAfterHelp),
-                                       cl::init(trainDefaults.qatFreezeAfter));
-static cl::opt<std::string> weightCopies(
-    "weight-copies", cl::cat(mpRunOptions), cl::desc(mp::kWeightCopiesHelp),
-    cl::init(mp::stringifyWeightCopies(trainDefaults.weightCopies).str()));
-static cl::opt<bool> distributed(
-    "distributed", cl::cat(mpRunOptions),
-    cl::desc("train: data-parallel over the ranks of an MPI job (mpirun -np "
-             "N mp-run train ... --distributed): each rank takes its share "
-             "of every global batch of N x batch rows, gradients are "
-             "averaged over MPI; rank 0 prints and writes checkpoints"),
-    cl::init(false));
 static cl::opt<bool> checkReplicas(
     "check-replicas", cl::cat(mpRunOptions),
     cl::desc("--distributed: after every step, check that all ranks hold "
@@ -134,37 +79,15 @@ static cl::opt<std::string> initFrom(
     cl::desc("train: start from this checkpoint's parameters (fine-tuning); "
              "optimizer state, step and epoch start afresh"),
     cl::value_desc("FILE"));
-static cl::list<std::string>
-    keepF32("keep-f32", cl::cat(mpRunOptions),
-            cl::desc("Keep the op at this source location (FILE:LINE:COL or "
-                     "LINE:COL, as --check-numerics names it) and its "
-                     "derivative in f32; repeatable"));
 static cl::opt<unsigned> epochs("epochs", cl::cat(mpRunOptions),
                                 cl::desc("Passes over the data"),
                                 cl::init(trainerDefaults.epochs));
-static cl::opt<int>
-    batchSize("batch-size", cl::cat(mpRunOptions),
-              cl::desc("Batch size (must match the model's static batch; "
-                       "an ONNX model's dynamic batch dimension takes it)"),
-              cl::init(0));
-static cl::opt<std::string> lossKind("loss", cl::cat(mpRunOptions),
-                                     cl::desc(mp::kLossKindHelp));
-static cl::opt<std::string>
-    device("device", cl::cat(mpRunOptions),
-           cl::desc("cpu (default) or cuda: train and infer on the GPU "
-                    "(--mp-lower-gpu with device memory, libmprt_cuda.so; "
-                    "parameters and optimizer state stay on the device)"),
-           cl::init("cpu"));
 static cl::opt<std::string>
     initScheme("init", cl::cat(mpRunOptions),
                cl::desc("Weight initialisation: he-uniform (default), "
                         "he-normal, xavier-uniform, xavier-normal or zeros; "
                         "biases start at zero"),
                cl::init("he-uniform"));
-static cl::opt<uint64_t> seed("seed", cl::cat(mpRunOptions),
-                              cl::desc("Seed for initialisation and "
-                                       "shuffling"),
-                              cl::init(trainDefaults.seed));
 static cl::opt<std::string>
     checkpointPath("checkpoint", cl::cat(mpRunOptions),
                    cl::desc("Checkpoint file (.npz), or a directory (an "
@@ -231,12 +154,6 @@ static cl::opt<unsigned>
     compareTop("top", cl::cat(mpRunOptions),
                cl::desc("compare: how many ops to list (0: all)"),
                cl::init(20));
-static cl::opt<std::string> cacheDir(
-    "cache-dir", cl::cat(mpRunOptions),
-    cl::desc("Where compiled training steps and inference code are kept for "
-             "the next run of the same model and options (default: "
-             "$MP_CACHE_DIR, else $XDG_CACHE_HOME/mp or ~/.cache/mp)"),
-    cl::init(""));
 static cl::opt<bool>
     noCache("no-cache", cl::cat(mpRunOptions),
             cl::desc("Compile the training step and inference code without "
@@ -307,6 +224,9 @@ static cl::opt<unsigned>
                 cl::desc("infer: also time N predictions of one batch in "
                          "the predict-only session and print samples/s"),
                 cl::init(0));
+
+/// The training options' flags, registered by runCommandLine.
+static mp::TrainOptionFlags *trainFlags = nullptr;
 
 namespace {
 
@@ -443,28 +363,19 @@ void reportNumerics(const mp::NumericsEvent &event, const char *what,
 int checkArtifactOptions(const mp::Session &session,
                          const mp::TrainOptions &given) {
   const mp::TrainOptions &compiled = session.trainOptions();
-  auto differs = [](const auto &flag, const auto &value, const auto &other) {
-    return flag.getNumOccurrences() && !(value == other);
-  };
   if (given.automaticPrecision)
     return fail("artifact '" + modelPath + "' was compiled with --precision " +
                 mlir::mp::stringifyFloatPrecision(compiled.precision).str() +
                 ": --precision auto chooses when compiling (mp-compile "
                 "--precision auto)");
-  if (differs(precision, given.precision, compiled.precision) ||
-      differs(lossScale, given.lossScale, compiled.lossScale) ||
-      differs(scaleMargin, given.scaleMargin, compiled.scaleMargin) ||
-      differs(scaleHysteresis, given.scaleHysteresis,
-              compiled.scaleHysteresis) ||
-      differs(optimizer, given.optimizer, compiled.optimizer) ||
-      differs(lr, given.lr, compiled.lr) ||
-      differs(momentum, given.momentum, compiled.momentum) ||
-      differs(weightDecay, given.weightDecay, compiled.weightDecay) ||
-      differs(accumulate, given.accumulate, compiled.accumulate) ||
-      differs(qat, given.qat, compiled.qat) ||
-      differs(qatFreezeAfter, given.qatFreezeAfter, compiled.qatFreezeAfter) ||
-      differs(keepF32, given.keepF32, compiled.keepF32) ||
-      differs(weightCopies, given.weightCopies, compiled.weightCopies))
+  // The step's options given here must be the artifact's.
+  std::vector<std::string> stepFlags;
+  for (const std::string &name : trainFlags->given())
+    if (mp::findTrainOption(name)->scope == mp::OptionScope::Step)
+      stepFlags.push_back(name);
+  if ((precision.getNumOccurrences() &&
+       given.precision != compiled.precision) ||
+      !mp::firstDifferentOption(given, compiled, stepFlags).empty())
     return fail(
         "artifact '" + modelPath + "' was compiled with --precision " +
         mlir::mp::stringifyFloatPrecision(compiled.precision).str() +
@@ -701,6 +612,10 @@ extern "C" int mp_run_main(int argc, char **argv) {
 
 static int runCommandLine(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // The training options' flags (TrainOptions.def); --precision (infer
+  // takes int8 too) and --no-cache are mp-run's own.
+  mp::TrainOptionFlags flags(mpRunOptions, {"precision", "cache"});
+  trainFlags = &flags;
   claimStatsFlag();
   cl::HideUnrelatedOptions(mpRunOptions);
   cl::ParseCommandLineOptions(argc, argv,
@@ -718,17 +633,16 @@ static int runCommandLine(int argc, char **argv) {
   if (resume && checkpointPath.empty())
     return fail("--resume needs --checkpoint");
   if (command != "train" &&
-      (qat || qatFreezeAfter.getNumOccurrences() || !initFrom.empty()))
+      (trainFlags->wasGiven("qat") || trainFlags->wasGiven("qat-freeze-after") ||
+       !initFrom.empty()))
     return fail("--qat, --qat-freeze-after and --init-from are for train "
                 "(infer --precision int8 reads a QAT checkpoint's scales)");
   if (resume && !initFrom.empty())
     return fail("--init-from starts a new run from a checkpoint's "
                 "parameters; --resume continues one: use one of them");
-  if (qatFreezeAfter.getNumOccurrences() && !qat)
-    return fail("--qat-freeze-after needs --qat");
   if (command != "train" && autoPrecisionRepair.getNumOccurrences())
     return fail("--auto-precision-repair is for train");
-  if (command != "train" && weightCopies.getNumOccurrences())
+  if (command != "train" && trainFlags->wasGiven("weight-copies"))
     return fail("--weight-copies is for train (predictions always convert "
                 "their weights once)");
   if (command != "train" &&
@@ -773,37 +687,19 @@ static int runCommandLine(int argc, char **argv) {
       : command == "infer" && precision != "auto"
           ? mp::parseInferPrecision(precision, inferOptions, error)
           : mp::parseTrainPrecision(precision, options, error);
-  if (!parsedPrecision ||
-      !mp::parseLossScale(lossScale, options.lossScale, error) ||
-      !mp::parseOptimizer(optimizer, options.optimizer, error) ||
-      !mp::parseDevice(device, options.device, error) ||
-      !mp::parseWeightCopies(weightCopies, options.weightCopies, error) ||
+  if (!parsedPrecision || !trainFlags->apply(options, error) ||
       !mp::parseQuantMethod(quantMethod, inferOptions.method, error) ||
       !mp::parseQuantFallback(quantFallback, inferOptions.fallback, error))
     return fail(error);
   bool int8 = inferOptions.mode == mp::InferOptions::Mode::Int8;
   if (command == "infer" && precision != "auto")
     options.precision = inferOptions.precision;
-  if (tf32.getNumOccurrences())
-    options.tf32 = tf32;
-  options.lr = lr;
-  options.momentum = momentum;
-  options.weightDecay = weightDecay;
-  options.accumulate = accumulate;
-  options.qat = qat;
-  options.qatFreezeAfter = qatFreezeAfter;
-  options.distributed = distributed;
-  options.scaleMargin = scaleMargin;
-  options.scaleHysteresis = scaleHysteresis;
-  options.keepF32.assign(keepF32.begin(), keepF32.end());
-  options.seed = seed;
-  // A model that only predicts (ONNX) is trained with a loss around it.
-  if (!mp::parseLossKind(lossKind, options.addLoss, error))
+  // Errors in option combinations come before the model is compiled.
+  if (!mp::verifyTrainOptions(options, error))
     return fail(error);
-  options.modelBatch = batchSize;
-  inferOptions.modelBatch = batchSize;
-  options.cache.enabled = !noCache;
-  options.cache.dir = cacheDir;
+  inferOptions.modelBatch = options.modelBatch;
+  if (noCache)
+    options.cache.enabled = false;
   inferOptions.cache = options.cache;
   // The measurements of --quant-measure run on the CPU; the session itself
   // runs where --device says.
@@ -820,6 +716,7 @@ static int runCommandLine(int argc, char **argv) {
       return fail("--device cuda: --check-numerics and compare run on the "
                   "CPU (drop --device cuda)");
   }
+  bool distributed = options.distributed;
   if (distributed && command != "train")
     return fail("--distributed is for train");
   if (checkReplicas && !distributed)
@@ -844,12 +741,12 @@ static int runCommandLine(int argc, char **argv) {
                       mp::Session::isArtifact(modelPath);
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<mp::Session> session =
-      fromArtifact ? mp::Session::open(modelPath, error, &seed.getValue())
+      fromArtifact ? mp::Session::open(modelPath, error, &options.seed)
                    : mp::Session::create(modelPath, options, error);
   if (!session)
     return fail(error);
   if (scheme != mp::InitScheme::HeUniform)
-    session->initialiseParameters(seed, scheme);
+    session->initialiseParameters(options.seed, scheme);
   if (fromArtifact)
     if (int status = checkArtifactOptions(*session, options))
       return status;
@@ -871,6 +768,7 @@ static int runCommandLine(int argc, char **argv) {
   int64_t b = session->batchSize(), f = session->numFeatures(),
           c = session->numClasses();
   // Data-parallel: --batch-size is the global batch, b each rank's share.
+  int64_t batchSize = options.modelBatch;
   if (batchSize != 0 && batchSize != b * session->ranks())
     return fail("--batch-size " + std::to_string(batchSize) +
                 " does not match the model's static batch of " +
@@ -935,7 +833,7 @@ static int runCommandLine(int argc, char **argv) {
 
   mp::TrainerOptions trainerOptions;
   trainerOptions.epochs = epochs;
-  trainerOptions.seed = seed;
+  trainerOptions.seed = options.seed;
   trainerOptions.checkpointPath = checkpointPath;
   trainerOptions.checkpointEvery = checkpointEvery;
   trainerOptions.resume = resume;

@@ -11,12 +11,16 @@
 #ifndef MP_SESSION_OPTIONS_H
 #define MP_SESSION_OPTIONS_H
 
+#include "mp/Session/CompileCache.h"
 #include "mp/Transforms/Passes.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mp {
 
@@ -66,28 +70,8 @@ bool parseOptimizer(llvm::StringRef text, OptimizerAlgorithm &algorithm,
 bool parseDevice(llvm::StringRef text, Device &device, std::string &error);
 bool parseWeightCopies(llvm::StringRef text, WeightCopies &copies,
                        std::string &error);
-/// --weight-copies's help text, shared by mp-run and mp-compile.
-inline constexpr const char *kWeightCopiesHelp =
-    "keep (default): a CPU f16/bf16 step keeps 16-bit copies of its weights "
-    "between steps, written by the optimizer update (faster; 2 bytes per "
-    "weight more memory); convert: every step converts its f32 weights "
-    "(less memory); the same results either way";
 /// --loss, the loss put around a model that only predicts (ONNX): "" (none
 /// asked for), cross-entropy or mse; '_' may stand for '-'.
-/// --loss's help text, shared by mp-run and mp-compile.
-inline constexpr const char *kLossKindHelp =
-    "cross-entropy or mse: the loss around the model's mp.predict when it "
-    "has no mp.loss function (an ONNX model; default there: cross-entropy)";
-/// --qat's and --qat-freeze-after's help texts, shared by mp-run and
-/// mp-compile.
-inline constexpr const char *kQatHelp =
-    "train: quantization-aware training (fake int8 weights per channel and "
-    "activations through moving-average observers kept in the checkpoint; "
-    "then infer --precision int8 with no --calibration); usually with "
-    "--init-from an f32 checkpoint";
-inline constexpr const char *kQatFreezeAfterHelp =
-    "--qat: optimizer steps after which the activation observers stop "
-    "moving (0: never)";
 bool parseLossKind(llvm::StringRef text,
                    std::optional<mlir::mp::LossKind> &kind, std::string &error);
 llvm::StringRef stringifyDevice(Device device);
@@ -97,6 +81,103 @@ bool parseQuantMethod(llvm::StringRef text, QuantizationMethod &method,
 /// An INT8 fallback precision: f32 or f16 (bf16 is refused).
 bool parseQuantFallback(llvm::StringRef text, FloatPrecision &precision,
                         std::string &error);
+
+
+/// The options of a training session (mp-run train, mp-compile, the C API,
+/// Python): declared once, in TrainOptions.def.
+struct TrainOptions {
+  // The options of TrainOptions.def: a member each, with its default.
+#define MP_TRAIN_OPTION(NAME, MEMBER, TYPE, DEFAULT, SCOPE, HELP)              \
+  TYPE MEMBER = DEFAULT;
+#include "mp/Session/TrainOptions.def"
+
+  // Members of the table's custom options (PrecisionCodec, CacheCodec,
+  // CacheDirCodec in Options.cpp).
+  FloatPrecision precision = FloatPrecision::F32;
+  /// --precision auto: the session replaces `precision` (and an unset
+  /// `tf32`) by what the hardware supports (Hardware.h) and says why in
+  /// Session::precisionDecision.
+  bool automaticPrecision = false;
+  /// Where a CPU session's compiled step is cached (CompileCache.h).
+  CompileCacheOption cache;
+
+  // Not options: what a session fills in, and what its callers ask for.
+  /// Data-parallel training (`distributed`): every rank compiles the same
+  /// step with --mp-data-parallel over `ranks` = the job's size (filled in
+  /// by compile), and a Trainer gives each rank its shard of every global
+  /// batch (docs/distributed.md). CPU only.
+  int64_t ranks = 0;
+  /// Probes after each op (--mp-check-numerics) for a numerics checker
+  /// (EveryOp) or an op-by-op comparison with FP32 (ComputeOps: without
+  /// conversions, so FP32 and mixed runs name their ops alike).
+  enum class Probes { None, EveryOp, ComputeOps } probes = Probes::None;
+};
+
+/// Training's --precision: f32, f16, bf16, or auto (automaticPrecision).
+bool parseTrainPrecision(llvm::StringRef text, TrainOptions &options,
+                         std::string &error);
+
+/// What an option shapes (TrainOptions.def): the compiled step, or how and
+/// where a session runs it.
+enum class OptionScope { Step, Run };
+
+/// One row of TrainOptions.def: its name (the flag, the key of the options
+/// string and of metadata), help, scope and text form. `flag`: a value may
+/// be left out ("--qat", "qat" mean true); `list`: each value given is
+/// appended (comma-separated elements).
+struct TrainOptionSpec {
+  llvm::StringLiteral name;
+  const char *help;
+  OptionScope scope;
+  bool flag = false;
+  bool list = false;
+  bool (*parse)(TrainOptions &, llvm::StringRef name, llvm::StringRef text,
+                std::string &error);
+  std::string (*print)(const TrainOptions &);
+  /// Back to the default (a list: empty).
+  void (*reset)(TrainOptions &);
+};
+
+/// Every row of TrainOptions.def, in its order.
+llvm::ArrayRef<TrainOptionSpec> trainOptionSpecs();
+/// The row named `name`; null when there is none.
+const TrainOptionSpec *findTrainOption(llvm::StringRef name);
+
+/// Sets option `name` from its text form; false with an error naming the
+/// option and what it takes.
+bool setTrainOption(TrainOptions &options, llvm::StringRef name,
+                    llvm::StringRef value, std::string &error);
+
+/// Reads an options string, "name=value name=value ..." (the form MLIR's
+/// pipeline options take; a value with spaces in "..." or '...'; a flag's
+/// name alone means true), over `options`: what it does not name keeps its
+/// value. False with an error for an unknown name or a bad value.
+bool parseTrainOptions(llvm::StringRef text, TrainOptions &options,
+                       std::string &error);
+
+/// The options string of every option in `scope` (all when unset), in the
+/// table's order: parseTrainOptions reads it back to the same options.
+std::string printTrainOptions(const TrainOptions &options,
+                              std::optional<OptionScope> scope = {});
+
+/// The options of `scope` as a JSON object of their text forms, by name:
+/// the compile cache's key and artifact and checkpoint metadata.
+llvm::json::Object trainOptionsJson(const TrainOptions &options,
+                                    OptionScope scope);
+/// Reads what trainOptionsJson wrote; options it lacks keep their value.
+bool readTrainOptionsJson(const llvm::json::Object &object,
+                          TrainOptions &options, std::string &error);
+
+/// The first option among `names` whose value differs between `a` and `b`
+/// (by text form); "" when none does.
+std::string firstDifferentOption(const TrainOptions &a, const TrainOptions &b,
+                                 llvm::ArrayRef<std::string> names);
+
+/// Checks the combinations of options that no single value shows wrong
+/// (--qat-freeze-after without --qat, adaptive-scaling settings without
+/// --loss-scale adaptive, ...): the same checks and messages for mp-run,
+/// mp-compile, the C API and Python. False with `error`.
+bool verifyTrainOptions(const TrainOptions &options, std::string &error);
 
 } // namespace mp
 

@@ -71,66 +71,8 @@ bool parseInitScheme(const std::string &text, InitScheme &scheme);
 bool initialiseTensor(HostTensor &tensor, InitScheme scheme,
                       std::mt19937_64 &rng, std::string &error);
 
-struct TrainOptions {
-  FloatPrecision precision = FloatPrecision::F32;
-  /// --precision auto: the session replaces `precision` (and an unset
-  /// `tf32`) by what the hardware supports (Hardware.h) and says why in
-  /// Session::precisionDecision.
-  bool automaticPrecision = false;
-  /// f32 products on TF32 tensor cores (Cuda, sm_80+); unset: on where
-  /// --precision auto chose it, else off.
-  std::optional<bool> tf32;
-  LossScaleOption lossScale;
-  /// Adaptive loss scaling (--loss-scale adaptive only): keep the scaled
-  /// gradients' amax this many times below f16's maximum, and fall only
-  /// after this many clean steps in a row ask for a lower scale (the
-  /// pass's own defaults, Passes.td).
-  double scaleMargin = mlir::mp::MPLossScalingOptions().margin;
-  int64_t scaleHysteresis = mlir::mp::MPLossScalingOptions().hysteresis;
-  // The optimizer pass's own defaults (Passes.td), declared there once.
-  OptimizerAlgorithm optimizer = mlir::mp::MPOptimizerOptions().algorithm;
-  double lr = mlir::mp::MPOptimizerOptions().learningRate;
-  double momentum = mlir::mp::MPOptimizerOptions().momentum;
-  double weightDecay = mlir::mp::MPOptimizerOptions().weightDecay;
-  /// Micro-batches per optimizer step (gradient accumulation; 1: none).
-  int64_t accumulate = 1;
-  /// Quantization-aware training (--mp-fake-quant, --mp-quant-observers):
-  /// the step sees int8 rounding; the activation observers are state
-  /// ("<weight>.input_amax"), frozen after `qatFreezeAfter` steps (0:
-  /// never).
-  bool qat = false;
-  int64_t qatFreezeAfter = mlir::mp::MPQuantObserversOptions().freezeAfter;
-  /// Source locations of ops kept in f32 whatever the precision
-  /// (PrecisionPins.h; mp-run --keep-f32).
-  std::vector<std::string> keepF32;
-  uint64_t seed = 0;
-  /// A model without an mp.loss function gets one around its mp.predict
-  /// (--mp-add-loss); unset: an ONNX model gets cross-entropy, an MLIR
-  /// model must have its own.
-  std::optional<mlir::mp::LossKind> addLoss;
-  /// An ONNX model's dynamic batch dimension becomes this (0: none).
-  int64_t modelBatch = 0;
-  /// Data-parallel training inside an MPI job (mpirun -np N): the session
-  /// initializes MPI, every rank compiles the same step with
-  /// --mp-data-parallel over `ranks` = the job's size (filled in by
-  /// compile), and a Trainer gives each rank its shard of every global
-  /// batch (docs/distributed.md). CPU only.
-  bool distributed = false;
-  int64_t ranks = 0;
-  /// Cpu, or Cuda: the step is lowered with --mp-lower-gpu (device memory)
-  /// and runs on the GPU; parameters, optimizer state and loss-scale state
-  /// stay in device memory between steps.
-  Device device = Device::Cpu;
-  /// Where a CPU session's compiled step is cached (CompileCache.h).
-  CompileCacheOption cache;
-  /// A CPU f16/bf16 step's 16-bit weights: kept between steps or converted
-  /// in each (Options.h; GPU and probed steps always convert).
-  WeightCopies weightCopies = WeightCopies::Keep;
-  /// Probes after each op (--mp-check-numerics) for a numerics checker
-  /// (EveryOp) or an op-by-op comparison with FP32 (ComputeOps: without
-  /// conversions, so FP32 and mixed runs name their ops alike).
-  enum class Probes { None, EveryOp, ComputeOps } probes = Probes::None;
-};
+// TrainOptions: Options.h.
+
 
 /// What a session's compiled entry points take: the packed functions
 /// (`_mlir_<name>(void **args)`, from the JIT or an artifact's shared
@@ -251,9 +193,6 @@ struct RunPosition {
   int64_t batch = 0;
 };
 
-/// Training's --precision: f32, f16, bf16, or auto (automaticPrecision).
-bool parseTrainPrecision(llvm::StringRef text, TrainOptions &options,
-                         std::string &error);
 
 class Session {
 public:
