@@ -449,3 +449,23 @@ def test_gemm_totals_count_each_steps_products(tmp_path):
         after_calls, after_seconds = runtime.gemm_totals()
         assert after_calls - calls == 8
         assert 0 < after_seconds - seconds <= elapsed
+
+
+def test_session_options_are_the_librarys_declared_options():
+    """Session's keywords go to the library as one options string
+    (TrainOptions.def): no option is mirrored in Python, the library's
+    messages come back, and `options` is what the step was compiled with."""
+    assert (runtime.options_text({"cache_dir": "/a b", "qat": True, "seed": None,
+                                  "keep_f32": ["x:1:2", "y:3:4"], "lr": 0.1})
+            == 'cache-dir="/a b" qat=true keep-f32=x:1:2,y:3:4 lr=0.1')
+    s = runtime.Session(EXAMPLE, precision="bf16", lr=0.25, weight_copies="convert",
+                        cache=False)
+    words = s.options.split()
+    for word in ("precision=bf16", "lr=0.25", "weight-copies=convert", "cache=false"):
+        assert word in words, s.options
+    with pytest.raises(runtime.MPError, match="unknown option 'learning-rate'"):
+        runtime.Session(EXAMPLE, learning_rate=0.1)
+    with pytest.raises(runtime.MPError, match="bad --lr 'fast': expected a finite number"):
+        runtime.Session(EXAMPLE, lr="fast")
+    with pytest.raises(TypeError, match="keep_f32 is a list"):
+        runtime.Session(EXAMPLE, keep_f32="62:8")
