@@ -120,6 +120,18 @@ void mp_session_options_init(mp_session_options *options) {
 
 const char *mp_last_error(void) { return lastError.c_str(); }
 
+/// The end of both creation functions: compile, or the session's error.
+static int compileSession(const char *model_path,
+                          const mp::TrainOptions &options, mp_session **out) {
+  std::string error;
+  std::unique_ptr<mp::Session> session =
+      mp::Session::create(model_path, options, error);
+  if (!session)
+    return fail(error);
+  *out = new mp_session{std::move(session), model_path};
+  return succeed();
+}
+
 int mp_session_create(const char *model_path, const mp_session_options *options,
                       mp_session **out) {
   if (!out)
@@ -166,12 +178,7 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   train.cache.enabled = o.cache != 0;
   if (o.cache_dir)
     train.cache.dir = o.cache_dir;
-  std::unique_ptr<mp::Session> session =
-      mp::Session::create(model_path, train, error);
-  if (!session)
-    return fail(error);
-  *out = new mp_session{std::move(session), model_path};
-  return succeed();
+  return compileSession(model_path, train, out);
 }
 
 int mp_session_create_with(const char *model_path, const char *options,
@@ -185,12 +192,7 @@ int mp_session_create_with(const char *model_path, const char *options,
   std::string error;
   if (options && !mp::parseTrainOptions(options, train, error))
     return fail(error);
-  std::unique_ptr<mp::Session> session =
-      mp::Session::create(model_path, train, error);
-  if (!session)
-    return fail(error);
-  *out = new mp_session{std::move(session), model_path};
-  return succeed();
+  return compileSession(model_path, train, out);
 }
 
 const char *mp_session_options_text(const mp_session *s) {
