@@ -502,44 +502,55 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
   return reshape(b, loc, result, shape);
 }
 
-Value convertScalar(OpBuilder &b, Location loc, Value v, DType from,
-                    DType to) {
-  MLIRContext *ctx = b.getContext();
-  Type src = elementType(ctx, from), dst = elementType(ctx, to);
-  if (from == to)
-    return v;
-  if (isBoolDType(to)) {
-    if (isFloatDType(from))
-      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
-                                   scalarConstant(b, loc, src, 0.0));
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
-                                 scalarConstant(b, loc, src, 0));
-  }
-  bool srcFloat = isFloatDType(from), dstFloat = isFloatDType(to);
+namespace {
+
+/// Cast to BOOL: whether the value is not zero.
+Value convertToBool(OpBuilder &b, Location loc, Value v, DType from,
+                    Type src) {
+  if (isFloatDType(from))
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                 scalarConstant(b, loc, src, 0.0));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                               scalarConstant(b, loc, src, 0));
+}
+
+/// Float to float: extended or truncated; f16 <-> bf16 (the same width)
+/// go through f32.
+Value convertFloatToFloat(OpBuilder &b, Location loc, Value v, Type src,
+                          Type dst) {
   unsigned sw = src.getIntOrFloatBitWidth(), dw = dst.getIntOrFloatBitWidth();
-  if (srcFloat && dstFloat) {
-    if (src == dst)
-      return v;
-    // f16 <-> bf16 have the same width: go through f32.
-    if (sw == dw) {
-      Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-      return arith::TruncFOp::create(b, loc, dst, wide);
-    }
-    if (sw < dw)
-      return arith::ExtFOp::create(b, loc, dst, v);
-    return arith::TruncFOp::create(b, loc, dst, v);
+  if (src == dst)
+    return v;
+  if (sw == dw) {
+    Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return arith::TruncFOp::create(b, loc, dst, wide);
   }
-  if (srcFloat) {
-    if (isUnsignedDType(to))
-      return arith::FPToUIOp::create(b, loc, dst, v);
-    return arith::FPToSIOp::create(b, loc, dst, v);
-  }
-  bool srcUnsigned = isUnsignedDType(from) || isBoolDType(from);
-  if (dstFloat) {
-    if (srcUnsigned)
-      return arith::UIToFPOp::create(b, loc, dst, v);
-    return arith::SIToFPOp::create(b, loc, dst, v);
-  }
+  if (sw < dw)
+    return arith::ExtFOp::create(b, loc, dst, v);
+  return arith::TruncFOp::create(b, loc, dst, v);
+}
+
+/// Float to integer, rounding toward zero.
+Value convertFloatToInt(OpBuilder &b, Location loc, Value v, DType to,
+                        Type dst) {
+  if (isUnsignedDType(to))
+    return arith::FPToUIOp::create(b, loc, dst, v);
+  return arith::FPToSIOp::create(b, loc, dst, v);
+}
+
+/// Integer (or bool, read as unsigned) to float.
+Value convertIntToFloat(OpBuilder &b, Location loc, Value v, bool srcUnsigned,
+                        Type dst) {
+  if (srcUnsigned)
+    return arith::UIToFPOp::create(b, loc, dst, v);
+  return arith::SIToFPOp::create(b, loc, dst, v);
+}
+
+/// Integer (or bool) to integer: truncated, or extended as the source's
+/// signedness says.
+Value convertIntToInt(OpBuilder &b, Location loc, Value v, bool srcUnsigned,
+                      Type src, Type dst) {
+  unsigned sw = src.getIntOrFloatBitWidth(), dw = dst.getIntOrFloatBitWidth();
   if (sw == dw)
     return v;
   if (sw > dw)
@@ -547,6 +558,27 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, DType from,
   if (srcUnsigned)
     return arith::ExtUIOp::create(b, loc, dst, v);
   return arith::ExtSIOp::create(b, loc, dst, v);
+}
+
+} // namespace
+
+Value convertScalar(OpBuilder &b, Location loc, Value v, DType from,
+                    DType to) {
+  MLIRContext *ctx = b.getContext();
+  Type src = elementType(ctx, from), dst = elementType(ctx, to);
+  if (from == to)
+    return v;
+  if (isBoolDType(to))
+    return convertToBool(b, loc, v, from, src);
+  bool srcFloat = isFloatDType(from), dstFloat = isFloatDType(to);
+  if (srcFloat && dstFloat)
+    return convertFloatToFloat(b, loc, v, src, dst);
+  if (srcFloat)
+    return convertFloatToInt(b, loc, v, to, dst);
+  bool srcUnsigned = isUnsignedDType(from) || isBoolDType(from);
+  if (dstFloat)
+    return convertIntToFloat(b, loc, v, srcUnsigned, dst);
+  return convertIntToInt(b, loc, v, srcUnsigned, src, dst);
 }
 
 Value convertTensor(OpBuilder &b, Location loc, Value v, DType from,
@@ -607,6 +639,8 @@ private:
   LogicalResult checkDeclaredShape(const onnx::ValueInfoProto &out,
                                    RankedTensorType type, Location loc);
   LogicalResult importNode(const onnx::NodeProto &node, OpBuilder &b);
+  LogicalResult bindOutputs(NodeContext &context,
+                            ArrayRef<TypedValue> results);
   LogicalResult nodeInputs(const onnx::NodeProto &node, llvm::StringRef name,
                            Location loc, SmallVector<TypedValue> &inputs);
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info,
@@ -722,11 +756,49 @@ const onnx::AttributeProto *subgraphAttr(const onnx::NodeProto &node) {
   return nullptr;
 }
 
+/// A node's name for messages and locations: its own, else its first
+/// output's, else its operator's.
+std::string nodeName(const onnx::NodeProto &node) {
+  if (!node.name().empty())
+    return node.name();
+  return node.output_size() ? node.output(0) : node.op_type();
+}
+
+/// The node's results: folded where it is an integer shape computation on
+/// constants, else built by its operator's importer.
+Results importNodeResults(NodeContext &context) {
+  // Integer shape computations on constants fold; the rest become ops.
+  Results results = foldIntegerNode(context);
+  if (failed(results) || !results->empty())
+    return results;
+  const std::string &opType = context.node.op_type();
+  auto it = opTable().find(opType);
+  if (it == opTable().end())
+    return context.error() << "operator '" << opType
+                           << "' is not supported by mp's ONNX importer";
+  return it->second(context);
+}
+
+/// Names the node's wanted outputs' values; an error for one its importer
+/// did not produce.
+LogicalResult GraphImporter::bindOutputs(NodeContext &context,
+                                         ArrayRef<TypedValue> results) {
+  const onnx::NodeProto &node = context.node;
+  for (int i = 0, e = node.output_size(); i < e; ++i) {
+    if (node.output(i).empty())
+      continue;
+    if (i >= (int)results.size() || !results[i])
+      return context.error() << "output " << i << " ('" << node.output(i)
+                             << "') is not imported (only the outputs "
+                                "inference uses)";
+    values[node.output(i)] = results[i];
+  }
+  return success();
+}
+
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                                         OpBuilder &b) {
-  std::string name = node.name().empty() ? (node.output_size() ? node.output(0)
-                                                               : node.op_type())
-                                         : node.name();
+  std::string name = nodeName(node);
   Location loc = locOf(name);
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     return emitError(loc) << "node '" << name << "' (" << node.op_type()
@@ -741,29 +813,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     return context.error() << "attribute '" << a->name()
                            << "' is a subgraph; control flow (If, Loop, "
                               "Scan) is not imported";
-  // Integer shape computations on constants fold; the rest become ops.
-  Results results = foldIntegerNode(context);
+  Results results = importNodeResults(context);
   if (failed(results))
     return failure();
-  if (results->empty()) {
-    auto it = opTable().find(node.op_type());
-    if (it == opTable().end())
-      return context.error() << "operator '" << node.op_type()
-                             << "' is not supported by mp's ONNX importer";
-    results = it->second(context);
-    if (failed(results))
-      return failure();
-  }
-  for (int i = 0, e = node.output_size(); i < e; ++i) {
-    if (node.output(i).empty())
-      continue;
-    if (i >= (int)results->size() || !(*results)[i])
-      return context.error() << "output " << i << " ('" << node.output(i)
-                             << "') is not imported (only the outputs "
-                                "inference uses)";
-    values[node.output(i)] = (*results)[i];
-  }
-  return success();
+  return bindOutputs(context, *results);
 }
 
 /// The default domain's opset the model imports (1 for IR version 2
@@ -844,6 +897,26 @@ LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph,
   return success();
 }
 
+/// Whether `type` has the declared shape's rank and its static sizes.
+bool matchesDeclaredShape(const onnx::TensorShapeProto &shape,
+                          RankedTensorType type) {
+  bool same = shape.dim_size() == type.getRank();
+  for (int i = 0; same && i < shape.dim_size(); ++i)
+    if (shape.dim(i).has_dim_value())
+      same = shape.dim(i).dim_value() == type.getDimSize(i);
+  return same;
+}
+
+/// A declared shape as "2x?x3" (? for a dynamic dimension).
+std::string declaredShapeText(const onnx::TensorShapeProto &shape) {
+  std::string declared;
+  for (int i = 0; i < shape.dim_size(); ++i)
+    declared += (i ? "x" : "") + (shape.dim(i).has_dim_value()
+                                      ? std::to_string(shape.dim(i).dim_value())
+                                      : std::string("?"));
+  return declared;
+}
+
 /// The model's declared shape of a graph output, where static, must be the
 /// one computed (unless --input-shape fixed the inputs, which may change it).
 LogicalResult GraphImporter::checkDeclaredShape(const onnx::ValueInfoProto &out,
@@ -853,20 +926,11 @@ LogicalResult GraphImporter::checkDeclaredShape(const onnx::ValueInfoProto &out,
       !options.inputShapes.empty())
     return success();
   const onnx::TensorShapeProto &shape = out.type().tensor_type().shape();
-  bool same = shape.dim_size() == type.getRank();
-  for (int i = 0; same && i < shape.dim_size(); ++i)
-    if (shape.dim(i).has_dim_value())
-      same = shape.dim(i).dim_value() == type.getDimSize(i);
-  if (same)
+  if (matchesDeclaredShape(shape, type))
     return success();
-  std::string declared;
-  for (int i = 0; i < shape.dim_size(); ++i)
-    declared += (i ? "x" : "") + (shape.dim(i).has_dim_value()
-                                      ? std::to_string(shape.dim(i).dim_value())
-                                      : std::string("?"));
   return emitError(loc) << "graph output '" << out.name() << "' is computed as "
-                        << type << " but the model declares shape [" << declared
-                        << "]";
+                        << type << " but the model declares shape ["
+                        << declaredShapeText(shape) << "]";
 }
 
 /// The graph outputs become the function's results.

@@ -38,6 +38,44 @@ Value indexAsI64(OpBuilder &b, Location loc, int64_t dim) {
   return arith::IndexCastOp::create(b, loc, b.getI64Type(), i);
 }
 
+/// Which extreme ArgMax/ArgMin looks for, and in what element type.
+struct ExtremeKind {
+  bool isFloat, isUnsigned, isMax, last;
+};
+
+/// The running extreme's start: the element type's worst value for the
+/// search (-inf or the smallest integer for a maximum).
+double extremeInit(const ExtremeKind &kind, Type elem) {
+  if (kind.isFloat)
+    return kind.isMax ? -std::numeric_limits<double>::infinity()
+                      : std::numeric_limits<double>::infinity();
+  unsigned w = elem.getIntOrFloatBitWidth();
+  if (kind.isUnsigned)
+    return double((kind.isMax ? APInt::getMinValue(w) : APInt::getMaxValue(w))
+                      .getZExtValue());
+  return double((kind.isMax ? APInt::getSignedMinValue(w)
+                            : APInt::getSignedMaxValue(w))
+                    .getSExtValue());
+}
+
+/// Whether element `x` replaces the running extreme `best`: strictly
+/// better for the first position, better or equal for the last.
+Value replacesExtreme(OpBuilder &b, Location loc, const ExtremeKind &kind,
+                      Value x, Value best) {
+  using FP = arith::CmpFPredicate;
+  using IP = arith::CmpIPredicate;
+  // Indexed [isMax][last].
+  static const FP floatPreds[2][2] = {{FP::OLT, FP::OLE}, {FP::OGT, FP::OGE}};
+  // Indexed [isMax][last][isUnsigned].
+  static const IP intPreds[2][2][2] = {{{IP::slt, IP::ult}, {IP::sle, IP::ule}},
+                                       {{IP::sgt, IP::ugt}, {IP::sge, IP::uge}}};
+  if (kind.isFloat)
+    return arith::CmpFOp::create(b, loc, floatPreds[kind.isMax][kind.last], x,
+                                 best);
+  return arith::CmpIOp::create(
+      b, loc, intPreds[kind.isMax][kind.last][kind.isUnsigned], x, best);
+}
+
 /// The first (or last) position of the maximum (or minimum) along `axis`,
 /// as i64 with the axis dropped.
 Value argExtreme(OpBuilder &b, Location loc, Value x, int64_t axis, DType dt,
@@ -50,19 +88,8 @@ Value argExtreme(OpBuilder &b, Location loc, Value x, int64_t axis, DType dt,
   for (int64_t i = 0; i < rank; ++i)
     if (i != axis)
       shape.push_back(t.getDimSize(i));
-  bool isFloat = isFloatDType(dt), isUnsigned = isUnsignedDType(dt);
-  double init;
-  if (isFloat)
-    init = isMax ? -std::numeric_limits<double>::infinity()
-                 : std::numeric_limits<double>::infinity();
-  else {
-    unsigned w = elem.getIntOrFloatBitWidth();
-    APInt v = isUnsigned ? (isMax ? APInt::getMinValue(w) : APInt::getMaxValue(w))
-                         : (isMax ? APInt::getSignedMinValue(w)
-                                  : APInt::getSignedMaxValue(w));
-    init = isUnsigned ? double(v.getZExtValue()) : double(v.getSExtValue());
-  }
-  Value bestInit = filledTensor(b, loc, shape, elem, init);
+  ExtremeKind kind{isFloatDType(dt), isUnsignedDType(dt), isMax, last};
+  Value bestInit = filledTensor(b, loc, shape, elem, extremeInit(kind, elem));
   Value indexInit = filledTensor(b, loc, shape, b.getI64Type(), 0);
   SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
   iterators[axis] = IteratorType::reduction;
@@ -72,25 +99,7 @@ Value argExtreme(OpBuilder &b, Location loc, Value x, int64_t axis, DType dt,
       b, loc, TypeRange{bestInit.getType(), indexInit.getType()},
       ValueRange{x}, ValueRange{bestInit, indexInit}, maps, iterators,
       [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value better;
-        if (isFloat) {
-          auto pred = isMax ? (last ? arith::CmpFPredicate::OGE
-                                    : arith::CmpFPredicate::OGT)
-                            : (last ? arith::CmpFPredicate::OLE
-                                    : arith::CmpFPredicate::OLT);
-          better = arith::CmpFOp::create(nb, nl, pred, a[0], a[1]);
-        } else {
-          auto pred =
-              isMax ? (last ? (isUnsigned ? arith::CmpIPredicate::uge
-                                          : arith::CmpIPredicate::sge)
-                            : (isUnsigned ? arith::CmpIPredicate::ugt
-                                          : arith::CmpIPredicate::sgt))
-                    : (last ? (isUnsigned ? arith::CmpIPredicate::ule
-                                          : arith::CmpIPredicate::sle)
-                            : (isUnsigned ? arith::CmpIPredicate::ult
-                                          : arith::CmpIPredicate::slt));
-          better = arith::CmpIOp::create(nb, nl, pred, a[0], a[1]);
-        }
+        Value better = replacesExtreme(nb, nl, kind, a[0], a[1]);
         Value i = indexAsI64(nb, nl, axis);
         Value v = arith::SelectOp::create(nb, nl, better, a[0], a[1]);
         Value j = arith::SelectOp::create(nb, nl, better, i, a[2]);
@@ -410,12 +419,8 @@ Value negativeLogLikelihood(NodeContext &ctx, Value logProb, Value target,
                      });
 }
 
-LogicalResult checkLossInputs(NodeContext &ctx) {
-  if (failed(ctx.requireFloat(0)))
-    return failure();
-  std::string reduction = ctx.getString("reduction", "mean");
-  if (reduction != "mean" && reduction != "sum" && reduction != "none")
-    return ctx.error() << "reduction '" << reduction << "' is not valid";
+/// A loss's input [N, C, d...] and target [N, d...] must agree.
+LogicalResult checkLossShapes(NodeContext &ctx) {
   if (ctx.rank(0) < 2 || ctx.rank(1) != ctx.rank(0) - 1 ||
       ctx.shape(1)[0] != ctx.shape(0)[0])
     return ctx.error() << "expects input [N, C, d...] and target [N, d...], "
@@ -425,6 +430,17 @@ LogicalResult checkLossInputs(NodeContext &ctx) {
     if (ctx.shape(1)[d] != ctx.shape(0)[d + 1])
       return ctx.error() << "target dimension " << d
                          << " differs from the input's";
+  return success();
+}
+
+LogicalResult checkLossInputs(NodeContext &ctx) {
+  if (failed(ctx.requireFloat(0)))
+    return failure();
+  std::string reduction = ctx.getString("reduction", "mean");
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    return ctx.error() << "reduction '" << reduction << "' is not valid";
+  if (failed(checkLossShapes(ctx)))
+    return failure();
   if (isFloatDType(ctx.dtype(1)) || isBoolDType(ctx.dtype(1)))
     return ctx.error() << "the target must hold integer class indices";
   return success();

@@ -64,26 +64,60 @@ Value broadcastTo(OpBuilder &b, Location loc, Value v,
                      [](OpBuilder &, Location, ValueRange a) { return a[0]; });
 }
 
-Results importMatMul(NodeContext &ctx) {
+/// MatMul's operands must share a numeric element type and have rank 1 or
+/// more.
+LogicalResult checkMatMulInputs(NodeContext &ctx) {
   if (isBoolDType(ctx.dtype(0)) || ctx.dtype(0) != ctx.dtype(1)) {
     ctx.error() << "inputs must have the same numeric element type";
     return failure();
   }
-  OpBuilder &b = ctx.b;
-  Location loc = ctx.loc;
-  Value a = ctx.input(0), w = ctx.input(1);
-  SmallVector<int64_t> as(ctx.shape(0)), bs(ctx.shape(1));
-  if (as.empty() || bs.empty()) {
+  if (ctx.rank(0) == 0 || ctx.rank(1) == 0) {
     ctx.error() << "inputs must have rank 1 or more";
     return failure();
   }
+  return success();
+}
+
+/// The product of `a` [batch..., m, k] and `w` [batch..., k, n] (their
+/// batch dimensions `aBatch` and `bBatch` broadcast to `batch`), of shape
+/// [batch..., m, n].
+Value batchedProduct(OpBuilder &b, Location loc, Value a, Value w,
+                     ArrayRef<int64_t> batch, ArrayRef<int64_t> aBatch,
+                     ArrayRef<int64_t> bBatch, int64_t m, int64_t k,
+                     int64_t n) {
+  SmallVector<int64_t> outShape(batch);
+  outShape.push_back(m);
+  outShape.push_back(n);
+  SmallVector<int64_t> fullA(batch), fullB(batch);
+  fullA.append({m, k});
+  fullB.append({k, n});
+  int64_t count = product(batch);
+  if (bBatch.empty() || (product(bBatch) == 1 && count == product(aBatch))) {
+    // One weight matrix: fold A's batch into its rows.
+    Value a2 =
+        reshape(b, loc, broadcastTo(b, loc, a, fullA), {count * m, k});
+    Value w2 = reshape(b, loc, w, {k, n});
+    return reshape(b, loc, product2d(b, loc, a2, w2), outShape);
+  }
+  Value a3 = reshape(b, loc, broadcastTo(b, loc, a, fullA), {count, m, k});
+  Value w3 = reshape(b, loc, broadcastTo(b, loc, w, fullB), {count, k, n});
+  return reshape(b, loc, product2d(b, loc, a3, w3), outShape);
+}
+
+Results importMatMul(NodeContext &ctx) {
+  if (failed(checkMatMulInputs(ctx)))
+    return failure();
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  SmallVector<int64_t> as(ctx.shape(0)), bs(ctx.shape(1));
+  // Vectors become matrices: a row on the left, a column on the right.
   bool vecA = as.size() == 1, vecB = bs.size() == 1;
   if (vecA)
     as.insert(as.begin(), 1);
   if (vecB)
     bs.push_back(1);
-  a = reshape(b, loc, a, as);
-  w = reshape(b, loc, w, bs);
+  Value a = reshape(b, loc, ctx.input(0), as);
+  Value w = reshape(b, loc, ctx.input(1), bs);
   int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
   if (bs[bs.size() - 2] != k) {
     ctx.error() << "inner dimensions differ: " << ctx.type(0) << " x "
@@ -98,31 +132,7 @@ Results importMatMul(NodeContext &ctx) {
                 << " x " << ctx.type(1);
     return failure();
   }
-  Value result;
-  SmallVector<int64_t> outShape(*batch);
-  outShape.push_back(m);
-  outShape.push_back(n);
-  if (bBatch.empty() ||
-      (product(bBatch) == 1 && product(*batch) == product(aBatch))) {
-    // One weight matrix: fold A's batch into its rows.
-    Value a2 = reshape(b, loc, broadcastTo(b, loc, a, [&] {
-                         SmallVector<int64_t> s(*batch);
-                         s.push_back(m);
-                         s.push_back(k);
-                         return s;
-                       }()),
-                       {product(*batch) * m, k});
-    Value w2 = reshape(b, loc, w, {k, n});
-    result = reshape(b, loc, product2d(b, loc, a2, w2), outShape);
-  } else {
-    SmallVector<int64_t> fullA(*batch), fullB(*batch);
-    fullA.append({m, k});
-    fullB.append({k, n});
-    int64_t count = product(*batch);
-    Value a3 = reshape(b, loc, broadcastTo(b, loc, a, fullA), {count, m, k});
-    Value w3 = reshape(b, loc, broadcastTo(b, loc, w, fullB), {count, k, n});
-    result = reshape(b, loc, product2d(b, loc, a3, w3), outShape);
-  }
+  Value result = batchedProduct(b, loc, a, w, *batch, aBatch, bBatch, m, k, n);
   SmallVector<int64_t> finalShape(*batch);
   if (!vecA)
     finalShape.push_back(m);
@@ -131,58 +141,81 @@ Results importMatMul(NodeContext &ctx) {
   return one(reshape(b, loc, result, finalShape), ctx.dtype(0));
 }
 
-Results importGemm(NodeContext &ctx) {
-  if (failed(ctx.requireFloat(0)))
-    return failure();
-  OpBuilder &b = ctx.b;
-  Location loc = ctx.loc;
+/// Gemm's A and B as the product takes them (transA and transB applied);
+/// an error unless both are matrices with matching inner dimensions.
+LogicalResult gemmOperands(NodeContext &ctx, Value &a, Value &w) {
   if (ctx.rank(0) != 2 || ctx.rank(1) != 2) {
     ctx.error() << "A and B must be matrices";
     return failure();
   }
-  Value a = ctx.input(0), w = ctx.input(1);
+  a = ctx.input(0);
+  w = ctx.input(1);
   if (ctx.getInt("transA", 0))
-    a = transpose(b, loc, a, {1, 0});
+    a = transpose(ctx.b, ctx.loc, a, {1, 0});
   if (ctx.getInt("transB", 0))
-    w = transpose(b, loc, w, {1, 0});
+    w = transpose(ctx.b, ctx.loc, w, {1, 0});
   auto at = llvm::cast<RankedTensorType>(a.getType());
   auto wt = llvm::cast<RankedTensorType>(w.getType());
   if (at.getDimSize(1) != wt.getDimSize(0)) {
     ctx.error() << "inner dimensions differ after the transposes";
     return failure();
   }
+  return success();
+}
+
+/// Gemm's C must broadcast to the product's `shape`.
+LogicalResult checkGemmBias(NodeContext &ctx, ArrayRef<int64_t> shape) {
+  FailureOr<SmallVector<int64_t>> c = broadcastShapes({ctx.shape(2), shape});
+  if (succeeded(c) && ArrayRef<int64_t>(*c) == shape)
+    return success();
+  ctx.error() << "C of shape " << ctx.type(2)
+              << " does not broadcast to the product's";
+  return failure();
+}
+
+/// alpha * y (+ beta * c where Gemm has C) for one element; a factor of 1
+/// is left out.
+Value gemmEpilogue(OpBuilder &b, Location loc, ValueRange v, double alpha,
+                   double beta, bool hasC) {
+  Value r = v[0];
+  if (alpha != 1.0)
+    r = arith::MulFOp::create(b, loc, scalarConstant(b, loc, r.getType(), alpha),
+                              r);
+  if (!hasC)
+    return r;
+  Value c = v[1];
+  if (beta != 1.0)
+    c = arith::MulFOp::create(b, loc, scalarConstant(b, loc, c.getType(), beta),
+                              c);
+  return arith::AddFOp::create(b, loc, r, c);
+}
+
+Results importGemm(NodeContext &ctx) {
+  if (failed(ctx.requireFloat(0)))
+    return failure();
+  Value a, w;
+  if (failed(gemmOperands(ctx, a, w)))
+    return failure();
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  auto at = llvm::cast<RankedTensorType>(a.getType());
+  auto wt = llvm::cast<RankedTensorType>(w.getType());
   Value y = product2d(b, loc, a, w);
   double alpha = ctx.getFloat("alpha", 1.0f), beta = ctx.getFloat("beta", 1.0f);
   SmallVector<int64_t> shape = {at.getDimSize(0), wt.getDimSize(1)};
   SmallVector<Value> operands = {y};
   bool hasC = ctx.hasInput(2) && beta != 0.0;
-  if (hasC) {
-    if (failed(broadcastShapes({ctx.shape(2), shape})) ||
-        *broadcastShapes({ctx.shape(2), shape}) != shape) {
-      ctx.error() << "C of shape " << ctx.type(2)
-                  << " does not broadcast to the product's";
-      return failure();
-    }
+  if (hasC && failed(checkGemmBias(ctx, shape)))
+    return failure();
+  if (hasC)
     operands.push_back(ctx.input(2));
-  }
   if (!hasC && alpha == 1.0)
     return one(y, ctx.dtype(0));
-  Value result = elementwise(
-      b, loc, operands, shape, at.getElementType(),
-      [&](OpBuilder &nb, Location nl, ValueRange v) {
-        Value r = v[0];
-        if (alpha != 1.0)
-          r = arith::MulFOp::create(
-              nb, nl, scalarConstant(nb, nl, r.getType(), alpha), r);
-        if (hasC) {
-          Value c = v[1];
-          if (beta != 1.0)
-            c = arith::MulFOp::create(
-                nb, nl, scalarConstant(nb, nl, c.getType(), beta), c);
-          r = arith::AddFOp::create(nb, nl, r, c);
-        }
-        return r;
-      });
+  Value result = elementwise(b, loc, operands, shape, at.getElementType(),
+                             [&](OpBuilder &nb, Location nl, ValueRange v) {
+                               return gemmEpilogue(nb, nl, v, alpha, beta,
+                                                   hasC);
+                             });
   return one(result, ctx.dtype(0));
 }
 
@@ -369,12 +402,10 @@ struct Window {
   SmallVector<int64_t> kernel, strides, dilations, padBegin, padEnd;
 };
 
-/// Kernel, strides, dilations and pads of a conv/pool node over `spatial`
-/// input sizes (auto_pad resolved).
-FailureOr<Window> windowOf(NodeContext &ctx, ArrayRef<int64_t> spatial,
-                           ArrayRef<int64_t> kernel) {
-  size_t k = spatial.size();
-  Window w;
+/// Kernel, strides and dilations of a window over `k` spatial dimensions
+/// (strides and dilations default to 1).
+LogicalResult readWindowSteps(NodeContext &ctx, size_t k,
+                              ArrayRef<int64_t> kernel, Window &w) {
   w.kernel.assign(kernel.begin(), kernel.end());
   w.strides = ctx.getInts("strides");
   w.dilations = ctx.getInts("dilations");
@@ -389,34 +420,66 @@ FailureOr<Window> windowOf(NodeContext &ctx, ArrayRef<int64_t> spatial,
                 << k << ")";
     return failure();
   }
-  std::string autoPad = ctx.getString("auto_pad", "NOTSET");
+  return success();
+}
+
+/// The pads attribute (auto_pad NOTSET): begins then ends, zeros if absent.
+LogicalResult explicitWindowPads(NodeContext &ctx, size_t k, Window &w) {
   SmallVector<int64_t> pads = ctx.getInts("pads");
-  if (autoPad == "NOTSET") {
-    if (pads.empty())
-      pads.assign(2 * k, 0);
-    if (pads.size() != 2 * k) {
-      ctx.error() << "pads must have 2 x " << k << " entries";
-      return failure();
-    }
-    w.padBegin.assign(pads.begin(), pads.begin() + k);
-    w.padEnd.assign(pads.begin() + k, pads.end());
-  } else if (autoPad == "VALID") {
-    w.padBegin.assign(k, 0);
-    w.padEnd.assign(k, 0);
-  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    for (size_t i = 0; i < k; ++i) {
-      int64_t out = (spatial[i] + w.strides[i] - 1) / w.strides[i];
-      int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
-      int64_t total = std::max<int64_t>(
-          0, (out - 1) * w.strides[i] + extent - spatial[i]);
-      int64_t small = total / 2, large = total - small;
-      w.padBegin.push_back(autoPad == "SAME_UPPER" ? small : large);
-      w.padEnd.push_back(autoPad == "SAME_UPPER" ? large : small);
-    }
-  } else {
-    ctx.error() << "auto_pad '" << autoPad << "' is not a valid value";
+  if (pads.empty())
+    pads.assign(2 * k, 0);
+  if (pads.size() != 2 * k) {
+    ctx.error() << "pads must have 2 x " << k << " entries";
     return failure();
   }
+  w.padBegin.assign(pads.begin(), pads.begin() + k);
+  w.padEnd.assign(pads.begin() + k, pads.end());
+  return success();
+}
+
+/// auto_pad SAME_UPPER / SAME_LOWER: pads so that the output has
+/// ceil(size / stride) positions, the odd one at the end for SAME_UPPER.
+void samePadding(ArrayRef<int64_t> spatial, bool upper, Window &w) {
+  for (size_t i = 0; i < spatial.size(); ++i) {
+    int64_t out = (spatial[i] + w.strides[i] - 1) / w.strides[i];
+    int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+    int64_t total = std::max<int64_t>(
+        0, (out - 1) * w.strides[i] + extent - spatial[i]);
+    int64_t small = total / 2, large = total - small;
+    w.padBegin.push_back(upper ? small : large);
+    w.padEnd.push_back(upper ? large : small);
+  }
+}
+
+/// The window's pads as auto_pad resolves them.
+LogicalResult windowPads(NodeContext &ctx, ArrayRef<int64_t> spatial,
+                         Window &w) {
+  size_t k = spatial.size();
+  std::string autoPad = ctx.getString("auto_pad", "NOTSET");
+  if (autoPad == "NOTSET")
+    return explicitWindowPads(ctx, k, w);
+  if (autoPad == "VALID") {
+    w.padBegin.assign(k, 0);
+    w.padEnd.assign(k, 0);
+    return success();
+  }
+  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    samePadding(spatial, autoPad == "SAME_UPPER", w);
+    return success();
+  }
+  ctx.error() << "auto_pad '" << autoPad << "' is not a valid value";
+  return failure();
+}
+
+/// Kernel, strides, dilations and pads of a conv/pool node over `spatial`
+/// input sizes (auto_pad resolved).
+FailureOr<Window> windowOf(NodeContext &ctx, ArrayRef<int64_t> spatial,
+                           ArrayRef<int64_t> kernel) {
+  size_t k = spatial.size();
+  Window w;
+  if (failed(readWindowSteps(ctx, k, kernel, w)) ||
+      failed(windowPads(ctx, spatial, w)))
+    return failure();
   for (size_t i = 0; i < k; ++i)
     if (w.strides[i] < 1 || w.dilations[i] < 1 || w.kernel[i] < 1 ||
         w.padBegin[i] < 0 || w.padEnd[i] < 0) {
@@ -860,11 +923,9 @@ SmallVector<float> averageDivisors(const Window &w, ArrayRef<int64_t> xs,
   return divisor;
 }
 
-/// MaxPool and AveragePool: one generic over the output and window
-/// dimensions of the padded input; averages then divide by the constant
-/// count of each position's window.
-Results importPool(NodeContext &ctx) {
-  bool isMax = ctx.node.op_type() == "MaxPool";
+/// What MaxPool and AveragePool import: numeric X (float for averages) of
+/// rank 3 or more, no Indices output, the default storage order.
+LogicalResult checkPoolNode(NodeContext &ctx, bool isMax) {
   DType dt = ctx.dtype(0);
   if (!isFloatDType(dt) && (!isMax || isBoolDType(dt)) &&
       failed(ctx.requireFloat(0)))
@@ -873,19 +934,52 @@ Results importPool(NodeContext &ctx) {
     ctx.error() << "the Indices output of MaxPool is not imported";
     return failure();
   }
-  OpBuilder &b = ctx.b;
-  Location loc = ctx.loc;
-  ArrayRef<int64_t> xs = ctx.shape(0);
-  int64_t k = xs.size() - 2;
-  if (k < 1) {
+  if (ctx.rank(0) < 3) {
     ctx.error() << "X must be [N, C, D...]";
     return failure();
   }
-  SmallVector<int64_t> kernel = ctx.getInts("kernel_shape");
   if (ctx.getInt("storage_order", 0)) {
     ctx.error() << "storage_order 1 is not imported";
     return failure();
   }
+  return success();
+}
+
+/// Average pooling's sums `y` divided by each position's window count.
+Value divideByWindowCounts(NodeContext &ctx, Value y, const Window &w,
+                           ArrayRef<int64_t> out) {
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  SmallVector<int64_t> spatial(out.begin() + 2, out.end());
+  SmallVector<float> divisor = averageDivisors(
+      w, ctx.shape(0), spatial, ctx.getInt("count_include_pad", 0));
+  Value div = constantOf(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get(spatial, b.getF32Type()),
+                             ArrayRef<float>(divisor)));
+  DType dt = ctx.dtype(0);
+  return elementwise(b, loc, {y, div}, out, ctx.type(0).getElementType(),
+                     [&](OpBuilder &nb, Location nl, ValueRange a) {
+                       Value dv = convertScalar(nb, nl, a[1],
+                                                onnx::TensorProto::FLOAT, dt);
+                       return arith::DivFOp::create(nb, nl, a[0], dv)
+                           .getResult();
+                     });
+}
+
+/// MaxPool and AveragePool: one generic over the output and window
+/// dimensions of the padded input; averages then divide by the constant
+/// count of each position's window.
+Results importPool(NodeContext &ctx) {
+  bool isMax = ctx.node.op_type() == "MaxPool";
+  DType dt = ctx.dtype(0);
+  if (failed(checkPoolNode(ctx, isMax)))
+    return failure();
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  ArrayRef<int64_t> xs = ctx.shape(0);
+  int64_t k = xs.size() - 2;
+  SmallVector<int64_t> kernel = ctx.getInts("kernel_shape");
   FailureOr<Window> w = windowOf(ctx, xs.drop_front(2), kernel);
   if (failed(w))
     return failure();
@@ -902,21 +996,7 @@ Results importPool(NodeContext &ctx) {
   Value y = poolWindows(b, loc, x, *w, *out, init, isMax, dt);
   if (isMax)
     return one(y, ctx.dtype(0));
-  SmallVector<int64_t> spatial(out->begin() + 2, out->end());
-  SmallVector<float> divisor =
-      averageDivisors(*w, xs, spatial, ctx.getInt("count_include_pad", 0));
-  Value div = constantOf(
-      b, loc,
-      DenseElementsAttr::get(RankedTensorType::get(spatial, b.getF32Type()),
-                             ArrayRef<float>(divisor)));
-  Value result = elementwise(
-      b, loc, {y, div}, *out, elem,
-      [&](OpBuilder &nb, Location nl, ValueRange a) {
-        Value dv = convertScalar(nb, nl, a[1], onnx::TensorProto::FLOAT,
-                                 ctx.dtype(0));
-        return arith::DivFOp::create(nb, nl, a[0], dv).getResult();
-      });
-  return one(result, ctx.dtype(0));
+  return one(divideByWindowCounts(ctx, y, *w, *out), ctx.dtype(0));
 }
 
 Value reduceSum(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes,

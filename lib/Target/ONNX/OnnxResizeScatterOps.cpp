@@ -91,12 +91,12 @@ FailureOr<ScatterReduction> scatterReduction(NodeContext &ctx) {
 
 // -- GatherND -----------------------------------------------------------------
 
-Results importGatherND(NodeContext &ctx) {
-  if (failed(requireIntegerIndices(ctx, 1)))
-    return failure();
+/// GatherND's data and indices: rank 1 or more, batch_dims leading
+/// dimensions in common, and index tuples (the last dimension of indices)
+/// no longer than the data's remaining rank.
+LogicalResult checkGatherNDShapes(NodeContext &ctx, int64_t batch) {
   ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
   int64_t r = data.size(), q = indices.size();
-  int64_t batch = ctx.getInt("batch_dims", 0);
   if (q < 1 || r < 1) {
     ctx.error() << "data and indices must have rank 1 or more";
     return failure();
@@ -119,6 +119,42 @@ Results importGatherND(NodeContext &ctx) {
                 << "]";
     return failure();
   }
+  return success();
+}
+
+/// The data element that one GatherND output element reads: the batch
+/// loops, the k indices read (clamped) from the index tensor, then the
+/// loops over the rest of the data.
+SmallVector<Value> gatherNDSource(OpBuilder &b, Location loc, Value idxTensor,
+                                  ArrayRef<int64_t> data, int64_t batch,
+                                  int64_t q, int64_t k) {
+  int64_t r = data.size();
+  SmallVector<Value> coords;
+  for (int64_t d = 0; d < batch; ++d)
+    coords.push_back(loopIndex(b, loc, d));
+  SmallVector<Value> at;
+  for (int64_t d = 0; d < q - 1; ++d)
+    at.push_back(loopIndex(b, loc, d));
+  at.push_back(Value());
+  for (int64_t t = 0; t < k; ++t) {
+    at.back() = arith::ConstantIndexOp::create(b, loc, t);
+    Value raw = tensor::ExtractOp::create(b, loc, idxTensor, at);
+    coords.push_back(clampedIndex(b, loc, raw, data[batch + t]));
+  }
+  for (int64_t d = batch + k; d < r; ++d)
+    coords.push_back(loopIndex(b, loc, q - 1 + d - batch - k));
+  return coords;
+}
+
+Results importGatherND(NodeContext &ctx) {
+  if (failed(requireIntegerIndices(ctx, 1)))
+    return failure();
+  ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
+  int64_t q = indices.size();
+  int64_t batch = ctx.getInt("batch_dims", 0);
+  if (failed(checkGatherNDShapes(ctx, batch)))
+    return failure();
+  int64_t k = indices[q - 1];
   SmallVector<int64_t> shape(indices.begin(), indices.end() - 1);
   shape.append(data.begin() + batch + k, data.end());
   int64_t outRank = shape.size();
@@ -132,20 +168,8 @@ Results importGatherND(NodeContext &ctx) {
           {AffineMap::getMultiDimIdentityMap(outRank, mctx)},
           SmallVector<IteratorType>(outRank, IteratorType::parallel),
           [&](OpBuilder &nb, Location nl, ValueRange) {
-            SmallVector<Value> coords;
-            for (int64_t d = 0; d < batch; ++d)
-              coords.push_back(loopIndex(nb, nl, d));
-            SmallVector<Value> at;
-            for (int64_t d = 0; d < q - 1; ++d)
-              at.push_back(loopIndex(nb, nl, d));
-            at.push_back(Value());
-            for (int64_t t = 0; t < k; ++t) {
-              at.back() = arith::ConstantIndexOp::create(nb, nl, t);
-              Value raw = tensor::ExtractOp::create(nb, nl, idxTensor, at);
-              coords.push_back(clampedIndex(nb, nl, raw, data[batch + t]));
-            }
-            for (int64_t d = batch + k; d < r; ++d)
-              coords.push_back(loopIndex(nb, nl, q - 1 + d - batch - k));
+            SmallVector<Value> coords =
+                gatherNDSource(nb, nl, idxTensor, data, batch, q, k);
             linalg::YieldOp::create(
                 nb, nl,
                 ValueRange{tensor::ExtractOp::create(nb, nl, source, coords)});
@@ -156,12 +180,9 @@ Results importGatherND(NodeContext &ctx) {
 
 // -- ScatterElements / Scatter ------------------------------------------------
 
-Results importScatterElements(NodeContext &ctx) {
-  if (failed(requireIntegerIndices(ctx, 1)))
-    return failure();
-  FailureOr<ScatterReduction> reduction = scatterReduction(ctx);
-  if (failed(reduction))
-    return failure();
+/// ScatterElements' indices and updates: one shape, the data's rank, and
+/// no dimension but the axis longer than the data's. Returns the axis.
+FailureOr<int64_t> checkScatterElementsShapes(NodeContext &ctx) {
   ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
   int64_t r = data.size();
   if ((int64_t)indices.size() != r || ctx.shape(2) != indices) {
@@ -172,21 +193,87 @@ Results importScatterElements(NodeContext &ctx) {
   FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", 0), r);
   if (failed(axis))
     return failure();
-  int64_t a = *axis;
   for (int64_t d = 0; d < r; ++d)
-    if (d != a && indices[d] > data[d]) {
+    if (d != *axis && indices[d] > data[d]) {
       ctx.error() << "indices dimension " << d << " (" << indices[d]
                   << ") exceeds the data's (" << data[d] << ")";
       return failure();
     }
+  return axis;
+}
+
+/// What the body of ScatterElements' generic needs: the shapes, the axis,
+/// the index and update tensors and the reduction.
+struct ScatterElementsBody {
+  ArrayRef<int64_t> data, indices;
+  int64_t axis;
+  Value idxTensor, updates;
+  ScatterReduction reduction;
+};
+
+/// The position in indices and updates that loop k reads for the current
+/// output element: the output's own index off the axis (clamped where
+/// indices are shorter, with `inRange` false past their end), k on it.
+SmallVector<Value> scatterElementsUpdateAt(OpBuilder &b, Location loc,
+                                           const ScatterElementsBody &s,
+                                           Value &inRange) {
+  int64_t r = s.data.size();
+  SmallVector<Value> at;
+  for (int64_t d = 0; d < r; ++d) {
+    if (d == s.axis) {
+      at.push_back(loopIndex(b, loc, r));
+      continue;
+    }
+    Value p = loopIndex(b, loc, d);
+    if (s.indices[d] < s.data[d]) {
+      Value bound = arith::ConstantIndexOp::create(b, loc, s.indices[d]);
+      Value ok =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p, bound);
+      inRange = inRange ? arith::AndIOp::create(b, loc, inRange, ok).getResult()
+                        : ok;
+      p = arith::MinSIOp::create(
+          b, loc, p, arith::ConstantIndexOp::create(b, loc, s.indices[d] - 1));
+    }
+    at.push_back(p);
+  }
+  return at;
+}
+
+/// One step of the fold: the update at loop k replaces (or combines with)
+/// `acc` where its index names the current output element.
+void scatterElementsStep(OpBuilder &b, Location loc,
+                         const ScatterElementsBody &s, Value acc) {
+  Value inRange;
+  SmallVector<Value> at = scatterElementsUpdateAt(b, loc, s, inRange);
+  Value raw = tensor::ExtractOp::create(b, loc, s.idxTensor, at);
+  Value target = normalizedIndex(b, loc, raw, s.data[s.axis]);
+  Value hit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, target,
+                                    loopIndex(b, loc, s.axis));
+  if (inRange)
+    hit = arith::AndIOp::create(b, loc, hit, inRange);
+  Value u = tensor::ExtractOp::create(b, loc, s.updates, at);
+  Value next = combine(b, loc, s.reduction, acc, u);
+  linalg::YieldOp::create(
+      b, loc, ValueRange{arith::SelectOp::create(b, loc, hit, next, acc)});
+}
+
+Results importScatterElements(NodeContext &ctx) {
+  if (failed(requireIntegerIndices(ctx, 1)))
+    return failure();
+  FailureOr<ScatterReduction> reduction = scatterReduction(ctx);
+  if (failed(reduction))
+    return failure();
+  FailureOr<int64_t> axis = checkScatterElementsShapes(ctx);
+  if (failed(axis))
+    return failure();
+  ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
+  int64_t r = data.size(), a = *axis;
   int64_t count = indices[a];
   if (count == 0 || product(indices) == 0)
     return one(ctx.input(0), ctx.dtype(0));
   OpBuilder &b = ctx.b;
   Location loc = ctx.loc;
   MLIRContext *mctx = b.getContext();
-  Value idxTensor = ctx.input(1), updates = ctx.input(2);
-  int64_t dataDim = data[a];
   // Loops: the output's dimensions, then k along the updates' axis. The
   // zero-size loop operand only gives k its range.
   Value range = emptyTensor(b, loc, {count}, b.getI1Type());
@@ -195,60 +282,23 @@ Results importScatterElements(NodeContext &ctx) {
       AffineMap::getMultiDimIdentityMap(r + 1, mctx).getMajorSubMap(r)};
   SmallVector<IteratorType> iterators(r, IteratorType::parallel);
   iterators.push_back(IteratorType::reduction);
-  ScatterReduction red = *reduction;
-  Value y =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{ctx.type(0)}, ValueRange{range},
-          ValueRange{ctx.input(0)}, maps, iterators,
-          [&](OpBuilder &nb, Location nl, ValueRange v) {
-            Value acc = v[1];
-            Value inRange;
-            SmallVector<Value> at;
-            for (int64_t d = 0; d < r; ++d) {
-              if (d == a) {
-                at.push_back(loopIndex(nb, nl, r));
-                continue;
-              }
-              Value p = loopIndex(nb, nl, d);
-              if (indices[d] < data[d]) {
-                Value bound =
-                    arith::ConstantIndexOp::create(nb, nl, indices[d]);
-                Value ok = arith::CmpIOp::create(
-                    nb, nl, arith::CmpIPredicate::ult, p, bound);
-                inRange =
-                    inRange
-                        ? arith::AndIOp::create(nb, nl, inRange, ok).getResult()
-                        : ok;
-                p = arith::MinSIOp::create(
-                    nb, nl, p,
-                    arith::ConstantIndexOp::create(nb, nl, indices[d] - 1));
-              }
-              at.push_back(p);
-            }
-            Value raw = tensor::ExtractOp::create(nb, nl, idxTensor, at);
-            Value target = normalizedIndex(nb, nl, raw, dataDim);
-            Value hit = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
-                                              target, loopIndex(nb, nl, a));
-            if (inRange)
-              hit = arith::AndIOp::create(nb, nl, hit, inRange);
-            Value u = tensor::ExtractOp::create(nb, nl, updates, at);
-            Value next = combine(nb, nl, red, acc, u);
-            linalg::YieldOp::create(
-                nb, nl,
-                ValueRange{arith::SelectOp::create(nb, nl, hit, next, acc)});
-          })
-          .getResult(0);
+  ScatterElementsBody body{data, indices, a, ctx.input(1), ctx.input(2),
+                           *reduction};
+  Value y = linalg::GenericOp::create(
+                b, loc, TypeRange{ctx.type(0)}, ValueRange{range},
+                ValueRange{ctx.input(0)}, maps, iterators,
+                [&](OpBuilder &nb, Location nl, ValueRange v) {
+                  scatterElementsStep(nb, nl, body, v[1]);
+                })
+                .getResult(0);
   return one(y, ctx.dtype(0));
 }
 
 // -- ScatterND ----------------------------------------------------------------
 
-Results importScatterND(NodeContext &ctx) {
-  if (failed(requireIntegerIndices(ctx, 1)))
-    return failure();
-  FailureOr<ScatterReduction> reduction = scatterReduction(ctx);
-  if (failed(reduction))
-    return failure();
+/// ScatterND's index tuples (the last dimension of indices) at most the
+/// data's rank long, and updates shaped indices[:-1] + data[k:].
+LogicalResult checkScatterNDShapes(NodeContext &ctx) {
   ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1),
                     updates = ctx.shape(2);
   int64_t r = data.size(), q = indices.size();
@@ -271,6 +321,41 @@ Results importScatterND(NodeContext &ctx) {
                                          ctx.type(2).getElementType());
     return failure();
   }
+  return success();
+}
+
+/// One step of ScatterND's fold over the update slices: slice m's update
+/// `u` replaces (or combines with) `acc` where its index tuple names the
+/// current output element's leading k indices.
+void scatterNDStep(OpBuilder &nb, Location nl, Value idxTensor,
+                   ArrayRef<int64_t> data, int64_t k, ScatterReduction red,
+                   Value u, Value acc) {
+  int64_t r = data.size();
+  Value m = loopIndex(nb, nl, r);
+  Value hit;
+  for (int64_t t = 0; t < k; ++t) {
+    Value raw = tensor::ExtractOp::create(
+        nb, nl, idxTensor,
+        ValueRange{m, arith::ConstantIndexOp::create(nb, nl, t)});
+    Value eq = arith::CmpIOp::create(
+        nb, nl, arith::CmpIPredicate::eq,
+        normalizedIndex(nb, nl, raw, data[t]), loopIndex(nb, nl, t));
+    hit = hit ? arith::AndIOp::create(nb, nl, hit, eq).getResult() : eq;
+  }
+  Value next = combine(nb, nl, red, acc, u);
+  Value out =
+      hit ? arith::SelectOp::create(nb, nl, hit, next, acc).getResult() : next;
+  linalg::YieldOp::create(nb, nl, ValueRange{out});
+}
+
+Results importScatterND(NodeContext &ctx) {
+  if (failed(requireIntegerIndices(ctx, 1)))
+    return failure();
+  FailureOr<ScatterReduction> reduction = scatterReduction(ctx);
+  if (failed(reduction) || failed(checkScatterNDShapes(ctx)))
+    return failure();
+  ArrayRef<int64_t> data = ctx.shape(0), indices = ctx.shape(1);
+  int64_t r = data.size(), k = indices.back();
   int64_t count = product(indices.drop_back());
   if (count == 0)
     return one(ctx.input(0), ctx.dtype(0));
@@ -292,31 +377,13 @@ Results importScatterND(NodeContext &ctx) {
   SmallVector<IteratorType> iterators(r, IteratorType::parallel);
   iterators.push_back(IteratorType::reduction);
   ScatterReduction red = *reduction;
-  Value y =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{ctx.type(0)}, ValueRange{upd},
-          ValueRange{ctx.input(0)}, maps, iterators,
-          [&](OpBuilder &nb, Location nl, ValueRange v) {
-            Value u = v[0], acc = v[1];
-            Value m = loopIndex(nb, nl, r);
-            Value hit;
-            for (int64_t t = 0; t < k; ++t) {
-              Value raw = tensor::ExtractOp::create(
-                  nb, nl, idxTensor,
-                  ValueRange{m, arith::ConstantIndexOp::create(nb, nl, t)});
-              Value eq = arith::CmpIOp::create(
-                  nb, nl, arith::CmpIPredicate::eq,
-                  normalizedIndex(nb, nl, raw, data[t]), loopIndex(nb, nl, t));
-              hit =
-                  hit ? arith::AndIOp::create(nb, nl, hit, eq).getResult() : eq;
-            }
-            Value next = combine(nb, nl, red, acc, u);
-            Value out = hit ? arith::SelectOp::create(nb, nl, hit, next, acc)
-                                  .getResult()
-                            : next;
-            linalg::YieldOp::create(nb, nl, ValueRange{out});
-          })
-          .getResult(0);
+  Value y = linalg::GenericOp::create(
+                b, loc, TypeRange{ctx.type(0)}, ValueRange{upd},
+                ValueRange{ctx.input(0)}, maps, iterators,
+                [&](OpBuilder &nb, Location nl, ValueRange v) {
+                  scatterNDStep(nb, nl, idxTensor, data, k, red, v[0], v[1]);
+                })
+                .getResult(0);
   return one(y, ctx.dtype(0));
 }
 
@@ -450,15 +517,9 @@ Results topkByPasses(NodeContext &ctx, Value x, int64_t a, int64_t k, DType dt,
       {gather(idxs, b.getI64Type()), onnx::TensorProto::INT64}};
 }
 
-Results importTopK(NodeContext &ctx) {
-  int64_t r = ctx.rank(0);
-  if (r < 1) {
-    ctx.error() << "the input must have rank 1 or more";
-    return failure();
-  }
-  FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", -1), r);
-  if (failed(axis))
-    return failure();
+/// TopK's k: the "k" attribute before opset 10, the one-value constant
+/// input 1 from it; an error unless 0 <= k <= the axis' size `n`.
+FailureOr<int64_t> readTopKCount(NodeContext &ctx, int64_t a, int64_t n) {
   int64_t k;
   if (ctx.opset < 10) {
     if (!ctx.has("k")) {
@@ -476,29 +537,27 @@ Results importTopK(NodeContext &ctx) {
     }
     k = (*kv)[0];
   }
-  int64_t a = *axis, n = ctx.shape(0)[a];
   if (k < 0 || k > n) {
     ctx.error() << "k = " << k << " is out of range for axis " << a
                 << " of size " << n;
     return failure();
   }
-  bool largest = ctx.getInt("largest", 1);
-  DType dt = ctx.dtype(0);
+  return k;
+}
+
+/// TopK by ranks: each element's rank along the axis is the number of
+/// elements before it in TopK's order; output position p takes the element
+/// of rank p.
+Results topkByRanks(NodeContext &ctx, Value x, int64_t a, int64_t k, DType dt,
+                    bool largest) {
   OpBuilder &b = ctx.b;
   Location loc = ctx.loc;
   MLIRContext *mctx = b.getContext();
-  auto t = ctx.type(0);
+  auto t = llvm::cast<RankedTensorType>(x.getType());
+  int64_t r = t.getRank();
   Type elem = t.getElementType();
   SmallVector<int64_t> outShape(t.getShape());
   outShape[a] = k;
-  if (k == 0 || product(outShape) == 0)
-    return SmallVector<TypedValue>{
-        {emptyTensor(b, loc, outShape, elem), dt},
-        {emptyTensor(b, loc, outShape, b.getI64Type()),
-         onnx::TensorProto::INT64}};
-  Value x = ctx.input(0);
-  if (k <= kTopKPassesMaxK && n > kTopKPassesMinN)
-    return topkByPasses(ctx, x, a, k, dt, largest);
   // The map (d0..dr) -> (d0..dr-1) with the axis read from loop dim r.
   SmallVector<AffineExpr> alongExprs;
   for (int64_t d = 0; d < r; ++d)
@@ -546,6 +605,37 @@ Results importTopK(NodeContext &ctx) {
       });
   return SmallVector<TypedValue>{{pick.getResult(0), dt},
                                  {pick.getResult(1), onnx::TensorProto::INT64}};
+}
+
+Results importTopK(NodeContext &ctx) {
+  int64_t r = ctx.rank(0);
+  if (r < 1) {
+    ctx.error() << "the input must have rank 1 or more";
+    return failure();
+  }
+  FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", -1), r);
+  if (failed(axis))
+    return failure();
+  int64_t a = *axis, n = ctx.shape(0)[a];
+  FailureOr<int64_t> k = readTopKCount(ctx, a, n);
+  if (failed(k))
+    return failure();
+  bool largest = ctx.getInt("largest", 1);
+  DType dt = ctx.dtype(0);
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  auto t = ctx.type(0);
+  Type elem = t.getElementType();
+  SmallVector<int64_t> outShape(t.getShape());
+  outShape[a] = *k;
+  if (*k == 0 || product(outShape) == 0)
+    return SmallVector<TypedValue>{
+        {emptyTensor(b, loc, outShape, elem), dt},
+        {emptyTensor(b, loc, outShape, b.getI64Type()),
+         onnx::TensorProto::INT64}};
+  if (*k <= kTopKPassesMaxK && n > kTopKPassesMinN)
+    return topkByPasses(ctx, ctx.input(0), a, *k, dt, largest);
+  return topkByRanks(ctx, ctx.input(0), a, *k, dt, largest);
 }
 
 // -- Resize / Upsample --------------------------------------------------------
@@ -931,6 +1021,27 @@ Value applyExtrapolation(OpBuilder &b, Location loc, Value y,
       .getResult(0);
 }
 
+/// Resize of an empty input or to an empty output: an empty result; an
+/// empty input has nothing to give a non-empty output.
+Results resizeEmpty(NodeContext &ctx, ArrayRef<int64_t> outShape) {
+  if (product(outShape) != 0) {
+    ctx.error() << "cannot resize an empty input to a non-empty output";
+    return failure();
+  }
+  return one(emptyTensor(ctx.b, ctx.loc, outShape,
+                         ctx.type(0).getElementType()),
+             ctx.dtype(0));
+}
+
+/// Linear and cubic interpolation are imported for float inputs only.
+LogicalResult checkResizeInputType(NodeContext &ctx, const ResizeParams &p) {
+  if (p.mode == "nearest" || isFloatDType(ctx.dtype(0)))
+    return success();
+  ctx.error() << "mode '" << p.mode << "' is imported for floating-point "
+              << "inputs only, got " << dtypeName(ctx.dtype(0));
+  return failure();
+}
+
 Results buildResize(NodeContext &ctx, const ResizeParams &p,
                     ArrayRef<int64_t> outShape, ArrayRef<double> scales,
                     ArrayRef<double> roi) {
@@ -938,22 +1049,14 @@ Results buildResize(NodeContext &ctx, const ResizeParams &p,
   Location loc = ctx.loc;
   ArrayRef<int64_t> inShape = ctx.shape(0);
   Type elem = ctx.type(0).getElementType();
-  if (product(outShape) == 0 || product(inShape) == 0) {
-    if (product(outShape) != 0) {
-      ctx.error() << "cannot resize an empty input to a non-empty output";
-      return failure();
-    }
-    return one(emptyTensor(b, loc, outShape, elem), ctx.dtype(0));
-  }
+  if (product(outShape) == 0 || product(inShape) == 0)
+    return resizeEmpty(ctx, outShape);
   ResizePlan plan = planResize(p, inShape, outShape, scales, roi);
   if (plan.resized.empty())
     return one(ctx.input(0), ctx.dtype(0));
   bool nearest = p.mode == "nearest";
-  if (!nearest && !isFloatDType(ctx.dtype(0))) {
-    ctx.error() << "mode '" << p.mode << "' is imported for floating-point "
-                << "inputs only, got " << dtypeName(ctx.dtype(0));
+  if (failed(checkResizeInputType(ctx, p)))
     return failure();
-  }
   int64_t r = inShape.size();
   int64_t loops = nearest ? r : r + (int64_t)plan.resized.size();
   // Interpolation computes in f32 (f64 for f64 data).
@@ -1027,24 +1130,26 @@ LogicalResult readResizeAttributes(NodeContext &ctx, ResizeParams &p) {
 
 /// Resize-11's inputs: roi (used by tf_crop_and_resize only), and scales
 /// or sizes (exactly one of them).
-LogicalResult readResizeInputs(NodeContext &ctx, const ResizeParams &p,
-                               SmallVector<double> &roi,
-                               SmallVector<double> &scales,
-                               SmallVector<int64_t> &sizes) {
+/// tf_crop_and_resize's roi: input 1, starts then ends of every axis.
+LogicalResult readCropRoi(NodeContext &ctx, SmallVector<double> &roi) {
   int64_t r = ctx.rank(0);
-  if (p.coordMode == "tf_crop_and_resize") {
-    FailureOr<SmallVector<double>> v =
-        ctx.hasInput(1) ? constFloats(ctx, 1, "roi")
-                        : FailureOr<SmallVector<double>>(SmallVector<double>{});
-    if (failed(v))
-      return failure();
-    if ((int64_t)v->size() != 2 * r) {
-      ctx.error() << "tf_crop_and_resize needs roi with 2 * rank = " << 2 * r
-                  << " values, got " << v->size();
-      return failure();
-    }
-    roi = *v;
+  FailureOr<SmallVector<double>> v =
+      ctx.hasInput(1) ? constFloats(ctx, 1, "roi")
+                      : FailureOr<SmallVector<double>>(SmallVector<double>{});
+  if (failed(v))
+    return failure();
+  if ((int64_t)v->size() != 2 * r) {
+    ctx.error() << "tf_crop_and_resize needs roi with 2 * rank = " << 2 * r
+                << " values, got " << v->size();
+    return failure();
   }
+  roi = *v;
+  return success();
+}
+
+/// Resize-11's scales (input 2) and sizes (input 3), where present.
+LogicalResult readScalesAndSizes(NodeContext &ctx, SmallVector<double> &scales,
+                                 SmallVector<int64_t> &sizes) {
   if (ctx.hasInput(2)) {
     FailureOr<SmallVector<double>> s = constFloats(ctx, 2, "scales");
     if (failed(s))
@@ -1057,6 +1162,17 @@ LogicalResult readResizeInputs(NodeContext &ctx, const ResizeParams &p,
       return failure();
     sizes = *s;
   }
+  return success();
+}
+
+LogicalResult readResizeInputs(NodeContext &ctx, const ResizeParams &p,
+                               SmallVector<double> &roi,
+                               SmallVector<double> &scales,
+                               SmallVector<int64_t> &sizes) {
+  if (p.coordMode == "tf_crop_and_resize" && failed(readCropRoi(ctx, roi)))
+    return failure();
+  if (failed(readScalesAndSizes(ctx, scales, sizes)))
+    return failure();
   if (!scales.empty() && !sizes.empty()) {
     ctx.error() << "give scales or sizes, not both";
     return failure();
@@ -1109,6 +1225,19 @@ LogicalResult sizesFromScales(NodeContext &ctx, ArrayRef<double> scales,
   return success();
 }
 
+/// The operator's scales, roi and output sizes (empty where scales give
+/// them), and its remaining attributes.
+LogicalResult readResizeOperands(NodeContext &ctx, ResizeParams &p, bool legacy,
+                                 bool upsample, SmallVector<double> &roi,
+                                 SmallVector<double> &scales,
+                                 SmallVector<int64_t> &sizes) {
+  if (legacy)
+    return readLegacyResize(ctx, p, upsample, scales);
+  if (failed(readResizeAttributes(ctx, p)))
+    return failure();
+  return readResizeInputs(ctx, p, roi, scales, sizes);
+}
+
 Results importResize(NodeContext &ctx) {
   bool upsample = ctx.node.op_type() == "Upsample";
   bool legacy = upsample || ctx.opset < 11; // Upsample-7/9, Resize-10
@@ -1122,13 +1251,9 @@ Results importResize(NodeContext &ctx) {
     return failure();
   SmallVector<double> scales, roi;
   SmallVector<int64_t> outShape;
-  if (legacy) {
-    if (failed(readLegacyResize(ctx, p, upsample, scales)))
-      return failure();
-  } else if (failed(readResizeAttributes(ctx, p)) ||
-             failed(readResizeInputs(ctx, p, roi, scales, outShape))) {
+  if (failed(readResizeOperands(ctx, p, legacy, upsample, roi, scales,
+                                outShape)))
     return failure();
-  }
   if (failed(outShape.empty() ? sizesFromScales(ctx, scales, outShape)
                               : scalesFromSizes(ctx, outShape, scales)))
     return failure();

@@ -268,32 +268,47 @@ LogicalResult foldGather(IntFold &f) {
   return success();
 }
 
+/// Whether a constant Slice's ends and (present) axes and steps have as
+/// many entries as its starts.
+bool sliceListsAgree(IntFold &f) {
+  NodeContext &ctx = f.ctx;
+  size_t k = f.in[1].data.size();
+  bool axesAgree = !ctx.hasInput(3) || f.in[3].data.size() == k;
+  bool stepsAgree = !ctx.hasInput(4) || f.in[4].data.size() == k;
+  return f.in[2].data.size() == k && axesAgree && stepsAgree;
+}
+
+/// Sets the axis that entry `j` of a constant Slice names; false if the
+/// entry is invalid (axis out of range, step 0).
+bool applyConstantSliceEntry(IntFold &f, size_t j,
+                             SmallVector<SliceAxis> &axes) {
+  NodeContext &ctx = f.ctx;
+  const IntTensor &data = f.in[0];
+  int64_t rank = data.shape.size();
+  int64_t axis = ctx.hasInput(3) ? f.in[3].data[j] : int64_t(j);
+  if (axis < 0)
+    axis += rank;
+  int64_t step = ctx.hasInput(4) ? f.in[4].data[j] : 1;
+  if (axis < 0 || axis >= rank || step == 0)
+    return false;
+  axes[axis] =
+      sliceAxis(data.shape[axis], f.in[1].data[j], f.in[2].data[j], step);
+  return true;
+}
+
 /// The axes a constant Slice (opset 10 on: starts, ends, axes and steps
 /// are inputs) selects of its data, every axis of the data normalized;
 /// empty if the inputs do not describe a valid slice.
 std::optional<SmallVector<SliceAxis>> constantSliceAxes(IntFold &f) {
-  NodeContext &ctx = f.ctx;
-  if (ctx.opset < 10 || f.in.size() < 3)
+  if (f.ctx.opset < 10 || f.in.size() < 3 || !sliceListsAgree(f))
     return std::nullopt;
-  const IntTensor &data = f.in[0], &starts = f.in[1], &ends = f.in[2];
-  int64_t rank = data.shape.size();
-  size_t k = starts.data.size();
-  if (ends.data.size() != k || (ctx.hasInput(3) && f.in[3].data.size() != k) ||
-      (ctx.hasInput(4) && f.in[4].data.size() != k))
-    return std::nullopt;
+  const IntTensor &data = f.in[0];
   SmallVector<SliceAxis> axes;
-  for (int64_t d = 0; d < rank; ++d)
+  for (int64_t d = 0, rank = data.shape.size(); d < rank; ++d)
     axes.push_back({0, 1, data.shape[d]});
-  for (size_t j = 0; j < k; ++j) {
-    int64_t axis = ctx.hasInput(3) ? f.in[3].data[j] : int64_t(j);
-    if (axis < 0)
-      axis += rank;
-    int64_t step = ctx.hasInput(4) ? f.in[4].data[j] : 1;
-    if (axis < 0 || axis >= rank || step == 0)
+  for (size_t j = 0, k = f.in[1].data.size(); j < k; ++j)
+    if (!applyConstantSliceEntry(f, j, axes))
       return std::nullopt;
-    axes[axis] =
-        sliceAxis(data.shape[axis], starts.data[j], ends.data[j], step);
-  }
   return axes;
 }
 
@@ -557,19 +572,21 @@ Value reshapeValue(NodeContext &ctx, ArrayRef<int64_t> shape) {
   return reshape(ctx.b, ctx.loc, ctx.input(0), shape);
 }
 
-Results importReshape(NodeContext &ctx) {
-  SmallVector<int64_t> target;
-  if (ctx.opset < 5) {
-    target = ctx.getInts("shape");
-  } else {
-    FailureOr<SmallVector<int64_t>> s = ctx.constInts(1, "the shape");
-    if (failed(s))
-      return failure();
-    target = *s;
-  }
+/// Reshape's target shape as given: the "shape" attribute before opset 5,
+/// the constant input 1 from it.
+FailureOr<SmallVector<int64_t>> readReshapeTarget(NodeContext &ctx) {
+  if (ctx.opset < 5)
+    return ctx.getInts("shape");
+  return ctx.constInts(1, "the shape");
+}
+
+/// Replaces the 0 entries of `target` that copy the input's dimension and
+/// finds the -1 entry to infer (`inferred`, -1 if none) and the product of
+/// the others (`known`).
+LogicalResult scanReshapeTarget(NodeContext &ctx, SmallVector<int64_t> &target,
+                                int64_t &known, int64_t &inferred) {
   ArrayRef<int64_t> in = ctx.shape(0);
   bool allowZero = ctx.getInt("allowzero", 0);
-  int64_t known = 1, inferred = -1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == 0 && !allowZero) {
       if (i >= in.size()) {
@@ -593,20 +610,39 @@ Results importReshape(NodeContext &ctx) {
     }
     known *= target[i];
   }
+  return success();
+}
+
+/// Sets the inferred (-1) entry so that the shape holds the input's
+/// elements, or checks that it does where there is none.
+LogicalResult inferReshapeEntry(NodeContext &ctx, SmallVector<int64_t> &target,
+                                int64_t known, int64_t inferred) {
   int64_t count = ctx.type(0).getNumElements();
-  if (inferred >= 0) {
-    if (known == 0 || count % known) {
-      ctx.error() << "cannot infer the -1 of the shape for " << count
-                  << " elements";
-      return failure();
-    }
-    target[inferred] = count / known;
-  } else if (known != count) {
+  if (inferred < 0) {
+    if (known == count)
+      return success();
     ctx.error() << "the shape holds " << known << " elements; the input has "
                 << count;
     return failure();
   }
-  return one(reshapeValue(ctx, target), ctx.dtype(0));
+  if (known == 0 || count % known) {
+    ctx.error() << "cannot infer the -1 of the shape for " << count
+                << " elements";
+    return failure();
+  }
+  target[inferred] = count / known;
+  return success();
+}
+
+Results importReshape(NodeContext &ctx) {
+  FailureOr<SmallVector<int64_t>> target = readReshapeTarget(ctx);
+  if (failed(target))
+    return failure();
+  int64_t known = 1, inferred = -1;
+  if (failed(scanReshapeTarget(ctx, *target, known, inferred)) ||
+      failed(inferReshapeEntry(ctx, *target, known, inferred)))
+    return failure();
+  return one(reshapeValue(ctx, *target), ctx.dtype(0));
 }
 
 Results importFlatten(NodeContext &ctx) {
@@ -695,63 +731,125 @@ Results importTranspose(NodeContext &ctx) {
   return one(transpose(ctx.b, ctx.loc, ctx.input(0), perm), ctx.dtype(0));
 }
 
-Results importConcat(NodeContext &ctx) {
+/// Concat's result shape; an error where an input's other dimensions differ
+/// from input 0's.
+FailureOr<SmallVector<int64_t>> concatShape(NodeContext &ctx, int64_t axis) {
   int64_t rank = ctx.rank(0);
-  FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", 0), rank);
-  if (failed(axis))
-    return failure();
   SmallVector<int64_t> shape(ctx.shape(0));
-  shape[*axis] = 0;
+  shape[axis] = 0;
   for (unsigned i = 0; i < ctx.numInputs(); ++i) {
     ArrayRef<int64_t> s = ctx.shape(i);
     for (int64_t d = 0; d < rank; ++d)
-      if (d != *axis && ((int64_t)s.size() != rank || s[d] != shape[d])) {
+      if (d != axis && ((int64_t)s.size() != rank || s[d] != shape[d])) {
         ctx.error() << "input " << i << " has shape " << ctx.type(i)
-                    << ", which does not concatenate along axis " << *axis;
+                    << ", which does not concatenate along axis " << axis;
         return failure();
       }
-    shape[*axis] += s[*axis];
+    shape[axis] += s[axis];
   }
-  // Each operand zero-padded into place, then all added (exact but for the
-  // sign of a zero), and
-  // differentiable by --mp-autodiff (tensor.insert_slice is not).
+  return shape;
+}
+
+/// Each non-empty input zero-padded into its place along `axis` of the
+/// result `shape` (an input that fills the result as it is).
+SmallVector<Value> placedConcatParts(NodeContext &ctx, int64_t axis,
+                                     ArrayRef<int64_t> shape) {
+  int64_t rank = shape.size();
   Type elem = ctx.type(0).getElementType();
   SmallVector<Value> parts;
   int64_t offset = 0;
   for (unsigned i = 0; i < ctx.numInputs(); ++i) {
     ArrayRef<int64_t> s = ctx.shape(i);
-    if (s[*axis] == 0)
+    if (s[axis] == 0)
       continue;
     SmallVector<OpFoldResult> low(rank, ctx.b.getIndexAttr(0)),
         high(rank, ctx.b.getIndexAttr(0));
-    low[*axis] = ctx.b.getIndexAttr(offset);
-    high[*axis] = ctx.b.getIndexAttr(shape[*axis] - offset - s[*axis]);
+    low[axis] = ctx.b.getIndexAttr(offset);
+    high[axis] = ctx.b.getIndexAttr(shape[axis] - offset - s[axis]);
     Value zero = scalarConstant(ctx.b, ctx.loc, elem, 0);
     parts.push_back(
-        shape[*axis] == s[*axis]
+        shape[axis] == s[axis]
             ? ctx.input(i)
             : tensor::PadOp::create(ctx.b, ctx.loc,
                                     RankedTensorType::get(shape, elem),
                                     ctx.input(i), low, high, zero)
                   .getResult());
-    offset += s[*axis];
+    offset += s[axis];
   }
+  return parts;
+}
+
+/// The sum of `parts` (or for bool, their disjunction): the concatenation
+/// of the zero-padded parts.
+Value sumOfParts(OpBuilder &b, Location loc, ValueRange parts, bool isFloat,
+                 bool isBool) {
+  Value acc = parts[0];
+  for (Value v : parts.drop_front())
+    acc = isFloat  ? arith::AddFOp::create(b, loc, acc, v).getResult()
+          : isBool ? arith::OrIOp::create(b, loc, acc, v).getResult()
+                   : arith::AddIOp::create(b, loc, acc, v).getResult();
+  return acc;
+}
+
+Results importConcat(NodeContext &ctx) {
+  FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", 0), ctx.rank(0));
+  if (failed(axis))
+    return failure();
+  FailureOr<SmallVector<int64_t>> shape = concatShape(ctx, *axis);
+  if (failed(shape))
+    return failure();
+  // Each operand zero-padded into place, then all added (exact but for the
+  // sign of a zero), and
+  // differentiable by --mp-autodiff (tensor.insert_slice is not).
+  Type elem = ctx.type(0).getElementType();
+  SmallVector<Value> parts = placedConcatParts(ctx, *axis, *shape);
   if (parts.empty())
-    return one(emptyTensor(ctx.b, ctx.loc, shape, elem), ctx.dtype(0));
+    return one(emptyTensor(ctx.b, ctx.loc, *shape, elem), ctx.dtype(0));
   if (parts.size() == 1)
     return one(parts[0], ctx.dtype(0));
   bool isFloat = isFloatDType(ctx.dtype(0)), isBool = isBoolDType(ctx.dtype(0));
-  Value result = elementwise(
-      ctx.b, ctx.loc, parts, shape, elem,
-      [&](OpBuilder &b, Location loc, ValueRange a) {
-        Value acc = a[0];
-        for (Value v : a.drop_front())
-          acc = isFloat  ? arith::AddFOp::create(b, loc, acc, v).getResult()
-                : isBool ? arith::OrIOp::create(b, loc, acc, v).getResult()
-                         : arith::AddIOp::create(b, loc, acc, v).getResult();
-        return acc;
-      });
+  Value result = elementwise(ctx.b, ctx.loc, parts, *shape, elem,
+                             [&](OpBuilder &b, Location loc, ValueRange a) {
+                               return sumOfParts(b, loc, a, isFloat, isBool);
+                             });
   return one(result, ctx.dtype(0));
+}
+
+/// Whether a slice of every axis from 0 with step 1 keeps all of `type`.
+bool keepsWholeInput(ArrayRef<SliceAxis> axes, RankedTensorType type,
+                     ArrayRef<int64_t> shape) {
+  bool plain = llvm::all_of(
+      axes, [](const SliceAxis &a) { return a.start == 0 && a.step == 1; });
+  return plain && type.getShape() == shape;
+}
+
+/// A dimension read at plain `d` must match the loop's size: a partial
+/// slice from 0 with step 1 reads a copy with one zero in front at d + 1.
+/// Returns that copy (or `input` where no axis needs it) and moves `plan`'s
+/// starts to match.
+Value padPartialSlicesFromZero(NodeContext &ctx, Value input,
+                               SmallVector<SliceAxis> &plan) {
+  auto type = llvm::cast<RankedTensorType>(input.getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> front(rank, 0);
+  for (int64_t d = 0; d < rank; ++d)
+    if (plan[d].start == 0 && plan[d].step == 1 &&
+        plan[d].size != type.getDimSize(d)) {
+      front[d] = 1;
+      plan[d].start = 1;
+    }
+  if (!llvm::is_contained(front, 1))
+    return input;
+  SmallVector<OpFoldResult> low, high(rank, ctx.b.getIndexAttr(0));
+  SmallVector<int64_t> padded(type.getShape());
+  for (int64_t d = 0; d < rank; ++d) {
+    low.push_back(ctx.b.getIndexAttr(front[d]));
+    padded[d] += front[d];
+  }
+  return tensor::PadOp::create(
+      ctx.b, ctx.loc, RankedTensorType::get(padded, type.getElementType()),
+      input, low, high,
+      scalarConstant(ctx.b, ctx.loc, type.getElementType(), 0));
 }
 
 /// A slice along axes with positive or negative steps: a linalg.generic
@@ -766,34 +864,11 @@ Value slice(NodeContext &ctx, Value input, ArrayRef<SliceAxis> axes) {
   // An empty slice reads nothing (its offsets may lie past the end).
   if (llvm::is_contained(shape, 0))
     return emptyTensor(ctx.b, ctx.loc, shape, type.getElementType());
-  if (llvm::all_of(axes, [](const SliceAxis &a) {
-        return a.start == 0 && a.step == 1;
-      }) &&
-      type.getShape() == ArrayRef<int64_t>(shape))
+  if (keepsWholeInput(axes, type, shape))
     return input;
   MLIRContext *mctx = ctx.b.getContext();
-  // A dimension read at plain `d` must match the loop's size: a partial
-  // slice from 0 with step 1 reads a copy with one zero in front at d + 1.
   SmallVector<SliceAxis> plan(axes);
-  SmallVector<int64_t> front(rank, 0);
-  for (int64_t d = 0; d < rank; ++d)
-    if (plan[d].start == 0 && plan[d].step == 1 &&
-        plan[d].size != type.getDimSize(d)) {
-      front[d] = 1;
-      plan[d].start = 1;
-    }
-  if (llvm::is_contained(front, 1)) {
-    SmallVector<OpFoldResult> low, high(rank, ctx.b.getIndexAttr(0));
-    SmallVector<int64_t> padded(type.getShape());
-    for (int64_t d = 0; d < rank; ++d) {
-      low.push_back(ctx.b.getIndexAttr(front[d]));
-      padded[d] += front[d];
-    }
-    input = tensor::PadOp::create(
-        ctx.b, ctx.loc, RankedTensorType::get(padded, type.getElementType()),
-        input, low, high,
-        scalarConstant(ctx.b, ctx.loc, type.getElementType(), 0));
-  }
+  input = padPartialSlicesFromZero(ctx, input, plan);
   SmallVector<AffineExpr> exprs;
   for (int64_t d = 0; d < rank; ++d)
     exprs.push_back(getAffineConstantExpr(plan[d].start, mctx) +
@@ -812,57 +887,121 @@ Value slice(NodeContext &ctx, Value input, ArrayRef<SliceAxis> axes) {
       .getResult(0);
 }
 
-Results importSlice(NodeContext &ctx) {
-  ArrayRef<int64_t> s = ctx.shape(0);
-  int64_t rank = s.size();
+/// Slice's starts, ends, axes and steps as the node gives them (attributes
+/// before opset 10, constant inputs from it); axes and steps may be empty.
+struct SliceInputs {
   SmallVector<int64_t> starts, ends, axes, steps;
+};
+
+/// Reads constant input `i` into `out`.
+LogicalResult readConstInts(NodeContext &ctx, unsigned i, StringRef what,
+                            SmallVector<int64_t> &out) {
+  FailureOr<SmallVector<int64_t>> v = ctx.constInts(i, what);
+  if (failed(v))
+    return failure();
+  out = *v;
+  return success();
+}
+
+FailureOr<SliceInputs> readSliceInputs(NodeContext &ctx) {
+  SliceInputs in;
   if (ctx.opset < 10) {
-    starts = ctx.getInts("starts");
-    ends = ctx.getInts("ends");
-    axes = ctx.getInts("axes");
-  } else {
-    FailureOr<SmallVector<int64_t>> v = ctx.constInts(1, "starts");
-    if (failed(v))
-      return failure();
-    starts = *v;
-    if (failed(v = ctx.constInts(2, "ends")))
-      return failure();
-    ends = *v;
-    if (ctx.hasInput(3)) {
-      if (failed(v = ctx.constInts(3, "axes")))
-        return failure();
-      axes = *v;
-    }
-    if (ctx.hasInput(4)) {
-      if (failed(v = ctx.constInts(4, "steps")))
-        return failure();
-      steps = *v;
-    }
+    in.starts = ctx.getInts("starts");
+    in.ends = ctx.getInts("ends");
+    in.axes = ctx.getInts("axes");
+    return in;
   }
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i)
-      axes.push_back(i);
-  if (steps.empty())
-    steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() ||
-      steps.size() != starts.size()) {
+  if (failed(readConstInts(ctx, 1, "starts", in.starts)) ||
+      failed(readConstInts(ctx, 2, "ends", in.ends)))
+    return failure();
+  if (ctx.hasInput(3) && failed(readConstInts(ctx, 3, "axes", in.axes)))
+    return failure();
+  if (ctx.hasInput(4) && failed(readConstInts(ctx, 4, "steps", in.steps)))
+    return failure();
+  return in;
+}
+
+/// Fills in the default axes (0, 1, ...) and steps (1) and checks that the
+/// four lists have one entry per sliced axis.
+LogicalResult completeSliceInputs(NodeContext &ctx, SliceInputs &in) {
+  size_t n = in.starts.size();
+  if (in.axes.empty())
+    for (size_t i = 0; i < n; ++i)
+      in.axes.push_back(i);
+  if (in.steps.empty())
+    in.steps.assign(n, 1);
+  if (in.ends.size() != n || in.axes.size() != n || in.steps.size() != n) {
     ctx.error() << "starts, ends, axes and steps differ in length";
     return failure();
   }
+  return success();
+}
+
+/// Every axis of input 0 as Slice selects it.
+FailureOr<SmallVector<SliceAxis>> slicePlan(NodeContext &ctx,
+                                            const SliceInputs &in) {
+  ArrayRef<int64_t> s = ctx.shape(0);
+  int64_t rank = s.size();
   SmallVector<SliceAxis> plan;
   for (int64_t d = 0; d < rank; ++d)
     plan.push_back({0, 1, s[d]});
-  for (size_t i = 0; i < starts.size(); ++i) {
-    FailureOr<int64_t> a = ctx.axis(axes[i], rank);
+  for (size_t i = 0; i < in.starts.size(); ++i) {
+    FailureOr<int64_t> a = ctx.axis(in.axes[i], rank);
     if (failed(a))
       return failure();
-    if (steps[i] == 0) {
+    if (in.steps[i] == 0) {
       ctx.error() << "a step is 0";
       return failure();
     }
-    plan[*a] = sliceAxis(s[*a], starts[i], ends[i], steps[i]);
+    plan[*a] = sliceAxis(s[*a], in.starts[i], in.ends[i], in.steps[i]);
   }
-  return one(slice(ctx, ctx.input(0), plan), ctx.dtype(0));
+  return plan;
+}
+
+Results importSlice(NodeContext &ctx) {
+  FailureOr<SliceInputs> in = readSliceInputs(ctx);
+  if (failed(in) || failed(completeSliceInputs(ctx, *in)))
+    return failure();
+  FailureOr<SmallVector<SliceAxis>> plan = slicePlan(ctx, *in);
+  if (failed(plan))
+    return failure();
+  return one(slice(ctx, ctx.input(0), *plan), ctx.dtype(0));
+}
+
+/// Split's sizes as given: the constant input 1 from opset 13, the "split"
+/// attribute before; empty when left out.
+FailureOr<SmallVector<int64_t>> readSplitSizes(NodeContext &ctx) {
+  SmallVector<int64_t> sizes;
+  if (ctx.opset >= 13 && ctx.hasInput(1)) {
+    if (failed(readConstInts(ctx, 1, "split", sizes)))
+      return failure();
+  } else if (ctx.opset < 13) {
+    sizes = ctx.getInts("split");
+  }
+  return sizes;
+}
+
+/// Equal parts where no sizes are given; the sizes must cover the
+/// dimension exactly, one per output.
+LogicalResult completeSplitSizes(NodeContext &ctx, int64_t axis,
+                                 SmallVector<int64_t> &sizes) {
+  int64_t dim = ctx.shape(0)[axis];
+  unsigned n = ctx.numOutputs();
+  if (sizes.empty()) {
+    if (dim % n) {
+      ctx.error() << "dimension " << axis << " of size " << dim
+                  << " does not split into " << n << " equal parts";
+      return failure();
+    }
+    sizes.assign(n, dim / n);
+  }
+  if (sizes.size() != n || product(sizes) < 0 ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim) {
+    ctx.error() << "split sizes do not add up to dimension " << axis
+                << " (size " << dim << ") over " << n << " outputs";
+    return failure();
+  }
+  return success();
 }
 
 Results importSplit(NodeContext &ctx) {
@@ -870,33 +1009,12 @@ Results importSplit(NodeContext &ctx) {
   FailureOr<int64_t> axis = ctx.axis(ctx.getInt("axis", 0), s.size());
   if (failed(axis))
     return failure();
-  SmallVector<int64_t> sizes;
-  if (ctx.opset >= 13 && ctx.hasInput(1)) {
-    FailureOr<SmallVector<int64_t>> v = ctx.constInts(1, "split");
-    if (failed(v))
-      return failure();
-    sizes = *v;
-  } else if (ctx.opset < 13) {
-    sizes = ctx.getInts("split");
-  }
-  unsigned n = ctx.numOutputs();
-  if (sizes.empty()) {
-    if (s[*axis] % n) {
-      ctx.error() << "dimension " << *axis << " of size " << s[*axis]
-                  << " does not split into " << n << " equal parts";
-      return failure();
-    }
-    sizes.assign(n, s[*axis] / n);
-  }
-  if (sizes.size() != n || product(sizes) < 0 ||
-      std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != s[*axis]) {
-    ctx.error() << "split sizes do not add up to dimension " << *axis
-                << " (size " << s[*axis] << ") over " << n << " outputs";
+  FailureOr<SmallVector<int64_t>> sizes = readSplitSizes(ctx);
+  if (failed(sizes) || failed(completeSplitSizes(ctx, *axis, *sizes)))
     return failure();
-  }
   SmallVector<TypedValue> out;
   int64_t offset = 0;
-  for (int64_t size : sizes) {
+  for (int64_t size : *sizes) {
     SmallVector<SliceAxis> plan;
     for (int64_t d = 0, e = s.size(); d < e; ++d)
       plan.push_back(d == *axis ? SliceAxis{offset, 1, size}
@@ -957,38 +1075,57 @@ Results importGather(NodeContext &ctx) {
   return one(result, ctx.dtype(0));
 }
 
-Results importPad(NodeContext &ctx) {
-  ArrayRef<int64_t> s = ctx.shape(0);
-  int64_t rank = s.size();
-  std::string mode = ctx.getString("mode", "constant");
-  SmallVector<int64_t> pads;
-  Value padValue;
+/// Pad's pads and constant fill value: attributes before opset 11, inputs
+/// (pads constant, the value optional) from it.
+LogicalResult readPadding(NodeContext &ctx, SmallVector<int64_t> &pads,
+                          Value &padValue) {
   Type elem = ctx.type(0).getElementType();
   if (ctx.opset < 11) {
     pads = ctx.getInts(ctx.opset < 2 ? "paddings" : "pads");
     padValue = scalarConstant(ctx.b, ctx.loc, elem, ctx.getFloat("value", 0));
-  } else {
-    FailureOr<SmallVector<int64_t>> v = ctx.constInts(1, "pads");
-    if (failed(v))
-      return failure();
-    pads = *v;
-    if (ctx.hasInput(2)) {
-      Value c = reshape(ctx.b, ctx.loc, ctx.input(2), {});
-      padValue = tensor::ExtractOp::create(ctx.b, ctx.loc, c, ValueRange{});
-    } else {
-      padValue = scalarConstant(ctx.b, ctx.loc, elem, 0);
-    }
+    return success();
   }
+  FailureOr<SmallVector<int64_t>> v = ctx.constInts(1, "pads");
+  if (failed(v))
+    return failure();
+  pads = *v;
+  if (ctx.hasInput(2)) {
+    Value c = reshape(ctx.b, ctx.loc, ctx.input(2), {});
+    padValue = tensor::ExtractOp::create(ctx.b, ctx.loc, c, ValueRange{});
+  } else {
+    padValue = scalarConstant(ctx.b, ctx.loc, elem, 0);
+  }
+  return success();
+}
+
+/// Pad's pads split per dimension: negative pads crop the input first
+/// (`crop`, leaving `cropped`), the positive ones pad it by `lo` and `hi`.
+struct PadPlan {
+  SmallVector<SliceAxis> crop;
+  SmallVector<int64_t> lo, hi, cropped;
+  bool crops = false;
+
+  /// The padded result's shape.
+  SmallVector<int64_t> shape() const {
+    SmallVector<int64_t> s;
+    for (size_t d = 0; d < cropped.size(); ++d)
+      s.push_back(cropped[d] + lo[d] + hi[d]);
+    return s;
+  }
+};
+
+FailureOr<PadPlan> planPadding(NodeContext &ctx, ArrayRef<int64_t> pads) {
+  ArrayRef<int64_t> s = ctx.shape(0);
+  int64_t rank = s.size();
   if ((int64_t)pads.size() != 2 * rank) {
     ctx.error() << "pads has " << pads.size() << " entries; the input has rank "
                 << rank << " (2 x rank needed)";
     return failure();
   }
-  // Negative pads crop first.
-  Value input = ctx.input(0);
-  SmallVector<SliceAxis> crop;
-  SmallVector<int64_t> lo(rank), hi(rank), cropped(rank);
-  bool crops = false;
+  PadPlan plan;
+  plan.lo.resize(rank);
+  plan.hi.resize(rank);
+  plan.cropped.resize(rank);
   for (int64_t d = 0; d < rank; ++d) {
     int64_t b = pads[d], e = pads[d + rank];
     int64_t start = b < 0 ? -b : 0, size = s[d] - start - (e < 0 ? -e : 0);
@@ -996,79 +1133,116 @@ Results importPad(NodeContext &ctx) {
       ctx.error() << "negative pads remove more than dimension " << d << " has";
       return failure();
     }
-    crops |= b < 0 || e < 0;
-    crop.push_back({start, 1, size});
-    cropped[d] = size;
-    lo[d] = std::max<int64_t>(b, 0);
-    hi[d] = std::max<int64_t>(e, 0);
+    plan.crops |= b < 0 || e < 0;
+    plan.crop.push_back({start, 1, size});
+    plan.cropped[d] = size;
+    plan.lo[d] = std::max<int64_t>(b, 0);
+    plan.hi[d] = std::max<int64_t>(e, 0);
   }
-  if (crops)
-    input = slice(ctx, input, crop);
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < rank; ++d)
-    shape.push_back(cropped[d] + lo[d] + hi[d]);
-  if (mode == "constant") {
-    auto type = RankedTensorType::get(shape, elem);
-    SmallVector<OpFoldResult> low, high;
-    for (int64_t d = 0; d < rank; ++d) {
-      low.push_back(ctx.b.getIndexAttr(lo[d]));
-      high.push_back(ctx.b.getIndexAttr(hi[d]));
-    }
-    Value padded = tensor::PadOp::create(ctx.b, ctx.loc, type, input, low,
-                                         high, padValue);
-    return one(padded, ctx.dtype(0));
+  return plan;
+}
+
+/// Constant-mode Pad: a tensor.pad with the fill value.
+Value padWithConstant(NodeContext &ctx, Value input, const PadPlan &plan,
+                      Value padValue) {
+  Type elem = ctx.type(0).getElementType();
+  auto type = RankedTensorType::get(plan.shape(), elem);
+  SmallVector<OpFoldResult> low, high;
+  for (size_t d = 0; d < plan.lo.size(); ++d) {
+    low.push_back(ctx.b.getIndexAttr(plan.lo[d]));
+    high.push_back(ctx.b.getIndexAttr(plan.hi[d]));
   }
+  return tensor::PadOp::create(ctx.b, ctx.loc, type, input, low, high,
+                               padValue);
+}
+
+/// Only reflect and edge pad by reading the input again, and reflect
+/// mirrors at most the dimension minus one.
+LogicalResult checkIndexedPadMode(NodeContext &ctx, StringRef mode,
+                                  const PadPlan &plan) {
   if (mode != "reflect" && mode != "edge") {
     ctx.error() << "pad mode '" << mode << "' is not supported";
     return failure();
   }
-  for (int64_t d = 0; d < rank; ++d)
-    if (mode == "reflect" && (lo[d] >= cropped[d] || hi[d] >= cropped[d])) {
-      ctx.error() << "reflect padding of " << std::max(lo[d], hi[d])
+  if (mode != "reflect")
+    return success();
+  for (size_t d = 0; d < plan.lo.size(); ++d)
+    if (plan.lo[d] >= plan.cropped[d] || plan.hi[d] >= plan.cropped[d]) {
+      ctx.error() << "reflect padding of " << std::max(plan.lo[d], plan.hi[d])
                   << " exceeds dimension " << d << " minus one";
       return failure();
     }
-  // reflect / edge: every output element reads a clamped or mirrored index.
+  return success();
+}
+
+/// The input index that output dimension `d` of a reflect or edge Pad reads
+/// (the input dimension is `last` + 1 long, padded by `lo` in front):
+/// mirrored about the ends, or clamped to them.
+Value paddedSourceIndex(OpBuilder &b, Location loc, int64_t d, int64_t lo,
+                        int64_t last, bool reflect) {
+  Value o = linalg::IndexOp::create(b, loc, d);
+  Value i = arith::SubIOp::create(b, loc, o,
+                                  arith::ConstantIndexOp::create(b, loc, lo));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value lastIndex = arith::ConstantIndexOp::create(b, loc, last);
+  if (!reflect) {
+    i = arith::MaxSIOp::create(b, loc, i, zero);
+    return arith::MinSIOp::create(b, loc, i, lastIndex);
+  }
+  Value isNeg =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, zero);
+  i = arith::SelectOp::create(b, loc, isNeg,
+                              arith::SubIOp::create(b, loc, zero, i), i);
+  Value over =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, i, lastIndex);
+  Value mirrored = arith::SubIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, lastIndex, lastIndex), i);
+  return arith::SelectOp::create(b, loc, over, mirrored, i);
+}
+
+/// Reflect or edge Pad: every output element reads a mirrored or clamped
+/// element of the input.
+Value padByIndexing(NodeContext &ctx, Value input, const PadPlan &plan,
+                    bool reflect) {
+  int64_t rank = plan.lo.size();
   MLIRContext *mctx = ctx.b.getContext();
-  Value init = emptyTensor(ctx.b, ctx.loc, shape, elem);
+  Value init = emptyTensor(ctx.b, ctx.loc, plan.shape(),
+                           ctx.type(0).getElementType());
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::parallel);
   SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, mctx)};
-  bool reflect = mode == "reflect";
-  Value result =
-      linalg::GenericOp::create(
-          ctx.b, ctx.loc, TypeRange{init.getType()}, ValueRange{},
-          ValueRange{init}, maps, iterators,
-          [&](OpBuilder &b, Location loc, ValueRange) {
-            SmallVector<Value> coords;
-            for (int64_t d = 0; d < rank; ++d) {
-              Value o = linalg::IndexOp::create(b, loc, d);
-              Value i = arith::SubIOp::create(
-                  b, loc, o, arith::ConstantIndexOp::create(b, loc, lo[d]));
-              Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-              Value last =
-                  arith::ConstantIndexOp::create(b, loc, cropped[d] - 1);
-              if (reflect) {
-                Value isNeg = arith::CmpIOp::create(
-                    b, loc, arith::CmpIPredicate::slt, i, zero);
-                i = arith::SelectOp::create(
-                    b, loc, isNeg, arith::SubIOp::create(b, loc, zero, i), i);
-                Value over = arith::CmpIOp::create(
-                    b, loc, arith::CmpIPredicate::sgt, i, last);
-                Value mirrored = arith::SubIOp::create(
-                    b, loc, arith::AddIOp::create(b, loc, last, last), i);
-                i = arith::SelectOp::create(b, loc, over, mirrored, i);
-              } else {
-                i = arith::MaxSIOp::create(b, loc, i, zero);
-                i = arith::MinSIOp::create(b, loc, i, last);
-              }
-              coords.push_back(i);
-            }
-            Value v = tensor::ExtractOp::create(b, loc, input, coords);
-            linalg::YieldOp::create(b, loc, v);
-          })
-          .getResult(0);
-  return one(result, ctx.dtype(0));
+  return linalg::GenericOp::create(
+             ctx.b, ctx.loc, TypeRange{init.getType()}, ValueRange{},
+             ValueRange{init}, maps, iterators,
+             [&](OpBuilder &b, Location loc, ValueRange) {
+               SmallVector<Value> coords;
+               for (int64_t d = 0; d < rank; ++d)
+                 coords.push_back(paddedSourceIndex(
+                     b, loc, d, plan.lo[d], plan.cropped[d] - 1, reflect));
+               Value v = tensor::ExtractOp::create(b, loc, input, coords);
+               linalg::YieldOp::create(b, loc, v);
+             })
+      .getResult(0);
+}
+
+Results importPad(NodeContext &ctx) {
+  std::string mode = ctx.getString("mode", "constant");
+  SmallVector<int64_t> pads;
+  Value padValue;
+  if (failed(readPadding(ctx, pads, padValue)))
+    return failure();
+  FailureOr<PadPlan> plan = planPadding(ctx, pads);
+  if (failed(plan))
+    return failure();
+  Value input = ctx.input(0);
+  if (plan->crops)
+    input = slice(ctx, input, plan->crop);
+  if (mode == "constant")
+    return one(padWithConstant(ctx, input, *plan, padValue), ctx.dtype(0));
+  if (failed(checkIndexedPadMode(ctx, mode, *plan)))
+    return failure();
+  return one(padByIndexing(ctx, input, *plan, mode == "reflect"),
+             ctx.dtype(0));
 }
 
 Results importExpand(NodeContext &ctx) {
