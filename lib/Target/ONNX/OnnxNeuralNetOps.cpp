@@ -590,22 +590,31 @@ Value addChannelBias(OpBuilder &b, Location loc, Value y, Value bias) {
                      });
 }
 
-Results importConv(NodeContext &ctx) {
-  if (failed(ctx.requireFloat(0)))
-    return failure();
+/// Conv's X [N, C, D...] and W [M, C/group, K...]: one rank, and channels
+/// that `groups` divides.
+LogicalResult checkConvShapes(NodeContext &ctx, int64_t groups) {
   ArrayRef<int64_t> xs = ctx.shape(0), ws = ctx.shape(1);
   if (xs.size() < 3 || ws.size() != xs.size()) {
     ctx.error() << "X must be [N, C, D...] and W [M, C/group, K...] of the "
                    "same rank";
     return failure();
   }
-  int64_t groups = ctx.getInt("group", 1);
   if (groups < 1 || xs[1] % groups || ws[0] % groups ||
       ws[1] * groups != xs[1]) {
     ctx.error() << "group " << groups << " does not fit X " << ctx.type(0)
                 << " and W " << ctx.type(1);
     return failure();
   }
+  return success();
+}
+
+Results importConv(NodeContext &ctx) {
+  if (failed(ctx.requireFloat(0)))
+    return failure();
+  ArrayRef<int64_t> xs = ctx.shape(0), ws = ctx.shape(1);
+  int64_t groups = ctx.getInt("group", 1);
+  if (failed(checkConvShapes(ctx, groups)))
+    return failure();
   SmallVector<int64_t> kernel = ctx.getInts("kernel_shape");
   if (kernel.empty())
     kernel.assign(ws.begin() + 2, ws.end());
