@@ -111,9 +111,10 @@ bool checkTf32(const HardwareInfo &hardware, Device device,
   return true;
 }
 
-std::string describeHardware(const HardwareInfo &hardware) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
+namespace {
+
+/// The CPU's units and what each precision's products run on.
+void describeCpu(const HardwareInfo &hardware, llvm::raw_ostream &os) {
   auto yesNo = [&](uint32_t bits) { return has(hardware, bits) ? "yes" : "no"; };
   os << "cpu: features " << mprt_cpu_features_string() << "\n";
   os << "  bf16 units (AVX512-BF16, AMX-BF16): "
@@ -133,14 +134,10 @@ std::string describeHardware(const HardwareInfo &hardware) {
   for (const auto &[name, type] : products)
     os << llvm::format("    %-5s", name) << cpuProducts(type) << "\n";
   os << "  --device cpu: " << chooseForCpu(hardware).line() << "\n";
+}
 
-  if (!hardware.gpu) {
-    os << "gpu: none"
-       << (hardware.gpuMissing.empty() ? "" : " (" + hardware.gpuMissing + ")")
-       << "\n";
-    return text;
-  }
-  const GpuProperties &gpu = *hardware.gpu;
+/// The GPU's tensor cores and what each precision's products run on.
+void describeGpu(const GpuProperties &gpu, llvm::raw_ostream &os) {
   bool ampere = gpu.computeMajor >= 8, volta = gpu.computeMajor >= 7;
   os << "gpu: " << gpuName(gpu) << ", " << gpu.multiprocessors
      << " multiprocessors, "
@@ -161,6 +158,21 @@ std::string describeHardware(const HardwareInfo &hardware) {
                                                          : "")
      << "\n";
   os << "  --device cuda: " << chooseForGpu(gpu).line() << "\n";
+}
+
+} // namespace
+
+std::string describeHardware(const HardwareInfo &hardware) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  describeCpu(hardware, os);
+  if (!hardware.gpu) {
+    os << "gpu: none"
+       << (hardware.gpuMissing.empty() ? "" : " (" + hardware.gpuMissing + ")")
+       << "\n";
+    return text;
+  }
+  describeGpu(*hardware.gpu, os);
   return text;
 }
 

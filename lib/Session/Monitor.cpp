@@ -13,43 +13,60 @@
 
 namespace mp {
 
-bool validateMonitorOptions(const MonitorOptions &o, std::string &error) {
-  auto bad = [&](const std::string &message) {
-    error = message;
-    return false;
-  };
+namespace {
+
+/// The loss spike judgement's options: "" or what is wrong.
+std::string spikeOptionsProblem(const MonitorOptions &o) {
   if (o.historyLength < 1)
-    return bad("history length must be at least 1 (got " +
-               std::to_string(o.historyLength) + ")");
+    return "history length must be at least 1 (got " +
+           std::to_string(o.historyLength) + ")";
   if (!(o.spikeFactor > 1) || !std::isfinite(o.spikeFactor)) {
     char got[32];
     std::snprintf(got, sizeof(got), "%g", o.spikeFactor);
-    return bad(std::string("spike-factor must be a finite number greater "
-                           "than 1 (got ") +
-               got + ")");
+    return std::string("spike-factor must be a finite number greater "
+                       "than 1 (got ") +
+           got + ")";
   }
   if (o.minSpikeSteps < 1 || o.minSpikeSteps > o.historyLength)
-    return bad("the steps before spikes are judged must be between 1 and the "
-               "history length (" +
-               std::to_string(o.historyLength) + "), got " +
-               std::to_string(o.minSpikeSteps));
+    return "the steps before spikes are judged must be between 1 and the "
+           "history length (" +
+           std::to_string(o.historyLength) + "), got " +
+           std::to_string(o.minSpikeSteps);
+  return "";
+}
+
+/// The overflow, underflow, scale floor and report options: "" or what is
+/// wrong.
+std::string scaleOptionsProblem(const MonitorOptions &o) {
   if (o.overflowWindow < 1)
-    return bad("overflow-window must be at least 1 step (got " +
-               std::to_string(o.overflowWindow) + ")");
+    return "overflow-window must be at least 1 step (got " +
+           std::to_string(o.overflowWindow) + ")";
   if (o.overflowLimit < 1 || o.overflowLimit > o.overflowWindow)
-    return bad("overflow-limit must be between 1 and overflow-window (" +
-               std::to_string(o.overflowWindow) + "), got " +
-               std::to_string(o.overflowLimit));
+    return "overflow-limit must be between 1 and overflow-window (" +
+           std::to_string(o.overflowWindow) + "), got " +
+           std::to_string(o.overflowLimit);
   if (!(o.underflowThreshold >= 0))
-    return bad("the underflow threshold must not be negative");
+    return "the underflow threshold must not be negative";
   if (o.underflowSteps < 1)
-    return bad("underflow steps must be at least 1 (got " +
-               std::to_string(o.underflowSteps) + ")");
+    return "underflow steps must be at least 1 (got " +
+           std::to_string(o.underflowSteps) + ")";
   if (!(o.minScale > 0))
-    return bad("the loss scale's floor must be positive");
+    return "the loss scale's floor must be positive";
   if (o.reportInterval < 0)
-    return bad("the report interval must not be negative");
-  return true;
+    return "the report interval must not be negative";
+  return "";
+}
+
+} // namespace
+
+bool validateMonitorOptions(const MonitorOptions &o, std::string &error) {
+  std::string problem = spikeOptionsProblem(o);
+  if (problem.empty())
+    problem = scaleOptionsProblem(o);
+  if (problem.empty())
+    return true;
+  error = problem;
+  return false;
 }
 
 llvm::StringRef stringifyStabilityIssue(StabilityIssue issue) {
@@ -176,70 +193,69 @@ void StabilityMonitor::record(int64_t step, const StepResult &result,
   remember(recordOf(step, result, epoch));
 }
 
-std::vector<StabilityReport>
-StabilityMonitor::observe(int64_t step, const StepResult &result,
-                          const NumericsEvent *numerics, int64_t epoch) {
-  std::vector<StabilityReport> out;
-  auto report = [&](StabilityIssue issue, std::string message, bool overflow) {
-    StabilityReport r{step, issue, std::move(message), ""};
-    if (overflow) {
-      r.message += overflowSource(probes, numerics);
-      if (probes && numerics)
-        r.op = numerics->id;
-    }
-    out.push_back(r);
-  };
+void StabilityMonitor::addReport(std::vector<StabilityReport> &out,
+                                 int64_t step, StabilityIssue issue,
+                                 std::string message, bool overflow,
+                                 const NumericsEvent *numerics) const {
+  StabilityReport r{step, issue, std::move(message), ""};
+  if (overflow) {
+    r.message += overflowSource(probes, numerics);
+    if (probes && numerics)
+      r.op = numerics->id;
+  }
+  out.push_back(r);
+}
+
+void StabilityMonitor::judgeLoss(int64_t step, const StepResult &result,
+                                 const NumericsEvent *numerics,
+                                 std::vector<StabilityReport> &out) {
   float loss = result.loss;
   bool finite = std::isfinite(loss);
-
   // Judged against the steps before this one.
   if (update(StabilityIssue::NonFiniteLoss, !finite, step))
-    report(StabilityIssue::NonFiniteLoss,
-           std::string("the loss is ") + (std::isnan(loss) ? "nan" : "inf") +
-               (result.stepped ? "" : " (the step was skipped)"),
-           true);
+    addReport(out, step, StabilityIssue::NonFiniteLoss,
+              std::string("the loss is ") + (std::isnan(loss) ? "nan" : "inf") +
+                  (result.stepped ? "" : " (the step was skipped)"),
+              true, numerics);
 
   bool judged = (int64_t)recentLosses.size() >= opts.minSpikeSteps;
   double median = judged ? medianLoss() : 0;
   bool spike =
       finite && judged && median > 0 && loss > opts.spikeFactor * median;
   if (update(StabilityIssue::LossSpike, spike, step))
-    report(StabilityIssue::LossSpike,
-           format("loss %g is %.1fx the median %g of the last %.0f steps", loss,
-                  loss / median, median, (double)recentLosses.size()) +
-               format(" (spike factor %g)", opts.spikeFactor),
-           numerics != nullptr);
+    addReport(out, step, StabilityIssue::LossSpike,
+              format("loss %g is %.1fx the median %g of the last %.0f steps",
+                     loss, loss / median, median,
+                     (double)recentLosses.size()) +
+                  format(" (spike factor %g)", opts.spikeFactor),
+              numerics != nullptr, numerics);
+}
 
-  remember(recordOf(step, result, epoch));
-  // The rest is about updates: a micro-batch that only accumulated leaves
-  // those issues as they were.
-  if (!result.optimizerStep) {
-    reported.insert(reported.end(), out.begin(), out.end());
-    return out;
-  }
-
+void StabilityMonitor::judgeUpdate(int64_t step, const StepResult &result,
+                                   const NumericsEvent *numerics,
+                                   std::vector<StabilityReport> &out) {
   if (update(StabilityIssue::RepeatedOverflow,
              skipsInWindow >= opts.overflowLimit, step))
-    report(StabilityIssue::RepeatedOverflow,
-           format("%.0f of the last %.0f steps were skipped for inf/nan "
-                  "gradients (loss scale %g at this step)",
-                  (double)skipsInWindow, (double)recentSkips.size(),
-                  result.scale),
-           true);
+    addReport(out, step, StabilityIssue::RepeatedOverflow,
+              format("%.0f of the last %.0f steps were skipped for inf/nan "
+                     "gradients (loss scale %g at this step)",
+                     (double)skipsInWindow, (double)recentSkips.size(),
+                     result.scale),
+              true, numerics);
 
   // Pinned until a step runs above the floor again.
   bool atFloor = result.scale <= opts.minScale;
   IssueState &pinned = state[static_cast<size_t>(StabilityIssue::ScalePinned)];
   bool pinnedHolds = (!result.stepped && atFloor) || (pinned.active && atFloor);
   if (update(StabilityIssue::ScalePinned, pinnedHolds, step))
-    report(StabilityIssue::ScalePinned,
-           format("a step was skipped at the loss scale's floor (%g): it "
-                  "overflows f16 unscaled (in the forward pass, or with "
-                  "gradients that large), so no loss scale can help; keep "
-                  "the overflowing op in f32, make the loss smaller (a mean, "
-                  "not a sum), or train in bf16",
-                  opts.minScale),
-           true);
+    addReport(out, step, StabilityIssue::ScalePinned,
+              format("a step was skipped at the loss scale's floor (%g): it "
+                     "overflows f16 unscaled (in the forward pass, or with "
+                     "gradients that large), so no loss scale can help; keep "
+                     "the overflowing op in f32, make the loss smaller (a "
+                     "mean, not a sum), or train in bf16",
+                     opts.minScale),
+              true, numerics);
 
   // Skipped steps leave the underflow judgement as it was.
   IssueState &under =
@@ -247,13 +263,25 @@ StabilityMonitor::observe(int64_t step, const StepResult &result,
   bool underHolds =
       result.stepped ? zeroNormRun >= opts.underflowSteps : under.active;
   if (update(StabilityIssue::GradientUnderflow, underHolds, step))
-    report(StabilityIssue::GradientUnderflow,
-           format("the gradient norm has been %g or less for %.0f stepped "
-                  "steps in a row: the gradients underflow to zero; use "
-                  "dynamic or adaptive loss scaling, a larger scale, or bf16",
-                  opts.underflowThreshold, (double)zeroNormRun),
-           false);
+    addReport(out, step, StabilityIssue::GradientUnderflow,
+              format("the gradient norm has been %g or less for %.0f stepped "
+                     "steps in a row: the gradients underflow to zero; use "
+                     "dynamic or adaptive loss scaling, a larger scale, or "
+                     "bf16",
+                     opts.underflowThreshold, (double)zeroNormRun),
+              false, numerics);
+}
 
+std::vector<StabilityReport>
+StabilityMonitor::observe(int64_t step, const StepResult &result,
+                          const NumericsEvent *numerics, int64_t epoch) {
+  std::vector<StabilityReport> out;
+  judgeLoss(step, result, numerics, out);
+  remember(recordOf(step, result, epoch));
+  // The rest is about updates: a micro-batch that only accumulated leaves
+  // those issues as they were.
+  if (result.optimizerStep)
+    judgeUpdate(step, result, numerics, out);
   reported.insert(reported.end(), out.begin(), out.end());
   return out;
 }

@@ -193,6 +193,125 @@ std::optional<double> readNumber(const llvm::json::Value *value) {
   return std::nullopt;
 }
 
+/// A number field of a stats file (readNumber), for ObjectMapper.
+struct StatsNumber {
+  double value = 0;
+};
+
+bool fromJSON(const llvm::json::Value &json, StatsNumber &number,
+              llvm::json::Path path) {
+  std::optional<double> value = readNumber(&json);
+  if (!value) {
+    path.report("expected a number, \"nan\", \"inf\" or \"-inf\"");
+    return false;
+  }
+  number.value = *value;
+  return true;
+}
+
+/// A step's record: step, loss, grad_norm, scale and skipped required.
+bool fromJSON(const llvm::json::Value &json, StepRecord &r,
+              llvm::json::Path path) {
+  llvm::json::ObjectMapper o(json, path);
+  if (!o)
+    return false;
+  const llvm::json::Object &object = *json.getAsObject();
+  r.optimizerStep = object.getBoolean("optimizer_step").value_or(true);
+  // null for a micro-batch that only accumulated
+  StatsNumber loss, norm{NAN}, scale;
+  bool skipped = false;
+  if (!o.map("step", r.step) || !o.map("loss", loss) ||
+      (r.optimizerStep && !o.map("grad_norm", norm)) ||
+      !o.map("scale", scale) || !o.map("skipped", skipped))
+    return false;
+  r.epoch = object.getInteger("epoch").value_or(0);
+  r.loss = loss.value;
+  r.gradNorm = norm.value;
+  r.scale = scale.value;
+  r.stepped = !skipped;
+  return true;
+}
+
+/// A report: its step and a known issue required.
+bool fromJSON(const llvm::json::Value &json, StabilityReport &r,
+              llvm::json::Path path) {
+  llvm::json::ObjectMapper o(json, path);
+  std::string issue;
+  if (!o || !o.map("step", r.step) || !o.map("issue", issue))
+    return false;
+  std::optional<StabilityIssue> kind = symbolizeStabilityIssue(issue);
+  if (!kind)
+    return false;
+  const llvm::json::Object &object = *json.getAsObject();
+  r.issue = *kind;
+  r.message = object.getString("message").value_or("").str();
+  r.op = object.getString("op").value_or("").str();
+  return true;
+}
+
+/// A precision change: its step and text required; the locations it kept
+/// in f32 as far as they are strings.
+bool fromJSON(const llvm::json::Value &json, PrecisionChange &c,
+              llvm::json::Path path) {
+  llvm::json::ObjectMapper o(json, path);
+  if (!o || !o.map("step", c.step) || !o.map("change", c.change))
+    return false;
+  if (const llvm::json::Array *pins = json.getAsObject()->getArray("kept_f32"))
+    for (const llvm::json::Value &pin : *pins)
+      if (std::optional<llvm::StringRef> text = pin.getAsString())
+        c.keptF32.push_back(text->str());
+  return true;
+}
+
+/// An epoch: its number required, the rest as far as it is there.
+bool fromJSON(const llvm::json::Value &json, EpochReport &e,
+              llvm::json::Path path) {
+  llvm::json::ObjectMapper o(json, path);
+  if (!o || !o.map("epoch", e.epoch))
+    return false;
+  const llvm::json::Object &object = *json.getAsObject();
+  e.meanLoss = readNumber(object.get("loss")).value_or(NAN);
+  e.accuracy = readNumber(object.get("accuracy")).value_or(-1);
+  e.skipped = object.getInteger("skipped").value_or(0);
+  e.scale = readNumber(object.get("scale")).value_or(NAN);
+  return true;
+}
+
+/// Appends each of `array`'s records to `out`; false at the first that
+/// fromJSON refuses.
+template <typename Record>
+bool readRecords(const llvm::json::Array &array, std::vector<Record> &out) {
+  llvm::json::Path::Root root;
+  for (const llvm::json::Value &value : array) {
+    Record record;
+    if (!fromJSON(value, record, root))
+      return false;
+    out.push_back(std::move(record));
+  }
+  return true;
+}
+
+/// The steps, reports, precision changes and epochs: "" or what is wrong.
+std::string readStatsRecords(const llvm::json::Object &root,
+                             StatsContents &contents) {
+  const llvm::json::Array *steps = root.getArray("steps"),
+                          *reports = root.getArray("reports"),
+                          *changes = root.getArray("precision_changes"),
+                          *epochs = root.getArray("epochs");
+  if (!steps || !reports || !changes || !epochs)
+    return "lacks one of steps, reports, precision_changes, epochs";
+  contents = StatsContents();
+  if (!readRecords(*steps, contents.steps))
+    return "a step lacks step, loss, grad_norm, scale or skipped";
+  if (!readRecords(*reports, contents.reports))
+    return "a report lacks its step or a known issue";
+  if (!readRecords(*changes, contents.precisionChanges))
+    return "a precision change lacks its step or text";
+  if (!readRecords(*epochs, contents.epochs))
+    return "an epoch lacks its number";
+  return "";
+}
+
 } // namespace
 
 bool readStats(const std::string &path, StatsContents &contents,
@@ -214,80 +333,9 @@ bool readStats(const std::string &path, StatsContents &contents,
     return bad("not a JSON object");
   if (root->getInteger("version") != kStatsVersion)
     return bad("version is not " + std::to_string(kStatsVersion));
-  auto array = [&](llvm::StringRef key) { return root->getArray(key); };
-  const llvm::json::Array *steps = array("steps"), *reports = array("reports"),
-                          *changes = array("precision_changes"),
-                          *epochs = array("epochs");
-  if (!steps || !reports || !changes || !epochs)
-    return bad("lacks one of steps, reports, precision_changes, epochs");
-
-  contents = StatsContents();
-  for (const llvm::json::Value &v : *steps) {
-    const llvm::json::Object *o = v.getAsObject();
-    std::optional<int64_t> step = o ? o->getInteger("step") : std::nullopt;
-    std::optional<double> loss, norm, scale;
-    std::optional<bool> skipped;
-    bool update = true;
-    if (o) {
-      update = o->getBoolean("optimizer_step").value_or(true);
-      loss = readNumber(o->get("loss"));
-      // null for a micro-batch that only accumulated
-      norm = update ? readNumber(o->get("grad_norm")) : NAN;
-      scale = readNumber(o->get("scale"));
-      skipped = o->getBoolean("skipped");
-    }
-    if (!step || !loss || !norm || !scale || !skipped)
-      return bad("a step lacks step, loss, grad_norm, scale or skipped");
-    StepRecord r;
-    r.step = *step;
-    r.epoch = o->getInteger("epoch").value_or(0);
-    r.loss = *loss;
-    r.gradNorm = *norm;
-    r.scale = *scale;
-    r.stepped = !*skipped;
-    r.optimizerStep = update;
-    contents.steps.push_back(r);
-  }
-  for (const llvm::json::Value &v : *reports) {
-    const llvm::json::Object *o = v.getAsObject();
-    std::optional<int64_t> step = o ? o->getInteger("step") : std::nullopt;
-    std::optional<llvm::StringRef> issue =
-        o ? o->getString("issue") : std::nullopt;
-    std::optional<StabilityIssue> kind =
-        issue ? symbolizeStabilityIssue(*issue) : std::nullopt;
-    if (!step || !kind)
-      return bad("a report lacks its step or a known issue");
-    contents.reports.push_back({*step, *kind,
-                                o->getString("message").value_or("").str(),
-                                o->getString("op").value_or("").str()});
-  }
-  for (const llvm::json::Value &v : *changes) {
-    const llvm::json::Object *o = v.getAsObject();
-    std::optional<int64_t> step = o ? o->getInteger("step") : std::nullopt;
-    std::optional<llvm::StringRef> change =
-        o ? o->getString("change") : std::nullopt;
-    if (!step || !change)
-      return bad("a precision change lacks its step or text");
-    std::vector<std::string> kept;
-    if (const llvm::json::Array *pins = o->getArray("kept_f32"))
-      for (const llvm::json::Value &pin : *pins)
-        if (std::optional<llvm::StringRef> text = pin.getAsString())
-          kept.push_back(text->str());
-    contents.precisionChanges.push_back({*step, change->str(), kept});
-  }
-  for (const llvm::json::Value &v : *epochs) {
-    const llvm::json::Object *o = v.getAsObject();
-    std::optional<int64_t> epoch = o ? o->getInteger("epoch") : std::nullopt;
-    if (!epoch)
-      return bad("an epoch lacks its number");
-    EpochReport e;
-    e.epoch = *epoch;
-    e.meanLoss = readNumber(o->get("loss")).value_or(NAN);
-    e.accuracy = readNumber(o->get("accuracy")).value_or(-1);
-    e.skipped = o->getInteger("skipped").value_or(0);
-    e.scale = readNumber(o->get("scale")).value_or(NAN);
-    contents.epochs.push_back(e);
-  }
+  std::string problem = readStatsRecords(*root, contents);
+  if (!problem.empty())
+    return bad(problem);
   return true;
 }
 

@@ -162,6 +162,19 @@ private:
   /// Notes whether `issue`'s condition holds at `step`; true when it is to
   /// be reported now.
   bool update(StabilityIssue issue, bool holds, int64_t step);
+  /// observe's judgements into `out`: of the loss (every step), and of an
+  /// optimizer step's update (repeated overflow, the scale's floor,
+  /// underflow).
+  void judgeLoss(int64_t step, const StepResult &result,
+                 const NumericsEvent *numerics,
+                 std::vector<StabilityReport> &out);
+  void judgeUpdate(int64_t step, const StepResult &result,
+                   const NumericsEvent *numerics,
+                   std::vector<StabilityReport> &out);
+  /// A report of `issue`; an overflow's names where its inf/nan began.
+  void addReport(std::vector<StabilityReport> &out, int64_t step,
+                 StabilityIssue issue, std::string message, bool overflow,
+                 const NumericsEvent *numerics) const;
   static StepRecord recordOf(int64_t step, const StepResult &result,
                              int64_t epoch);
   void remember(const StepRecord &record);
