@@ -140,78 +140,90 @@ static bool isSigmoidBody(Block &body) {
   return sawExp && sawDiv;
 }
 
+static bool touchesFloats(Operation &op) {
+  auto isFloat = [](Type t) { return isa<FloatType>(t); };
+  return llvm::any_of(op.getOperandTypes(), isFloat) ||
+         llvm::any_of(op.getResultTypes(), isFloat);
+}
+
+/// Adds \p op, a float op of a linalg body, to \p summary; returns the
+/// summary of the whole body when \p op alone decides it.
+static std::optional<BodySummary> addToSummary(Operation &op,
+                                               BodySummary &summary) {
+  StringRef name = op.getName().getStringRef();
+  if (isSensitiveMath(&op))
+    return BodySummary{BodyKind::Sensitive, name.str()};
+  if (auto div = dyn_cast<arith::DivFOp>(op)) {
+    if (!isConstantFloat(div.getRhs()))
+      return BodySummary{BodyKind::Sensitive, "arith.divf by a computed value"};
+    summary.kind = std::max(summary.kind, BodyKind::Safe);
+    return std::nullopt;
+  }
+  if (isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+          arith::MinNumFOp>(op)) {
+    if (summary.kind == BodyKind::Copy)
+      summary.kind = BodyKind::MaxMin;
+    summary.detail = name.str();
+    return std::nullopt;
+  }
+  if (!isSafeScalarOp(&op))
+    return BodySummary{BodyKind::Unknown, name.str()};
+  if (!isa<arith::ConstantOp, linalg::IndexOp, arith::IndexCastOp>(op))
+    summary.kind = BodyKind::Safe;
+  if (summary.detail.empty())
+    summary.detail = name.str();
+  return std::nullopt;
+}
+
 static BodySummary summarizeBody(Block &body) {
-  BodySummary summary;
   if (isSigmoidBody(body))
     return {BodyKind::Sigmoid, "sigmoid"};
+  BodySummary summary;
   for (Operation &op : body) {
-    if (isa<linalg::YieldOp>(op))
-      continue;
     // Index and integer arithmetic has no precision to choose.
-    auto isFloat = [](Type t) { return isa<FloatType>(t); };
-    if (!llvm::any_of(op.getOperandTypes(), isFloat) &&
-        !llvm::any_of(op.getResultTypes(), isFloat))
+    if (isa<linalg::YieldOp>(op) || !touchesFloats(op))
       continue;
-    StringRef name = op.getName().getStringRef();
-    if (isSensitiveMath(&op))
-      return {BodyKind::Sensitive, name.str()};
-    if (auto div = dyn_cast<arith::DivFOp>(op)) {
-      if (isConstantFloat(div.getRhs())) {
-        summary.kind = std::max(summary.kind, BodyKind::Safe);
-        continue;
-      }
-      return {BodyKind::Sensitive, "arith.divf by a computed value"};
-    }
-    if (isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
-            arith::MinNumFOp>(op)) {
-      if (summary.kind == BodyKind::Copy)
-        summary.kind = BodyKind::MaxMin;
-      summary.detail = name.str();
-      continue;
-    }
-    if (!isSafeScalarOp(&op))
-      return {BodyKind::Unknown, name.str()};
-    if (!isa<arith::ConstantOp, linalg::IndexOp, arith::IndexCastOp>(op))
-      summary.kind = BodyKind::Safe;
-    if (summary.detail.empty())
-      summary.detail = name.str();
+    if (std::optional<BodySummary> decided = addToSummary(op, summary))
+      return *decided;
   }
   return summary;
 }
 
-static Classified classifyLinalg(linalg::LinalgOp op) {
+static Classified classifyPooling(StringRef name) {
+  if (name.contains("_max") || name.contains("_min"))
+    return {PrecisionClass::Clear, "max/min pooling is precision-neutral"};
+  return {PrecisionClass::Deny, "sum pooling accumulates; kept in f32"};
+}
+
+/// The class of linalg ops decided by what they are, not by their body.
+static std::optional<Classified> classifyLinalgByKind(linalg::LinalgOp op,
+                                                      bool reduces) {
   Operation *operation = op.getOperation();
   StringRef name = operation->getName().getStringRef();
-  if (name.starts_with("linalg.pooling_")) {
-    if (name.contains("_max") || name.contains("_min"))
-      return {PrecisionClass::Clear, "max/min pooling is precision-neutral"};
-    return {PrecisionClass::Deny, "sum pooling accumulates; kept in f32"};
-  }
+  if (name.starts_with("linalg.pooling_"))
+    return classifyPooling(name);
   if (isa<linalg::FillOp>(operation))
-    return {PrecisionClass::Clear, "fill is precision-neutral"};
+    return Classified{PrecisionClass::Clear, "fill is precision-neutral"};
   if (isa<linalg::TransposeOp, linalg::CopyOp>(operation))
-    return {PrecisionClass::Clear, "data movement is precision-neutral"};
+    return Classified{PrecisionClass::Clear,
+                      "data movement is precision-neutral"};
   if (isa<linalg::BroadcastOp>(operation))
-    return {PrecisionClass::Infer, "broadcast follows its input"};
+    return Classified{PrecisionClass::Infer, "broadcast follows its input"};
   // Contractions and convolutions reduce; skip the costly structural
   // matching for the many elementwise ops.
-  bool reduces = op.getNumReductionLoops() > 0;
   if (reduces && linalg::isaContractionOpInterface(op))
-    return {PrecisionClass::Allow,
-            "contraction: low-precision inputs, f32 accumulation"};
+    return Classified{PrecisionClass::Allow,
+                      "contraction: low-precision inputs, f32 accumulation"};
   if (reduces && linalg::isaConvolutionOpInterface(op))
-    return {PrecisionClass::Allow,
-            "convolution: low-precision inputs, f32 accumulation"};
+    return Classified{PrecisionClass::Allow,
+                      "convolution: low-precision inputs, f32 accumulation"};
+  return std::nullopt;
+}
 
-  if (operation->getNumRegions() != 1 || operation->getRegion(0).empty())
-    return {PrecisionClass::Deny, "linalg op without a body; kept in f32"};
-  BodySummary body = summarizeBody(operation->getRegion(0).front());
-  if (reduces) {
-    if (body.kind == BodyKind::MaxMin || body.kind == BodyKind::Copy)
-      return {PrecisionClass::Clear, "max/min reduction is precision-neutral"};
-    return {PrecisionClass::Deny,
-            "sum/mean/variance reduction accumulates; kept in f32"};
-  }
+/// The class of an elementwise linalg op whose body is summarized by
+/// \p body.
+static Classified classifyElementwise(linalg::LinalgOp op,
+                                      const BodySummary &body) {
   switch (body.kind) {
   case BodyKind::Copy: {
     bool permutes = llvm::all_of(op.getIndexingMapsArray(),
@@ -237,14 +249,24 @@ static Classified classifyLinalg(linalg::LinalgOp op) {
           /*understood=*/false};
 }
 
-FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
-  if (!touchesFloatTensors(op))
-    return failure();
-  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-    return classifyLinalg(linalgOp);
-  if (isa<linalg::SoftmaxOp>(op))
-    return Classified{PrecisionClass::Deny,
-                      "softmax is numerically sensitive; kept in f32"};
+static Classified classifyLinalg(linalg::LinalgOp op) {
+  Operation *operation = op.getOperation();
+  bool reduces = op.getNumReductionLoops() > 0;
+  if (std::optional<Classified> byKind = classifyLinalgByKind(op, reduces))
+    return *byKind;
+  if (operation->getNumRegions() != 1 || operation->getRegion(0).empty())
+    return {PrecisionClass::Deny, "linalg op without a body; kept in f32"};
+  BodySummary body = summarizeBody(operation->getRegion(0).front());
+  if (!reduces)
+    return classifyElementwise(op, body);
+  if (body.kind == BodyKind::MaxMin || body.kind == BodyKind::Copy)
+    return {PrecisionClass::Clear, "max/min reduction is precision-neutral"};
+  return {PrecisionClass::Deny,
+          "sum/mean/variance reduction accumulates; kept in f32"};
+}
+
+/// The class of tensor and arith ops on float tensors, when they have one.
+static std::optional<Classified> classifyTensorOrArith(Operation *op) {
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp,
           tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::ConcatOp,
           tensor::PadOp, tensor::CastOp, tensor::GatherOp>(op))
@@ -266,6 +288,12 @@ FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
           tensor::SplatOp>(op))
     return Classified{PrecisionClass::Deny,
                       "scalar boundary: scalar code stays f32"};
+  return std::nullopt;
+}
+
+/// Ops that keep f32 because they cross a boundary of the analysis: mp
+/// ops, collective buffers, calls, control flow; otherwise unknown ops.
+static Classified classifyBoundary(Operation *op) {
   if (isa<MPDialect>(op->getDialect()))
     return Classified{PrecisionClass::Deny,
                       "mp ops keep the types they declare (loss scaling "
@@ -287,6 +315,19 @@ FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
                         "' is not understood by the precision analysis; "
                         "kept in f32",
                     /*understood=*/false};
+}
+
+FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
+  if (!touchesFloatTensors(op))
+    return failure();
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return classifyLinalg(linalgOp);
+  if (isa<linalg::SoftmaxOp>(op))
+    return Classified{PrecisionClass::Deny,
+                      "softmax is numerically sensitive; kept in f32"};
+  if (std::optional<Classified> known = classifyTensorOrArith(op))
+    return *known;
+  return classifyBoundary(op);
 }
 
 //===----------------------------------------------------------------------===//
@@ -334,24 +375,34 @@ llvm::DenseMap<Value, std::string> mlir::mp::valueIds(func::FuncOp func) {
   return ids;
 }
 
-LogicalResult mlir::mp::forEachCalibrationEntry(
-    StringRef path, std::string &error,
-    llvm::function_ref<LogicalResult(StringRef, const llvm::json::Object &,
-                                     double, double)>
-        visit) {
+/// The JSON in the file at \p path, or nothing (with \p error set) when
+/// it cannot be read or parsed.
+static std::optional<llvm::json::Value>
+readCalibrationJson(StringRef path, std::string &error) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer) {
     error = "cannot read calibration statistics '" + path.str() +
             "': " + buffer.getError().message();
-    return failure();
+    return std::nullopt;
   }
   llvm::Expected<llvm::json::Value> parsed =
       llvm::json::parse((*buffer)->getBuffer());
   if (!parsed) {
     error = "calibration statistics '" + path.str() +
             "' are not valid JSON: " + llvm::toString(parsed.takeError());
-    return failure();
+    return std::nullopt;
   }
+  return std::move(*parsed);
+}
+
+LogicalResult mlir::mp::forEachCalibrationEntry(
+    StringRef path, std::string &error,
+    llvm::function_ref<LogicalResult(StringRef, const llvm::json::Object &,
+                                     double, double)>
+        visit) {
+  std::optional<llvm::json::Value> parsed = readCalibrationJson(path, error);
+  if (!parsed)
+    return failure();
   const llvm::json::Object *root = parsed->getAsObject();
   const llvm::json::Object *values = root ? root->getObject("values") : nullptr;
   if (!values) {
@@ -455,8 +506,16 @@ private:
   struct Node {
     int in = -1, out = -1;
   };
+  class BoundaryCut;
   void classifyAll(func::FuncOp func);
+  void classifyOne(Operation *op, unsigned &ordinal);
+  OpDecision ruleDecision(const Classified &rule, bool &isFixed);
+  void applyOptionLists(Operation *op, OpDecision &decision, bool &isFixed);
   void applyRanges(func::FuncOp func);
+  void denyIfAnalysed(Operation *op, const std::string &why);
+  void denyUsersOfHugeConstant(arith::ConstantOp constant);
+  void denyOutOfRange(Value value, const std::string &id);
+  void denyMeasuredOutOfRange(func::FuncOp func);
   void buildAndSolve(func::FuncOp func);
   OpDecision &decisionOf(Operation *op) {
     return result.ordered[result.index.lookup(op)].second;
@@ -486,69 +545,162 @@ private:
 } // namespace mp
 } // namespace mlir
 
+/// True when every float tensor \p op reads or writes holds f32.
+static bool hasOnlyF32Tensors(Operation *op) {
+  return llvm::all_of(
+      llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()),
+      [](Type t) {
+        return !isFloatTensor(t) ||
+               cast<RankedTensorType>(t).getElementType().isF32();
+      });
+}
+
+OpDecision PrecisionGraphBuilder::ruleDecision(const Classified &rule,
+                                               bool &isFixed) {
+  OpDecision decision;
+  decision.precisionClass = rule.precisionClass;
+  decision.reason = rule.reason;
+  decision.computeType = decision.precisionClass == PrecisionClass::Allow
+                             ? options.lowType
+                             : f32();
+  isFixed = decision.precisionClass == PrecisionClass::Allow ||
+            decision.precisionClass == PrecisionClass::Deny;
+  return decision;
+}
+
+void PrecisionGraphBuilder::applyOptionLists(Operation *op,
+                                             OpDecision &decision,
+                                             bool &isFixed) {
+  StringRef name = op->getName().getStringRef();
+  if (llvm::is_contained(options.denyOps, name)) {
+    decision = {PrecisionClass::Deny, f32(), "deny-ops names " + name.str()};
+    isFixed = true;
+  } else if (llvm::is_contained(options.allowOps, name)) {
+    decision = {PrecisionClass::Allow, options.lowType,
+                "allow-ops names " + name.str()};
+    isFixed = true;
+  }
+}
+
+/// The op's own attributes win over rules and option lists: a decision
+/// given in the input (mp.decision), then the user's mp.precision.
+static void applyOpAttributes(Operation *op, OpDecision &decision,
+                              bool &isFixed) {
+  if (auto given =
+          op->getAttrOfType<PrecisionDecisionAttr>(kDecisionAttrName)) {
+    decision = {given.getPrecisionClass(), given.getComputeType(),
+                "decision given in the input (mp.decision)"};
+    isFixed = true;
+  }
+  // The dialect verifies that mp.precision is a #mp.precision<...>.
+  auto forced = op->getAttrOfType<FloatPrecisionAttr>(kPrecisionAttrName);
+  if (!forced)
+    return;
+  decision.computeType = typeOf(op->getContext(), forced.getValue());
+  if (decision.computeType.isF32())
+    decision.precisionClass = PrecisionClass::Deny;
+  decision.reason = "user attribute mp.precision = #mp.precision<" +
+                    stringifyFloatPrecision(forced.getValue()).str() + ">";
+  isFixed = true;
+}
+
+void PrecisionGraphBuilder::classifyOne(Operation *op, unsigned &ordinal) {
+  if (llvm::any_of(op->getResultTypes(), isFloatTensor))
+    ordinals[op] = ordinal++;
+
+  FailureOr<Classified> rule = classifyOp(op);
+  bool isFixed = false;
+  OpDecision decision = ruleDecision(*rule, isFixed);
+  applyOptionLists(op, decision, isFixed);
+  applyOpAttributes(op, decision, isFixed);
+  // Ops already holding non-f32 floats keep their types unless told.
+  if (!hasOnlyF32Tensors(op) && !isFixed) {
+    decision.reason += "; keeps its non-f32 types";
+    isFixed = true;
+  }
+  // An op the rules do not know stays f32, and the user is told.
+  if (!rule->understood && decision.precisionClass == PrecisionClass::Deny)
+    op->emitWarning() << decision.reason;
+
+  result.index[op] = result.ordered.size();
+  result.ordered.push_back({op, decision});
+  fixed[op] = isFixed;
+  functionOps.push_back(op);
+  if (isFreeSource(op))
+    freeSources.insert(op);
+}
+
 void PrecisionGraphBuilder::classifyAll(func::FuncOp func) {
   unsigned ordinal = 0;
-  forEachGraphOp(func, [&](Operation *op) {
-    if (llvm::any_of(op->getResultTypes(), isFloatTensor))
-      ordinals[op] = ordinal++;
+  forEachGraphOp(func, [&](Operation *op) { classifyOne(op, ordinal); });
+}
 
-    FailureOr<Classified> rule = classifyOp(op);
-    OpDecision decision;
-    decision.precisionClass = rule->precisionClass;
-    decision.reason = rule->reason;
-    decision.computeType = decision.precisionClass == PrecisionClass::Allow
-                               ? options.lowType
-                               : f32();
-    StringRef name = op->getName().getStringRef();
-    bool isFixed = decision.precisionClass == PrecisionClass::Allow ||
-                   decision.precisionClass == PrecisionClass::Deny;
+void PrecisionGraphBuilder::denyIfAnalysed(Operation *op,
+                                           const std::string &why) {
+  if (result.index.count(op) && !freeSources.count(op))
+    forceDeny(op, why);
+}
 
-    if (llvm::is_contained(options.denyOps, name)) {
-      decision = {PrecisionClass::Deny, f32(), "deny-ops names " + name.str()};
-      isFixed = true;
-    } else if (llvm::is_contained(options.allowOps, name)) {
-      decision = {PrecisionClass::Allow, options.lowType,
-                  "allow-ops names " + name.str()};
-      isFixed = true;
-    }
-    if (auto given =
-            op->getAttrOfType<PrecisionDecisionAttr>(kDecisionAttrName)) {
-      decision = {given.getPrecisionClass(), given.getComputeType(),
-                  "decision given in the input (mp.decision)"};
-      isFixed = true;
-    }
-    // The dialect verifies that mp.precision is a #mp.precision<...>.
-    if (auto forced =
-            op->getAttrOfType<FloatPrecisionAttr>(kPrecisionAttrName)) {
-      decision.computeType = typeOf(op->getContext(), forced.getValue());
-      if (decision.computeType.isF32())
-        decision.precisionClass = PrecisionClass::Deny;
-      decision.reason = "user attribute mp.precision = #mp.precision<" +
-                        stringifyFloatPrecision(forced.getValue()).str() + ">";
-      isFixed = true;
-    }
-    // Ops already holding non-f32 floats keep their types unless told.
-    bool allF32 = llvm::all_of(
-        llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()),
-        [](Type t) {
-          return !isFloatTensor(t) ||
-                 cast<RankedTensorType>(t).getElementType().isF32();
-        });
-    if (!allF32 && !isFixed) {
-      decision.reason += "; keeps its non-f32 types";
-      isFixed = true;
-    }
-    // An op the rules do not know stays f32, and the user is told.
-    if (!rule->understood && decision.precisionClass == PrecisionClass::Deny)
-      op->emitWarning() << decision.reason;
+/// The largest magnitude among \p dense's elements.
+static double largestMagnitude(DenseFPElementsAttr dense) {
+  double absMax = 0;
+  for (const APFloat &v : dense.getValues<APFloat>())
+    absMax = std::max(absMax, std::abs(v.convertToDouble()));
+  return absMax;
+}
 
-    result.index[op] = result.ordered.size();
-    result.ordered.push_back({op, decision});
-    fixed[op] = isFixed;
-    functionOps.push_back(op);
-    if (isFreeSource(op))
-      freeSources.insert(op);
-  });
+void PrecisionGraphBuilder::denyUsersOfHugeConstant(
+    arith::ConstantOp constant) {
+  auto dense = dyn_cast<DenseFPElementsAttr>(constant.getValue());
+  if (!dense)
+    return;
+  double absMax = largestMagnitude(dense);
+  if (absMax <= options.f16SafeMax)
+    return;
+  std::string why = "range: a constant operand reaches |x| = " +
+                    llvm::formatv("{0}", absMax).str() +
+                    ", beyond f16's safe " +
+                    llvm::formatv("{0}", options.f16SafeMax).str();
+  for (Operation *user : constant->getUsers())
+    denyIfAnalysed(user, why);
+}
+
+/// Why \p range, measured for value \p id, rules out f16; empty when it
+/// does not.
+static std::string f16RangeProblem(const MeasuredRange &range,
+                                   const std::string &id, double f16SafeMax) {
+  if (range.absMax > f16SafeMax)
+    return "range: '" + id +
+           "' reaches |x| = " + llvm::formatv("{0}", range.absMax).str() +
+           ", beyond f16's safe " + llvm::formatv("{0}", f16SafeMax).str();
+  if (range.belowF16NormalFraction > 0.5)
+    return "range: " + std::to_string(int(range.belowF16NormalFraction * 100)) +
+           "% of '" + id + "' lies below f16's normal range (2^-14)";
+  return "";
+}
+
+void PrecisionGraphBuilder::denyOutOfRange(Value value, const std::string &id) {
+  auto it = options.ranges.find(id);
+  if (it == options.ranges.end())
+    return;
+  std::string why = f16RangeProblem(it->second, id, options.f16SafeMax);
+  if (why.empty())
+    return;
+  if (Operation *producer = value.getDefiningOp())
+    denyIfAnalysed(producer, why);
+  for (Operation *user : value.getUsers())
+    denyIfAnalysed(user, why);
+}
+
+void PrecisionGraphBuilder::denyMeasuredOutOfRange(func::FuncOp func) {
+  StringRef name = func.getSymName();
+  for (BlockArgument arg : func.getArguments())
+    if (isFloatTensor(arg.getType()))
+      denyOutOfRange(arg, valueId(arg, name, 0));
+  for (Operation *op : functionOps)
+    for (Value value : op->getResults())
+      if (isFloatTensor(value.getType()))
+        denyOutOfRange(value, valueId(value, name, ordinals.lookup(op)));
 }
 
 void PrecisionGraphBuilder::applyRanges(func::FuncOp func) {
@@ -556,153 +708,159 @@ void PrecisionGraphBuilder::applyRanges(func::FuncOp func) {
     return;
   // Constants are measured without calibration: one beyond f16's safe range
   // would fold to inf, so its consumers stay f32.
-  func.walk([&](arith::ConstantOp constant) {
-    auto dense = dyn_cast<DenseFPElementsAttr>(constant.getValue());
-    if (!dense)
-      return;
-    double absMax = 0;
-    for (const APFloat &v : dense.getValues<APFloat>())
-      absMax = std::max(absMax, std::abs(v.convertToDouble()));
-    if (absMax <= options.f16SafeMax)
-      return;
-    std::string why = "range: a constant operand reaches |x| = " +
-                      llvm::formatv("{0}", absMax).str() +
-                      ", beyond f16's safe " +
-                      llvm::formatv("{0}", options.f16SafeMax).str();
-    for (Operation *user : constant->getUsers())
-      if (result.index.count(user) && !freeSources.count(user))
-        forceDeny(user, why);
-  });
+  func.walk(
+      [&](arith::ConstantOp constant) { denyUsersOfHugeConstant(constant); });
   if (options.ranges.empty())
     return;
-  auto check = [&](Value value, const std::string &id) {
-    auto it = options.ranges.find(id);
-    if (it == options.ranges.end())
-      return;
-    const MeasuredRange &range = it->second;
-    std::string why;
-    if (range.absMax > options.f16SafeMax)
-      why = "range: '" + id +
-            "' reaches |x| = " + llvm::formatv("{0}", range.absMax).str() +
-            ", beyond f16's safe " +
-            llvm::formatv("{0}", options.f16SafeMax).str();
-    else if (range.belowF16NormalFraction > 0.5)
-      why =
-          "range: " + std::to_string(int(range.belowF16NormalFraction * 100)) +
-          "% of '" + id + "' lies below f16's normal range (2^-14)";
-    if (why.empty())
-      return;
-    if (Operation *producer = value.getDefiningOp())
-      if (result.index.count(producer) && !freeSources.count(producer))
-        forceDeny(producer, why);
-    for (Operation *user : value.getUsers())
-      if (result.index.count(user) && !freeSources.count(user))
-        forceDeny(user, why);
-  };
-  StringRef name = func.getSymName();
-  for (BlockArgument arg : func.getArguments())
-    if (isFloatTensor(arg.getType()))
-      check(arg, valueId(arg, name, 0));
-  for (Operation *op : functionOps)
-    for (Value value : op->getResults())
-      if (isFloatTensor(value.getType()))
-        check(value, valueId(value, name, ordinals.lookup(op)));
+  denyMeasuredOutOfRange(func);
 }
 
-void PrecisionGraphBuilder::buildAndSolve(func::FuncOp func) {
+/// The minimum-cut problem of one function: a node per op (two for an op
+/// with low inputs and an f32 accumulator), one per float argument and per
+/// returned float value, and conversion nodes between producers and
+/// consumers. Ops on the source side of the cut stay f32.
+class PrecisionGraphBuilder::BoundaryCut {
+public:
+  BoundaryCut(PrecisionGraphBuilder &builder, func::FuncOp func)
+      : builder(builder), func(func), lowType(builder.options.lowType),
+        bytesPerElement(4 + lowType.getIntOrFloatBitWidth() / 8) {}
+
+  /// Builds the graph, solves it and records the decisions.
+  void run() {
+    addOpNodes();
+    addSignatureNodes();
+    connectValues();
+    graph.solve();
+    for (Operation *op : builder.functionOps)
+      decideOp(op);
+    decideSignature();
+  }
+
+private:
+  static constexpr int64_t inf = MinCut::kInfinite;
+  /// Node ids start at 2 (source and sink), so -1 never names one.
+  static constexpr int kNoNode = -1;
+
+  void fixHigh(int node) { graph.addEdge(MinCut::kSource, node, inf); }
+  void fixLow(int node) { graph.addEdge(node, MinCut::kSink, inf); }
+
+  void addOpNodes();
+  Node addOpNode(Operation *op);
+  bool keepsSignature();
+  int addSignatureNode(Type type, bool keepSignature);
+  void addSignatureNodes();
+  int consumerNode(OpOperand &use);
+  void connect(Value value, int producer);
+  void connectValues();
+  void decideOp(Operation *op);
+  void decideSignature();
+
+  PrecisionGraphBuilder &builder;
+  func::FuncOp func;
+  Type lowType;
+  int64_t bytesPerElement;
   MinCut graph;
-  const int64_t inf = MinCut::kInfinite;
   llvm::DenseMap<Operation *, Node> nodes;
-  int64_t bytesPerElement = 4 + options.lowType.getIntOrFloatBitWidth() / 8;
-
-  auto fixHigh = [&](int node) { graph.addEdge(MinCut::kSource, node, inf); };
-  auto fixLow = [&](int node) { graph.addEdge(node, MinCut::kSink, inf); };
-
-  for (Operation *op : functionOps) {
-    if (freeSources.count(op))
-      continue;
-    const OpDecision &d = decisionOf(op);
-    Node node;
-    node.in = graph.addNode();
-    node.out = node.in;
-    if (d.precisionClass == PrecisionClass::Allow && !d.computeType.isF32() &&
-        !op->getAttr(kPrecisionAttrName)) {
-      // Low inputs, f32 accumulator and result.
-      node.out = graph.addNode();
-      fixLow(node.in);
-      fixHigh(node.out);
-    } else if (fixed.lookup(op)) {
-      if (d.computeType.isF32())
-        fixHigh(node.in);
-      else
-        fixLow(node.in);
-    } else {
-      // A free op pays what it would have saved if it stays f32.
-      graph.addEdge(node.in, MinCut::kSink, savingsIfLow(op, options.lowType));
-    }
-    nodes[op] = node;
-  }
-
-  // Function arguments and results. A function that is called in the
-  // module keeps its signature: its callers pass f32.
-  bool keepSignature =
-      options.keepSignature || !SymbolTable::symbolKnownUseEmpty(
-                                   func, func->getParentOfType<ModuleOp>());
   llvm::DenseMap<Value, int> argumentNodes;
-  for (BlockArgument arg : func.getArguments()) {
-    if (!isFloatTensor(arg.getType()))
-      continue;
-    int node = graph.addNode();
-    if (keepSignature ||
-        !cast<RankedTensorType>(arg.getType()).getElementType().isF32())
-      fixHigh(node);
-    argumentNodes[arg] = node;
-  }
   llvm::DenseMap<OpOperand *, int> returnNodes;
-  func.walk([&](func::ReturnOp ret) {
-    for (OpOperand &operand : ret->getOpOperands()) {
-      if (!isFloatTensor(operand.get().getType()))
-        continue;
-      int node = graph.addNode();
-      if (keepSignature || !cast<RankedTensorType>(operand.get().getType())
-                                .getElementType()
-                                .isF32())
-        fixHigh(node);
-      returnNodes[&operand] = node;
-    }
-  });
+};
 
-  // Each value costs one conversion per direction, however many consumers
-  // want it converted: auxiliary nodes carry that cost once.
-  auto connect = [&](Value value, int producer) {
-    SmallVector<int> consumers;
-    for (OpOperand &use : value.getUses()) {
-      Operation *user = use.getOwner();
-      if (auto it = returnNodes.find(&use); it != returnNodes.end()) {
-        consumers.push_back(it->second);
-        continue;
-      }
-      auto it = nodes.find(user);
-      if (it == nodes.end() || isUnreadInit(use))
-        continue;
-      auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
-      bool isInit = linalgOp && linalgOp.isDpsInit(&use);
-      consumers.push_back(isInit ? it->second.out : it->second.in);
-    }
-    if (consumers.empty())
-      return;
-    int64_t cost = numElements(value.getType()) * bytesPerElement;
-    int toLow = graph.addNode(), toHigh = graph.addNode();
-    graph.addEdge(producer, toLow, cost);
-    graph.addEdge(toHigh, producer, cost);
-    for (int consumer : consumers) {
-      graph.addEdge(toLow, consumer, inf);
-      graph.addEdge(consumer, toHigh, inf);
-    }
-  };
+void PrecisionGraphBuilder::BoundaryCut::addOpNodes() {
+  for (Operation *op : builder.functionOps)
+    if (!builder.freeSources.count(op))
+      nodes[op] = addOpNode(op);
+}
+
+PrecisionGraphBuilder::Node
+PrecisionGraphBuilder::BoundaryCut::addOpNode(Operation *op) {
+  const OpDecision &d = builder.decisionOf(op);
+  Node node;
+  node.in = graph.addNode();
+  node.out = node.in;
+  if (d.precisionClass == PrecisionClass::Allow && !d.computeType.isF32() &&
+      !op->getAttr(kPrecisionAttrName)) {
+    // Low inputs, f32 accumulator and result.
+    node.out = graph.addNode();
+    fixLow(node.in);
+    fixHigh(node.out);
+  } else if (builder.fixed.lookup(op)) {
+    if (d.computeType.isF32())
+      fixHigh(node.in);
+    else
+      fixLow(node.in);
+  } else {
+    // A free op pays what it would have saved if it stays f32.
+    graph.addEdge(node.in, MinCut::kSink, savingsIfLow(op, lowType));
+  }
+  return node;
+}
+
+/// A function that is called in the module keeps its signature: its
+/// callers pass f32.
+bool PrecisionGraphBuilder::BoundaryCut::keepsSignature() {
+  return builder.options.keepSignature ||
+         !SymbolTable::symbolKnownUseEmpty(func,
+                                           func->getParentOfType<ModuleOp>());
+}
+
+int PrecisionGraphBuilder::BoundaryCut::addSignatureNode(Type type,
+                                                         bool keepSignature) {
+  int node = graph.addNode();
+  if (keepSignature || !cast<RankedTensorType>(type).getElementType().isF32())
+    fixHigh(node);
+  return node;
+}
+
+void PrecisionGraphBuilder::BoundaryCut::addSignatureNodes() {
+  bool keepSignature = keepsSignature();
+  for (BlockArgument arg : func.getArguments())
+    if (isFloatTensor(arg.getType()))
+      argumentNodes[arg] = addSignatureNode(arg.getType(), keepSignature);
+  func.walk([&](func::ReturnOp ret) {
+    for (OpOperand &operand : ret->getOpOperands())
+      if (isFloatTensor(operand.get().getType()))
+        returnNodes[&operand] =
+            addSignatureNode(operand.get().getType(), keepSignature);
+  });
+}
+
+/// The node that consumes \p use's value: a return's, an op's input (or
+/// its output for a DPS init, which the f32 accumulator reads), or none.
+int PrecisionGraphBuilder::BoundaryCut::consumerNode(OpOperand &use) {
+  if (auto it = returnNodes.find(&use); it != returnNodes.end())
+    return it->second;
+  Operation *user = use.getOwner();
+  auto it = nodes.find(user);
+  if (it == nodes.end() || isUnreadInit(use))
+    return kNoNode;
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
+  bool isInit = linalgOp && linalgOp.isDpsInit(&use);
+  return isInit ? it->second.out : it->second.in;
+}
+
+/// Each value costs one conversion per direction, however many consumers
+/// want it converted: auxiliary nodes carry that cost once.
+void PrecisionGraphBuilder::BoundaryCut::connect(Value value, int producer) {
+  SmallVector<int> consumers;
+  for (OpOperand &use : value.getUses())
+    if (int consumer = consumerNode(use); consumer != kNoNode)
+      consumers.push_back(consumer);
+  if (consumers.empty())
+    return;
+  int64_t cost = numElements(value.getType()) * bytesPerElement;
+  int toLow = graph.addNode(), toHigh = graph.addNode();
+  graph.addEdge(producer, toLow, cost);
+  graph.addEdge(toHigh, producer, cost);
+  for (int consumer : consumers) {
+    graph.addEdge(toLow, consumer, inf);
+    graph.addEdge(consumer, toHigh, inf);
+  }
+}
+
+void PrecisionGraphBuilder::BoundaryCut::connectValues() {
   for (auto [arg, node] : argumentNodes)
     connect(arg, node);
-  for (Operation *op : functionOps) {
+  for (Operation *op : builder.functionOps) {
     auto it = nodes.find(op);
     if (it == nodes.end())
       continue;
@@ -710,31 +868,37 @@ void PrecisionGraphBuilder::buildAndSolve(func::FuncOp func) {
       if (isFloatTensor(value.getType()))
         connect(value, it->second.out);
   }
+}
 
-  graph.solve();
-
-  for (Operation *op : functionOps) {
-    auto it = nodes.find(op);
-    OpDecision &d = decisionOf(op);
-    if (it == nodes.end()) {
-      d.reason += "; re-created in whatever type its users need";
-      continue;
-    }
-    if (fixed.lookup(op))
-      continue;
-    bool high = graph.onSourceSide(it->second.in);
-    d.computeType = high ? f32() : options.lowType;
-    d.reason += high ? "; f32: converting would move more bytes than running "
-                       "low saves (min-cut)"
-                     : "; low: cheapest boundary placement (min-cut)";
+void PrecisionGraphBuilder::BoundaryCut::decideOp(Operation *op) {
+  auto it = nodes.find(op);
+  OpDecision &d = builder.decisionOf(op);
+  if (it == nodes.end()) {
+    d.reason += "; re-created in whatever type its users need";
+    return;
   }
+  if (builder.fixed.lookup(op))
+    return;
+  bool high = graph.onSourceSide(it->second.in);
+  d.computeType = high ? builder.f32() : lowType;
+  d.reason += high ? "; f32: converting would move more bytes than running "
+                     "low saves (min-cut)"
+                   : "; low: cheapest boundary placement (min-cut)";
+}
+
+void PrecisionGraphBuilder::BoundaryCut::decideSignature() {
   for (auto [arg, node] : argumentNodes)
     if (!graph.onSourceSide(node))
-      result.argumentTypes[arg] = options.lowType;
+      builder.result.argumentTypes[arg] = lowType;
   for (auto [operand, node] : returnNodes)
     if (!graph.onSourceSide(node))
-      result.resultTypes[{func.getOperation(), operand->getOperandNumber()}] =
-          options.lowType;
+      builder.result
+          .resultTypes[{func.getOperation(), operand->getOperandNumber()}] =
+          lowType;
+}
+
+void PrecisionGraphBuilder::buildAndSolve(func::FuncOp func) {
+  BoundaryCut(*this, func).run();
 }
 
 LogicalResult PrecisionGraphBuilder::analyse(func::FuncOp func) {
