@@ -84,6 +84,11 @@ private:
   Operation *rebuild(Operation *op, ValueRange operands, TypeRange resultTypes);
   void retypeSignature(func::FuncOp func);
   void foldCastsIntoGenerics(func::FuncOp func);
+  bool foldIntoProducer(linalg::GenericOp castOp);
+  void absorbIntoConsumers(linalg::GenericOp castOp);
+  void absorbInto(OpOperand *use, Value input, Type target);
+  Value loweredOperand(OpOperand &operand, Type compute, bool accumulateF32,
+                       OpBuilder &b, bool &changed);
   void eraseDeadOps();
 
   const PrecisionAnalysis &analysis;
@@ -221,44 +226,53 @@ Operation *Rewriter::rebuild(Operation *op, ValueRange operands,
   return clone;
 }
 
+/// The value \p operand's op reads once it computes in \p compute; sets
+/// \p changed when that is a low value where an f32 one was.
+Value Rewriter::loweredOperand(OpOperand &operand, Type compute,
+                               bool accumulateF32, OpBuilder &b,
+                               bool &changed) {
+  Operation *op = operand.getOwner();
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  Value original = operand.get();
+  Value value = current(original);
+  bool isInit = linalgOp && linalgOp.isDpsInit(&operand);
+  bool isFloat = isFloatTensor(original.getType());
+  if (!isFloat || !elementType(original).isF32() || (isInit && accumulateF32))
+    return isFloat ? convert(value, elementType(original)) : value;
+  changed = true;
+  if (isInit && !linalgOp.payloadUsesValueFromOperand(&operand))
+    return freshInit(b, op->getLoc(), value, compute);
+  return convert(value, compute);
+}
+
+/// The type of \p result once its op computes in \p compute (f32 results
+/// stay when the op accumulates in f32); sets \p changed when it differs.
+static Type loweredResultType(Value result, Type compute, bool accumulateF32,
+                              bool &changed) {
+  Type type = result.getType();
+  if (!isFloatTensor(type) || !elementType(result).isF32() || accumulateF32)
+    return type;
+  changed = true;
+  return withElementType(type, compute);
+}
+
 void Rewriter::rewriteOp(Operation *op, const OpDecision &decision) {
   Type compute = decision.computeType;
   if (compute.isF32())
     return;
   bool accumulateF32 = decision.precisionClass == PrecisionClass::Allow &&
                        !op->getAttr(kPrecisionAttrName);
-  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   OpBuilder b(op);
 
   SmallVector<Value> operands;
   bool changed = false;
-  for (OpOperand &operand : op->getOpOperands()) {
-    Value original = operand.get();
-    Value value = current(original);
-    bool isInit = linalgOp && linalgOp.isDpsInit(&operand);
-    if (!isFloatTensor(original.getType()) || !elementType(original).isF32() ||
-        (isInit && accumulateF32)) {
-      operands.push_back(isFloatTensor(original.getType())
-                             ? convert(value, elementType(original))
-                             : value);
-      continue;
-    }
-    changed = true;
-    if (isInit && !linalgOp.payloadUsesValueFromOperand(&operand)) {
-      operands.push_back(freshInit(b, op->getLoc(), value, compute));
-      continue;
-    }
-    operands.push_back(convert(value, compute));
-  }
+  for (OpOperand &operand : op->getOpOperands())
+    operands.push_back(
+        loweredOperand(operand, compute, accumulateF32, b, changed));
   SmallVector<Type> resultTypes;
-  for (Value result : op->getResults()) {
-    Type type = result.getType();
-    if (isFloatTensor(type) && elementType(result).isF32() && !accumulateF32) {
-      type = withElementType(type, compute);
-      changed = true;
-    }
-    resultTypes.push_back(type);
-  }
+  for (Value result : op->getResults())
+    resultTypes.push_back(
+        loweredResultType(result, compute, accumulateF32, changed));
   if (!changed)
     return;
 
@@ -310,73 +324,99 @@ void Rewriter::retypeSignature(func::FuncOp func) {
   }
 }
 
+/// The producer writes the converted type directly: when \p castOp's
+/// input is the only use of a generic's result whose init it does not
+/// read, that generic converts in its body instead. True when it did.
+bool Rewriter::foldIntoProducer(linalg::GenericOp castOp) {
+  Value input = castOp.getDpsInputs()[0];
+  Value output = castOp.getResult(0);
+  Type target = elementType(output);
+  auto producer = input.getDefiningOp<linalg::GenericOp>();
+  if (!producer || isCastGeneric(producer) || !input.hasOneUse())
+    return false;
+  unsigned index = cast<OpResult>(input).getResultNumber();
+  OpOperand *init = producer.getDpsInitOperand(index);
+  if (producer.payloadUsesValueFromOperand(init))
+    return false;
+  OpBuilder b(producer);
+  init->set(freshInit(b, producer.getLoc(), init->get(), target));
+  producer.getMatchingBlockArgument(init).setType(target);
+  input.setType(output.getType());
+  Operation *yield = producer.getRegion().front().getTerminator();
+  b.setInsertionPoint(yield);
+  yield->setOperand(index,
+                    convertFloatScalar(b, producer.getLoc(),
+                                       yield->getOperand(index), target));
+  output.replaceAllUsesWith(input);
+  maybeDead.remove(castOp);
+  castOp.erase();
+  ++numFused;
+  return true;
+}
+
+/// Whether \p use of a conversion's result \p output can read the
+/// unconverted value instead: an input of a generic other than a cast. A
+/// contraction keeps its matrix operands low: the runtime's GEMMs take
+/// both operands in one type (a scalar factor may still fold).
+static bool canAbsorbConversion(OpOperand &use, Value output) {
+  auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
+  return consumer && !isCastGeneric(consumer) && consumer.isDpsInput(&use) &&
+         !(linalg::isaContractionOpInterface(consumer) &&
+           cast<ShapedType>(output.getType()).getRank() >= 2);
+}
+
+/// The uses of \p output when it has some and all of them can absorb the
+/// conversion that made it; nothing otherwise.
+static std::optional<SmallVector<OpOperand *>> absorbingUses(Value output) {
+  if (output.use_empty())
+    return std::nullopt;
+  SmallVector<OpOperand *> uses;
+  for (OpOperand &use : output.getUses()) {
+    if (!canAbsorbConversion(use, output))
+      return std::nullopt;
+    uses.push_back(&use);
+  }
+  return uses;
+}
+
+/// Makes the generic that \p use belongs to read \p input and convert it
+/// to \p target in its body.
+void Rewriter::absorbInto(OpOperand *use, Value input, Type target) {
+  auto consumer = cast<linalg::GenericOp>(use->getOwner());
+  BlockArgument arg = consumer.getMatchingBlockArgument(use);
+  use->set(input);
+  arg.setType(elementType(input));
+  if (!arg.use_empty()) {
+    OpBuilder b = OpBuilder::atBlockBegin(arg.getOwner());
+    redirectUses(arg, [&] {
+      return convertFloatScalar(b, consumer.getLoc(), arg, target);
+    });
+  }
+  ++numFused;
+}
+
+/// Consumers read the unconverted value and convert in their bodies;
+/// only when that removes the cast and reads fewer bytes (<= 2 users).
+void Rewriter::absorbIntoConsumers(linalg::GenericOp castOp) {
+  Value input = castOp.getDpsInputs()[0];
+  Value output = castOp.getResult(0);
+  std::optional<SmallVector<OpOperand *>> uses = absorbingUses(output);
+  if (!uses || uses->size() > 2)
+    return;
+  for (OpOperand *use : *uses)
+    absorbInto(use, input, elementType(output));
+  maybeDead.insert(castOp);
+}
+
 void Rewriter::foldCastsIntoGenerics(func::FuncOp func) {
   SmallVector<linalg::GenericOp> casts;
   func.walk([&](linalg::GenericOp op) {
     if (isCastGeneric(op))
       casts.push_back(op);
   });
-  for (linalg::GenericOp castOp : casts) {
-    Value input = castOp.getDpsInputs()[0];
-    Value output = castOp.getResult(0);
-    Type target = elementType(output);
-
-    // The producer writes the converted type directly.
-    auto producer = input.getDefiningOp<linalg::GenericOp>();
-    if (producer && !isCastGeneric(producer) && input.hasOneUse()) {
-      unsigned index = cast<OpResult>(input).getResultNumber();
-      OpOperand *init = producer.getDpsInitOperand(index);
-      if (!producer.payloadUsesValueFromOperand(init)) {
-        OpBuilder b(producer);
-        init->set(freshInit(b, producer.getLoc(), init->get(), target));
-        producer.getMatchingBlockArgument(init).setType(target);
-        input.setType(output.getType());
-        Operation *yield = producer.getRegion().front().getTerminator();
-        b.setInsertionPoint(yield);
-        yield->setOperand(index,
-                          convertFloatScalar(b, producer.getLoc(),
-                                             yield->getOperand(index), target));
-        output.replaceAllUsesWith(input);
-        maybeDead.remove(castOp);
-        castOp.erase();
-        ++numFused;
-        continue;
-      }
-    }
-
-    // Consumers read the unconverted value and convert in their bodies;
-    // only when that removes the cast and reads fewer bytes (<= 2 users).
-    // A contraction keeps its matrix operands low: the runtime's GEMMs
-    // take both operands in one type (a scalar factor may still fold).
-    SmallVector<OpOperand *> uses;
-    bool absorbable = !output.use_empty();
-    for (OpOperand &use : output.getUses()) {
-      auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
-      if (!consumer || isCastGeneric(consumer) || !consumer.isDpsInput(&use) ||
-          (linalg::isaContractionOpInterface(consumer) &&
-           cast<ShapedType>(output.getType()).getRank() >= 2)) {
-        absorbable = false;
-        break;
-      }
-      uses.push_back(&use);
-    }
-    if (!absorbable || uses.size() > 2)
-      continue;
-    for (OpOperand *use : uses) {
-      auto consumer = cast<linalg::GenericOp>(use->getOwner());
-      BlockArgument arg = consumer.getMatchingBlockArgument(use);
-      use->set(input);
-      arg.setType(elementType(input));
-      if (!arg.use_empty()) {
-        OpBuilder b = OpBuilder::atBlockBegin(arg.getOwner());
-        redirectUses(arg, [&] {
-          return convertFloatScalar(b, consumer.getLoc(), arg, target);
-        });
-      }
-      ++numFused;
-    }
-    maybeDead.insert(castOp);
-  }
+  for (linalg::GenericOp castOp : casts)
+    if (!foldIntoProducer(castOp))
+      absorbIntoConsumers(castOp);
 }
 
 /// In linalg bodies, extf(truncf(x)) back to x's own type only loses
@@ -454,6 +494,19 @@ void Rewriter::rewrite(func::FuncOp func, const Decisions &todo) {
 /// tensor for nothing: its input has the same shape. The dims read the
 /// input, and the conversion goes (with its empty init and the dims that
 /// sized it).
+/// Erases \p init, an unused tensor.empty, and the tensor.dims that sized
+/// it once nothing else reads them.
+void eraseEmptyAndItsSizes(Operation *init) {
+  SmallVector<Operation *> sizes;
+  for (Value size : init->getOperands())
+    if (auto dim = size.getDefiningOp<tensor::DimOp>())
+      sizes.push_back(dim);
+  init->erase();
+  for (Operation *dim : sizes)
+    if (dim->use_empty())
+      dim->erase();
+}
+
 void dropConversionsReadForTheirShape(ModuleOp module) {
   SmallVector<Operation *> casts;
   module.walk([&](tensor::DimOp dim) {
@@ -468,17 +521,36 @@ void dropConversionsReadForTheirShape(ModuleOp module) {
       continue;
     Operation *init = cast->getOperand(1).getDefiningOp();
     cast->erase();
-    if (!init || !isa<tensor::EmptyOp>(init) || !init->use_empty())
-      continue;
-    SmallVector<Operation *> sizes;
-    for (Value size : init->getOperands())
-      if (auto dim = size.getDefiningOp<tensor::DimOp>())
-        sizes.push_back(dim);
-    init->erase();
-    for (Operation *dim : sizes)
-      if (dim->use_empty())
-        dim->erase();
+    if (init && isa<tensor::EmptyOp>(init) && init->use_empty())
+      eraseEmptyAndItsSizes(init);
   }
+}
+
+/// The number of iterations of \p op's reduction loops, or nothing when
+/// one of them is dynamic.
+std::optional<int64_t> reductionLength(linalg::LinalgOp op) {
+  int64_t length = 1;
+  for (auto [range, iterator] :
+       llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray())) {
+    if (iterator != utils::IteratorType::reduction)
+      continue;
+    if (ShapedType::isDynamic(range))
+      return std::nullopt;
+    length *= range;
+  }
+  return length;
+}
+
+/// The element type of \p op's first init that accumulates in f16 or bf16
+/// (its payload reads it), or null.
+Type lowAccumulatorType(linalg::LinalgOp op) {
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    Type element = elementType(init.get());
+    if ((element.isF16() || element.isBF16()) &&
+        op.payloadUsesValueFromOperand(&init))
+      return element;
+  }
+  return Type();
 }
 
 struct AutoMixedPrecisionPass
@@ -588,38 +660,22 @@ struct AutoMixedPrecisionPass
     auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
     if (!linalgOp || linalgOp.getNumReductionLoops() == 0)
       return;
-    for (OpOperand &init : linalgOp.getDpsInitsMutable()) {
-      Type element = elementType(init.get());
-      if (!(element.isF16() || element.isBF16()) ||
-          !linalgOp.payloadUsesValueFromOperand(&init))
-        continue;
-      SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
-      SmallVector<utils::IteratorType> iterators =
-          linalgOp.getIteratorTypesArray();
-      int64_t length = 1;
-      bool dynamic = false;
-      for (auto [range, iterator] : llvm::zip(ranges, iterators)) {
-        if (iterator != utils::IteratorType::reduction)
-          continue;
-        if (ShapedType::isDynamic(range))
-          dynamic = true;
-        else
-          length *= range;
-      }
-      if (dynamic || length > warnReductionSize) {
-        InFlightDiagnostic diag = op->emitWarning()
-                                  << "accumulates in " << element << " over ";
-        if (dynamic)
-          diag << "a dynamic number of";
-        else
-          diag << length;
-        diag << " elements (warn-reduction-size = "
-             << static_cast<int64_t>(warnReductionSize)
-             << "); keep its accumulator in f32 (mp.precision = "
-                "#mp.precision<f32>)";
-      }
+    Type element = lowAccumulatorType(linalgOp);
+    if (!element)
       return;
-    }
+    std::optional<int64_t> length = reductionLength(linalgOp);
+    if (length && *length <= warnReductionSize)
+      return;
+    InFlightDiagnostic diag = op->emitWarning()
+                              << "accumulates in " << element << " over ";
+    if (length)
+      diag << *length;
+    else
+      diag << "a dynamic number of";
+    diag << " elements (warn-reduction-size = "
+         << static_cast<int64_t>(warnReductionSize)
+         << "); keep its accumulator in f32 (mp.precision = "
+            "#mp.precision<f32>)";
   }
 };
 

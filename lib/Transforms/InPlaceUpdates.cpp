@@ -37,7 +37,8 @@ llvm::SmallPtrSet<Value, 8> viewsOf(Value root) {
       if (auto view = dyn_cast<ViewLikeOpInterface>(user))
         if (view.getViewSource() == value)
           for (Value result : user->getResults())
-            if (isa<MemRefType>(result.getType()) && views.insert(result).second)
+            if (isa<MemRefType>(result.getType()) &&
+                views.insert(result).second)
               worklist.push_back(result);
   }
   return views;
@@ -80,29 +81,79 @@ Access accessOf(Operation *op, const llvm::SmallPtrSet<Value, 8> &views) {
 /// Whether \p view is \p base reshaped (memref.expand_shape and
 /// collapse_shape, any number of them, or none) exactly as \p other is
 /// \p otherBase: the two then index corresponding elements alike.
+/// The sources of \p view and \p other when both are the same kind of
+/// reshape (expand_shape or collapse_shape) with the same reassociation;
+/// false when they are not.
+template <typename ReshapeOp>
+bool stepThroughReshape(Value &view, Value &other) {
+  auto reshape = view.getDefiningOp<ReshapeOp>();
+  auto otherReshape = other.getDefiningOp<ReshapeOp>();
+  if (!reshape || !otherReshape ||
+      reshape.getReassociationIndices() !=
+          otherReshape.getReassociationIndices())
+    return false;
+  view = reshape.getSrc();
+  other = otherReshape.getSrc();
+  return true;
+}
+
 bool reshapedAlike(Value view, Value base, Value other, Value otherBase) {
   while (view != base || other != otherBase) {
     if (view == base || other == otherBase || view.getType() != other.getType())
       return false;
-    auto expand = view.getDefiningOp<memref::ExpandShapeOp>();
-    auto otherExpand = other.getDefiningOp<memref::ExpandShapeOp>();
-    auto collapse = view.getDefiningOp<memref::CollapseShapeOp>();
-    auto otherCollapse = other.getDefiningOp<memref::CollapseShapeOp>();
-    if (expand && otherExpand &&
-        expand.getReassociationIndices() ==
-            otherExpand.getReassociationIndices()) {
-      view = expand.getSrc();
-      other = otherExpand.getSrc();
-    } else if (collapse && otherCollapse &&
-               collapse.getReassociationIndices() ==
-                   otherCollapse.getReassociationIndices()) {
-      view = collapse.getSrc();
-      other = otherCollapse.getSrc();
-    } else {
+    if (!stepThroughReshape<memref::ExpandShapeOp>(view, other) &&
+        !stepThroughReshape<memref::CollapseShapeOp>(view, other))
       return false;
-    }
   }
   return true;
+}
+
+/// Whether \p writer, the first op to write \p next, may read \p old in the
+/// same memory: a linalg op whose iterations each write an element of their
+/// own (the written map is a permutation), reading the argument itself at
+/// the element it writes, and not reading what it overwrites. Both may be
+/// reshaped alike (a generic over an expanded view of each: an optimizer
+/// update fused with the gradient norm's partial sums).
+/// The init of \p linalgOp that is \p next itself or only reshaped (the
+/// last such), or null.
+OpOperand *initWriting(linalg::LinalgOp linalgOp, Value next) {
+  OpOperand *nextInit = nullptr;
+  for (OpOperand &init : linalgOp.getDpsInitsMutable())
+    if (reshapedAlike(init.get(), next, init.get(), next))
+      nextInit = &init;
+  return nextInit;
+}
+
+/// The inputs of \p linalgOp that read \p old's views, when each reads
+/// \p old reshaped alike \p nextInit's view of \p next, through the
+/// \p written map; nothing when one does not.
+std::optional<llvm::SmallPtrSet<OpOperand *, 4>>
+ownElementReads(linalg::LinalgOp linalgOp, Value old, Value next,
+                OpOperand *nextInit, AffineMap written,
+                const llvm::SmallPtrSet<Value, 8> &oldViews) {
+  llvm::SmallPtrSet<OpOperand *, 4> reads;
+  for (OpOperand *input : linalgOp.getDpsInputOperands()) {
+    if (!oldViews.contains(input->get()))
+      continue;
+    if (!reshapedAlike(input->get(), old, nextInit->get(), next) ||
+        linalgOp.getMatchingIndexingMap(input) != written)
+      return std::nullopt;
+    reads.insert(input);
+  }
+  return reads;
+}
+
+/// Whether some operand of \p writer other than \p nextInit and \p allowed
+/// is a view of either buffer.
+bool touchesOtherwise(Operation *writer, OpOperand *nextInit,
+                      const llvm::SmallPtrSet<OpOperand *, 4> &allowed,
+                      const llvm::SmallPtrSet<Value, 8> &oldViews,
+                      const llvm::SmallPtrSet<Value, 8> &nextViews) {
+  for (OpOperand &operand : writer->getOpOperands())
+    if (&operand != nextInit && !allowed.contains(&operand) &&
+        (oldViews.contains(operand.get()) || nextViews.contains(operand.get())))
+      return true;
+  return false;
 }
 
 /// Whether \p writer, the first op to write \p next, may read \p old in the
@@ -117,38 +168,25 @@ bool readsOnlyItsOwnElement(Operation *writer, Value old, Value next,
   auto linalgOp = dyn_cast<linalg::LinalgOp>(writer);
   if (!linalgOp)
     return false;
-  OpOperand *nextInit = nullptr;
-  // The init that is `next` itself or only reshaped.
-  for (OpOperand &init : linalgOp.getDpsInitsMutable())
-    if (reshapedAlike(init.get(), next, init.get(), next))
-      nextInit = &init;
+  OpOperand *nextInit = initWriting(linalgOp, next);
   if (!nextInit || linalgOp.payloadUsesValueFromOperand(nextInit))
     return false;
   AffineMap written = linalgOp.getMatchingIndexingMap(nextInit);
   if (!written.isPermutation())
     return false;
-  llvm::SmallPtrSet<OpOperand *, 4> ownElementReads;
-  for (OpOperand *input : linalgOp.getDpsInputOperands()) {
-    if (!oldViews.contains(input->get()))
-      continue;
-    if (!reshapedAlike(input->get(), old, nextInit->get(), next) ||
-        linalgOp.getMatchingIndexingMap(input) != written)
-      return false;
-    ownElementReads.insert(input);
-  }
+  std::optional<llvm::SmallPtrSet<OpOperand *, 4>> reads =
+      ownElementReads(linalgOp, old, next, nextInit, written, oldViews);
   // Other operands must not be views of either buffer.
-  for (OpOperand &operand : writer->getOpOperands())
-    if (&operand != nextInit && !ownElementReads.contains(&operand) &&
-        (oldViews.contains(operand.get()) || nextViews.contains(operand.get())))
-      return false;
-  return true;
+  return reads &&
+         !touchesOtherwise(writer, nextInit, *reads, oldViews, nextViews);
 }
 
 /// Whether \p old and \p next may be one buffer in \p block: \p old is never
 /// written, \p next never read before its first write, and \p old not read
 /// after it (but by the writer itself, element for element).
 bool mayShareBuffer(Block &block, Value old, Value next) {
-  llvm::SmallPtrSet<Value, 8> oldViews = viewsOf(old), nextViews = viewsOf(next);
+  llvm::SmallPtrSet<Value, 8> oldViews = viewsOf(old),
+                              nextViews = viewsOf(next);
   bool written = false;
   for (Operation &op : block) {
     Access oldAccess = accessOf(&op, oldViews);
@@ -172,8 +210,7 @@ bool mayShareBuffer(Block &block, Value old, Value next) {
   return true;
 }
 
-struct InPlaceUpdatesPass
-    : mp::impl::MPInPlaceUpdatesBase<InPlaceUpdatesPass> {
+struct InPlaceUpdatesPass : mp::impl::MPInPlaceUpdatesBase<InPlaceUpdatesPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -196,11 +233,10 @@ struct InPlaceUpdatesPass
       }
     if (pairs.empty())
       return;
-    bool shareable = func.getBody().hasOneBlock() &&
-                     llvm::all_of(pairs, [&](auto pair) {
-                       return mayShareBuffer(func.front(), pair.first,
-                                             pair.second);
-                     });
+    bool shareable =
+        func.getBody().hasOneBlock() && llvm::all_of(pairs, [&](auto pair) {
+          return mayShareBuffer(func.front(), pair.first, pair.second);
+        });
     if (shareable)
       func->setAttr(mlir::mp::kInPlaceUpdatesAttrName,
                     UnitAttr::get(&getContext()));
