@@ -92,6 +92,242 @@ bool isAvailableBefore(Value value, Operation *op, DominanceInfo &dom) {
          });
 }
 
+/// When every use of \p original is a materialize_in_destination into a
+/// buffer (of identity layout), materializes \p expanded into a view of
+/// each buffer expanded by \p reassociation instead, and returns true.
+bool materializeIntoExpandedViews(
+    Value expanded, Value original,
+    ArrayRef<ReassociationIndices> reassociation) {
+  SmallVector<bufferization::MaterializeInDestinationOp> stores;
+  for (OpOperand &use : original.getUses()) {
+    auto store =
+        dyn_cast<bufferization::MaterializeInDestinationOp>(use.getOwner());
+    if (!store || store.getSource() != original)
+      return false;
+    auto type = dyn_cast<MemRefType>(store.getDest().getType());
+    if (!type || !type.getLayout().isIdentity())
+      return false;
+    stores.push_back(store);
+  }
+  if (stores.empty())
+    return false;
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(expanded.getType()).getShape();
+  for (bufferization::MaterializeInDestinationOp store : stores) {
+    Value dest = store.getDest();
+    // The view is made where the buffer is, so that empty-tensor
+    // elimination may put the buffer in the place of the result's
+    // tensor.empty, which comes earlier than the store.
+    OpBuilder builder(store->getContext());
+    if (Operation *def = dest.getDefiningOp())
+      builder.setInsertionPointAfter(def);
+    else
+      builder.setInsertionPointToStart(cast<BlockArgument>(dest).getOwner());
+    auto type = memref::ExpandShapeOp::computeExpandedType(
+        cast<MemRefType>(dest.getType()), shape, reassociation);
+    if (failed(type))
+      return false;
+    Value view = memref::ExpandShapeOp::create(builder, store.getLoc(), *type,
+                                               dest, reassociation);
+    store.getSourceMutable().assign(expanded);
+    store.getDestMutable().assign(view);
+  }
+  return true;
+}
+
+/// Fuses an elementwise generic (the sibling) into a reduction that reads
+/// the same tensor: one generic over the reduction's loops whose body is
+/// the reduction's followed by the sibling's.
+class SiblingFusion {
+public:
+  /// \p read is the reduction's input, \p shared the tensor the sibling
+  /// reads (\p read or what it expands by \p reassociation); the fused
+  /// generic goes before \p first.
+  SiblingFusion(linalg::GenericOp reduction, linalg::GenericOp sibling,
+                Value read, Value shared,
+                ArrayRef<ReassociationIndices> reassociation, Operation *first)
+      : reduction(reduction), sibling(sibling), read(read), shared(shared),
+        reassociation(reassociation), builder(first),
+        loc(FusedLoc::get(builder.getContext(),
+                          {reduction.getLoc(), sibling.getLoc()})),
+        shape(cast<RankedTensorType>(read.getType()).getShape()),
+        reshaped(read != shared),
+        numReductionInits(reduction.getNumDpsInits()) {}
+
+  /// Builds the fused generic, replaces and erases the two originals.
+  linalg::GenericOp run();
+
+private:
+  Value expanded(Value value);
+  void collectInputs();
+  Value siblingInit(Value init);
+  void collectInits();
+  void buildBody(OpBuilder &b, ValueRange args);
+  void keepAgreedAttributes(linalg::GenericOp fused);
+  Value siblingResult(Value result, Value original);
+  void replaceSiblingResults(linalg::GenericOp fused);
+  void eraseOriginals();
+
+  linalg::GenericOp reduction, sibling;
+  Value read, shared;
+  ArrayRef<ReassociationIndices> reassociation;
+  OpBuilder builder;
+  Location loc;
+  ArrayRef<int64_t> shape;
+  bool reshaped;
+  unsigned numReductionInits;
+
+  SmallVector<Value> inputs, inits;
+  SmallVector<AffineMap> maps;
+  /// For each sibling input, its position among the fused inputs.
+  SmallVector<int64_t> siblingInputPosition;
+};
+
+/// \p value in the shape of the reduction's input, when that is reshaped.
+Value SiblingFusion::expanded(Value value) {
+  if (!reshaped)
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  return tensor::ExpandShapeOp::create(
+      builder, loc, RankedTensorType::get(shape, type.getElementType()), value,
+      reassociation);
+}
+
+/// Inputs: the reduction's, then the sibling's other than the shared
+/// tensor (read through the reduction's operand).
+void SiblingFusion::collectInputs() {
+  inputs = SmallVector<Value>(reduction.getDpsInputs());
+  for (OpOperand *input : reduction.getDpsInputOperands())
+    maps.push_back(reduction.getMatchingIndexingMap(input));
+  AffineMap identity = builder.getMultiDimIdentityMap(reduction.getNumLoops());
+  unsigned sharedPosition = llvm::find(inputs, read) - inputs.begin();
+  for (Value input : sibling.getDpsInputs()) {
+    if (input == shared) {
+      siblingInputPosition.push_back(sharedPosition);
+      continue;
+    }
+    siblingInputPosition.push_back(inputs.size());
+    inputs.push_back(expanded(input));
+    maps.push_back(identity);
+  }
+}
+
+/// An empty destination is made in the expanded shape, where empty-tensor
+/// elimination can still replace it; others are expanded.
+Value SiblingFusion::siblingInit(Value init) {
+  auto empty = init.getDefiningOp<tensor::EmptyOp>();
+  if (reshaped && empty)
+    return tensor::EmptyOp::create(builder, loc, shape,
+                                   empty.getType().getElementType());
+  return expanded(init);
+}
+
+/// Inits: the reduction's, then the sibling's.
+void SiblingFusion::collectInits() {
+  inits = SmallVector<Value>(reduction.getDpsInits());
+  for (OpOperand &init : reduction.getDpsInitsMutable())
+    maps.push_back(reduction.getMatchingIndexingMap(&init));
+  AffineMap identity = builder.getMultiDimIdentityMap(reduction.getNumLoops());
+  for (Value init : sibling.getDpsInits()) {
+    inits.push_back(siblingInit(init));
+    maps.push_back(identity);
+  }
+}
+
+/// The reduction's body, then the sibling's, on the fused block's
+/// arguments \p args; yields what both yielded.
+void SiblingFusion::buildBody(OpBuilder &b, ValueRange args) {
+  ValueRange fusedInputs = args.take_front(inputs.size());
+  ValueRange fusedInits = args.drop_front(inputs.size());
+  IRMapping mapping;
+  Block &reductionBody = reduction.getRegion().front();
+  Block &siblingBody = sibling.getRegion().front();
+  for (auto [arg, value] :
+       llvm::zip(reductionBody.getArguments(),
+                 llvm::concat<const Value>(
+                     fusedInputs.take_front(reduction.getNumDpsInputs()),
+                     fusedInits.take_front(numReductionInits))))
+    mapping.map(arg, value);
+  unsigned numSiblingInputs = sibling.getNumDpsInputs();
+  for (auto [arg, position] :
+       llvm::zip(siblingBody.getArguments().take_front(numSiblingInputs),
+                 siblingInputPosition))
+    mapping.map(arg, fusedInputs[position]);
+  for (auto [arg, value] :
+       llvm::zip(siblingBody.getArguments().drop_front(numSiblingInputs),
+                 fusedInits.drop_front(numReductionInits)))
+    mapping.map(arg, value);
+  SmallVector<Value> yielded;
+  for (Block *body : {&reductionBody, &siblingBody}) {
+    for (Operation &op : body->without_terminator())
+      b.clone(op, mapping);
+    for (Value value : body->getTerminator()->getOperands())
+      yielded.push_back(mapping.lookupOrDefault(value));
+  }
+  linalg::YieldOp::create(b, loc, yielded);
+}
+
+/// Attributes the generics carry (mp.precision) stay on the fused one
+/// where both agree.
+void SiblingFusion::keepAgreedAttributes(linalg::GenericOp fused) {
+  for (NamedAttribute attr : reduction->getDiscardableAttrs())
+    if (sibling->getDiscardableAttr(attr.getName()) == attr.getValue())
+      fused->setDiscardableAttr(attr.getName(), attr.getValue());
+}
+
+/// What replaces the sibling's result \p original, given the fused
+/// generic's \p result: it, collapsed back when reshaped, or null when it
+/// was materialized into its buffers' expanded views instead.
+Value SiblingFusion::siblingResult(Value result, Value original) {
+  if (!reshaped)
+    return result;
+  if (materializeIntoExpandedViews(result, original, reassociation))
+    return nullptr;
+  return tensor::CollapseShapeOp::create(builder, loc, original.getType(),
+                                         result, reassociation);
+}
+
+void SiblingFusion::replaceSiblingResults(linalg::GenericOp fused) {
+  SmallVector<Value> siblingResults;
+  for (auto [result, original] :
+       llvm::zip(fused->getResults().drop_front(numReductionInits),
+                 sibling->getResults()))
+    siblingResults.push_back(siblingResult(result, original));
+  for (auto [original, replacement] :
+       llvm::zip(sibling->getResults(), siblingResults))
+    if (replacement)
+      original.replaceAllUsesWith(replacement);
+}
+
+void SiblingFusion::eraseOriginals() {
+  reduction->erase();
+  SmallVector<Value> siblingInits(sibling.getDpsInits());
+  sibling->erase();
+  // Destinations made for the sibling alone (now expanded copies).
+  for (Value init : siblingInits)
+    if (auto empty = init.getDefiningOp<tensor::EmptyOp>();
+        empty && empty->use_empty())
+      empty->erase();
+}
+
+linalg::GenericOp SiblingFusion::run() {
+  collectInputs();
+  collectInits();
+  SmallVector<Type> resultTypes;
+  for (Value init : inits)
+    resultTypes.push_back(init.getType());
+  auto fused = linalg::GenericOp::create(
+      builder, loc, resultTypes, inputs, inits, maps,
+      reduction.getIteratorTypesArray(),
+      [&](OpBuilder &b, Location, ValueRange args) { buildBody(b, args); });
+  keepAgreedAttributes(fused);
+  reduction->replaceAllUsesWith(
+      fused->getResults().take_front(numReductionInits));
+  replaceSiblingResults(fused);
+  eraseOriginals();
+  return fused;
+}
+
 struct FuseSiblingReductionsPass
     : public mp::impl::MPFuseSiblingReductionsBase<FuseSiblingReductionsPass> {
   using MPFuseSiblingReductionsBase::MPFuseSiblingReductionsBase;
@@ -123,86 +359,65 @@ struct FuseSiblingReductionsPass
                                    DominanceInfo &dom) {
     for (OpOperand *input : reduction.getDpsInputOperands()) {
       Value read = input->get();
-      Value shared = read;
       SmallVector<ReassociationIndices> reassociation;
-      if (auto expand = read.getDefiningOp<tensor::ExpandShapeOp>()) {
-        shared = expand.getSrc();
-        reassociation = expand.getReassociationIndices();
-      } else {
-        for (int64_t d = 0,
-                     e = cast<RankedTensorType>(read.getType()).getRank();
-             d < e; ++d)
-          reassociation.push_back({d});
-      }
+      Value shared = sharedTensor(read, reassociation);
       for (Operation *user : shared.getUsers()) {
         auto sibling = dyn_cast<linalg::GenericOp>(user);
-        if (!sibling || sibling == reduction ||
-            sibling->getBlock() != reduction->getBlock() ||
-            !isElementwise(sibling) ||
-            sibling.getNumLoops() != reassociation.size())
+        if (!isFusableSibling(sibling, reduction, reassociation.size()))
           continue;
         // The fused generic goes where the first of the two was; the
         // other's operands must already be there.
-        bool siblingFirst = sibling->isBeforeInBlock(reduction);
-        Operation *first = siblingFirst ? sibling : reduction;
-        Operation *second = siblingFirst ? reduction : sibling;
-        // Its operands and the values its body takes from above.
-        llvm::SetVector<Value> later(second->operand_begin(),
-                                     second->operand_end());
-        getUsedValuesDefinedAbove(second->getRegion(0), later);
-        if (!llvm::all_of(later, [&](Value value) {
-              return isAvailableBefore(value, first, dom);
-            }))
+        Operation *first =
+            sibling->isBeforeInBlock(reduction) ? sibling : reduction;
+        Operation *second = first == sibling ? reduction : sibling;
+        if (!hoistOperands(second, first, dom))
           continue;
-        for (Value value : later)
-          if (!dom.properlyDominates(value, first))
-            value.getDefiningOp()->moveBefore(first);
         return fuse(reduction, sibling, read, shared, reassociation, first);
       }
     }
     return nullptr;
   }
 
-  /// When every use of \p original is a materialize_in_destination into a
-  /// buffer (of identity layout), materializes \p expanded into a view of
-  /// each buffer expanded by \p reassociation instead, and returns true.
-  static bool
-  materializeIntoExpandedViews(Value expanded, Value original,
-                               ArrayRef<ReassociationIndices> reassociation) {
-    SmallVector<bufferization::MaterializeInDestinationOp> stores;
-    for (OpOperand &use : original.getUses()) {
-      auto store =
-          dyn_cast<bufferization::MaterializeInDestinationOp>(use.getOwner());
-      if (!store || store.getSource() != original)
-        return false;
-      auto type = dyn_cast<MemRefType>(store.getDest().getType());
-      if (!type || !type.getLayout().isIdentity())
-        return false;
-      stores.push_back(store);
+  /// The tensor the reduction's input \p read views: the source of its
+  /// expand_shape (with that reassociation), or \p read itself (with the
+  /// identity reassociation).
+  static Value
+  sharedTensor(Value read,
+               SmallVectorImpl<ReassociationIndices> &reassociation) {
+    if (auto expand = read.getDefiningOp<tensor::ExpandShapeOp>()) {
+      reassociation = expand.getReassociationIndices();
+      return expand.getSrc();
     }
-    if (stores.empty())
+    int64_t rank = cast<RankedTensorType>(read.getType()).getRank();
+    for (int64_t d = 0; d < rank; ++d)
+      reassociation.push_back({d});
+    return read;
+  }
+
+  /// Whether \p sibling is an elementwise generic of \p numLoops loops
+  /// beside \p reduction in its block.
+  static bool isFusableSibling(linalg::GenericOp sibling,
+                               linalg::GenericOp reduction, size_t numLoops) {
+    return sibling && sibling != reduction &&
+           sibling->getBlock() == reduction->getBlock() &&
+           isElementwise(sibling) && sibling.getNumLoops() == numLoops;
+  }
+
+  /// Moves what \p second reads (its operands and the values its body
+  /// takes from above) before \p first where it is not there already;
+  /// false, and nothing moved, when some of it cannot move.
+  static bool hoistOperands(Operation *second, Operation *first,
+                            DominanceInfo &dom) {
+    llvm::SetVector<Value> later(second->operand_begin(),
+                                 second->operand_end());
+    getUsedValuesDefinedAbove(second->getRegion(0), later);
+    if (!llvm::all_of(later, [&](Value value) {
+          return isAvailableBefore(value, first, dom);
+        }))
       return false;
-    ArrayRef<int64_t> shape =
-        cast<RankedTensorType>(expanded.getType()).getShape();
-    for (bufferization::MaterializeInDestinationOp store : stores) {
-      Value dest = store.getDest();
-      // The view is made where the buffer is, so that empty-tensor
-      // elimination may put the buffer in the place of the result's
-      // tensor.empty, which comes earlier than the store.
-      OpBuilder builder(store->getContext());
-      if (Operation *def = dest.getDefiningOp())
-        builder.setInsertionPointAfter(def);
-      else
-        builder.setInsertionPointToStart(cast<BlockArgument>(dest).getOwner());
-      auto type = memref::ExpandShapeOp::computeExpandedType(
-          cast<MemRefType>(dest.getType()), shape, reassociation);
-      if (failed(type))
-        return false;
-      Value view = memref::ExpandShapeOp::create(builder, store.getLoc(), *type,
-                                                 dest, reassociation);
-      store.getSourceMutable().assign(expanded);
-      store.getDestMutable().assign(view);
-    }
+    for (Value value : later)
+      if (!dom.properlyDominates(value, first))
+        value.getDefiningOp()->moveBefore(first);
     return true;
   }
 
@@ -210,128 +425,9 @@ struct FuseSiblingReductionsPass
                          Value read, Value shared,
                          ArrayRef<ReassociationIndices> reassociation,
                          Operation *first) {
-    OpBuilder builder(first);
-    Location loc = FusedLoc::get(builder.getContext(),
-                                 {reduction.getLoc(), sibling.getLoc()});
-    ArrayRef<int64_t> shape = cast<RankedTensorType>(read.getType()).getShape();
-    bool reshaped = read != shared;
-    auto expanded = [&](Value value) -> Value {
-      if (!reshaped)
-        return value;
-      auto type = cast<RankedTensorType>(value.getType());
-      return tensor::ExpandShapeOp::create(
-          builder, loc, RankedTensorType::get(shape, type.getElementType()),
-          value, reassociation);
-    };
-
-    // Operands: the reduction's, then the sibling's inputs other than the
-    // shared tensor (read through the reduction's operand), then the
-    // reduction's inits and the sibling's.
-    SmallVector<Value> inputs(reduction.getDpsInputs());
-    SmallVector<AffineMap> maps;
-    for (OpOperand *input : reduction.getDpsInputOperands())
-      maps.push_back(reduction.getMatchingIndexingMap(input));
-    AffineMap identity =
-        builder.getMultiDimIdentityMap(reduction.getNumLoops());
-    SmallVector<int64_t> siblingInputPosition;
-    unsigned sharedPosition = llvm::find(inputs, read) - inputs.begin();
-    for (Value input : sibling.getDpsInputs()) {
-      if (input == shared) {
-        siblingInputPosition.push_back(sharedPosition);
-        continue;
-      }
-      siblingInputPosition.push_back(inputs.size());
-      inputs.push_back(expanded(input));
-      maps.push_back(identity);
-    }
-    SmallVector<Value> inits(reduction.getDpsInits());
-    for (OpOperand &init : reduction.getDpsInitsMutable())
-      maps.push_back(reduction.getMatchingIndexingMap(&init));
-    for (Value init : sibling.getDpsInits()) {
-      // An empty destination is made in the expanded shape, where
-      // empty-tensor elimination can still replace it.
-      auto empty = init.getDefiningOp<tensor::EmptyOp>();
-      if (reshaped && empty)
-        inits.push_back(tensor::EmptyOp::create(
-            builder, loc, shape, empty.getType().getElementType()));
-      else
-        inits.push_back(expanded(init));
-      maps.push_back(identity);
-    }
-    SmallVector<Type> resultTypes;
-    for (Value init : inits)
-      resultTypes.push_back(init.getType());
-
-    unsigned numReductionInits = reduction.getNumDpsInits();
-    auto fused = linalg::GenericOp::create(
-        builder, loc, resultTypes, inputs, inits, maps,
-        reduction.getIteratorTypesArray(),
-        [&](OpBuilder &b, Location, ValueRange args) {
-          ValueRange fusedInputs = args.take_front(inputs.size());
-          ValueRange fusedInits = args.drop_front(inputs.size());
-          IRMapping mapping;
-          Block &reductionBody = reduction.getRegion().front();
-          Block &siblingBody = sibling.getRegion().front();
-          for (auto [arg, value] : llvm::zip(
-                   reductionBody.getArguments(),
-                   llvm::concat<const Value>(
-                       fusedInputs.take_front(reduction.getNumDpsInputs()),
-                       fusedInits.take_front(numReductionInits))))
-            mapping.map(arg, value);
-          for (auto [arg, position] :
-               llvm::zip(siblingBody.getArguments().take_front(
-                             sibling.getNumDpsInputs()),
-                         siblingInputPosition))
-            mapping.map(arg, fusedInputs[position]);
-          for (auto [arg, value] :
-               llvm::zip(siblingBody.getArguments().drop_front(
-                             sibling.getNumDpsInputs()),
-                         fusedInits.drop_front(numReductionInits)))
-            mapping.map(arg, value);
-          SmallVector<Value> yielded;
-          for (Block *body : {&reductionBody, &siblingBody}) {
-            for (Operation &op : body->without_terminator())
-              b.clone(op, mapping);
-            for (Value value : body->getTerminator()->getOperands())
-              yielded.push_back(mapping.lookupOrDefault(value));
-          }
-          linalg::YieldOp::create(b, loc, yielded);
-        });
-    // Attributes the generics carry (mp.precision) stay on the fused one
-    // where both agree.
-    for (NamedAttribute attr : reduction->getDiscardableAttrs())
-      if (sibling->getDiscardableAttr(attr.getName()) == attr.getValue())
-        fused->setDiscardableAttr(attr.getName(), attr.getValue());
-
-    reduction->replaceAllUsesWith(
-        fused->getResults().take_front(numReductionInits));
-    SmallVector<Value> siblingResults;
-    for (auto [result, original] :
-         llvm::zip(fused->getResults().drop_front(numReductionInits),
-                   sibling->getResults())) {
-      if (!reshaped) {
-        siblingResults.push_back(result);
-        continue;
-      }
-      if (materializeIntoExpandedViews(result, original, reassociation)) {
-        siblingResults.push_back(nullptr);
-        continue;
-      }
-      siblingResults.push_back(tensor::CollapseShapeOp::create(
-          builder, loc, original.getType(), result, reassociation));
-    }
-    for (auto [original, replacement] :
-         llvm::zip(sibling->getResults(), siblingResults))
-      if (replacement)
-        original.replaceAllUsesWith(replacement);
-    reduction->erase();
-    SmallVector<Value> siblingInits(sibling.getDpsInits());
-    sibling->erase();
-    // Destinations made for the sibling alone (now expanded copies).
-    for (Value init : siblingInits)
-      if (auto empty = init.getDefiningOp<tensor::EmptyOp>();
-          empty && empty->use_empty())
-        empty->erase();
+    linalg::GenericOp fused =
+        SiblingFusion(reduction, sibling, read, shared, reassociation, first)
+            .run();
     ++numFused;
     return fused;
   }

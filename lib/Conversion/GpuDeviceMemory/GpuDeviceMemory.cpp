@@ -63,6 +63,70 @@ bool hasIdentityLayout(MemRefType type) {
   return type.getLayout().isIdentity();
 }
 
+/// A use of a global's host memref that must read a device copy: any but
+/// a host-level load.
+bool isDeviceUse(OpOperand &use) {
+  auto load = dyn_cast<memref::LoadOp>(use.getOwner());
+  return !(load && isHostLevel(load));
+}
+
+/// The ops of a function this pass rewrites, collected before any rewrite
+/// (which creates ops of the same kinds).
+struct MemoryOps {
+  SmallVector<memref::AllocOp> allocs;
+  SmallVector<memref::DeallocOp> deallocs;
+  SmallVector<memref::AllocaOp> allocas;
+  SmallVector<memref::GetGlobalOp> globals;
+  SmallVector<memref::LoadOp> loads;
+
+  /// Records \p op when the pass rewrites it; interrupts (reported) for an
+  /// op device memory cannot serve.
+  WalkResult record(Operation *op);
+
+private:
+  WalkResult recordHostAccess(Operation *op, bool host);
+};
+
+WalkResult MemoryOps::record(Operation *op) {
+  bool host = isHostLevel(op);
+  if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+    if (!host)
+      return op->emitError(kPass)
+             << "'memref.alloc' inside a loop nest would allocate in a "
+                "kernel; device buffers are allocated by host code";
+    allocs.push_back(alloc);
+    return WalkResult::advance();
+  }
+  if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+    if (!host)
+      return op->emitError(kPass)
+             << "'memref.dealloc' inside a loop nest would free in a "
+                "kernel; device buffers are freed by host code";
+    deallocs.push_back(dealloc);
+    return WalkResult::advance();
+  }
+  return recordHostAccess(op, host);
+}
+
+WalkResult MemoryOps::recordHostAccess(Operation *op, bool host) {
+  if (auto alloca = dyn_cast<memref::AllocaOp>(op)) {
+    // Inside a loop nest it is a kernel thread's private array.
+    if (host)
+      allocas.push_back(alloca);
+  } else if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+    globals.push_back(global);
+  } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+    if (host)
+      loads.push_back(load);
+  } else if (host && isa<memref::AtomicRMWOp, memref::GenericAtomicRMWOp,
+                         memref::ReallocOp, memref::AllocaScopeOp>(op)) {
+    return op->emitError(kPass)
+           << "host code would access device memory ('" << op->getName()
+           << "'); device-memory mode has no staging for it";
+  }
+  return WalkResult::advance();
+}
+
 struct MPGpuDeviceMemory
     : public mp::impl::MPGpuDeviceMemoryBase<MPGpuDeviceMemory> {
   using Base::Base;
@@ -82,47 +146,7 @@ struct MPGpuDeviceMemory
     });
   }
 
-  LogicalResult convertFunction(func::FuncOp func) {
-    // Collected first: the rewrites below create ops of the same kinds.
-    SmallVector<memref::AllocOp> allocs;
-    SmallVector<memref::DeallocOp> deallocs;
-    SmallVector<memref::AllocaOp> allocas;
-    SmallVector<memref::GetGlobalOp> globals;
-    SmallVector<memref::LoadOp> loads;
-    WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
-      bool host = isHostLevel(op);
-      if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-        if (!host)
-          return op->emitError(kPass)
-                 << "'memref.alloc' inside a loop nest would allocate in a "
-                    "kernel; device buffers are allocated by host code";
-        allocs.push_back(alloc);
-      } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
-        if (!host)
-          return op->emitError(kPass)
-                 << "'memref.dealloc' inside a loop nest would free in a "
-                    "kernel; device buffers are freed by host code";
-        deallocs.push_back(dealloc);
-      } else if (auto alloca = dyn_cast<memref::AllocaOp>(op)) {
-        // Inside a loop nest it is a kernel thread's private array.
-        if (host)
-          allocas.push_back(alloca);
-      } else if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
-        globals.push_back(global);
-      } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
-        if (host)
-          loads.push_back(load);
-      } else if (host && isa<memref::AtomicRMWOp, memref::GenericAtomicRMWOp,
-                             memref::ReallocOp, memref::AllocaScopeOp>(op)) {
-        return op->emitError(kPass)
-               << "host code would access device memory ('" << op->getName()
-               << "'); device-memory mode has no staging for it";
-      }
-      return WalkResult::advance();
-    });
-    if (walk.wasInterrupted())
-      return failure();
-
+  LogicalResult moveAllocsToDevice(ArrayRef<memref::AllocOp> allocs) {
     for (memref::AllocOp alloc : allocs) {
       if (!hasIdentityLayout(alloc.getType()))
         return alloc.emitError(kPass)
@@ -137,6 +161,10 @@ struct MPGpuDeviceMemory
       alloc.erase();
       ++numAllocs;
     }
+    return success();
+  }
+
+  void moveDeallocsToDevice(ArrayRef<memref::DeallocOp> deallocs) {
     for (memref::DeallocOp dealloc : deallocs) {
       OpBuilder b(dealloc);
       gpu::DeallocOp::create(b, dealloc.getLoc(), TypeRange(), ValueRange(),
@@ -144,9 +172,12 @@ struct MPGpuDeviceMemory
       dealloc.erase();
       ++numDeallocs;
     }
+  }
 
-    // Stack buffers of element data: device buffers that live until the
-    // function returns, as the alloca's did.
+  /// Stack buffers of element data: device buffers that live until the
+  /// function returns, as the alloca's did.
+  LogicalResult moveAllocasToDevice(func::FuncOp func,
+                                    ArrayRef<memref::AllocaOp> allocas) {
     for (memref::AllocaOp alloca : allocas) {
       if (alloca->getBlock() != &func.getBody().front())
         return alloca.emitError(kPass)
@@ -166,9 +197,55 @@ struct MPGpuDeviceMemory
       deallocAtReturns(func, device.getMemref());
       ++numAllocas;
     }
+    return success();
+  }
 
-    if (failed(copyGlobals(func, globals)) || failed(stageLoads(func, loads)))
+  LogicalResult convertFunction(func::FuncOp func) {
+    MemoryOps ops;
+    WalkResult walk =
+        func.walk([&](Operation *op) -> WalkResult { return ops.record(op); });
+    if (walk.wasInterrupted())
       return failure();
+    if (failed(moveAllocsToDevice(ops.allocs)))
+      return failure();
+    moveDeallocsToDevice(ops.deallocs);
+    if (failed(moveAllocasToDevice(func, ops.allocas)) ||
+        failed(copyGlobals(func, ops.globals)) ||
+        failed(stageLoads(func, ops.loads)))
+      return failure();
+    return success();
+  }
+
+  /// The device copy of the global \p get reads, made at \p entry (once
+  /// per global: \p copy caches it) and freed at the returns.
+  Value deviceCopy(func::FuncOp func, memref::GetGlobalOp get, Value &copy) {
+    if (copy)
+      return copy;
+    OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+    Location loc = get.getLoc();
+    auto host =
+        memref::GetGlobalOp::create(b, loc, get.getType(), get.getNameAttr());
+    copy = gpu::AllocOp::create(b, loc, get.getType(), Type(), ValueRange(),
+                                ValueRange(), ValueRange(), false)
+               .getMemref();
+    gpu::MemcpyOp::create(b, loc, TypeRange(), ValueRange(), copy, host);
+    deallocAtReturns(func, copy);
+    ++numGlobals;
+    return copy;
+  }
+
+  /// Fails (reported) unless the global \p get reads may have a device
+  /// copy: it exists, is constant, and has an identity layout.
+  static LogicalResult checkCopyable(memref::GetGlobalOp get,
+                                     memref::GlobalOp global) {
+    if (!global.getConstant())
+      return get.emitError(kPass)
+             << "global '" << get.getName()
+             << "' is not constant: kernels would write a device copy "
+                "that is never copied back";
+    if (!hasIdentityLayout(get.getType()))
+      return get.emitError(kPass)
+             << "device buffers need an identity layout, got " << get.getType();
     return success();
   }
 
@@ -176,42 +253,18 @@ struct MPGpuDeviceMemory
   /// freed at its returns. Host-level loads keep reading the host global.
   LogicalResult copyGlobals(func::FuncOp func,
                             ArrayRef<memref::GetGlobalOp> globals) {
-    Block &entry = func.getBody().front();
     llvm::MapVector<StringAttr, Value> copies;
     for (memref::GetGlobalOp get : globals) {
       auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
           get, get.getNameAttr());
       if (!global)
         return get.emitError(kPass) << "no memref.global " << get.getName();
-      auto deviceUse = [](OpOperand &use) {
-        auto load = dyn_cast<memref::LoadOp>(use.getOwner());
-        return !(load && isHostLevel(load));
-      };
-      if (llvm::none_of(get->getUses(), deviceUse))
+      if (llvm::none_of(get->getUses(), isDeviceUse))
         continue;
-      if (!global.getConstant())
-        return get.emitError(kPass)
-               << "global '" << get.getName()
-               << "' is not constant: kernels would write a device copy "
-                  "that is never copied back";
-      if (!hasIdentityLayout(get.getType()))
-        return get.emitError(kPass)
-               << "device buffers need an identity layout, got "
-               << get.getType();
-      Value &copy = copies[get.getNameAttr().getAttr()];
-      if (!copy) {
-        OpBuilder b = OpBuilder::atBlockBegin(&entry);
-        Location loc = get.getLoc();
-        auto host = memref::GetGlobalOp::create(b, loc, get.getType(),
-                                                get.getNameAttr());
-        copy = gpu::AllocOp::create(b, loc, get.getType(), Type(), ValueRange(),
-                                    ValueRange(), ValueRange(), false)
-                   .getMemref();
-        gpu::MemcpyOp::create(b, loc, TypeRange(), ValueRange(), copy, host);
-        deallocAtReturns(func, copy);
-        ++numGlobals;
-      }
-      get.getResult().replaceUsesWithIf(copy, deviceUse);
+      if (failed(checkCopyable(get, global)))
+        return failure();
+      Value copy = deviceCopy(func, get, copies[get.getNameAttr().getAttr()]);
+      get.getResult().replaceUsesWithIf(copy, isDeviceUse);
       if (get.use_empty())
         get.erase();
     }

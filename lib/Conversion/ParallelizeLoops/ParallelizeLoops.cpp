@@ -50,8 +50,7 @@ uint64_t innermostIterations(affine::AffineForOp loop) {
 bool indexesLastDimension(affine::AffineForOp loop) {
   Value iv = loop.getInductionVar();
   WalkResult found = loop.getBody()->walk([&](Operation *op) {
-    if (!isa<affine::AffineReadOpInterface, affine::AffineWriteOpInterface>(
-            op))
+    if (!isa<affine::AffineReadOpInterface, affine::AffineWriteOpInterface>(op))
       return WalkResult::advance();
     affine::AffineValueMap map;
     affine::MemRefAccess(op).getAccessMap(&map);
@@ -120,6 +119,111 @@ bool bodyCanTakeItsValues(affine::AffineForOp loop) {
   });
 }
 
+/// \p root and the loops perfectly nested in it down to the first
+/// parallel loop of constant bounds below \p root, none carrying values;
+/// empty when there is no such chain.
+SmallVector<affine::AffineForOp> chainDownToParallel(affine::AffineForOp root) {
+  SmallVector<affine::AffineForOp> chain{root};
+  while (true) {
+    affine::AffineForOp last = chain.back();
+    if (last.getNumIterOperands() != 0)
+      return {};
+    if (chain.size() > 1 && last.hasConstantBounds() &&
+        affine::isLoopParallel(last))
+      return chain;
+    Block *body = last.getBody();
+    auto next = dyn_cast<affine::AffineForOp>(body->front());
+    if (!next || body->getOperations().size() != 2)
+      return {};
+    chain.push_back(next);
+  }
+}
+
+/// Whether memory in \p root is touched only by affine loads and stores,
+/// which the dependence analysis sees.
+bool touchesMemoryOnlyAffinely(affine::AffineForOp root) {
+  WalkResult other = root->walk([&](Operation *op) {
+    if (isa<affine::AffineReadOpInterface, affine::AffineWriteOpInterface,
+            affine::AffineForOp, affine::AffineYieldOp>(op) ||
+        isMemoryEffectFree(op))
+      return WalkResult::advance();
+    return WalkResult::interrupt();
+  });
+  return !other.wasInterrupted();
+}
+
+/// Whether every dependence in \p root, whichever loop carries it, has
+/// distance 0 in the loop at \p depth (the parallel one).
+bool dependencesKeepIteration(affine::AffineForOp root, unsigned depth) {
+  std::vector<SmallVector<affine::DependenceComponent, 2>> dependences;
+  affine::getDependenceComponents(root, depth, &dependences);
+  for (const auto &components : dependences) {
+    if (components.size() < depth)
+      return false;
+    const affine::DependenceComponent &distance = components[depth - 1];
+    if (!distance.lb || !distance.ub || *distance.lb != 0 || *distance.ub != 0)
+      return false;
+  }
+  return true;
+}
+
+/// A private function \p name of \p leading index arguments, then the
+/// \p captured values.
+func::FuncOp declareFunction(OpBuilder &builder, Location loc,
+                             const Twine &name, unsigned leading,
+                             ArrayRef<Value> captured) {
+  SmallVector<Type> types(leading, builder.getIndexType());
+  for (Value value : captured)
+    types.push_back(value.getType());
+  auto function = func::FuncOp::create(builder, loc, name.str(),
+                                       builder.getFunctionType(types, {}));
+  function.setPrivate();
+  return function;
+}
+
+/// Splits the values \p loop's body uses from above: constants, cloned
+/// into an outlined body, and the rest, passed as arguments.
+void splitUsedFromAbove(affine::AffineForOp loop,
+                        SmallVectorImpl<Value> &captured,
+                        SmallVectorImpl<Value> &constants) {
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(loop.getRegion(), above);
+  for (Value value : above)
+    (isClonedConstant(value) ? constants : captured).push_back(value);
+}
+
+/// How \p loop is divided among the threads: `units` blocks of `block`
+/// iterations each, from `lower` in steps of `step`.
+struct LoopShares {
+  int64_t lower, step, trips, block, units;
+};
+
+/// Builds, at \p builder's insertion point in the outlined body, the
+/// thread's share: iterations (or blocks) [begin, end); returns the
+/// induction variable that stands for \p loop's.
+Value buildThreadShare(OpBuilder &builder, Location loc, Value begin, Value end,
+                       const LoopShares &shares) {
+  int64_t lower = shares.lower, block = shares.block;
+  AffineExpr s0 = builder.getAffineSymbolExpr(0);
+  AffineMap first =
+      AffineMap::get(0, 1, block == 1 ? s0 * shares.step + lower : s0);
+  auto share = affine::AffineForOp::create(builder, loc, ValueRange{begin},
+                                           first, ValueRange{end}, first,
+                                           block == 1 ? shares.step : 1);
+  share->setAttr(mp::kParallelChunkAttrName, builder.getUnitAttr());
+  builder.setInsertionPoint(share.getBody()->getTerminator());
+  Value iv = share.getInductionVar();
+  if (block == 1)
+    return iv;
+  // One block: a loop of `block` iterations from the block's start.
+  AffineExpr d0 = builder.getAffineDimExpr(0);
+  auto inner = affine::AffineForOp::create(
+      builder, loc, ValueRange{iv}, AffineMap::get(1, 0, d0 * block + lower),
+      ValueRange{iv}, AffineMap::get(1, 0, d0 * block + lower + block), 1);
+  builder.setInsertionPoint(inner.getBody()->getTerminator());
+  return inner.getInductionVar();
+}
+
 struct ParallelizeLoopsPass
     : public mp::impl::MPParallelizeLoopsBase<ParallelizeLoopsPass> {
   using MPParallelizeLoopsBase::MPParallelizeLoopsBase;
@@ -169,48 +273,15 @@ struct ParallelizeLoopsPass
   reductionsAroundParallel(affine::AffineForOp root) {
     if (innermostIterations(root) < static_cast<uint64_t>(minWork))
       return {};
-    SmallVector<affine::AffineForOp> chain{root};
-    while (true) {
-      affine::AffineForOp last = chain.back();
-      if (last.getNumIterOperands() != 0)
-        return {};
-      if (chain.size() > 1 && last.hasConstantBounds() &&
-          affine::isLoopParallel(last))
-        break;
-      Block *body = last.getBody();
-      auto next = dyn_cast<affine::AffineForOp>(body->front());
-      if (!next || body->getOperations().size() != 2)
-        return {};
-      chain.push_back(next);
-    }
+    SmallVector<affine::AffineForOp> chain = chainDownToParallel(root);
+    if (chain.empty())
+      return {};
     std::optional<uint64_t> trips = affine::getConstantTripCount(chain.back());
     if (!trips || *trips < 2)
       return {};
-    // Memory is touched only by affine loads and stores, which the
-    // dependence analysis sees.
-    WalkResult other = root->walk([&](Operation *op) {
-      if (isa<affine::AffineReadOpInterface, affine::AffineWriteOpInterface,
-              affine::AffineForOp, affine::AffineYieldOp>(op) ||
-          isMemoryEffectFree(op))
-        return WalkResult::advance();
-      return WalkResult::interrupt();
-    });
-    if (other.wasInterrupted())
-      return {};
-    // Every dependence, whichever loop carries it: distance 0 in the
-    // parallel loop.
-    unsigned depth = chain.size();
-    std::vector<SmallVector<affine::DependenceComponent, 2>> dependences;
-    affine::getDependenceComponents(root, depth, &dependences);
-    for (const auto &components : dependences) {
-      if (components.size() < depth)
-        return {};
-      const affine::DependenceComponent &distance = components[depth - 1];
-      if (!distance.lb || !distance.ub || *distance.lb != 0 ||
-          *distance.ub != 0)
-        return {};
-    }
-    if (!bodyCanTakeItsValues(root))
+    if (!touchesMemoryOnlyAffinely(root) ||
+        !dependencesKeepIteration(root, chain.size()) ||
+        !bodyCanTakeItsValues(root))
       return {};
     return chain;
   }
@@ -271,40 +342,31 @@ struct ParallelizeLoopsPass
     return bodyCanTakeItsValues(loop);
   }
 
-  void outline(affine::AffineForOp loop, func::FuncOp parent,
-               SymbolTable &symbols) {
-    MLIRContext *context = &getContext();
+  /// How \p loop is divided: blocks of whole vectors for a loop the
+  /// vectorizer may take, single iterations otherwise.
+  LoopShares sharesOf(affine::AffineForOp loop) {
+    LoopShares shares;
+    shares.lower = loop.getConstantLowerBound();
+    shares.step = loop.getStepAsInt();
+    shares.trips = static_cast<int64_t>(*affine::getConstantTripCount(loop));
+    shares.block = 1;
+    if (shares.step == 1 && shares.trips >= 2 * vectorSize &&
+        indexesLastDimension(loop))
+      shares.block = vectorSize;
+    shares.units = shares.trips / shares.block;
+    return shares;
+  }
+
+  /// The outlined body `@<parent>_parallel(begin, end, captured...)`: the
+  /// thread's share of \p loop.
+  func::FuncOp buildParallelBody(OpBuilder &builder, affine::AffineForOp loop,
+                                 func::FuncOp parent, SymbolTable &symbols,
+                                 ArrayRef<Value> captured,
+                                 ArrayRef<Value> constants,
+                                 const LoopShares &shares) {
     Location loc = loop.getLoc();
-    int64_t lower = loop.getConstantLowerBound();
-    int64_t step = loop.getStepAsInt();
-    int64_t trips = static_cast<int64_t>(*affine::getConstantTripCount(loop));
-    // Blocks of whole vectors for a loop the vectorizer may take.
-    int64_t block = 1;
-    if (step == 1 && trips >= 2 * vectorSize && indexesLastDimension(loop))
-      block = vectorSize;
-    int64_t units = trips / block;
-
-    // Constants are cloned into the body; everything else is an argument.
-    llvm::SetVector<Value> above;
-    getUsedValuesDefinedAbove(loop.getRegion(), above);
-    SmallVector<Value> captured, constants;
-    for (Value value : above)
-      (isClonedConstant(value) ? constants : captured).push_back(value);
-
-    OpBuilder builder(context);
-    builder.setInsertionPointAfter(parent);
-    Type index = builder.getIndexType();
-    // A private function of `leading` index arguments, then the captured.
-    auto declare = [&](const Twine &name, unsigned leading) {
-      SmallVector<Type> types(leading, index);
-      for (Value value : captured)
-        types.push_back(value.getType());
-      auto function = func::FuncOp::create(builder, loc, name.str(),
-                                           builder.getFunctionType(types, {}));
-      function.setPrivate();
-      return function;
-    };
-    func::FuncOp body = declare(parent.getSymName() + "_parallel", 2);
+    func::FuncOp body = declareFunction(
+        builder, loc, parent.getSymName() + "_parallel", 2, captured);
     body->setAttr(mp::kParallelBodyAttrName, builder.getUnitAttr());
     // LLVM may then keep such a buffer's elements in registers across the
     // body's loops (a partial sum's accumulator over its rows) and hoist
@@ -323,51 +385,47 @@ struct ParallelizeLoopsPass
       mapping.map(value, argument);
     for (Value value : constants)
       mapping.map(value, builder.clone(*value.getDefiningOp())->getResult(0));
-    Value begin = entry->getArgument(0), end = entry->getArgument(1);
-
-    // The thread's share: iterations (or blocks) [begin, end).
-    AffineExpr s0 = builder.getAffineSymbolExpr(0);
-    AffineMap first =
-        AffineMap::get(0, 1, block == 1 ? s0 * step + lower : s0);
-    auto share = affine::AffineForOp::create(
-        builder, loc, ValueRange{begin}, first, ValueRange{end}, first,
-        block == 1 ? step : 1);
-    share->setAttr(mp::kParallelChunkAttrName, builder.getUnitAttr());
-    builder.setInsertionPoint(share.getBody()->getTerminator());
-    Value iv = share.getInductionVar();
-    if (block != 1) {
-      // One block: a loop of `block` iterations from the block's start.
-      AffineExpr d0 = builder.getAffineDimExpr(0);
-      auto inner = affine::AffineForOp::create(
-          builder, loc, ValueRange{iv},
-          AffineMap::get(1, 0, d0 * block + lower), ValueRange{iv},
-          AffineMap::get(1, 0, d0 * block + lower + block), 1);
-      builder.setInsertionPoint(inner.getBody()->getTerminator());
-      iv = inner.getInductionVar();
-    }
+    Value iv = buildThreadShare(builder, loc, entry->getArgument(0),
+                                entry->getArgument(1), shares);
     mapping.map(loop.getInductionVar(), iv);
     for (Operation &op : loop.getBody()->without_terminator())
       builder.clone(op, mapping);
     builder.setInsertionPointToEnd(entry);
     func::ReturnOp::create(builder, loc);
+    return body;
+  }
+
+  void outline(affine::AffineForOp loop, func::FuncOp parent,
+               SymbolTable &symbols) {
+    Location loc = loop.getLoc();
+    LoopShares shares = sharesOf(loop);
+    // Constants are cloned into the body; everything else is an argument.
+    SmallVector<Value> captured, constants;
+    splitUsedFromAbove(loop, captured, constants);
+
+    OpBuilder builder(&getContext());
+    builder.setInsertionPointAfter(parent);
+    func::FuncOp body = buildParallelBody(builder, loop, parent, symbols,
+                                          captured, constants, shares);
 
     // The launch: a declaration the runtime pass recognizes, called with
     // the number of iterations (or blocks) and the captured values.
     builder.setInsertionPointAfter(body);
-    func::FuncOp launch = declare(body.getSymName() + "_launch", 1);
+    func::FuncOp launch = declareFunction(
+        builder, loc, body.getSymName() + "_launch", 1, captured);
     launch->setAttr(mp::kParallelLaunchAttrName,
                     FlatSymbolRefAttr::get(body.getSymNameAttr()));
     symbols.insert(launch);
 
     builder.setInsertionPoint(loop);
     SmallVector<Value> operands = {
-        arith::ConstantIndexOp::create(builder, loc, units)};
+        arith::ConstantIndexOp::create(builder, loc, shares.units)};
     llvm::append_range(operands, captured);
     func::CallOp::create(builder, loc, launch, operands);
     // Iterations after the last whole block run here, serially.
-    if (units * block < trips) {
+    if (shares.units * shares.block < shares.trips) {
       auto rest = cast<affine::AffineForOp>(builder.clone(*loop));
-      rest.setConstantLowerBound(lower + units * block);
+      rest.setConstantLowerBound(shares.lower + shares.units * shares.block);
     }
     loop.erase();
     ++numParallelLoops;

@@ -44,49 +44,77 @@ bool sameElement(affine::AffineLoadOp load, affine::AffineStoreOp store) {
          load.getMapOperands() == store.getMapOperands();
 }
 
+Value memrefOf(Operation *access) {
+  if (auto load = dyn_cast<affine::AffineLoadOp>(access))
+    return load.getMemRef();
+  return cast<affine::AffineStoreOp>(access).getMemRef();
+}
+
+/// The affine loads and stores of \p loop's body, or nothing when the body
+/// holds a region or another op with memory effects.
+std::optional<SmallVector<Operation *>>
+straightLineAccesses(affine::AffineForOp loop) {
+  SmallVector<Operation *> accesses;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (op.getNumRegions() != 0)
+      return std::nullopt;
+    if (isa<affine::AffineLoadOp, affine::AffineStoreOp>(op))
+      accesses.push_back(&op);
+    else if (!isMemoryEffectFree(&op))
+      return std::nullopt;
+  }
+  return accesses;
+}
+
+/// Whether \p load reads the same element on every iteration of \p loop.
+bool isLoopInvariantLoad(affine::AffineLoadOp load, affine::AffineForOp loop) {
+  return llvm::all_of(load.getMapOperands(), [&](Value operand) {
+    return loop.isDefinedOutsideOfLoop(operand);
+  });
+}
+
+/// The accumulator that \p load (at \p position among \p accesses) begins:
+/// the first later store to its element, when no other access may touch
+/// its buffer; nothing otherwise.
+std::optional<Accumulator> accumulatorFrom(affine::AffineLoadOp load,
+                                           size_t position,
+                                           ArrayRef<Operation *> accesses) {
+  affine::AffineStoreOp store;
+  bool alone = true;
+  Value buffer = mp::viewedBuffer(load.getMemRef());
+  for (auto [other, otherAccess] : llvm::enumerate(accesses)) {
+    if (otherAccess == load.getOperation())
+      continue;
+    auto candidate = dyn_cast<affine::AffineStoreOp>(otherAccess);
+    if (!store && candidate && other > position &&
+        sameElement(load, candidate)) {
+      store = candidate;
+      continue;
+    }
+    if (mp::mayShareMemory(buffer, memrefOf(otherAccess)))
+      alone = false;
+  }
+  if (!store || !alone)
+    return std::nullopt;
+  return Accumulator{load, store};
+}
+
 /// The accumulators of an innermost, straight-line loop without iter_args,
 /// or none if anything in it could touch their memory unseen.
 SmallVector<Accumulator> findAccumulators(affine::AffineForOp loop) {
   if (loop.getNumIterOperands() != 0)
     return {};
-  SmallVector<Operation *> accesses;
-  for (Operation &op : loop.getBody()->without_terminator()) {
-    if (op.getNumRegions() != 0)
-      return {};
-    if (isa<affine::AffineLoadOp, affine::AffineStoreOp>(op))
-      accesses.push_back(&op);
-    else if (!isMemoryEffectFree(&op))
-      return {};
-  }
-  auto memrefOf = [](Operation *access) {
-    if (auto load = dyn_cast<affine::AffineLoadOp>(access))
-      return load.getMemRef();
-    return cast<affine::AffineStoreOp>(access).getMemRef();
-  };
+  std::optional<SmallVector<Operation *>> accesses = straightLineAccesses(loop);
+  if (!accesses)
+    return {};
   SmallVector<Accumulator> found;
-  for (auto [position, access] : llvm::enumerate(accesses)) {
+  for (auto [position, access] : llvm::enumerate(*accesses)) {
     auto load = dyn_cast<affine::AffineLoadOp>(access);
-    if (!load || !llvm::all_of(load.getMapOperands(), [&](Value operand) {
-          return loop.isDefinedOutsideOfLoop(operand);
-        }))
+    if (!load || !isLoopInvariantLoad(load, loop))
       continue;
-    affine::AffineStoreOp store;
-    bool alone = true;
-    Value buffer = mp::viewedBuffer(load.getMemRef());
-    for (auto [other, otherAccess] : llvm::enumerate(accesses)) {
-      if (otherAccess == access)
-        continue;
-      auto candidate = dyn_cast<affine::AffineStoreOp>(otherAccess);
-      if (!store && candidate && other > position &&
-          sameElement(load, candidate)) {
-        store = candidate;
-        continue;
-      }
-      if (mp::mayShareMemory(buffer, memrefOf(otherAccess)))
-        alone = false;
-    }
-    if (store && alone)
-      found.push_back({load, store});
+    if (std::optional<Accumulator> accumulator =
+            accumulatorFrom(load, position, *accesses))
+      found.push_back(*accumulator);
   }
   return found;
 }

@@ -55,6 +55,37 @@ int64_t reuseOf(linalg::GenericOp op, OpOperand *input) {
   return reuse;
 }
 
+/// Whether \p arg is used only as the divisor of divisions (of something
+/// other than itself).
+bool onlyDividesBy(BlockArgument arg) {
+  return llvm::all_of(arg.getUsers(), [&](Operation *user) {
+    auto division = dyn_cast<arith::DivFOp>(user);
+    return division && division.getRhs() == arg && division.getLhs() != arg;
+  });
+}
+
+void yieldReciprocal(OpBuilder &b, Location l, ValueRange args) {
+  Value one = arith::ConstantOp::create(b, l, b.getF32FloatAttr(1.0f));
+  linalg::YieldOp::create(
+      b, l, ValueRange{arith::DivFOp::create(b, l, one, args[0])});
+}
+
+/// A generic computing `1 / x` for each element of \p divisor.
+Value buildReciprocals(OpBuilder &builder, Location loc, Value divisor) {
+  auto type = cast<RankedTensorType>(divisor.getType());
+  Value empty = tensor::EmptyOp::create(builder, loc, type.getShape(),
+                                        type.getElementType());
+  AffineMap identity =
+      AffineMap::getMultiDimIdentityMap(type.getRank(), builder.getContext());
+  SmallVector<utils::IteratorType> parallel(type.getRank(),
+                                            utils::IteratorType::parallel);
+  return linalg::GenericOp::create(builder, loc, TypeRange{type},
+                                   ValueRange{divisor}, ValueRange{empty},
+                                   ArrayRef<AffineMap>{identity, identity},
+                                   parallel, yieldReciprocal)
+      .getResult(0);
+}
+
 struct ReciprocalDivisionsPass
     : public mp::impl::MPReciprocalDivisionsBase<ReciprocalDivisionsPass> {
   using MPReciprocalDivisionsBase::MPReciprocalDivisionsBase;
@@ -75,68 +106,52 @@ struct ReciprocalDivisionsPass
       rewrite(op);
   }
 
+  /// Whether \p input is an f32 input of static shape that \p op's body
+  /// divides by and that each iteration does not have to its own.
+  bool isReusedDivisor(linalg::GenericOp op, OpOperand *input) {
+    BlockArgument arg = op.getMatchingBlockArgument(input);
+    auto type = dyn_cast<RankedTensorType>(input->get().getType());
+    return arg.getType().isF32() && type && type.hasStaticShape() &&
+           dividesBy(arg) &&
+           op.getMatchingIndexingMap(input).isProjectedPermutation() &&
+           reuseOf(op, input) >= minReuse;
+  }
+
   void rewrite(linalg::GenericOp op) {
-    // f32 inputs of static shape that the body divides by and that each
-    // iteration does not have to its own.
     SmallVector<OpOperand *> divisors;
-    for (OpOperand *input : op.getDpsInputOperands()) {
-      BlockArgument arg = op.getMatchingBlockArgument(input);
-      auto type = dyn_cast<RankedTensorType>(input->get().getType());
-      if (!arg.getType().isF32() || !type || !type.hasStaticShape() ||
-          !dividesBy(arg) ||
-          !op.getMatchingIndexingMap(input).isProjectedPermutation() ||
-          reuseOf(op, input) < minReuse)
-        continue;
-      divisors.push_back(input);
-    }
+    for (OpOperand *input : op.getDpsInputOperands())
+      if (isReusedDivisor(op, input))
+        divisors.push_back(input);
     if (divisors.empty())
       return;
 
     OpBuilder builder(op);
     Location loc = op.getLoc();
-    MLIRContext *context = op.getContext();
     // One reciprocal per element of each divisor. A divisor the body only
     // divides by is replaced by its reciprocals; one it also uses
     // otherwise gets them as an input of their own, after the inputs.
     SmallVector<std::pair<OpOperand *, Value>> added;
     for (OpOperand *input : divisors) {
-      auto type = cast<RankedTensorType>(input->get().getType());
-      Value empty = tensor::EmptyOp::create(builder, loc, type.getShape(),
-                                            type.getElementType());
-      AffineMap identity =
-          AffineMap::getMultiDimIdentityMap(type.getRank(), context);
-      SmallVector<utils::IteratorType> parallel(type.getRank(),
-                                                utils::IteratorType::parallel);
-      Value reciprocal =
-          linalg::GenericOp::create(
-              builder, loc, TypeRange{type}, ValueRange{input->get()},
-              ValueRange{empty}, ArrayRef<AffineMap>{identity, identity},
-              parallel,
-              [](OpBuilder &b, Location l, ValueRange args) {
-                Value one =
-                    arith::ConstantOp::create(b, l, b.getF32FloatAttr(1.0f));
-                linalg::YieldOp::create(
-                    b, l,
-                    ValueRange{arith::DivFOp::create(b, l, one, args[0])});
-              })
-              .getResult(0);
+      Value reciprocal = buildReciprocals(builder, loc, input->get());
       ++numDivisors;
       BlockArgument arg = op.getMatchingBlockArgument(input);
-      if (llvm::all_of(arg.getUsers(), [&](Operation *user) {
-            auto division = dyn_cast<arith::DivFOp>(user);
-            return division && division.getRhs() == arg &&
-                   division.getLhs() != arg;
-          })) {
+      if (onlyDividesBy(arg)) {
         input->set(reciprocal);
         multiplyInstead(arg, arg);
       } else {
         added.push_back({input, reciprocal});
       }
     }
-    if (added.empty())
-      return;
+    if (!added.empty())
+      addReciprocalInputs(op, added, builder);
+  }
 
-    // The generic again, reading the added reciprocals after its inputs.
+  /// Rebuilds \p op reading the \p added reciprocals after its inputs,
+  /// its body multiplying by them instead of dividing by their divisors.
+  static void addReciprocalInputs(linalg::GenericOp op,
+                                  ArrayRef<std::pair<OpOperand *, Value>> added,
+                                  OpBuilder &builder) {
+    Location loc = op.getLoc();
     SmallVector<Value> inputs(op.getDpsInputs());
     SmallVector<AffineMap> maps;
     for (OpOperand *input : op.getDpsInputOperands())
