@@ -117,6 +117,92 @@ struct DataParallelPass : mp::impl::MPDataParallelBase<DataParallelPass> {
         return signalPassFailure();
   }
 
+  /// The offsets of the gradients at \p grads in the flat buffer, their
+  /// total in \p total; fails (reported) for a gradient that is not a
+  /// statically shaped f32 tensor.
+  static FailureOr<SmallVector<int64_t>>
+  gradientOffsets(func::FuncOp func, func::ReturnOp ret,
+                  ArrayRef<unsigned> grads, int64_t &total) {
+    SmallVector<int64_t> offsets;
+    total = 0;
+    for (unsigned i : grads) {
+      auto type = dyn_cast<RankedTensorType>(ret.getOperand(i).getType());
+      if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+        return func.emitError()
+               << "mp-data-parallel: gradient result " << i << " is "
+               << ret.getOperand(i).getType()
+               << "; all-reduced gradients must be statically shaped f32 "
+                  "tensors";
+      offsets.push_back(total);
+      total += type.getNumElements();
+    }
+    return offsets;
+  }
+
+  /// The loss (the first result, an f32 scalar) rides along, so that every
+  /// rank reports the global batch's mean loss.
+  static bool lossRidesAlong(func::FuncOp func) {
+    return func.getNumResults() > 0 && func.getResultTypes()[0].isF32() &&
+           !func.getResultAttr(0, kGradAttrName);
+  }
+
+  /// One flat tensor of the gradients (and the loss when \p withLoss).
+  /// One tensor.concat rather than insert_slices into an empty tensor:
+  /// empty-tensor elimination would have the gradients computed in place
+  /// into strided views of the flat buffer, which the affine analyses of
+  /// the CPU lowering do not take.
+  static Value pack(OpBuilder &b, Location loc, func::ReturnOp ret,
+                    ArrayRef<unsigned> grads, bool withLoss) {
+    SmallVector<Value> rows;
+    for (unsigned i : grads)
+      rows.push_back(flatten(b, loc, ret.getOperand(i)));
+    if (withLoss)
+      rows.push_back(tensor::FromElementsOp::create(
+          b, loc, RankedTensorType::get({1}, b.getF32Type()),
+          ret.getOperand(0)));
+    if (rows.size() == 1)
+      return rows.front();
+    return tensor::ConcatOp::create(b, loc, /*dim=*/0, rows).getResult();
+  }
+
+  /// MPI reduces no i1: the found_inf flag at result \p foundInf as an
+  /// i32, MAX over the ranks.
+  static void reduceFoundInf(OpBuilder &b, Location loc, func::ReturnOp ret,
+                             unsigned foundInf) {
+    Value flag = arith::ExtUIOp::create(b, loc, b.getI32Type(),
+                                        ret.getOperand(foundInf));
+    Value one = tensor::FromElementsOp::create(
+        b, loc, RankedTensorType::get({1}, b.getI32Type()), flag);
+    Value any = allReduce(b, loc, one, mpi::MPI_ReductionOpEnum::MPI_MAX);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value anyFlag = tensor::ExtractOp::create(b, loc, any, zero);
+    ret.setOperand(foundInf, arith::CmpIOp::create(
+                                 b, loc, arith::CmpIPredicate::ne, anyFlag,
+                                 arith::ConstantIntOp::create(b, loc, 0, 32)));
+  }
+
+  /// Each gradient's mean read straight from the sum, element by element
+  /// at its offset (a generic with an offset map, not a view of the flat
+  /// buffer: the affine analyses of the CPU lowering take no strided
+  /// views), as a tensor of its own shape; the loss's mean when
+  /// \p withLoss.
+  void unpackMeans(OpBuilder &b, Location loc, func::ReturnOp ret, Value sum,
+                   ArrayRef<unsigned> grads, ArrayRef<int64_t> offsets,
+                   bool withLoss, int64_t lossOffset) {
+    Value n = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(static_cast<float>(ranks)));
+    for (auto [i, offset] : llvm::zip(grads, offsets)) {
+      auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
+      ret.setOperand(i, meanAt(b, loc, sum, offset, type, n));
+      ++numReduced;
+    }
+    if (!withLoss)
+      return;
+    Value at = arith::ConstantIndexOp::create(b, loc, lossOffset);
+    Value loss = tensor::ExtractOp::create(b, loc, sum, ValueRange{at});
+    ret.setOperand(0, arith::DivFOp::create(b, loc, loss, n));
+  }
+
   LogicalResult reduce(func::FuncOp func) {
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     SmallVector<unsigned> grads;
@@ -133,82 +219,25 @@ struct DataParallelPass : mp::impl::MPDataParallelBase<DataParallelPass> {
                               << kGradAttrName << "' results)";
     OpBuilder b(ret);
     Location loc = ret.getLoc();
-    Type f32 = b.getF32Type();
-
-    // Pack: each gradient flattened at its offset.
-    SmallVector<int64_t> offsets;
     int64_t total = 0;
-    for (unsigned i : grads) {
-      auto type = dyn_cast<RankedTensorType>(ret.getOperand(i).getType());
-      if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
-        return func.emitError()
-               << "mp-data-parallel: gradient result " << i << " is "
-               << ret.getOperand(i).getType()
-               << "; all-reduced gradients must be statically shaped f32 "
-                  "tensors";
-      offsets.push_back(total);
-      total += type.getNumElements();
-    }
-    // The loss (the first result, an f32 scalar) rides along, so that every
-    // rank reports the global batch's mean loss.
-    bool withLoss = func.getNumResults() > 0 &&
-                    func.getResultTypes()[0].isF32() &&
-                    !func.getResultAttr(0, kGradAttrName);
+    FailureOr<SmallVector<int64_t>> offsets =
+        gradientOffsets(func, ret, grads, total);
+    if (failed(offsets))
+      return failure();
+    bool withLoss = lossRidesAlong(func);
     int64_t lossOffset = total;
     if (withLoss)
       ++total;
-    // One tensor.concat rather than insert_slices into an empty tensor:
-    // empty-tensor elimination would have the gradients computed in place
-    // into strided views of the flat buffer, which the affine analyses of
-    // the CPU lowering do not take.
     // MPI counts elements in an int (one call; buckets are not built).
     if (total > std::numeric_limits<int32_t>::max())
       return func.emitError()
              << "mp-data-parallel: " << total
              << " gradient elements exceed one MPI all-reduce (2^31 - 1)";
-    SmallVector<Value> rows;
-    for (unsigned i : grads)
-      rows.push_back(flatten(b, loc, ret.getOperand(i)));
-    if (withLoss)
-      rows.push_back(tensor::FromElementsOp::create(
-          b, loc, RankedTensorType::get({1}, f32), ret.getOperand(0)));
-    Value flat =
-        rows.size() == 1
-            ? rows.front()
-            : tensor::ConcatOp::create(b, loc, /*dim=*/0, rows).getResult();
+    Value flat = pack(b, loc, ret, grads, withLoss);
     Value sum = allReduce(b, loc, flat, mpi::MPI_ReductionOpEnum::MPI_SUM);
-
-    // Each gradient's mean read straight from the sum, element by element
-    // at its offset (a generic with an offset map, not a view of the flat
-    // buffer: the affine analyses of the CPU lowering take no strided
-    // views), as a tensor of its own shape.
-    Value n = arith::ConstantOp::create(
-        b, loc, b.getF32FloatAttr(static_cast<float>(ranks)));
-    for (auto [i, offset] : llvm::zip(grads, offsets)) {
-      auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
-      ret.setOperand(i, meanAt(b, loc, sum, offset, type, n));
-      ++numReduced;
-    }
-    if (withLoss) {
-      Value at = arith::ConstantIndexOp::create(b, loc, lossOffset);
-      Value loss = tensor::ExtractOp::create(b, loc, sum, ValueRange{at});
-      ret.setOperand(0, arith::DivFOp::create(b, loc, loss, n));
-    }
-
-    if (foundInf) {
-      // MPI reduces no i1: the flag as an i32, MAX over the ranks.
-      Value flag = arith::ExtUIOp::create(b, loc, b.getI32Type(),
-                                          ret.getOperand(*foundInf));
-      Value one = tensor::FromElementsOp::create(
-          b, loc, RankedTensorType::get({1}, b.getI32Type()), flag);
-      Value any = allReduce(b, loc, one, mpi::MPI_ReductionOpEnum::MPI_MAX);
-      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-      Value anyFlag = tensor::ExtractOp::create(b, loc, any, zero);
-      ret.setOperand(
-          *foundInf,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, anyFlag,
-                                arith::ConstantIntOp::create(b, loc, 0, 32)));
-    }
+    unpackMeans(b, loc, ret, sum, grads, *offsets, withLoss, lossOffset);
+    if (foundInf)
+      reduceFoundInf(b, loc, ret, *foundInf);
     return success();
   }
 

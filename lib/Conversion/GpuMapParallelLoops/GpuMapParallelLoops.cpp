@@ -119,6 +119,100 @@ void parallelToFors(IRRewriter &rewriter, scf::ParallelOp loop) {
   rewriter.eraseOp(loop);
 }
 
+/// Buffer copies (from bufferization) become element loops.
+void copiesToLoops(IRRewriter &rewriter, func::FuncOp func) {
+  SmallVector<Operation *> topLevel;
+  collectTopLevel(func, topLevel);
+  for (Operation *op : topLevel)
+    if (auto copy = dyn_cast<memref::CopyOp>(op))
+      copyToLoops(rewriter, copy);
+}
+
+/// Serial work runs as a one-thread kernel rather than on the host: each
+/// top-level op other than a parallel loop moves into an scf.parallel of
+/// one iteration. Fails (reported) for one with results.
+LogicalResult serialWorkToKernels(IRRewriter &rewriter, func::FuncOp func) {
+  SmallVector<Operation *> topLevel;
+  collectTopLevel(func, topLevel);
+  for (Operation *op : topLevel) {
+    if (isa<scf::ParallelOp>(op))
+      continue;
+    if (op->getNumResults() != 0)
+      return op->emitError("mp-gpu-map-parallel-loops: host code would read "
+                           "a tensor element or carry a value out of a "
+                           "loop ('")
+             << op->getName()
+             << "'); the GPU path keeps element accesses in kernels";
+    rewriter.setInsertionPoint(op);
+    Location loc = op->getLoc();
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto serial = scf::ParallelOp::create(rewriter, loc, zero, one, one);
+    op->moveBefore(serial.getBody()->getTerminator());
+  }
+  return success();
+}
+
+/// Each parallel nest becomes one dimension, so that a nest of any rank
+/// fills blocks of threads.
+void collapseTopLevelNests(IRRewriter &rewriter, func::FuncOp func) {
+  SmallVector<Operation *> topLevel;
+  collectTopLevel(func, topLevel);
+  for (Operation *op : topLevel) {
+    auto loop = cast<scf::ParallelOp>(op);
+    if (loop.getNumLoops() <= 1)
+      continue;
+    std::vector<unsigned> all(loop.getNumLoops());
+    for (unsigned i = 0; i < all.size(); ++i)
+      all[i] = i;
+    collapseParallelLoops(rewriter, loop, {all});
+  }
+}
+
+/// The threads per block for \p loop: \p blockSize, or its trip count
+/// when that is constant and smaller (at least 1).
+int64_t blockTile(scf::ParallelOp loop, int64_t blockSize) {
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()[0]);
+  std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound()[0]);
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep()[0]);
+  if (!lb || !ub || !step || *step <= 0)
+    return blockSize;
+  return std::max<int64_t>(
+      1, std::min<int64_t>(blockSize, (*ub - *lb + *step - 1) / *step));
+}
+
+/// Parallel loops inside a thread's work (\p inner) run sequentially: as
+/// scf.for nests (upstream convert-parallel-loops-to-gpu takes a
+/// sequential scf.parallel only directly in the thread's body; under an
+/// scf.for, as in a one-thread kernel of a column sum, it left the whole
+/// nest on the host); those with results are mapped Sequential.
+LogicalResult serializeNested(IRRewriter &rewriter, scf::ParallelOp inner) {
+  SmallVector<scf::ParallelOp> nested;
+  inner.getBody()->walk([&](scf::ParallelOp loop) { nested.push_back(loop); });
+  for (scf::ParallelOp loop : nested) {
+    if (loop.getNumResults() == 0) {
+      parallelToFors(rewriter, loop);
+      continue;
+    }
+    if (failed(mapAll(loop, gpu::Processor::Sequential)))
+      return loop.emitError("mp-gpu-map-parallel-loops: cannot map loop");
+  }
+  return success();
+}
+
+/// Tiles \p loop into blocks and threads and maps it onto them.
+LogicalResult mapToBlocksAndThreads(IRRewriter &rewriter, scf::ParallelOp loop,
+                                    int64_t blockSize) {
+  // Fixed-size inner loops with a bounds check: the block size stays a
+  // constant the kernel can be compiled for.
+  auto [outer, inner] = scf::tileParallelLoop(
+      loop, {blockTile(loop, blockSize)}, /*noMinMaxBounds=*/true);
+  if (failed(mapAll(outer, gpu::Processor::BlockX)) ||
+      failed(mapAll(inner, gpu::Processor::ThreadX)))
+    return outer.emitError("mp-gpu-map-parallel-loops: cannot map loop");
+  return serializeNested(rewriter, inner);
+}
+
 struct MPGpuMapParallelLoops
     : public mp::impl::MPGpuMapParallelLoopsBase<MPGpuMapParallelLoops> {
   using Base::Base;
@@ -138,88 +232,22 @@ struct MPGpuMapParallelLoops
 
   LogicalResult mapFunction(func::FuncOp func) {
     IRRewriter rewriter(func.getContext());
-    SmallVector<Operation *> topLevel;
-    collectTopLevel(func, topLevel);
-
-    // Buffer copies (from bufferization) become element loops.
-    for (Operation *op : topLevel)
-      if (auto copy = dyn_cast<memref::CopyOp>(op))
-        copyToLoops(rewriter, copy);
-    topLevel.clear();
-    collectTopLevel(func, topLevel);
-
-    // Serial work runs as a one-thread kernel rather than on the host.
-    for (Operation *op : topLevel) {
-      if (isa<scf::ParallelOp>(op))
-        continue;
-      if (op->getNumResults() != 0)
-        return op->emitError("mp-gpu-map-parallel-loops: host code would read "
-                             "a tensor element or carry a value out of a "
-                             "loop ('")
-               << op->getName()
-               << "'); the GPU path keeps element accesses in kernels";
-      rewriter.setInsertionPoint(op);
-      Location loc = op->getLoc();
-      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-      Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-      auto serial = scf::ParallelOp::create(rewriter, loc, zero, one, one);
-      op->moveBefore(serial.getBody()->getTerminator());
-    }
-
-    // Each parallel nest becomes one dimension, so that a nest of any rank
-    // fills blocks of blockSize threads.
-    topLevel.clear();
-    collectTopLevel(func, topLevel);
-    for (Operation *op : topLevel) {
-      auto loop = cast<scf::ParallelOp>(op);
-      if (loop.getNumLoops() > 1) {
-        std::vector<unsigned> all(loop.getNumLoops());
-        for (unsigned i = 0; i < all.size(); ++i)
-          all[i] = i;
-        collapseParallelLoops(rewriter, loop, {all});
-      }
-    }
+    copiesToLoops(rewriter, func);
+    if (failed(serialWorkToKernels(rewriter, func)))
+      return failure();
+    collapseTopLevelNests(rewriter, func);
 
     // Fold the collapsed trip counts to constants where shapes are static
     // (no patterns: folding only), so that small nests get small blocks.
     if (failed(applyPatternsGreedily(func, FrozenRewritePatternSet())))
       return func.emitError("mp-gpu-map-parallel-loops: folding diverged");
 
-    topLevel.clear();
+    SmallVector<Operation *> topLevel;
     collectTopLevel(func, topLevel);
-    for (Operation *op : topLevel) {
-      auto loop = cast<scf::ParallelOp>(op);
-      int64_t tile = blockSize;
-      std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()[0]);
-      std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound()[0]);
-      std::optional<int64_t> step = getConstantIntValue(loop.getStep()[0]);
-      if (lb && ub && step && *step > 0)
-        tile = std::max<int64_t>(
-            1, std::min<int64_t>(tile, (*ub - *lb + *step - 1) / *step));
-      // Fixed-size inner loops with a bounds check: the block size stays a
-      // constant the kernel can be compiled for.
-      auto [outer, inner] =
-          scf::tileParallelLoop(loop, {tile}, /*noMinMaxBounds=*/true);
-      if (failed(mapAll(outer, gpu::Processor::BlockX)) ||
-          failed(mapAll(inner, gpu::Processor::ThreadX)))
-        return outer.emitError("mp-gpu-map-parallel-loops: cannot map loop");
-      // Parallel loops inside a thread's work run sequentially: as scf.for
-      // nests (upstream convert-parallel-loops-to-gpu takes a sequential
-      // scf.parallel only directly in the thread's body; under an scf.for,
-      // as in a one-thread kernel of a column sum, it left the whole nest
-      // on the host).
-      SmallVector<scf::ParallelOp> nested;
-      inner.getBody()->walk(
-          [&](scf::ParallelOp loop) { nested.push_back(loop); });
-      for (scf::ParallelOp loop : nested) {
-        if (loop.getNumResults() == 0) {
-          parallelToFors(rewriter, loop);
-          continue;
-        }
-        if (failed(mapAll(loop, gpu::Processor::Sequential)))
-          return loop.emitError("mp-gpu-map-parallel-loops: cannot map loop");
-      }
-    }
+    for (Operation *op : topLevel)
+      if (failed(mapToBlocksAndThreads(rewriter, cast<scf::ParallelOp>(op),
+                                       blockSize)))
+        return failure();
     return success();
   }
 };
