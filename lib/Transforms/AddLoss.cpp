@@ -143,23 +143,28 @@ struct MPAddLossPass : public mp::impl::MPAddLossBase<MPAddLossPass> {
       signalPassFailure();
   }
 
-  LogicalResult addLoss(ModuleOp module, func::FuncOp predict) {
+  /// The logits type of \p predict: its one result, a static
+  /// tensor<BxCxf32>; null otherwise.
+  static RankedTensorType logitsTypeOf(func::FuncOp predict) {
     FunctionType type = predict.getFunctionType();
     auto logitsType = type.getNumResults() == 1
                           ? dyn_cast<RankedTensorType>(type.getResult(0))
                           : RankedTensorType();
     if (!logitsType || logitsType.getRank() != 2 ||
         !logitsType.hasStaticShape() || !logitsType.getElementType().isF32())
-      return predict.emitError("--mp-add-loss: @")
-             << predict.getSymName()
-             << " must return one tensor<BxCxf32> (the logits), not "
-             << type.getResults();
-    if (type.getNumInputs() == 0 ||
-        predict.getArgAttr(0, kParamAttrName))
+      return {};
+    return logitsType;
+  }
+
+  /// \p predict takes the input first, then parameters only (mp.param),
+  /// and has one block; fails (reported) otherwise.
+  static LogicalResult checkArguments(func::FuncOp predict) {
+    unsigned numInputs = predict.getFunctionType().getNumInputs();
+    if (numInputs == 0 || predict.getArgAttr(0, kParamAttrName))
       return predict.emitError("--mp-add-loss: @")
              << predict.getSymName()
              << " must take the input first (an argument without mp.param)";
-    for (unsigned i = 1; i < type.getNumInputs(); ++i)
+    for (unsigned i = 1; i < numInputs; ++i)
       if (!predict.getArgAttr(i, kParamAttrName))
         return predict.emitError("--mp-add-loss: argument #")
                << i << " of @" << predict.getSymName()
@@ -168,6 +173,49 @@ struct MPAddLossPass : public mp::impl::MPAddLossBase<MPAddLossPass> {
     if (!predict.getBody().hasOneBlock())
       return predict.emitError("--mp-add-loss: @")
              << predict.getSymName() << " must have one block";
+    return success();
+  }
+
+  /// `@loss(input, labels, params...) -> f32` after \p predict, with its
+  /// argument attributes and entry block, marked mp.loss.
+  static func::FuncOp declareLoss(OpBuilder &b, func::FuncOp predict,
+                                  RankedTensorType logitsType) {
+    FunctionType type = predict.getFunctionType();
+    SmallVector<Type> inputs = {type.getInput(0), logitsType};
+    inputs.append(type.getInputs().begin() + 1, type.getInputs().end());
+    auto lossFn = func::FuncOp::create(
+        b, predict.getLoc(), "loss", b.getFunctionType(inputs, b.getF32Type()));
+    lossFn.setArgAttrs(0, predict.getArgAttrDict(0));
+    for (unsigned i = 1; i < type.getNumInputs(); ++i)
+      lossFn.setArgAttrs(i + 1, predict.getArgAttrDict(i));
+    lossFn->setAttr(kLossAttrName, b.getUnitAttr());
+    lossFn.addEntryBlock();
+    return lossFn;
+  }
+
+  /// Clones \p predict's body into \p entry (the labels argument skipped);
+  /// returns the cloned logits.
+  static Value cloneForward(OpBuilder &b, func::FuncOp predict, Block *entry) {
+    IRMapping mapping;
+    mapping.map(predict.getArgument(0), entry->getArgument(0));
+    for (unsigned i = 1; i < predict.getNumArguments(); ++i)
+      mapping.map(predict.getArgument(i), entry->getArgument(i + 1));
+    b.setInsertionPointToStart(entry);
+    Block &body = predict.getBody().front();
+    for (Operation &op : body.without_terminator())
+      b.clone(op, mapping);
+    return mapping.lookup(body.getTerminator()->getOperand(0));
+  }
+
+  LogicalResult addLoss(ModuleOp module, func::FuncOp predict) {
+    RankedTensorType logitsType = logitsTypeOf(predict);
+    if (!logitsType)
+      return predict.emitError("--mp-add-loss: @")
+             << predict.getSymName()
+             << " must return one tensor<BxCxf32> (the logits), not "
+             << predict.getFunctionType().getResults();
+    if (failed(checkArguments(predict)))
+      return failure();
     if (module.lookupSymbol("loss"))
       return predict.emitError("--mp-add-loss: the module already has a "
                                "symbol named @loss");
@@ -175,25 +223,9 @@ struct MPAddLossPass : public mp::impl::MPAddLossBase<MPAddLossPass> {
     Location loc = predict.getLoc();
     OpBuilder b(module.getContext());
     b.setInsertionPointAfter(predict);
-    SmallVector<Type> inputs = {type.getInput(0), logitsType};
-    inputs.append(type.getInputs().begin() + 1, type.getInputs().end());
-    auto lossFn = func::FuncOp::create(
-        b, loc, "loss", b.getFunctionType(inputs, b.getF32Type()));
-    lossFn.setArgAttrs(0, predict.getArgAttrDict(0));
-    for (unsigned i = 1; i < type.getNumInputs(); ++i)
-      lossFn.setArgAttrs(i + 1, predict.getArgAttrDict(i));
-    lossFn->setAttr(kLossAttrName, b.getUnitAttr());
-
-    Block *entry = lossFn.addEntryBlock();
-    IRMapping mapping;
-    mapping.map(predict.getArgument(0), entry->getArgument(0));
-    for (unsigned i = 1; i < type.getNumInputs(); ++i)
-      mapping.map(predict.getArgument(i), entry->getArgument(i + 1));
-    b.setInsertionPointToStart(entry);
-    Block &body = predict.getBody().front();
-    for (Operation &op : body.without_terminator())
-      b.clone(op, mapping);
-    Value logits = mapping.lookup(body.getTerminator()->getOperand(0));
+    func::FuncOp lossFn = declareLoss(b, predict, logitsType);
+    Block *entry = &lossFn.getBody().front();
+    Value logits = cloneForward(b, predict, entry);
     Value labels = entry->getArgument(1);
     Value value = loss == LossKind::CrossEntropy
                       ? crossEntropy(b, loc, logits, labels)
