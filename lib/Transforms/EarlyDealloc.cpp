@@ -61,50 +61,55 @@ bool readsElements(Operation *op) {
              vector::GatherOp, linalg::LinalgOp>(op);
 }
 
+/// Adds the values \p user makes from the buffer that may alias it to
+/// \p aliases. Conservatively, whatever an op makes from the buffer may
+/// alias it (views, casts, the integer pointer a runtime call takes),
+/// unless it only reads elements: its results, the arguments of regions it
+/// is passed into, and the results of every op enclosing a nested use up
+/// to \p inBlock (a loop that yields it).
+void addAliasesMadeBy(Operation *user, Operation *inBlock,
+                      llvm::SetVector<Value> &aliases) {
+  if (!readsElements(user)) {
+    aliases.insert(user->result_begin(), user->result_end());
+    for (Region &region : user->getRegions())
+      for (Block &b : region)
+        aliases.insert(b.args_begin(), b.args_end());
+  }
+  for (Operation *op = user; op != inBlock;) {
+    op = op->getParentOp();
+    aliases.insert(op->result_begin(), op->result_end());
+  }
+}
+
+/// Widens \p uses' span to include \p inBlock.
+void widenSpan(Uses &uses, Operation *inBlock) {
+  if (!uses.first || inBlock->isBeforeInBlock(uses.first))
+    uses.first = inBlock;
+  if (!uses.last || uses.last->isBeforeInBlock(inBlock))
+    uses.last = inBlock;
+}
+
 /// The uses of `alloc`'s buffer, and of every value that may alias it, as
 /// ops of `block`; `dealloc` is not a use.
 Uses findUses(Block *block, Value buffer, Operation *dealloc) {
   Uses uses;
   llvm::SetVector<Value> aliases;
   aliases.insert(buffer);
-  auto addAll = [&](auto values) {
-    for (Value v : values)
-      aliases.insert(v);
-  };
   for (unsigned i = 0; i < aliases.size(); ++i) {
     Value value = aliases[i];
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
       if (user == dealloc)
         continue;
-      if (escapesThrough(user, value)) {
-        uses.escapes = true;
-        return uses;
-      }
-      Operation *inBlock = block->findAncestorOpInBlock(*user);
+      Operation *inBlock = escapesThrough(user, value)
+                               ? nullptr
+                               : block->findAncestorOpInBlock(*user);
       if (!inBlock) {
         uses.escapes = true;
         return uses;
       }
-      // Conservatively, whatever an op makes from the buffer may alias it
-      // (views, casts, the integer pointer a runtime call takes), unless
-      // it only reads elements: its results, the arguments of regions it is
-      // passed into, and the results of every op enclosing a nested use (a loop
-      // that yields it).
-      if (!readsElements(user)) {
-        addAll(user->getResults());
-        for (Region &region : user->getRegions())
-          for (Block &b : region)
-            addAll(b.getArguments());
-      }
-      for (Operation *op = user; op != inBlock;) {
-        op = op->getParentOp();
-        addAll(op->getResults());
-      }
-      if (!uses.first || inBlock->isBeforeInBlock(uses.first))
-        uses.first = inBlock;
-      if (!uses.last || uses.last->isBeforeInBlock(inBlock))
-        uses.last = inBlock;
+      addAliasesMadeBy(user, inBlock, aliases);
+      widenSpan(uses, inBlock);
     }
   }
   return uses;

@@ -40,6 +40,45 @@ using namespace mlir;
 
 namespace {
 
+/// LLVM packs a vector of i1 into bits where a memref of i1 holds a byte
+/// per element: a vector load or store of one reads and writes the wrong
+/// elements (the split inf checks' flags).
+bool hasSubByteElements(MemRefType memref) {
+  Type element = memref.getElementType();
+  return element.isIntOrFloat() && element.getIntOrFloatBitWidth() < 8;
+}
+
+/// Whether \p memref's innermost dimension has unit stride in memory.
+bool hasUnitInnermostStride(MemRefType memref) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(memref.getStridesAndOffset(strides, offset)) &&
+         strides.back() == 1;
+}
+
+/// Whether \p expr, a result of \p map, advances by exactly one per step of
+/// the operand at \p ivPosition: a unit coefficient and no local (floordiv
+/// or mod) terms.
+bool advancesByOne(AffineExpr expr, const affine::AffineValueMap &map,
+                   unsigned ivPosition) {
+  SmallVector<int64_t, 8> flat;
+  if (failed(getFlattenedAffineExpr(expr, map.getNumDims(), map.getNumSymbols(),
+                                    &flat)))
+    return false;
+  // Layout: dims, symbols, locals (floordiv/mod terms), constant. A local
+  // term built from the iv is not a unit stride.
+  bool hasLocals = flat.size() != map.getNumDims() + map.getNumSymbols() + 1;
+  return !hasLocals && flat[ivPosition] == 1;
+}
+
+/// Whether \p expr, a result of \p map, uses the operand at \p ivPosition.
+bool usesOperand(AffineExpr expr, const affine::AffineValueMap &map,
+                 unsigned ivPosition) {
+  if (ivPosition < map.getNumDims())
+    return expr.isFunctionOfDim(ivPosition);
+  return expr.isFunctionOfSymbol(ivPosition - map.getNumDims());
+}
+
 /// True when \p access advances by exactly one element per step of \p iv
 /// along the memref's innermost, unit-stride dimension and no other, or is a
 /// read that ignores \p iv (a broadcast). A write that ignores the iv can only
@@ -53,45 +92,21 @@ bool isContiguousOrInvariant(Operation *access, Value iv) {
   if (position == operands.end())
     return isa<affine::AffineReadOpInterface>(access);
   unsigned ivPosition = position - operands.begin();
-  bool ivIsDim = ivPosition < map.getNumDims();
 
-  // LLVM packs a vector of i1 into bits where a memref of i1 holds a byte
-  // per element: a vector load or store of one reads and writes the wrong
-  // elements (the split inf checks' flags).
-  Type element = cast<MemRefType>(affine::MemRefAccess(access).memref.getType())
-                     .getElementType();
-  if (element.isIntOrFloat() && element.getIntOrFloatBitWidth() < 8)
+  auto memref = cast<MemRefType>(affine::MemRefAccess(access).memref.getType());
+  if (hasSubByteElements(memref))
     return false;
-
   // Only the innermost dimension, with unit stride in memory, makes the
   // vector one contiguous load or store; the vectorizer would turn other
   // dimensions into slow element-wise transfers.
-  auto memref = cast<MemRefType>(affine::MemRefAccess(access).memref.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  unsigned last = map.getNumResults() - 1;
-  if (map.getNumResults() == 0 ||
-      failed(memref.getStridesAndOffset(strides, offset)) ||
-      strides.back() != 1)
+  if (map.getNumResults() == 0 || !hasUnitInnermostStride(memref))
     return false;
-
-  for (unsigned result = 0, e = map.getNumResults(); result < e; ++result) {
+  unsigned last = map.getNumResults() - 1;
+  for (unsigned result = 0; result <= last; ++result) {
     AffineExpr expr = map.getResult(result);
-    bool usesIv = ivIsDim
-                      ? expr.isFunctionOfDim(ivPosition)
-                      : expr.isFunctionOfSymbol(ivPosition - map.getNumDims());
-    if (!usesIv)
+    if (!usesOperand(expr, map, ivPosition))
       continue;
-    if (result != last)
-      return false;
-    SmallVector<int64_t, 8> flat;
-    if (failed(getFlattenedAffineExpr(expr, map.getNumDims(),
-                                      map.getNumSymbols(), &flat)))
-      return false;
-    // Layout: dims, symbols, locals (floordiv/mod terms), constant. A local
-    // term built from the iv is not a unit stride.
-    bool hasLocals = flat.size() != map.getNumDims() + map.getNumSymbols() + 1;
-    return !hasLocals && flat[ivPosition] == 1;
+    return result == last && advancesByOne(expr, map, ivPosition);
   }
   // The iv is an operand that no result uses: invariant after all.
   return isa<affine::AffineReadOpInterface>(access);
@@ -157,10 +172,42 @@ void markInBounds(affine::AffineForOp loop, int64_t vectorSize) {
 /// may reassociate (`reassoc`): LLVM then adds halves as well instead of
 /// sixteen dependent scalar adds; the vector accumulators already sum in
 /// another order than the scalar loop.
-void combineLanesAsTree(vector::ReductionOp reduction) {
+/// maximumf or minimumf of \p a and \p b, as \p kind says.
+Value combineMinMax(OpBuilder &builder, Location loc,
+                    vector::CombiningKind kind, Value a, Value b) {
+  if (kind == vector::CombiningKind::MAXIMUMF)
+    return arith::MaximumFOp::create(builder, loc, a, b);
+  return arith::MinimumFOp::create(builder, loc, a, b);
+}
+
+/// The max or min of \p value's \p lanes (a power of two) as a tree:
+/// halves, then quarters, ..., down to one element.
+Value reduceAsTree(OpBuilder &builder, Location loc, vector::CombiningKind kind,
+                   Value value, int64_t lanes) {
+  for (int64_t half = lanes / 2; half >= 1; half /= 2) {
+    Value low = vector::ExtractStridedSliceOp::create(
+        builder, loc, value, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{half},
+        ArrayRef<int64_t>{1});
+    Value high = vector::ExtractStridedSliceOp::create(
+        builder, loc, value, ArrayRef<int64_t>{half}, ArrayRef<int64_t>{half},
+        ArrayRef<int64_t>{1});
+    value = combineMinMax(builder, loc, kind, low, high);
+  }
+  return vector::ExtractOp::create(builder, loc, value, 0);
+}
+
+/// The fixed-size 1-D float vector type a reduction reads, or null.
+VectorType floatVectorType(vector::ReductionOp reduction) {
   auto type = dyn_cast<VectorType>(reduction.getVector().getType());
   if (!type || type.getRank() != 1 || type.isScalable() ||
       !isa<FloatType>(type.getElementType()))
+    return {};
+  return type;
+}
+
+void combineLanesAsTree(vector::ReductionOp reduction) {
+  VectorType type = floatVectorType(reduction);
+  if (!type)
     return;
   vector::CombiningKind kind = reduction.getKind();
   if (kind == vector::CombiningKind::ADD) {
@@ -176,24 +223,9 @@ void combineLanesAsTree(vector::ReductionOp reduction) {
     return;
   OpBuilder builder(reduction);
   Location loc = reduction.getLoc();
-  auto combine = [&](Value a, Value b) -> Value {
-    if (kind == vector::CombiningKind::MAXIMUMF)
-      return arith::MaximumFOp::create(builder, loc, a, b);
-    return arith::MinimumFOp::create(builder, loc, a, b);
-  };
-  Value value = reduction.getVector();
-  for (int64_t half = lanes / 2; half >= 1; half /= 2) {
-    Value low = vector::ExtractStridedSliceOp::create(
-        builder, loc, value, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{half},
-        ArrayRef<int64_t>{1});
-    Value high = vector::ExtractStridedSliceOp::create(
-        builder, loc, value, ArrayRef<int64_t>{half}, ArrayRef<int64_t>{half},
-        ArrayRef<int64_t>{1});
-    value = combine(low, high);
-  }
-  Value result = vector::ExtractOp::create(builder, loc, value, 0);
+  Value result = reduceAsTree(builder, loc, kind, reduction.getVector(), lanes);
   if (Value accumulator = reduction.getAcc())
-    result = combine(result, accumulator);
+    result = combineMinMax(builder, loc, kind, result, accumulator);
   reduction.replaceAllUsesWith(result);
   reduction.erase();
 }
