@@ -51,6 +51,31 @@ Value emptyBehindFill(Value init, bool needZero) {
   return empty.getDefiningOp<tensor::EmptyOp>() ? empty : Value();
 }
 
+/// Where \p acc (used once), or its one widening, is one operand of an
+/// addf, makes the sum's users read the other operand instead and erases
+/// the addition (and the widening); false when it is no such sum.
+bool dropZeroAddition(BlockArgument acc) {
+  Value summand = acc;
+  Operation *user = *acc.getUsers().begin();
+  if (auto extf = dyn_cast<arith::ExtFOp>(user)) {
+    if (!extf->hasOneUse())
+      return false;
+    summand = extf.getResult();
+    user = *extf->getUsers().begin();
+  }
+  auto add = dyn_cast<arith::AddFOp>(user);
+  if (!add)
+    return false;
+  Value other = add.getLhs() == summand ? add.getRhs() : add.getLhs();
+  if (other == summand)
+    return false; // acc + acc
+  add.getResult().replaceAllUsesWith(other);
+  add->erase();
+  if (summand != acc)
+    summand.getDefiningOp()->erase();
+  return true;
+}
+
 /// Where every element of the init is written once: an init the body does
 /// not read needs no fill; `yield(0 + x)` (the accumulator maybe widened
 /// first) becomes `yield(x)`. Either way the op gets the empty tensor the
@@ -71,25 +96,8 @@ bool dropZeroAccumulator(linalg::GenericOp op) {
   }
   if (!acc.hasOneUse())
     return false;
-  // acc, or its one widening, is one operand of an addf.
-  Value summand = acc;
-  Operation *user = *acc.getUsers().begin();
-  if (auto extf = dyn_cast<arith::ExtFOp>(user)) {
-    if (!extf->hasOneUse())
-      return false;
-    summand = extf.getResult();
-    user = *extf->getUsers().begin();
-  }
-  auto add = dyn_cast<arith::AddFOp>(user);
-  if (!add)
+  if (!dropZeroAddition(acc))
     return false;
-  Value other = add.getLhs() == summand ? add.getRhs() : add.getLhs();
-  if (other == summand)
-    return false; // acc + acc
-  add.getResult().replaceAllUsesWith(other);
-  add->erase();
-  if (summand != acc)
-    summand.getDefiningOp()->erase();
   op.getDpsInitOperand(0)->set(empty);
   return true;
 }
@@ -117,8 +125,8 @@ struct DropZeroAccumulatorsPass
   void runOnOperation() override {
     llvm::SetVector<Operation *> fills;
     getOperation().walk([&](linalg::GenericOp op) {
-      Value init = op.getNumDpsInits() == 1 ? op.getDpsInitOperand(0)->get()
-                                            : Value();
+      Value init =
+          op.getNumDpsInits() == 1 ? op.getDpsInitOperand(0)->get() : Value();
       Operation *fill = init ? init.getDefiningOp<linalg::FillOp>() : nullptr;
       if (!dropZeroAccumulator(op))
         return;

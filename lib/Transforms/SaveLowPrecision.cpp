@@ -100,22 +100,49 @@ struct SaveLowPrecisionPass
       save(op, seed);
   }
 
+  /// The uses of \p value after \p seed (in the backward pass); nothing
+  /// when the value is returned (it stays f32 and alive to the end).
+  static std::optional<SmallVector<OpOperand *>>
+  backwardUsesOf(Value value, Operation *seed) {
+    SmallVector<OpOperand *> backwardUses;
+    Block *block = seed->getBlock();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = block->findAncestorOpInBlock(*use.getOwner());
+      if (user && user->hasTrait<OpTrait::IsTerminator>())
+        return std::nullopt;
+      if (user && seed->isBeforeInBlock(user))
+        backwardUses.push_back(&use);
+    }
+    return backwardUses;
+  }
+
+  /// Makes \p use read the \p saved low-precision copy (of element type
+  /// \p low) of an f32 value of type \p type.
+  static void readSaved(OpBuilder &b, Location loc, OpOperand *use, Value saved,
+                        FloatType low, RankedTensorType type) {
+    auto generic = dyn_cast<linalg::GenericOp>(use->getOwner());
+    if (!generic || !generic.isDpsInput(use)) {
+      b.setInsertionPoint(use->getOwner());
+      use->set(convert(b, loc, saved, type, /*truncate=*/false));
+      return;
+    }
+    // The reader widens each element itself: no f32 copy in memory.
+    BlockArgument arg = generic.getMatchingBlockArgument(use);
+    use->set(saved);
+    arg.setType(low);
+    b.setInsertionPointToStart(generic.getBody());
+    auto wide = arith::ExtFOp::create(b, arg.getLoc(), b.getF32Type(), arg);
+    arg.replaceAllUsesExcept(wide, wide);
+  }
+
   void save(linalg::LinalgOp op, Operation *seed) {
     Value value = op->getResult(0);
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
       return;
-    SmallVector<OpOperand *> backwardUses;
-    Block *block = op->getBlock();
-    for (OpOperand &use : value.getUses()) {
-      Operation *user = block->findAncestorOpInBlock(*use.getOwner());
-      // A returned value stays f32 and alive to the end: nothing to gain.
-      if (user && user->hasTrait<OpTrait::IsTerminator>())
-        return;
-      if (user && seed->isBeforeInBlock(user))
-        backwardUses.push_back(&use);
-    }
-    if (backwardUses.empty())
+    std::optional<SmallVector<OpOperand *>> backwardUses =
+        backwardUsesOf(value, seed);
+    if (!backwardUses || backwardUses->empty())
       return;
     FloatType low = lowPrecisionInputs(op);
     auto lowType = RankedTensorType::get(type.getShape(), low);
@@ -124,21 +151,8 @@ struct SaveLowPrecisionPass
     Value saved = convert(b, op->getLoc(), value, lowType, /*truncate=*/true);
     // Fusing the copy into a backward reader would keep the f32 value alive.
     saved.getDefiningOp()->setAttr(kSavedAttrName, b.getUnitAttr());
-    for (OpOperand *use : backwardUses) {
-      auto generic = dyn_cast<linalg::GenericOp>(use->getOwner());
-      if (generic && generic.isDpsInput(use)) {
-        // The reader widens each element itself: no f32 copy in memory.
-        BlockArgument arg = generic.getMatchingBlockArgument(use);
-        use->set(saved);
-        arg.setType(low);
-        b.setInsertionPointToStart(generic.getBody());
-        auto wide = arith::ExtFOp::create(b, arg.getLoc(), b.getF32Type(), arg);
-        arg.replaceAllUsesExcept(wide, wide);
-      } else {
-        b.setInsertionPoint(use->getOwner());
-        use->set(convert(b, op->getLoc(), saved, type, /*truncate=*/false));
-      }
-    }
+    for (OpOperand *use : *backwardUses)
+      readSaved(b, op->getLoc(), use, saved, low, type);
     ++numSaved;
     numBytesSaved +=
         type.getNumElements() * (4 - static_cast<int64_t>(low.getWidth() / 8));
