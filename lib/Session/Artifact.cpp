@@ -139,46 +139,62 @@ void packFunctionArguments(llvm::Module &module) {
   }
 }
 
-/// Calls to runtime functions go through `mp_import_<name>` pointers the
-/// loader binds (after optimization, so the JIT and the artifact optimize
-/// the same IR). Fills `imports` with the names; false when the code needs a
-/// runtime function the loader does not know.
-bool rewriteImports(llvm::Module &module, std::vector<std::string> &imports,
-                    std::string &error) {
+/// The runtime functions `module` calls: those the loader binds and any
+/// other mprt_/mgpu function (which rewriteImports refuses).
+llvm::SmallVector<llvm::Function *> runtimeDeclarations(llvm::Module &module) {
   llvm::SmallVector<llvm::Function *> declarations;
   for (llvm::Function &func : module.functions())
     if (func.isDeclaration() && !func.isIntrinsic() && !func.use_empty() &&
         (findImport(func.getName()) || func.getName().starts_with("mprt_") ||
          func.getName().starts_with("mgpu")))
       declarations.push_back(&func);
-  for (llvm::Function *func : declarations) {
+  return declarations;
+}
+
+/// Points each call of `func` at a load of its `mp_import_<name>` pointer
+/// and erases the declaration; false when a use is not an instruction.
+bool callThroughImport(llvm::Function *func, std::string &error) {
+  llvm::Module &module = *func->getParent();
+  auto *pointer = new llvm::GlobalVariable(
+      module, llvm::PointerType::getUnqual(module.getContext()),
+      /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantPointerNull::get(
+          llvm::PointerType::getUnqual(module.getContext())),
+      "mp_import_" + func->getName().str());
+  llvm::SmallVector<llvm::Use *> uses;
+  for (llvm::Use &use : func->uses())
+    uses.push_back(&use);
+  for (llvm::Use *use : uses) {
+    auto *user = llvm::dyn_cast<llvm::Instruction>(use->getUser());
+    if (!user || llvm::isa<llvm::PHINode>(user)) {
+      error = "runtime function '" + func->getName().str() +
+              "' is used other than by an instruction";
+      return false;
+    }
+    llvm::IRBuilder<> builder(user);
+    use->set(builder.CreateLoad(pointer->getValueType(), pointer,
+                                func->getName() + ".import"));
+  }
+  func->eraseFromParent();
+  return true;
+}
+
+/// Calls to runtime functions go through `mp_import_<name>` pointers the
+/// loader binds (after optimization, so the JIT and the artifact optimize
+/// the same IR). Fills `imports` with the names; false when the code needs a
+/// runtime function the loader does not know.
+bool rewriteImports(llvm::Module &module, std::vector<std::string> &imports,
+                    std::string &error) {
+  for (llvm::Function *func : runtimeDeclarations(module)) {
     if (!findImport(func->getName())) {
       error = "the compiled code calls runtime function '" +
               func->getName().str() + "', which artifacts cannot bind yet";
       return false;
     }
-    auto *pointer = new llvm::GlobalVariable(
-        module, llvm::PointerType::getUnqual(module.getContext()),
-        /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
-        llvm::ConstantPointerNull::get(
-            llvm::PointerType::getUnqual(module.getContext())),
-        "mp_import_" + func->getName().str());
-    llvm::SmallVector<llvm::Use *> uses;
-    for (llvm::Use &use : func->uses())
-      uses.push_back(&use);
-    for (llvm::Use *use : uses) {
-      auto *user = llvm::dyn_cast<llvm::Instruction>(use->getUser());
-      if (!user || llvm::isa<llvm::PHINode>(user)) {
-        error = "runtime function '" + func->getName().str() +
-                "' is used other than by an instruction";
-        return false;
-      }
-      llvm::IRBuilder<> builder(user);
-      use->set(builder.CreateLoad(pointer->getValueType(), pointer,
-                                  func->getName() + ".import"));
-    }
-    imports.push_back(func->getName().str());
-    func->eraseFromParent();
+    std::string name = func->getName().str();
+    if (!callThroughImport(func, error))
+      return false;
+    imports.push_back(name);
   }
   return true;
 }
@@ -191,39 +207,38 @@ llvm::json::Array tensorsJson(const std::vector<HostTensor> &tensors) {
   return array;
 }
 
-/// `module` as `pieces` modules that link into the same program, heaviest
-/// first: internal functions and variables become hidden (so that a piece
-/// can call into another); each function is defined in the piece with the
-/// fewest instructions so far, largest first (by count, one large entry
-/// and many small parallel bodies would be uneven); the variables, and what
-/// their initializers name (llvm.used's __truncsfbf2), in piece 0.
-std::vector<std::unique_ptr<llvm::Module>> splitEvenly(llvm::Module &module,
-                                                       unsigned pieces) {
-  auto externalize = [](llvm::GlobalValue &value) {
-    if (!value.hasLocalLinkage())
-      return;
-    if (!value.hasName())
-      value.setName("mp_piece_local");
-    value.setLinkage(llvm::GlobalValue::ExternalLinkage);
-    value.setVisibility(llvm::GlobalValue::HiddenVisibility);
-  };
-  for (llvm::Function &function : module)
-    externalize(function);
-  for (llvm::GlobalVariable &variable : module.globals())
-    if (!variable.getName().starts_with("llvm."))
-      externalize(variable);
+/// An internal function or variable made visible to the other pieces of
+/// its module (hidden, so still not exported by the shared object).
+void makeLinkable(llvm::GlobalValue &value) {
+  if (!value.hasLocalLinkage())
+    return;
+  if (!value.hasName())
+    value.setName("mp_piece_local");
+  value.setLinkage(llvm::GlobalValue::ExternalLinkage);
+  value.setVisibility(llvm::GlobalValue::HiddenVisibility);
+}
 
-  llvm::DenseMap<const llvm::GlobalValue *, unsigned> pieceOf;
+/// Whether something other than an instruction (a variable's initializer)
+/// names `function`: such functions stay with the variables, in piece 0.
+bool namedByVariable(const llvm::Function &function) {
+  return llvm::any_of(function.users(), [](const llvm::User *user) {
+    return !llvm::isa<llvm::Instruction>(user);
+  });
+}
+
+/// The piece that defines each function: those named by variables in piece
+/// 0, the others in the piece with the fewest instructions so far, largest
+/// first. Returns each piece's instruction count.
+std::vector<size_t>
+assignPieces(llvm::Module &module, unsigned pieces,
+             llvm::DenseMap<const llvm::GlobalValue *, unsigned> &pieceOf) {
   std::vector<size_t> load(pieces, 0);
   std::vector<std::pair<size_t, llvm::Function *>> bySize;
   for (llvm::Function &function : module) {
     if (function.isDeclaration())
       continue;
     size_t size = function.getInstructionCount();
-    bool namedByVariable = llvm::any_of(function.users(), [](llvm::User *user) {
-      return !llvm::isa<llvm::Instruction>(user);
-    });
-    if (namedByVariable) {
+    if (namedByVariable(function)) {
       pieceOf[&function] = 0;
       load[0] += size;
     } else {
@@ -238,6 +253,24 @@ std::vector<std::unique_ptr<llvm::Module>> splitEvenly(llvm::Module &module,
     pieceOf[function] = lightest;
     load[lightest] += size;
   }
+  return load;
+}
+
+/// `module` as `pieces` modules that link into the same program, heaviest
+/// first: internal functions and variables become hidden (so that a piece
+/// can call into another); each function is defined in the piece with the
+/// fewest instructions so far, largest first (by count, one large entry
+/// and many small parallel bodies would be uneven); the variables, and what
+/// their initializers name (llvm.used's __truncsfbf2), in piece 0.
+std::vector<std::unique_ptr<llvm::Module>> splitEvenly(llvm::Module &module,
+                                                       unsigned pieces) {
+  for (llvm::Function &function : module)
+    makeLinkable(function);
+  for (llvm::GlobalVariable &variable : module.globals())
+    if (!variable.getName().starts_with("llvm."))
+      makeLinkable(variable);
+  llvm::DenseMap<const llvm::GlobalValue *, unsigned> pieceOf;
+  std::vector<size_t> load = assignPieces(module, pieces, pieceOf);
 
   // Heaviest first, so that threads taking them in order finish together.
   std::vector<unsigned> order(pieces);
@@ -254,6 +287,49 @@ std::vector<std::unique_ptr<llvm::Module>> splitEvenly(llvm::Module &module,
         }));
   }
   return result;
+}
+
+/// One piece's object code (compileInPieces): `bitcode` read into an
+/// LLVMContext of its own, optimized and compiled. Returns the error, or "".
+std::string compilePiece(const llvm::SmallString<0> &bitcode,
+                         llvm::orc::JITTargetMachineBuilder builder,
+                         llvm::SmallString<0> &object) {
+  llvm::LLVMContext context;
+  auto piece = llvm::parseBitcodeFile(
+      llvm::MemoryBufferRef(bitcode.str(), "piece"), context);
+  if (!piece)
+    return "reading a piece of the step back failed: " +
+           llvm::toString(piece.takeError());
+  auto machine = builder.createTargetMachine();
+  if (!machine)
+    return "no target machine for this host: " +
+           llvm::toString(machine.takeError());
+  if (llvm::Error e = optimizeStep(**piece))
+    return "optimizing the LLVM IR failed: " + llvm::toString(std::move(e));
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager codegen;
+  if ((*machine)->addPassesToEmitFile(codegen, os, nullptr,
+                                      llvm::CodeGenFileType::ObjectFile))
+    return "this target cannot emit object files";
+  codegen.run(**piece);
+  return "";
+}
+
+/// Runs `body` for 0 .. count-1 on `threadCount` threads (this one
+/// included), each taking the next index.
+void forEachOnThreads(size_t count, unsigned threadCount,
+                      llvm::function_ref<void(size_t)> body) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < count;)
+      body(i);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < threadCount; ++i)
+    threads.emplace_back(work);
+  work();
+  for (std::thread &thread : threads)
+    thread.join();
 }
 
 /// Object code for `module` (translated, wrappers added, imports rewritten)
@@ -277,48 +353,9 @@ bool compileInPieces(llvm::Module &module,
   }
   objects.assign(bitcode.size(), {});
   std::vector<std::string> errors(bitcode.size());
-  auto compile = [&](size_t i) {
-    llvm::LLVMContext context;
-    auto piece = llvm::parseBitcodeFile(
-        llvm::MemoryBufferRef(bitcode[i].str(), "piece"), context);
-    if (!piece) {
-      errors[i] = "reading a piece of the step back failed: " +
-                  llvm::toString(piece.takeError());
-      return;
-    }
-    llvm::orc::JITTargetMachineBuilder ownBuilder = builder;
-    auto machine = ownBuilder.createTargetMachine();
-    if (!machine) {
-      errors[i] = "no target machine for this host: " +
-                  llvm::toString(machine.takeError());
-      return;
-    }
-    if (llvm::Error e = optimizeStep(**piece)) {
-      errors[i] =
-          "optimizing the LLVM IR failed: " + llvm::toString(std::move(e));
-      return;
-    }
-    llvm::raw_svector_ostream os(objects[i]);
-    llvm::legacy::PassManager codegen;
-    if ((*machine)->addPassesToEmitFile(codegen, os, nullptr,
-                                        llvm::CodeGenFileType::ObjectFile)) {
-      errors[i] = "this target cannot emit object files";
-      return;
-    }
-    codegen.run(**piece);
-  };
-  // Each thread takes the next piece.
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next++) < bitcode.size();)
-      compile(i);
-  };
-  std::vector<std::thread> threads;
-  for (unsigned i = 1; i < threadCount; ++i)
-    threads.emplace_back(work);
-  work();
-  for (std::thread &thread : threads)
-    thread.join();
+  forEachOnThreads(bitcode.size(), threadCount, [&](size_t i) {
+    errors[i] = compilePiece(bitcode[i], builder, objects[i]);
+  });
   for (const std::string &message : errors)
     if (!message.empty()) {
       error = message;
@@ -393,6 +430,36 @@ llvm::json::Object predictCopiesJson(const CompiledEntries &entries) {
       {"arguments", std::move(arguments)}};
 }
 
+/// Whether `i` indexes a vector of `size` elements.
+bool isIndex(std::optional<int64_t> i, size_t size) {
+  return i && *i >= 0 && static_cast<size_t>(*i) < size;
+}
+
+/// The parameters the prediction's weight conversion takes.
+bool readWeightsArguments(const llvm::json::Array &weights, size_t params,
+                          std::vector<int64_t> &arguments) {
+  for (const llvm::json::Value &w : weights) {
+    if (!isIndex(w.getAsInteger(), params))
+      return false;
+    arguments.push_back(*w.getAsInteger());
+  }
+  return true;
+}
+
+/// What each prediction argument is: a weight copy or a parameter.
+bool readPredictArguments(const llvm::json::Array &arguments, size_t params,
+                          CompiledEntries &entries) {
+  for (const llvm::json::Value &a : arguments) {
+    const llvm::json::Object *o = a.getAsObject();
+    std::optional<bool> copy = o ? o->getBoolean("copy") : std::nullopt;
+    std::optional<int64_t> i = o ? o->getInteger("index") : std::nullopt;
+    if (!copy || !isIndex(i, *copy ? entries.weightCopies.size() : params))
+      return false;
+    entries.predictArguments.push_back({*copy, *i});
+  }
+  return true;
+}
+
 bool readPredictCopies(const llvm::json::Object *record, size_t params,
                        CompiledEntries &entries) {
   entries.weightsArguments.clear();
@@ -403,27 +470,10 @@ bool readPredictCopies(const llvm::json::Object *record, size_t params,
   const llvm::json::Array *weights = record->getArray("weights_arguments");
   const llvm::json::Array *copies = record->getArray("copies");
   const llvm::json::Array *arguments = record->getArray("arguments");
-  if (!weights || !copies || !arguments)
-    return false;
-  auto index = [](std::optional<int64_t> i, size_t size) {
-    return i && *i >= 0 && static_cast<size_t>(*i) < size;
-  };
-  for (const llvm::json::Value &w : *weights) {
-    if (!index(w.getAsInteger(), params))
-      return false;
-    entries.weightsArguments.push_back(*w.getAsInteger());
-  }
-  if (!readCopies(*copies, params, entries.weightCopies))
-    return false;
-  for (const llvm::json::Value &a : *arguments) {
-    const llvm::json::Object *o = a.getAsObject();
-    std::optional<bool> copy = o ? o->getBoolean("copy") : std::nullopt;
-    std::optional<int64_t> i = o ? o->getInteger("index") : std::nullopt;
-    if (!copy || !index(i, *copy ? entries.weightCopies.size() : params))
-      return false;
-    entries.predictArguments.push_back({*copy, *i});
-  }
-  return true;
+  return weights && copies && arguments &&
+         readWeightsArguments(*weights, params, entries.weightsArguments) &&
+         readCopies(*copies, params, entries.weightCopies) &&
+         readPredictArguments(*arguments, params, entries);
 }
 
 } // namespace
@@ -486,35 +536,38 @@ llvm::json::Object Session::artifactMetadata() const {
   };
 }
 
-bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
-                                   std::string &error) {
-  auto bad = [&](const std::string &what) {
-    error = "bad metadata (" + what + ")";
-    return false;
-  };
+namespace {
+
+/// The artifact's step options and loss scaling mode, read and checked
+/// (verifyTrainOptions); `error` says what is wrong with the options.
+bool readArtifactOptions(const llvm::json::Object &metadata,
+                         TrainOptions &options, LossScalingMode &scaleMode,
+                         std::string &error) {
   const llvm::json::Object *o = metadata.getObject("options");
   std::optional<llvm::StringRef> modeText =
       metadata.getString("loss_scale_mode");
   std::optional<LossScalingMode> mode =
       modeText ? mlir::mp::symbolizeLossScalingMode(*modeText) : std::nullopt;
-  std::string optionsError;
-  compiledOptions = TrainOptions();
-  if (!o || !mode ||
-      !readTrainOptionsJson(*o, compiledOptions, optionsError) ||
-      !verifyTrainOptions(compiledOptions, optionsError))
-    return bad("options" + (optionsError.empty() ? "" : ": " + optionsError));
+  options = TrainOptions();
+  if (!o || !mode || !readTrainOptionsJson(*o, options, error) ||
+      !verifyTrainOptions(options, error))
+    return false;
   scaleMode = *mode;
-  int64_t window = compiledOptions.accumulate;
-  entries.window = window;
-  entries.windowOverflow = scaleMode != LossScalingMode::None;
-  entries.windowAmax = scaleMode == LossScalingMode::Adaptive;
+  return true;
+}
+
+bool isPositive(std::optional<int64_t> value) { return value && *value > 0; }
+
+/// The batch, features, classes and input shape; "" or what is bad.
+std::string readArtifactShapes(const llvm::json::Object &metadata,
+                               CompiledEntries &entries) {
   std::optional<int64_t> b = metadata.getInteger("batch");
   std::optional<int64_t> f = metadata.getInteger("features");
   std::optional<int64_t> c = metadata.getInteger("classes");
-  if (!b || !f || !c || *b <= 0 || *f <= 0 || *c <= 0 ||
+  if (!isPositive(b) || !isPositive(f) || !isPositive(c) ||
       !readArtifactShape(metadata.get("input_shape"), entries.inputShape) ||
       entries.inputShape.size() < 2 || entries.inputShape[0] != *b)
-    return bad("shapes");
+    return "shapes";
   entries.batch = *b;
   entries.features = *f;
   entries.classes = *c;
@@ -522,14 +575,121 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   for (int64_t d : entries.inputShape)
     elements *= d;
   if (elements != entries.batch * entries.features)
-    return bad("input_shape does not match batch x features");
+    return "input_shape does not match batch x features";
+  return "";
+}
+
+/// The flags artifact metadata records (all required).
+struct ArtifactFlags {
+  bool vectorized = false, hasPredict = false;
+  double initialScale = 0;
+};
+
+bool readArtifactFlags(const llvm::json::Object &metadata,
+                       ArtifactFlags &flags) {
   std::optional<bool> v = metadata.getBoolean("vectorized");
   std::optional<bool> p = metadata.getBoolean("has_predict");
   std::optional<double> scale = metadata.getNumber("initial_scale");
   if (!v || !p || !scale)
+    return false;
+  flags = {*v, *p, *scale};
+  return true;
+}
+
+/// The parameters, optimizer state and weight copies: "" or the metadata
+/// key that is bad.
+std::string readArtifactTensors(const llvm::json::Object &metadata,
+                                TrainingState &training,
+                                CompiledEntries &entries) {
+  if (!readTensors(metadata, "parameters", training.params))
+    return "parameters";
+  if (!readTensors(metadata, "state", training.state))
+    return "state";
+  if (!readPredictCopies(metadata.getObject("predict_weight_copies"),
+                         training.params.size(), entries))
+    return "predict_weight_copies";
+  // Absent from artifacts written before steps had copies: none.
+  const llvm::json::Array *stepCopies =
+      metadata.getArray("train_weight_copies");
+  entries.stepCopies.clear();
+  if (stepCopies &&
+      !readCopies(*stepCopies, training.params.size(), entries.stepCopies))
+    return "train_weight_copies";
+  return "";
+}
+
+/// One parameter's starting values: little-endian f32 bytes in base64
+/// (Session::artifactMetadata), as many as the parameter has elements.
+bool decodeInitialValues(const llvm::json::Value &encoded,
+                         const HostTensor &param, std::vector<float> &values) {
+  std::optional<llvm::StringRef> text = encoded.getAsString();
+  std::vector<char> bytes;
+  if (!text)
+    return false;
+  if (llvm::Error e = llvm::decodeBase64(*text, bytes)) {
+    llvm::consumeError(std::move(e));
+    return false;
+  }
+  if (bytes.size() != size_t(param.numElements()) * sizeof(float))
+    return false;
+  values.resize(param.numElements());
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return true;
+}
+
+/// The model's own starting values by parameter name (absent from
+/// artifacts written before they carried them: none).
+bool readInitialValues(const llvm::json::Object *initial,
+                       const std::vector<HostTensor> &params,
+                       std::map<std::string, std::vector<float>> &values) {
+  values.clear();
+  if (!initial)
+    return true;
+  for (const auto &[name, encoded] : *initial) {
+    auto param = llvm::find_if(
+        params, [&](const HostTensor &t) { return t.name == name.str(); });
+    if (param == params.end() ||
+        !decodeInitialValues(encoded, *param, values[name.str()]))
+      return false;
+  }
+  return true;
+}
+
+/// With gradient accumulation, a window's gradient sum per parameter.
+void addAccumulators(TrainingState &training, int64_t window) {
+  training.sums.clear();
+  if (window <= 1)
+    return;
+  for (const HostTensor &p : training.params) {
+    HostTensor sum = p;
+    sum.name = p.name + ".accumulator";
+    training.sums.push_back(sum);
+  }
+}
+
+} // namespace
+
+bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
+                                   std::string &error) {
+  auto bad = [&](const std::string &what) {
+    error = "bad metadata (" + what + ")";
+    return false;
+  };
+  std::string optionsError;
+  if (!readArtifactOptions(metadata, compiledOptions, scaleMode, optionsError))
+    return bad("options" + (optionsError.empty() ? "" : ": " + optionsError));
+  int64_t window = compiledOptions.accumulate;
+  entries.window = window;
+  entries.windowOverflow = scaleMode != LossScalingMode::None;
+  entries.windowAmax = scaleMode == LossScalingMode::Adaptive;
+  std::string problem = readArtifactShapes(metadata, entries);
+  if (!problem.empty())
+    return bad(problem);
+  ArtifactFlags flags;
+  if (!readArtifactFlags(metadata, flags))
     return bad("flags");
-  vectorized = *v;
-  hasPredict = *p;
+  vectorized = flags.vectorized;
+  hasPredict = flags.hasPredict;
   // Absent from artifacts written before they were recorded: two sets of
   // buffers, which is correct for any entry. MP_IN_PLACE_UPDATES=0 keeps
   // two sets here too, as for a JIT session.
@@ -540,58 +700,21 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   entries.accumulateInPlace =
       allowInPlace &&
       metadata.getBoolean("accumulate_in_place").value_or(false);
-  training.scalars.scale = static_cast<float>(*scale);
-  if (!readTensors(metadata, "parameters", training.params))
-    return bad("parameters");
-  if (!readTensors(metadata, "state", training.state))
-    return bad("state");
-  if (!readPredictCopies(metadata.getObject("predict_weight_copies"),
-                         training.params.size(), entries))
-    return bad("predict_weight_copies");
-  // Absent from artifacts written before steps had copies: none.
-  const llvm::json::Array *stepCopies =
-      metadata.getArray("train_weight_copies");
-  entries.stepCopies.clear();
-  if (stepCopies &&
-      !readCopies(*stepCopies, training.params.size(), entries.stepCopies))
-    return bad("train_weight_copies");
-  // Absent from artifacts written before they carried them: none.
-  initialValues.clear();
-  if (const llvm::json::Object *initial = metadata.getObject("initial_values"))
-    for (const auto &[name, encoded] : *initial) {
-      std::optional<llvm::StringRef> text = encoded.getAsString();
-      std::vector<char> bytes;
-      if (!text)
-        return bad("initial_values");
-      if (llvm::Error e = llvm::decodeBase64(*text, bytes)) {
-        llvm::consumeError(std::move(e));
-        return bad("initial_values");
-      }
-      auto param = llvm::find_if(training.params, [&](const HostTensor &t) {
-        return t.name == name.str();
-      });
-      if (param == training.params.end() ||
-          bytes.size() != size_t(param->numElements()) * sizeof(float))
-        return bad("initial_values");
-      std::vector<float> &values = initialValues[name.str()];
-      values.resize(param->numElements());
-      std::memcpy(values.data(), bytes.data(), bytes.size());
-    }
-  training.sums.clear();
-  if (entries.window > 1)
-    for (const HostTensor &p : training.params) {
-      HostTensor sum = p;
-      sum.name = p.name + ".accumulator";
-      training.sums.push_back(sum);
-    }
+  training.scalars.scale = static_cast<float>(flags.initialScale);
+  problem = readArtifactTensors(metadata, training, entries);
+  if (!problem.empty())
+    return bad(problem);
+  if (!readInitialValues(metadata.getObject("initial_values"), training.params,
+                         initialValues))
+    return bad("initial_values");
+  addAccumulators(training, entries.window);
   return true;
 }
 
-bool Session::writeArtifact(
-    const std::string &modelPath, const TrainOptions &requested,
-    const std::string &outputPath, const std::string &linker,
-    std::string &error,
-    llvm::function_ref<void(const std::string &)> progress) {
+namespace {
+
+/// What artifacts cannot carry, refused before anything is compiled.
+bool checkArtifactRequest(const TrainOptions &requested, std::string &error) {
   if (!verifyTrainOptions(requested, error))
     return false;
   if (requested.probes != TrainOptions::Probes::None) {
@@ -603,6 +726,39 @@ bool Session::writeArtifact(
             "--distributed (mp-run compiles the model for those)";
     return false;
   }
+  return true;
+}
+
+/// The linker driver on PATH, and the output's directory: what does not
+/// need the compilation fails before it.
+bool checkArtifactTools(const std::string &linker,
+                        const std::string &outputPath, std::string &cc,
+                        std::string &error) {
+  llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName(linker);
+  if (!found) {
+    error = "cannot find the linker driver '" + linker +
+            "' on PATH (mp-compile links the object code with `" + linker +
+            " -shared`; install a C compiler or pass --linker)";
+    return false;
+  }
+  cc = *found;
+  llvm::StringRef outputDir = llvm::sys::path::parent_path(outputPath);
+  if (!outputDir.empty() && !llvm::sys::fs::is_directory(outputDir)) {
+    error = "cannot write '" + outputPath + "': No such file or directory";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+bool Session::writeArtifact(
+    const std::string &modelPath, const TrainOptions &requested,
+    const std::string &outputPath, const std::string &linker,
+    std::string &error,
+    llvm::function_ref<void(const std::string &)> progress) {
+  if (!checkArtifactRequest(requested, error))
+    return false;
   // An artifact is CPU code for this machine's CPU: auto picks for it.
   HardwareInfo cpu = detectCpu();
   if (requested.tf32.value_or(false) && !checkTf32(cpu, Device::Cpu, error))
@@ -614,19 +770,9 @@ bool Session::writeArtifact(
     options.automaticPrecision = false;
     progress(choice.line());
   }
-  // What does not need the compilation fails before it.
-  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName(linker);
-  if (!cc) {
-    error = "cannot find the linker driver '" + linker +
-            "' on PATH (mp-compile links the object code with `" + linker +
-            " -shared`; install a C compiler or pass --linker)";
+  std::string cc;
+  if (!checkArtifactTools(linker, outputPath, cc, error))
     return false;
-  }
-  llvm::StringRef outputDir = llvm::sys::path::parent_path(outputPath);
-  if (!outputDir.empty() && !llvm::sys::fs::is_directory(outputDir)) {
-    error = "cannot write '" + outputPath + "': No such file or directory";
-    return false;
-  }
   progress("compiling the training step of '" + modelPath + "' (" +
            mlir::mp::stringifyFloatPrecision(options.precision).str() + ")");
   std::unique_ptr<Session> session(new Session());
@@ -634,158 +780,176 @@ bool Session::writeArtifact(
   if (!session->lower(modelPath, options, module, error))
     return false;
 
-  return session->emitArtifact(*module, modelPath, *cc, outputPath, error,
+  return session->emitArtifact(*module, modelPath, cc, outputPath, error,
                                progress);
 }
 
-bool writeArtifactFile(ModuleOp module, const std::string &cc,
-                       llvm::json::Object metadata,
-                       const llvm::json::Object &entries,
-                       const std::string &outputPath, std::string &error,
-                       llvm::function_ref<void(const std::string &)> progress) {
-  // What ExecutionEngine::create does, step by step, but into object files
-  // compiled in parallel: the same LLVM IR, wrappers, optimizeStep and host
-  // target give the same numbers as the JIT.
-  unsigned threadCount = std::min(
+namespace {
+
+/// The threads that compile an artifact's pieces: the host's, at most 8.
+unsigned artifactThreadCount() {
+  return std::min(
       8u, std::max(1u, llvm::hardware_concurrency().compute_thread_count()));
-  progress("generating object code for this CPU (" +
-           llvm::sys::getHostCPUName().str() + ", " +
-           std::to_string(threadCount) + " threads)");
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::LLVMContext llvmContext;
+}
+
+/// `module` as LLVM IR for this host's CPU, as position-independent code;
+/// `builder` is left describing that target and `target` records it for the
+/// metadata (openArtifactFile compares it with the loading host).
+std::unique_ptr<llvm::Module>
+translateForHost(ModuleOp module, llvm::LLVMContext &llvmContext,
+                 std::optional<llvm::orc::JITTargetMachineBuilder> &builder,
+                 llvm::json::Object &target, std::string &error) {
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule) {
     error = "translating the lowered module to LLVM IR failed";
-    return false;
+    return nullptr;
   }
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder) {
-    error = "no target for this host: " + llvm::toString(builder.takeError());
-    return false;
+  auto detected = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!detected) {
+    error = "no target for this host: " + llvm::toString(detected.takeError());
+    return nullptr;
   }
+  builder = std::move(*detected);
   builder->setRelocationModel(llvm::Reloc::PIC_);
   auto machine = builder->createTargetMachine();
   if (!machine) {
     error = "no target machine for this host: " +
             llvm::toString(machine.takeError());
-    return false;
+    return nullptr;
   }
   llvm::TargetMachine &tm = **machine;
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), &tm);
   llvmModule->setPICLevel(llvm::PICLevel::BigPIC);
-  packFunctionArguments(*llvmModule);
+  target = llvm::json::Object{{"triple", tm.getTargetTriple().str()},
+                              {"cpu", tm.getTargetCPU().str()},
+                              {"features", tm.getTargetFeatureString().str()}};
+  return llvmModule;
+}
+
+/// Object code for the translated `llvmModule`: packed wrappers added,
+/// runtime calls rewritten through the imports it records in `imports`,
+/// compiled in pieces (compileInPieces).
+bool compileForArtifact(llvm::Module &llvmModule,
+                        const llvm::orc::JITTargetMachineBuilder &builder,
+                        unsigned threadCount,
+                        std::vector<std::string> &imports,
+                        std::vector<llvm::SmallString<0>> &objects,
+                        std::string &error) {
+  packFunctionArguments(llvmModule);
   // Defined once, before the split; rewritten imports too (the pointer
   // each import is bound to must exist once).
-  defineBf16Truncation(*llvmModule);
-  std::vector<std::string> imports;
-  if (!rewriteImports(*llvmModule, imports, error))
+  defineBf16Truncation(llvmModule);
+  if (!rewriteImports(llvmModule, imports, error))
     return false;
-  std::vector<llvm::SmallString<0>> objects;
-  if (!compileInPieces(*llvmModule, *builder, threadCount, objects, error))
-    return false;
-  size_t objectBytes = 0;
-  for (const llvm::SmallString<0> &object : objects)
-    objectBytes += object.size();
+  return compileInPieces(llvmModule, builder, threadCount, objects, error);
+}
 
-  // Link with the system linker driver into a temporary shared object, then
-  // append the metadata and trailer.
-  llvm::SmallString<128> soPath;
-  std::vector<llvm::SmallString<128>> objectPaths(objects.size());
-  std::vector<std::unique_ptr<llvm::FileRemover>> removeObjects;
+/// A temporary file, removed when this goes away.
+struct TemporaryFile {
+  llvm::SmallString<128> path;
+  std::unique_ptr<llvm::FileRemover> remover;
+};
+
+bool createTemporary(llvm::StringRef suffix, TemporaryFile &file,
+                     std::string &error) {
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("mp-compile", suffix, file.path)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return false;
+  }
+  file.remover = std::make_unique<llvm::FileRemover>(file.path);
+  return true;
+}
+
+/// Each of `objects` in a temporary object file of its own, for the linker.
+bool writeTemporaryObjects(const std::vector<llvm::SmallString<0>> &objects,
+                           std::vector<TemporaryFile> &files,
+                           std::string &error) {
+  files.resize(objects.size());
   for (size_t i = 0; i < objects.size(); ++i) {
-    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-            "mp-compile", "o", objectPaths[i])) {
-      error = "cannot create a temporary file: " + ec.message();
+    if (!createTemporary("o", files[i], error))
       return false;
-    }
-    removeObjects.push_back(
-        std::make_unique<llvm::FileRemover>(objectPaths[i]));
     std::error_code ec;
-    llvm::raw_fd_ostream os(objectPaths[i], ec);
+    llvm::raw_fd_ostream os(files[i].path, ec);
     if (ec) {
       error =
-          "cannot write '" + objectPaths[i].str().str() + "': " + ec.message();
+          "cannot write '" + files[i].path.str().str() + "': " + ec.message();
       return false;
     }
     os << objects[i];
   }
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("mp-compile", "so", soPath)) {
-    error = "cannot create a temporary file: " + ec.message();
-    return false;
-  }
-  llvm::FileRemover removeSo(soPath);
-  progress("linking with " + cc + " -shared (" + std::to_string(objectBytes) +
-           " bytes of object code)");
+  return true;
+}
+
+/// Links `objects` with the system linker driver `cc` into the shared
+/// object `soPath`; the error carries the linker's output.
+bool linkSharedObject(const std::string &cc,
+                      const std::vector<TemporaryFile> &objects,
+                      llvm::StringRef soPath, std::string &error) {
   // -z defs: every symbol but the bound imports must resolve in libc/libm
   // now, not at load time. -Bsymbolic: the wrappers call the entries of
   // this object, never a same-named function of the process (the C API's
   // mp_infer_predict once took an inference entry's calls).
   std::vector<llvm::StringRef> args = {cc, "-shared", "-o", soPath};
-  for (const llvm::SmallString<128> &path : objectPaths)
-    args.push_back(path);
+  for (const TemporaryFile &object : objects)
+    args.push_back(object.path);
   args.push_back("-Wl,-z,defs");
   args.push_back("-Wl,-Bsymbolic");
   args.push_back("-lm");
   std::string linkError;
-  llvm::SmallString<128> logPath;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("mp-compile", "log", logPath)) {
-    error = "cannot create a temporary file: " + ec.message();
+  TemporaryFile log;
+  if (!createTemporary("log", log, error))
     return false;
-  }
-  llvm::FileRemover removeLog(logPath);
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
-                                                logPath.str()};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(),
+                                                log.path.str()};
   int status = llvm::sys::ExecuteAndWait(cc, args, std::nullopt, redirects, 0,
                                          0, &linkError);
-  if (status != 0) {
-    auto log = llvm::MemoryBuffer::getFile(logPath);
-    error = "linking the artifact with '" + cc + " -shared' failed" +
-            (linkError.empty() ? "" : ": " + linkError) + "\n" +
-            (log ? (*log)->getBuffer().str() : "");
-    return false;
-  }
-  auto shared = llvm::MemoryBuffer::getFile(soPath, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!shared) {
-    error = "cannot read the linked object: " + shared.getError().message();
-    return false;
-  }
+  if (status == 0)
+    return true;
+  auto output = llvm::MemoryBuffer::getFile(log.path);
+  error = "linking the artifact with '" + cc + " -shared' failed" +
+          (linkError.empty() ? "" : ": " + linkError) + "\n" +
+          (output ? (*output)->getBuffer().str() : "");
+  return false;
+}
 
+/// What the loader needs besides the options: the imports to bind, the
+/// packed wrapper (packFunctionArguments) of each entry, and the target.
+void addLoaderMetadata(llvm::json::Object &metadata,
+                       const std::vector<std::string> &imports,
+                       const llvm::json::Object &entries,
+                       llvm::json::Object target) {
   llvm::json::Array importNames;
   for (const std::string &name : imports)
     importNames.push_back(name);
   metadata["imports"] = std::move(importNames);
-  // The packed wrappers packFunctionArguments made.
   llvm::json::Object wrappers;
   for (const auto &[key, function] : entries)
     wrappers[key] = "_mlir_" + function.getAsString().value_or("").str();
   metadata["entries"] = std::move(wrappers);
-  metadata["target"] =
-      llvm::json::Object{{"triple", tm.getTargetTriple().str()},
-                         {"cpu", tm.getTargetCPU().str()},
-                         {"features", tm.getTargetFeatureString().str()}};
-  std::string metadataText;
-  {
-    llvm::raw_string_ostream os(metadataText);
-    os << llvm::json::Value(std::move(metadata));
-  }
-  std::string contents = (*shared)->getBuffer().str();
-  uint64_t objectSize = contents.size();
+  metadata["target"] = std::move(target);
+}
+
+/// The artifact's bytes: the shared object, the metadata and the trailer.
+std::string artifactContents(llvm::StringRef sharedObject,
+                             llvm::StringRef metadataText) {
+  std::string contents = sharedObject.str();
   contents += metadataText;
   uint64_t checksum = llvm::crc32(llvm::arrayRefFromStringRef(contents));
-  putU64(contents, objectSize);
+  putU64(contents, sharedObject.size());
   putU64(contents, metadataText.size());
   putU64(contents, checksum);
   for (int i = 0; i < 4; ++i)
     contents.push_back(static_cast<char>((kVersion >> (8 * i)) & 0xff));
   contents.append(4, '\0');
   contents.append(kMagic, sizeof(kMagic));
+  return contents;
+}
 
-  // Written next to the output, then renamed: no half-written artifact.
+/// Written next to the output, then renamed: no half-written artifact.
+bool writeAtomically(const std::string &outputPath, llvm::StringRef contents,
+                     std::string &error) {
   llvm::SmallString<128> tempPath;
   int fd;
   if (std::error_code ec = llvm::sys::fs::createUniqueFile(
@@ -809,6 +973,69 @@ bool writeArtifactFile(ModuleOp module, const std::string &cc,
     error = "cannot write '" + outputPath + "': " + ec.message();
     return false;
   }
+  return true;
+}
+
+} // namespace
+
+bool writeArtifactFile(ModuleOp module, const std::string &cc,
+                       llvm::json::Object metadata,
+                       const llvm::json::Object &entries,
+                       const std::string &outputPath, std::string &error,
+                       llvm::function_ref<void(const std::string &)> progress) {
+  // What ExecutionEngine::create does, step by step, but into object files
+  // compiled in parallel: the same LLVM IR, wrappers, optimizeStep and host
+  // target give the same numbers as the JIT.
+  unsigned threadCount = artifactThreadCount();
+  progress("generating object code for this CPU (" +
+           llvm::sys::getHostCPUName().str() + ", " +
+           std::to_string(threadCount) + " threads)");
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::LLVMContext llvmContext;
+  std::optional<llvm::orc::JITTargetMachineBuilder> builder;
+  llvm::json::Object target;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateForHost(module, llvmContext, builder, target, error);
+  if (!llvmModule)
+    return false;
+  std::vector<std::string> imports;
+  std::vector<llvm::SmallString<0>> objects;
+  if (!compileForArtifact(*llvmModule, *builder, threadCount, imports, objects,
+                          error))
+    return false;
+  size_t objectBytes = 0;
+  for (const llvm::SmallString<0> &object : objects)
+    objectBytes += object.size();
+
+  // Link with the system linker driver into a temporary shared object, then
+  // append the metadata and trailer.
+  std::vector<TemporaryFile> objectFiles;
+  TemporaryFile so;
+  if (!writeTemporaryObjects(objects, objectFiles, error) ||
+      !createTemporary("so", so, error))
+    return false;
+  progress("linking with " + cc + " -shared (" + std::to_string(objectBytes) +
+           " bytes of object code)");
+  if (!linkSharedObject(cc, objectFiles, so.path, error))
+    return false;
+  auto shared = llvm::MemoryBuffer::getFile(so.path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!shared) {
+    error = "cannot read the linked object: " + shared.getError().message();
+    return false;
+  }
+
+  addLoaderMetadata(metadata, imports, entries, std::move(target));
+  std::string metadataText;
+  {
+    llvm::raw_string_ostream os(metadataText);
+    os << llvm::json::Value(std::move(metadata));
+  }
+  uint64_t objectSize = (*shared)->getBufferSize();
+  std::string contents = artifactContents((*shared)->getBuffer(), metadataText);
+  if (!writeAtomically(outputPath, contents, error))
+    return false;
   progress("wrote " + outputPath + " (" + std::to_string(contents.size()) +
            " bytes: " + std::to_string(objectSize) + " shared object, " +
            std::to_string(metadataText.size()) + " metadata)");
@@ -882,6 +1109,122 @@ std::unique_ptr<Session> Session::open(const std::string &artifactPath,
   return session;
 }
 
+namespace {
+
+/// The metadata of the artifact at `artifactPath`, read after its trailer
+/// is checked (checkTrailer): "" or what is wrong with the file.
+std::string readMetadataRecord(const std::string &artifactPath,
+                               llvm::json::Value &metadata) {
+  auto buffer = llvm::MemoryBuffer::getFile(artifactPath, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return "cannot be read: " + buffer.getError().message();
+  Trailer trailer;
+  std::string problem = checkTrailer((*buffer)->getBuffer(), trailer);
+  if (!problem.empty())
+    return problem;
+  llvm::StringRef text =
+      (*buffer)->getBuffer().substr(trailer.objectSize, trailer.metadataSize);
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return "is corrupt (its metadata is not JSON)";
+  }
+  metadata = std::move(*parsed);
+  return "";
+}
+
+/// "" when `metadata` is an object that records an artifact of `format`.
+std::string checkFormat(const llvm::json::Value &metadata,
+                        llvm::StringRef format) {
+  const llvm::json::Object *object = metadata.getAsObject();
+  std::optional<llvm::StringRef> kind =
+      object ? object->getString("format") : std::nullopt;
+  if (kind == kInferenceArtifactFormat && format != kInferenceArtifactFormat)
+    return "holds a model's mp.predict alone (an inference session's "
+           "compile cache entry), not a training session";
+  if (kind != format)
+    return "is corrupt (bad metadata)";
+  return "";
+}
+
+/// The target an artifact's code was compiled for (metadata "target").
+struct ArtifactTarget {
+  std::string triple, cpu, features;
+};
+
+bool fromJSON(const llvm::json::Value &value, ArtifactTarget &target,
+              llvm::json::Path path) {
+  llvm::json::ObjectMapper o(value, path);
+  return o && o.map("triple", target.triple) && o.map("cpu", target.cpu) &&
+         o.map("features", target.features);
+}
+
+/// The features ("+avx2,+fma,...") this host's CPU lacks, space-separated.
+std::string missingHostFeatures(llvm::StringRef features) {
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  std::string missing;
+  llvm::SmallVector<llvm::StringRef> wanted;
+  features.split(wanted, ',', -1, false);
+  for (llvm::StringRef feature : wanted)
+    if (feature.consume_front("+") && !host.lookup(feature))
+      missing += (missing.empty() ? "" : " ") + feature.str();
+  return missing;
+}
+
+/// Code for another CPU would die on an illegal instruction: "" when the
+/// target recorded in `metadata` runs on this host.
+std::string checkHostRuns(const llvm::json::Object &metadata) {
+  ArtifactTarget target;
+  llvm::json::Path::Root root("target");
+  const llvm::json::Value *value = metadata.get("target");
+  if (!value || !fromJSON(*value, target, root))
+    return "is corrupt: bad metadata (target)";
+  llvm::Triple hostTriple(llvm::sys::getProcessTriple());
+  if (llvm::Triple(target.triple).getArch() != hostTriple.getArch())
+    return "was compiled for " + target.triple + ", this host is " +
+           hostTriple.str();
+  std::string missing = missingHostFeatures(target.features);
+  if (!missing.empty())
+    return "was compiled for CPU '" + target.cpu +
+           "' and needs features this host lacks (" + missing +
+           "): compile it again on this machine";
+  return "";
+}
+
+/// dlopen of the artifact; null with `problem` when it cannot be loaded.
+void *loadLibrary(const std::string &artifactPath, std::string &problem) {
+  // dlopen searches the library path for a name without a slash.
+  llvm::SmallString<256> absolutePath(artifactPath);
+  llvm::sys::fs::make_absolute(absolutePath);
+  void *library = dlopen(absolutePath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char *message = dlerror();
+    problem = "cannot be loaded: " +
+              std::string(message ? message : "dlopen failed");
+  }
+  return library;
+}
+
+/// Points each of `imports`' slots in `library` at its runtime function:
+/// "" or the import that cannot be bound.
+std::string bindImports(void *library, const llvm::json::Array &imports) {
+  for (const llvm::json::Value &value : imports) {
+    std::optional<llvm::StringRef> name = value.getAsString();
+    const Import *import = name ? findImport(*name) : nullptr;
+    void *slot =
+        import ? dlsym(library, ("mp_import_" + name->str()).c_str()) : nullptr;
+    if (!slot)
+      return import ? "lacks its import slot for '" + name->str() + "'"
+                    : "imports an unknown runtime function '" +
+                          (name ? name->str() : std::string("?")) + "'";
+    *static_cast<void **>(slot) = import->address;
+  }
+  return "";
+}
+
+} // namespace
+
 bool openArtifactFile(const std::string &artifactPath, llvm::StringRef format,
                       void *&handle, llvm::json::Object &metadataOut,
                       std::string &error) {
@@ -889,84 +1232,27 @@ bool openArtifactFile(const std::string &artifactPath, llvm::StringRef format,
     error = message;
     return false;
   };
-  auto buffer = llvm::MemoryBuffer::getFile(artifactPath, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return fail("cannot be read: " + buffer.getError().message());
-  Trailer trailer;
-  std::string problem = checkTrailer((*buffer)->getBuffer(), trailer);
+  llvm::json::Value parsed = nullptr;
+  std::string problem = readMetadataRecord(artifactPath, parsed);
+  if (problem.empty())
+    problem = checkFormat(parsed, format);
+  if (problem.empty())
+    problem = checkHostRuns(*parsed.getAsObject());
   if (!problem.empty())
     return fail(problem);
-  llvm::StringRef text =
-      (*buffer)->getBuffer().substr(trailer.objectSize, trailer.metadataSize);
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
-  if (!parsed) {
-    llvm::consumeError(parsed.takeError());
-    return fail("is corrupt (its metadata is not JSON)");
-  }
-  const llvm::json::Object *metadata = parsed->getAsObject();
-  std::optional<llvm::StringRef> kind =
-      metadata ? metadata->getString("format") : std::nullopt;
-  if (kind == kInferenceArtifactFormat && format != kInferenceArtifactFormat)
-    return fail("holds a model's mp.predict alone (an inference session's "
-                "compile cache entry), not a training session");
-  if (kind != format)
-    return fail("is corrupt (bad metadata)");
-
-  // Code for another CPU would die on an illegal instruction: compare the
-  // target it was compiled for with this host before loading it.
-  const llvm::json::Object *target = metadata->getObject("target");
-  std::optional<llvm::StringRef> triple =
-      target ? target->getString("triple") : std::nullopt;
-  std::optional<llvm::StringRef> cpu =
-      target ? target->getString("cpu") : std::nullopt;
-  std::optional<llvm::StringRef> features =
-      target ? target->getString("features") : std::nullopt;
-  if (!triple || !cpu || !features)
-    return fail("is corrupt: bad metadata (target)");
-  llvm::Triple hostTriple(llvm::sys::getProcessTriple());
-  if (llvm::Triple(*triple).getArch() != hostTriple.getArch())
-    return fail("was compiled for " + triple->str() + ", this host is " +
-                hostTriple.str());
-  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-  std::string missing;
-  llvm::SmallVector<llvm::StringRef> wanted;
-  features->split(wanted, ',', -1, false);
-  for (llvm::StringRef feature : wanted)
-    if (feature.consume_front("+") && !host.lookup(feature))
-      missing += (missing.empty() ? "" : " ") + feature.str();
-  if (!missing.empty())
-    return fail("was compiled for CPU '" + cpu->str() +
-                "' and needs features this host lacks (" + missing +
-                "): compile it again on this machine");
-  const llvm::json::Array *imports = metadata->getArray("imports");
+  const llvm::json::Array *imports = parsed.getAsObject()->getArray("imports");
   if (!imports)
     return fail("is corrupt: bad metadata (imports)");
-
-  // dlopen searches the library path for a name without a slash.
-  llvm::SmallString<256> absolutePath(artifactPath);
-  llvm::sys::fs::make_absolute(absolutePath);
-  void *library = dlopen(absolutePath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
-    const char *message = dlerror();
-    return fail("cannot be loaded: " +
-                std::string(message ? message : "dlopen failed"));
-  }
-  for (const llvm::json::Value &value : *imports) {
-    std::optional<llvm::StringRef> name = value.getAsString();
-    const Import *import = name ? findImport(*name) : nullptr;
-    void *slot =
-        import ? dlsym(library, ("mp_import_" + name->str()).c_str()) : nullptr;
-    if (!slot) {
-      dlclose(library);
-      return fail(import ? "lacks its import slot for '" + name->str() + "'"
-                         : "imports an unknown runtime function '" +
-                               (name ? name->str() : std::string("?")) + "'");
-    }
-    *static_cast<void **>(slot) = import->address;
+  void *library = loadLibrary(artifactPath, problem);
+  if (!library)
+    return fail(problem);
+  problem = bindImports(library, *imports);
+  if (!problem.empty()) {
+    dlclose(library);
+    return fail(problem);
   }
   handle = library;
-  metadataOut = std::move(*parsed->getAsObject());
+  metadataOut = std::move(*parsed.getAsObject());
   return true;
 }
 
@@ -980,12 +1266,41 @@ PackedEntry artifactEntry(void *handle, const llvm::json::Object &metadata,
              : nullptr;
 }
 
+namespace {
+
+/// The prediction's entries: "" or the one the artifact lacks.
+std::string bindPredictEntries(void *handle, const llvm::json::Object &metadata,
+                               CompiledEntries &entries) {
+  entries.predict = artifactEntry(handle, metadata, "predict");
+  if (!entries.predict)
+    return "lacks its prediction entry";
+  if (!entries.weightCopies.empty() &&
+      !(entries.predictWeights =
+            artifactEntry(handle, metadata, "predict_weights")))
+    return "lacks its prediction's weight conversion entry";
+  return "";
+}
+
+/// The entries the session calls (those its metadata says it has): "" or
+/// the one the artifact lacks.
+std::string bindSessionEntries(void *handle, const llvm::json::Object &metadata,
+                               bool hasPredict, CompiledEntries &entries) {
+  entries.train = artifactEntry(handle, metadata, "train");
+  if (!entries.train)
+    return "lacks its training step entry";
+  if (!entries.stepCopies.empty() &&
+      !(entries.trainCopies = artifactEntry(handle, metadata, "train_copies")))
+    return "lacks its weight copies' entry";
+  if (entries.window > 1 &&
+      !(entries.accumulate = artifactEntry(handle, metadata, "accumulate")))
+    return "lacks its gradient accumulation entry";
+  return hasPredict ? bindPredictEntries(handle, metadata, entries) : "";
+}
+
+} // namespace
+
 bool Session::loadArtifact(const std::string &artifactPath, bool codeOnly,
                            std::string &error) {
-  auto fail = [&](const std::string &message) {
-    error = message;
-    return false;
-  };
   llvm::json::Object metadata;
   void *handle = nullptr;
   if (!openArtifactFile(artifactPath, kTrainingArtifactFormat, handle, metadata,
@@ -994,25 +1309,14 @@ bool Session::loadArtifact(const std::string &artifactPath, bool codeOnly,
   // The destructor closes it, also when what follows fails.
   library = handle;
   std::string problem;
-  if (!codeOnly && !readArtifactMetadata(metadata, problem))
-    return fail("is corrupt: " + problem);
-  entries.train = artifactEntry(handle, metadata, "train");
-  if (!entries.train)
-    return fail("lacks its training step entry");
-  if (!entries.stepCopies.empty() &&
-      !(entries.trainCopies = artifactEntry(handle, metadata, "train_copies")))
-    return fail("lacks its weight copies' entry");
-  if (entries.window > 1 &&
-      !(entries.accumulate = artifactEntry(handle, metadata, "accumulate")))
-    return fail("lacks its gradient accumulation entry");
-  if (hasPredict) {
-    entries.predict = artifactEntry(handle, metadata, "predict");
-    if (!entries.predict)
-      return fail("lacks its prediction entry");
-    if (!entries.weightCopies.empty() &&
-        !(entries.predictWeights =
-              artifactEntry(handle, metadata, "predict_weights")))
-      return fail("lacks its prediction's weight conversion entry");
+  if (!codeOnly && !readArtifactMetadata(metadata, problem)) {
+    error = "is corrupt: " + problem;
+    return false;
+  }
+  problem = bindSessionEntries(handle, metadata, hasPredict, entries);
+  if (!problem.empty()) {
+    error = problem;
+    return false;
   }
   return true;
 }

@@ -71,18 +71,17 @@ const char *stringifyCacheUse(CacheUse use) {
   return "off";
 }
 
-std::string resolveCacheDir(const CompileCacheOption &option) {
-  if (!option.enabled)
-    return "";
-  if (const char *mode = std::getenv("MP_CACHE")) {
-    llvm::StringRef text(mode);
-    if (text == "off" || text == "0")
-      return "";
-  }
-  if (!option.dir.empty())
-    return option.dir;
-  if (const char *dir = std::getenv("MP_CACHE_DIR"); dir && *dir)
-    return dir;
+namespace {
+
+/// MP_CACHE=off (or 0) turns the cache off, whatever the options say.
+bool cacheTurnedOff() {
+  const char *mode = std::getenv("MP_CACHE");
+  llvm::StringRef text(mode ? mode : "");
+  return text == "off" || text == "0";
+}
+
+/// $XDG_CACHE_HOME/mp, else ~/.cache/mp; "" with neither variable set.
+std::string defaultCacheDir() {
   llvm::SmallString<256> path;
   if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
     path = xdg;
@@ -92,6 +91,18 @@ std::string resolveCacheDir(const CompileCacheOption &option) {
     return "";
   llvm::sys::path::append(path, "mp");
   return path.str().str();
+}
+
+} // namespace
+
+std::string resolveCacheDir(const CompileCacheOption &option) {
+  if (!option.enabled || cacheTurnedOff())
+    return "";
+  if (!option.dir.empty())
+    return option.dir;
+  if (const char *dir = std::getenv("MP_CACHE_DIR"); dir && *dir)
+    return dir;
+  return defaultCacheDir();
 }
 
 llvm::json::Object compileOptionsJson(const TrainOptions &o) {
@@ -182,14 +193,19 @@ uint64_t compileCacheLimitBytes() {
   return megabytes << 20;
 }
 
-void pruneCompileCache(const std::string &dir, uint64_t maxBytes) {
-  struct Entry {
-    std::string path;
-    uint64_t size;
-    llvm::sys::TimePoint<> used;
-  };
-  std::vector<Entry> entries;
-  uint64_t total = 0;
+namespace {
+
+/// A cache entry (DIR/<hash>.mpa) and when it was last used.
+struct CacheEntry {
+  std::string path;
+  uint64_t size;
+  llvm::sys::TimePoint<> used;
+};
+
+/// The entries in `dir`; temporary files that a store left there over an
+/// hour ago (a process killed while writing) are removed.
+std::vector<CacheEntry> listCacheEntries(const std::string &dir) {
+  std::vector<CacheEntry> entries;
   auto now = std::chrono::system_clock::now();
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
@@ -204,17 +220,27 @@ void pruneCompileCache(const std::string &dir, uint64_t maxBytes) {
         llvm::sys::fs::remove(it->path());
       continue;
     }
-    if (!name.ends_with(".mpa"))
-      continue;
-    entries.push_back(
-        {it->path(), status.getSize(), status.getLastModificationTime()});
-    total += status.getSize();
+    if (name.ends_with(".mpa"))
+      entries.push_back(
+          {it->path(), status.getSize(), status.getLastModificationTime()});
   }
+  return entries;
+}
+
+} // namespace
+
+void pruneCompileCache(const std::string &dir, uint64_t maxBytes) {
+  std::vector<CacheEntry> entries = listCacheEntries(dir);
+  uint64_t total = 0;
+  for (const CacheEntry &entry : entries)
+    total += entry.size;
   // A hit touches its entry (Session::compile), so the oldest modification
   // is the least recently used.
   std::sort(entries.begin(), entries.end(),
-            [](const Entry &a, const Entry &b) { return a.used < b.used; });
-  for (const Entry &entry : entries) {
+            [](const CacheEntry &a, const CacheEntry &b) {
+              return a.used < b.used;
+            });
+  for (const CacheEntry &entry : entries) {
     if (total <= maxBytes)
       break;
     if (!llvm::sys::fs::remove(entry.path))

@@ -220,15 +220,37 @@ void ProbeRecorder::observe(void *user, const char *id, const void *data,
   it->second = {dtype, probedValues(data, numElements, dtype)};
 }
 
-size_t printComparison(const ProbeRecorder &reference,
-                       const ProbeRecorder &mixed, size_t top, std::FILE *out) {
-  struct Row {
-    std::string id;
-    mprt_dtype dtype;
-    double relative, maxAbsError, refAbsMax;
-  };
-  std::vector<Row> rows;
-  size_t unmatched = 0;
+namespace {
+
+/// One op's error in the mixed-precision run against the FP32 one.
+struct ComparisonRow {
+  std::string id;
+  mprt_dtype dtype;
+  double relative, maxAbsError, refAbsMax;
+};
+
+ComparisonRow compareValues(const std::string &id,
+                            const ProbeRecorder::Tensor &reference,
+                            const ProbeRecorder::Tensor &low) {
+  double diff2 = 0, ref2 = 0, maxAbsError = 0, refAbsMax = 0;
+  for (size_t i = 0; i < low.values.size(); ++i) {
+    double r = reference.values[i], d = low.values[i] - r;
+    diff2 += d * d;
+    ref2 += r * r;
+    maxAbsError = std::max(maxAbsError, std::fabs(d));
+    refAbsMax = std::max(refAbsMax, std::fabs(r));
+  }
+  double relative = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  return {id, low.dtype, relative, maxAbsError, refAbsMax};
+}
+
+/// The mixed run's probes that have an FP32 counterpart of the same size,
+/// compared; `unmatched` counts the others.
+std::vector<ComparisonRow> compareRuns(const ProbeRecorder &reference,
+                                       const ProbeRecorder &mixed,
+                                       size_t &unmatched) {
+  std::vector<ComparisonRow> rows;
+  unmatched = 0;
   for (const std::string &id : mixed.order()) {
     auto ref = reference.tensors().find(id);
     const ProbeRecorder::Tensor &low = mixed.tensors().at(id);
@@ -237,23 +259,24 @@ size_t printComparison(const ProbeRecorder &reference,
       ++unmatched;
       continue;
     }
-    double diff2 = 0, ref2 = 0, maxAbsError = 0, refAbsMax = 0;
-    for (size_t i = 0; i < low.values.size(); ++i) {
-      double r = ref->second.values[i], d = low.values[i] - r;
-      diff2 += d * d;
-      ref2 += r * r;
-      maxAbsError = std::max(maxAbsError, std::fabs(d));
-      refAbsMax = std::max(refAbsMax, std::fabs(r));
-    }
-    // NaN sorts first: it is the worst error there is.
-    double relative = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
-    rows.push_back({id, low.dtype, relative, maxAbsError, refAbsMax});
+    rows.push_back(compareValues(id, ref->second, low));
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) {
-    if (std::isnan(a.relative) != std::isnan(b.relative))
-      return std::isnan(a.relative);
-    return a.relative > b.relative;
-  });
+  // NaN sorts first: it is the worst error there is.
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const ComparisonRow &a, const ComparisonRow &b) {
+                     if (std::isnan(a.relative) != std::isnan(b.relative))
+                       return std::isnan(a.relative);
+                     return a.relative > b.relative;
+                   });
+  return rows;
+}
+
+} // namespace
+
+size_t printComparison(const ProbeRecorder &reference,
+                       const ProbeRecorder &mixed, size_t top, std::FILE *out) {
+  size_t unmatched = 0;
+  std::vector<ComparisonRow> rows = compareRuns(reference, mixed, unmatched);
   if (top == 0) // every op
     top = rows.size();
   std::fprintf(out, "  rank  rel error  max abs err  max |f32|  dtype  op\n");

@@ -68,6 +68,14 @@ bool repairApplies(RepairMode mode, const TrainOptions &options,
 // RepairTrigger
 //===----------------------------------------------------------------------===//
 
+/// Whether an optimizer step was skipped in a way loss scaling does not
+/// cure: for an inf/nan loss (the forward pass overflowed) or at the
+/// scale's floor (not for large gradients: a smaller scale follows).
+static bool failedBeyondScaling(const StepResult &result, bool nonfinite,
+                                float minScale) {
+  return !result.stepped && (nonfinite || result.scale <= minScale);
+}
+
 bool RepairTrigger::observe(const StepState &before, const StepResult &result) {
   if (!result.optimizerStep) { // a micro-batch: the window decides
     windowLossNonfinite |= !std::isfinite(result.loss);
@@ -75,10 +83,7 @@ bool RepairTrigger::observe(const StepState &before, const StepResult &result) {
   }
   bool nonfinite = !std::isfinite(result.loss) || windowLossNonfinite;
   windowLossNonfinite = false;
-  // Loss scaling cures a step skipped for large gradients (a smaller scale
-  // follows), not an inf/nan loss (the forward pass overflowed) nor a skip
-  // at the scale's floor.
-  bool failed = !result.stepped && (nonfinite || result.scale <= opts.minScale);
+  bool failed = failedBeyondScaling(result, nonfinite, opts.minScale);
   if (failed && failedInWindow == 0)
     start = before; // the trouble begins here
   recent.push_back(failed);
@@ -224,6 +229,59 @@ bool PrecisionRepairer::probe(const std::vector<std::string> &kept,
       2, [&] { return probed->predict(x.data(), logits.data(), error); });
 }
 
+namespace {
+
+bool isKept(const std::vector<std::string> &kept, const std::string &location) {
+  return std::find(kept.begin(), kept.end(), location) != kept.end();
+}
+
+/// `site`'s result is f32 already (kept) and overflows where an f16/bf16
+/// op reads it: keeps those ops in f32 too. False, saying why in
+/// `report.reason`, when no such op is left.
+bool keepUsers(const ProbeSite &site, mlir::ModuleOp model,
+               std::vector<std::string> &kept, RepairReport &report) {
+  std::vector<std::string> users = userLocations(model, site.location);
+  size_t before = report.kept.size();
+  for (const std::string &user : users)
+    if (!isKept(kept, user)) {
+      kept.push_back(user);
+      report.kept.push_back({user, "", site.function, site.location});
+    }
+  if (report.kept.size() == before) {
+    report.reason = "the result of " + site.location +
+                    " (kept in f32) overflows where it is converted, and "
+                    "no op that reads it is left to keep in f32";
+    return false;
+  }
+  return true;
+}
+
+/// Keeps in f32 what a probe round found at `site` (the first inf/nan):
+/// false, saying why in `report.reason`, when keeping ops in f32 cannot
+/// cure it.
+bool keepSite(const ProbeSite &site, mlir::ModuleOp model,
+              std::vector<std::string> &kept, RepairReport &report) {
+  if (site.location.empty()) {
+    report.reason = "the first inf/nan is in the output of " + site.op +
+                    " in @" + site.function +
+                    ", which has no source location to keep in f32";
+    return false;
+  }
+  if (!site.lowPrecision) {
+    report.reason = "the first inf/nan is an f32 value (" + site.op + " at " +
+                    site.location + " in @" + site.function +
+                    "): keeping ops in f32 cannot cure it";
+    return false;
+  }
+  if (isKept(kept, site.location))
+    return keepUsers(site, model, kept, report);
+  kept.push_back(site.location);
+  report.kept.push_back({site.location, site.op, site.function, ""});
+  return true;
+}
+
+} // namespace
+
 bool PrecisionRepairer::repair(int64_t step, RepairReport &report,
                                std::string &error) {
   auto start = std::chrono::steady_clock::now();
@@ -231,9 +289,6 @@ bool PrecisionRepairer::repair(int64_t step, RepairReport &report,
   report.step = step;
   ++repairs;
   std::vector<std::string> kept = session.trainOptions().keepF32;
-  auto isKept = [&](const std::string &location) {
-    return std::find(kept.begin(), kept.end(), location) != kept.end();
-  };
   // The model as written: where the values of a kept op go next.
   std::unique_ptr<mlir::MLIRContext> context = createSessionContext();
   DiagnosticText diagnostics(context.get());
@@ -253,41 +308,23 @@ bool PrecisionRepairer::repair(int64_t step, RepairReport &report,
     std::optional<ProbeSite> site;
     if (!probe(kept, site, error))
       return false;
-    if (!site) // the batch runs clean
+    // No site: the batch runs clean.
+    if (!site || !keepSite(*site, *model, kept, report))
       break;
-    if (site->location.empty()) {
-      report.reason = "the first inf/nan is in the output of " + site->op +
-                      " in @" + site->function +
-                      ", which has no source location to keep in f32";
-      break;
-    }
-    if (!site->lowPrecision) {
-      report.reason = "the first inf/nan is an f32 value (" + site->op +
-                      " at " + site->location + " in @" + site->function +
-                      "): keeping ops in f32 cannot cure it";
-      break;
-    }
-    if (!isKept(site->location)) {
-      kept.push_back(site->location);
-      report.kept.push_back({site->location, site->op, site->function, ""});
-      continue;
-    }
-    // The op is in f32 already: its result overflows where an f16/bf16
-    // op reads it. Keep those in f32 too.
-    std::vector<std::string> users = userLocations(*model, site->location);
-    size_t before = report.kept.size();
-    for (const std::string &user : users)
-      if (!isKept(user)) {
-        kept.push_back(user);
-        report.kept.push_back({user, "", site->function, site->location});
-      }
-    if (report.kept.size() == before) {
-      report.reason = "the result of " + site->location +
-                      " (kept in f32) overflows where it is converted, and "
-                      "no op that reads it is left to keep in f32";
-      break;
-    }
   }
+  if (!applyRepair(report, error))
+    return false;
+  trigger.reset();
+  x.clear();
+  labels.clear();
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return true;
+}
+
+bool PrecisionRepairer::applyRepair(RepairReport &report,
+                                    std::string &error) {
   bool clean = report.reason.empty();
   if (report.kept.empty() || !clean) {
     // Nothing found, or no cure: the run goes on as it is, unrepaired.
@@ -297,28 +334,22 @@ bool PrecisionRepairer::repair(int64_t step, RepairReport &report,
     report.kept.clear();
     report.reason += "; precision repair stops for this run";
     enabled = false;
-  } else {
-    if (!session.keepInF32(report.locations(), error))
-      return false;
-    // Skipped steps left parameters and optimizer state alone; the scale
-    // and its tracker go back to where they were before the trouble.
-    StepState &scalars = session.stepState();
-    scalars.scale = trigger.troubleStart().scale;
-    scalars.growthTracker = trigger.troubleStart().growthTracker;
-    report.repaired = true;
-    report.scale = scalars.scale;
-    if (repairs == opts.maxRepairs) {
-      report.reason = "that was the run's last repair (" +
-                      std::to_string(opts.maxRepairs) + ")";
-      enabled = false;
-    }
+    return true;
   }
-  trigger.reset();
-  x.clear();
-  labels.clear();
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  if (!session.keepInF32(report.locations(), error))
+    return false;
+  // Skipped steps left parameters and optimizer state alone; the scale
+  // and its tracker go back to where they were before the trouble.
+  StepState &scalars = session.stepState();
+  scalars.scale = trigger.troubleStart().scale;
+  scalars.growthTracker = trigger.troubleStart().growthTracker;
+  report.repaired = true;
+  report.scale = scalars.scale;
+  if (repairs == opts.maxRepairs) {
+    report.reason = "that was the run's last repair (" +
+                    std::to_string(opts.maxRepairs) + ")";
+    enabled = false;
+  }
   return true;
 }
 

@@ -242,33 +242,69 @@ bool Trainer::agreeOnRun(std::string &error) {
       error);
 }
 
+namespace {
+
+/// The rows a trainer refuses: "" or why.
+std::string checkTrainerRows(const Session &session, const LabelledRows &train,
+                             const LabelledRows &test) {
+  int64_t b = session.batchSize();
+  if (!train.x || !train.y || train.rows < b)
+    return "the training set has fewer rows than one batch (" +
+           std::to_string(train.rows) + " rows, batch " + std::to_string(b) +
+           ")";
+  if (test.rows < 0 || (test.rows > 0 && (!test.x || !test.y)))
+    return "the test rows are missing";
+  return "";
+}
+
+/// The options a trainer refuses: "" or why.
+std::string checkTrainerOptions(const Session &session,
+                                const LabelledRows &test,
+                                const TrainerOptions &options) {
+  if (options.epochs < 0 || options.checkpointEvery < 0)
+    return "epochs and checkpoint-every must not be negative";
+  if (options.resume && options.checkpointPath.empty())
+    return "resuming needs a checkpoint path";
+  if (test.rows > 0 && !session.canPredict())
+    return "the model has no function marked mp.predict, so accuracy "
+           "cannot be measured";
+  return "";
+}
+
+/// The rows and options a trainer refuses: "" or why.
+std::string checkTrainerInputs(const Session &session,
+                               const LabelledRows &train,
+                               const LabelledRows &test,
+                               const TrainerOptions &options) {
+  std::string problem = checkTrainerRows(session, train, test);
+  return problem.empty() ? checkTrainerOptions(session, test, options)
+                         : problem;
+}
+
+/// This rank's rows of global batch `batch` (b rows per rank, consecutive
+/// in the epoch's `order`), copied into `x` and `y`.
+void gatherBatch(const LabelledRows &train, const std::vector<int64_t> &order,
+                 int64_t batch, const Session &session, float *x, float *y) {
+  int64_t b = session.batchSize(), f = session.numFeatures(),
+          c = session.numClasses();
+  int64_t rank = session.rank(), ranks = session.ranks();
+  for (int64_t r = 0; r < b; ++r) {
+    int64_t row = order[(batch * ranks + rank) * b + r];
+    std::copy_n(train.x + row * f, f, x + r * f);
+    std::copy_n(train.y + row * c, c, y + r * c);
+  }
+}
+
+} // namespace
+
 std::unique_ptr<Trainer> Trainer::create(Session &session,
                                          const LabelledRows &train,
                                          const LabelledRows &test,
                                          const TrainerOptions &options,
                                          std::string &error) {
-  int64_t b = session.batchSize();
-  if (!train.x || !train.y || train.rows < b) {
-    error = "the training set has fewer rows than one batch (" +
-            std::to_string(train.rows) + " rows, batch " + std::to_string(b) +
-            ")";
-    return nullptr;
-  }
-  if (test.rows < 0 || (test.rows > 0 && (!test.x || !test.y))) {
-    error = "the test rows are missing";
-    return nullptr;
-  }
-  if (options.epochs < 0 || options.checkpointEvery < 0) {
-    error = "epochs and checkpoint-every must not be negative";
-    return nullptr;
-  }
-  if (options.resume && options.checkpointPath.empty()) {
-    error = "resuming needs a checkpoint path";
-    return nullptr;
-  }
-  if (test.rows > 0 && !session.canPredict()) {
-    error = "the model has no function marked mp.predict, so accuracy "
-            "cannot be measured";
+  std::string problem = checkTrainerInputs(session, train, test, options);
+  if (!problem.empty()) {
+    error = problem;
     return nullptr;
   }
   std::unique_ptr<Trainer> trainer(
@@ -277,77 +313,102 @@ std::unique_ptr<Trainer> Trainer::create(Session &session,
     return nullptr;
   // Data-parallel: a global batch is b rows per rank, consecutive in the
   // epoch's order; each rank reads its own b of them.
-  trainer->batches = train.rows / (b * session.ranks());
-  if (!options.initFromPath.empty()) {
-    if (options.resume) {
-      error = "start from a checkpoint's parameters or resume a run, not "
-              "both";
-      return nullptr;
-    }
-    RunPosition ignored;
-    if (!restoreCheckpoint(session, options.initFromPath, /*withState=*/false,
-                           ignored, error))
-      return nullptr;
-  }
-  if (options.resume) {
-    const std::string &path = trainer->options.checkpointPath;
-    // The precision plan it was saved with, repairs included: the step is
-    // compiled again with the ops it kept in f32 (the state carries over).
-    std::vector<std::string> pins;
-    if (!restoreCheckpoint(session, path, /*withState=*/true, trainer->next,
-                           error, &pins))
-      return nullptr;
-    const std::vector<std::string> &compiled = session.trainOptions().keepF32;
-    for (const std::string &pin : pins)
-      if (std::find(compiled.begin(), compiled.end(), pin) == compiled.end())
-        trainer->pinsFromCheckpoint.push_back(pin);
-    if (!trainer->pinsFromCheckpoint.empty() &&
-        !session.keepInF32(trainer->pinsFromCheckpoint, error)) {
-      error = "checkpoint '" + path + "' keeps ops in f32: " + error;
-      return nullptr;
-    }
-    if (trainer->next.batch < 0 || trainer->next.batch >= trainer->batches) {
-      error = "checkpoint '" + path + "' was saved after batch " +
-              std::to_string(trainer->next.batch) +
-              " of an epoch, but this data set has " +
-              std::to_string(trainer->batches) + " batches an epoch";
-      return nullptr;
-    }
-    // Windows of micro-batches run over the whole run, epochs included: a
-    // checkpoint's place in its window follows from its position.
-    int64_t done = trainer->next.epoch * trainer->batches + trainer->next.batch;
-    int64_t micro = session.stepState().micro;
-    if (done % session.accumulation() != micro) {
-      error = "checkpoint '" + path + "' was saved " + std::to_string(micro) +
-              " micro-batches into an accumulation window, which does not "
-              "fit --accumulate " +
-              std::to_string(session.accumulation()) + " after " +
-              std::to_string(done) +
-              " batches: resume with the --accumulate it was saved with";
-      return nullptr;
-    }
-  }
+  trainer->batches = train.rows / (session.batchSize() * session.ranks());
+  if (!trainer->initFromCheckpoint(error))
+    return nullptr;
+  if (!trainer->resumeFromCheckpoint(error))
+    return nullptr;
   // Data-parallel: every rank starts from rank 0's state.
   if (!session.broadcastTrainingState(error))
     return nullptr;
   if (session.isDistributed() && !trainer->agreeOnRun(error))
     return nullptr;
+  if (!trainer->createRepairer(error))
+    return nullptr;
+  return trainer;
+}
+
+/// --init-from: the parameters of a checkpoint, not its run.
+bool Trainer::initFromCheckpoint(std::string &error) {
+  if (options.initFromPath.empty())
+    return true;
+  if (options.resume) {
+    error = "start from a checkpoint's parameters or resume a run, not "
+            "both";
+    return false;
+  }
+  RunPosition ignored;
+  return restoreCheckpoint(session, options.initFromPath, /*withState=*/false,
+                           ignored, error);
+}
+
+/// --resume: the checkpoint's state and position, and its precision plan.
+bool Trainer::resumeFromCheckpoint(std::string &error) {
+  if (!options.resume)
+    return true;
+  const std::string &path = options.checkpointPath;
+  // The precision plan it was saved with, repairs included: the step is
+  // compiled again with the ops it kept in f32 (the state carries over).
+  std::vector<std::string> pins;
+  if (!restoreCheckpoint(session, path, /*withState=*/true, next, error,
+                         &pins))
+    return false;
+  const std::vector<std::string> &compiled = session.trainOptions().keepF32;
+  for (const std::string &pin : pins)
+    if (std::find(compiled.begin(), compiled.end(), pin) == compiled.end())
+      pinsFromCheckpoint.push_back(pin);
+  if (!pinsFromCheckpoint.empty() &&
+      !session.keepInF32(pinsFromCheckpoint, error)) {
+    error = "checkpoint '" + path + "' keeps ops in f32: " + error;
+    return false;
+  }
+  return checkResumedPosition(path, error);
+}
+
+/// A resumed position must be a batch of this data's epochs, and its place
+/// in an accumulation window must follow from it.
+bool Trainer::checkResumedPosition(const std::string &path,
+                                   std::string &error) {
+  if (next.batch < 0 || next.batch >= batches) {
+    error = "checkpoint '" + path + "' was saved after batch " +
+            std::to_string(next.batch) +
+            " of an epoch, but this data set has " + std::to_string(batches) +
+            " batches an epoch";
+    return false;
+  }
+  // Windows of micro-batches run over the whole run, epochs included: a
+  // checkpoint's place in its window follows from its position.
+  int64_t done = next.epoch * batches + next.batch;
+  int64_t micro = session.stepState().micro;
+  if (done % session.accumulation() != micro) {
+    error = "checkpoint '" + path + "' was saved " + std::to_string(micro) +
+            " micro-batches into an accumulation window, which does not "
+            "fit --accumulate " +
+            std::to_string(session.accumulation()) + " after " +
+            std::to_string(done) +
+            " batches: resume with the --accumulate it was saved with";
+    return false;
+  }
+  return true;
+}
+
+bool Trainer::createRepairer(std::string &error) {
   // A repair would recompile one rank's step from its own statistics.
   RepairOptions repair = options.repair;
   if (session.isDistributed()) {
     if (repair.mode == RepairMode::On) {
       error = "precision repair is not supported in a data-parallel run yet";
-      return nullptr;
+      return false;
     }
     repair.mode = RepairMode::Off;
   }
   std::string refused;
-  trainer->repairer = PrecisionRepairer::create(session, repair, refused);
+  repairer = PrecisionRepairer::create(session, repair, refused);
   if (!refused.empty()) {
     error = refused;
-    return nullptr;
+    return false;
   }
-  return trainer;
+  return true;
 }
 
 bool Trainer::save(const RunPosition &position, std::string &error) {
@@ -359,6 +420,15 @@ bool Trainer::save(const RunPosition &position, std::string &error) {
                                 error);
 }
 
+/// What runEpoch carries from one batch to the next.
+struct Trainer::EpochProgress {
+  int64_t epoch = 0;
+  std::vector<int64_t> order;
+  std::vector<float> x, y;
+  double lossSum = 0, repairSeconds = 0;
+  int64_t steps = 0;
+};
+
 bool Trainer::runEpoch(EpochReport &report, std::string &error,
                        RunObserver *observer) {
   if (finished()) {
@@ -366,76 +436,98 @@ bool Trainer::runEpoch(EpochReport &report, std::string &error,
             " epochs";
     return false;
   }
-  int64_t b = session.batchSize(), f = session.numFeatures(),
-          c = session.numClasses();
-  int64_t epoch = next.epoch + 1;
-  std::vector<int64_t> order = epochOrder(train.rows, options.seed, epoch);
-  int64_t rank = session.rank(), ranks = session.ranks();
-  std::vector<float> x(b * f), y(b * c);
-  double lossSum = 0, repairSeconds = 0;
-  int64_t steps = 0;
+  int64_t b = session.batchSize(), ranks = session.ranks();
+  EpochProgress progress;
+  progress.epoch = next.epoch + 1;
+  progress.order = epochOrder(train.rows, options.seed, progress.epoch);
+  progress.x.resize(b * session.numFeatures());
+  progress.y.resize(b * session.numClasses());
   if (observer)
-    observer->beforeEpoch(epoch);
+    observer->beforeEpoch(progress.epoch);
   auto start = std::chrono::steady_clock::now();
-  for (int64_t batch = next.batch; batch < batches; ++batch) {
-    for (int64_t r = 0; r < b; ++r) {
-      int64_t row = order[(batch * ranks + rank) * b + r];
-      std::copy_n(train.x + row * f, f, x.begin() + r * f);
-      std::copy_n(train.y + row * c, c, y.begin() + r * c);
-    }
-    // Steps count from 1 over the whole run, resumed runs included.
-    int64_t step = (epoch - 1) * batches + batch + 1;
-    if (observer)
-      observer->beforeStep(step);
-    StepResult result;
-    StepState before = session.stepState();
-    if (!session.trainStep(x.data(), y.data(), result, error))
+  for (int64_t batch = next.batch; batch < batches; ++batch)
+    if (!trainBatch(batch, progress, error, observer))
       return false;
-    if (observer)
-      observer->afterStep(step, result);
-    if (repairer && repairer->afterStep(before, result, x.data(), y.data())) {
-      RepairReport repair;
-      if (!repairer->repair(step, repair, error))
-        return false;
-      repairSeconds += repair.seconds;
-      repaired.push_back(repair);
-      if (observer)
-        observer->afterRepair(repair);
-    }
-    if (options.checkReplicas && session.isDistributed()) {
-      if (!Session::sameOnEveryRank(session.parameterChecksum(),
-                                    "the ranks' parameters differ after "
-                                    "step " +
-                                        std::to_string(step),
-                                    error))
-        return false;
-    }
-    lossSum += result.loss;
-    ++steps;
-    next.batch = batch + 1;
-    // Saves inside the epoch every N optimizer steps (windows, with
-    // gradient accumulation); its last batch is saved at the epoch's end.
-    int64_t window = session.accumulation();
-    if (!options.checkpointPath.empty() && options.checkpointEvery &&
-        step % window == 0 && (step / window) % options.checkpointEvery == 0 &&
-        batch + 1 < batches && !save({epoch - 1, batch + 1}, error))
-      return false;
-  }
   double epochSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count() -
-      repairSeconds;
-  next = {epoch, 0};
+      progress.repairSeconds;
+  next = {progress.epoch, 0};
   seconds += epochSeconds;
-  samples += steps * b * ranks;
+  samples += progress.steps * b * ranks;
 
   report = EpochReport();
-  report.epoch = epoch;
+  report.epoch = progress.epoch;
   report.epochs = options.epochs;
-  report.steps = steps;
-  report.samples = steps * b * ranks;
-  report.meanLoss = lossSum / std::max<int64_t>(steps, 1);
+  report.steps = progress.steps;
+  report.samples = progress.steps * b * ranks;
+  report.meanLoss = progress.lossSum / std::max<int64_t>(progress.steps, 1);
   report.seconds = epochSeconds;
+  return finishEpoch(report, error, observer);
+}
+
+/// The step of `batch` (this rank's rows of it, in the epoch's order),
+/// with the repair, replica check and save that may follow it.
+bool Trainer::trainBatch(int64_t batch, EpochProgress &progress,
+                         std::string &error, RunObserver *observer) {
+  gatherBatch(train, progress.order, batch, session, progress.x.data(),
+              progress.y.data());
+  // Steps count from 1 over the whole run, resumed runs included.
+  int64_t step = (progress.epoch - 1) * batches + batch + 1;
+  if (observer)
+    observer->beforeStep(step);
+  StepResult result;
+  StepState before = session.stepState();
+  if (!session.trainStep(progress.x.data(), progress.y.data(), result, error))
+    return false;
+  if (observer)
+    observer->afterStep(step, result);
+  if (repairer &&
+      repairer->afterStep(before, result, progress.x.data(),
+                          progress.y.data()) &&
+      !repairAfterStep(step, progress, error, observer))
+    return false;
+  if (options.checkReplicas && session.isDistributed() &&
+      !Session::sameOnEveryRank(session.parameterChecksum(),
+                                "the ranks' parameters differ after "
+                                "step " +
+                                    std::to_string(step),
+                                error))
+    return false;
+  progress.lossSum += result.loss;
+  ++progress.steps;
+  next.batch = batch + 1;
+  return saveWithinEpoch(progress.epoch, batch, step, error);
+}
+
+bool Trainer::repairAfterStep(int64_t step, EpochProgress &progress,
+                              std::string &error, RunObserver *observer) {
+  RepairReport repair;
+  if (!repairer->repair(step, repair, error))
+    return false;
+  progress.repairSeconds += repair.seconds;
+  repaired.push_back(repair);
+  if (observer)
+    observer->afterRepair(repair);
+  return true;
+}
+
+/// Saves inside the epoch every N optimizer steps (windows, with gradient
+/// accumulation); its last batch is saved at the epoch's end.
+bool Trainer::saveWithinEpoch(int64_t epoch, int64_t batch, int64_t step,
+                              std::string &error) {
+  int64_t window = session.accumulation();
+  bool due = !options.checkpointPath.empty() && options.checkpointEvery &&
+             step % window == 0 &&
+             (step / window) % options.checkpointEvery == 0 &&
+             batch + 1 < batches;
+  return !due || save({epoch - 1, batch + 1}, error);
+}
+
+/// The epoch's accuracy on the test rows (when there are some), its
+/// skipped steps and scale, and the checkpoint at its end.
+bool Trainer::finishEpoch(EpochReport &report, std::string &error,
+                          RunObserver *observer) {
   if (test.rows > 0) {
     if (observer)
       observer->beforeEvaluation();

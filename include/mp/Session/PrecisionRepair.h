@@ -147,6 +147,9 @@ private:
   /// `kept`; the first f16/bf16 inf/nan, if any, in `site`.
   bool probe(const std::vector<std::string> &kept,
              std::optional<ProbeSite> &site, std::string &error);
+  /// After the probe rounds: recompiles the session with the ops found,
+  /// or gives up repairing when there are none or no cure.
+  bool applyRepair(RepairReport &report, std::string &error);
 
   Session &session;
   RepairOptions opts;

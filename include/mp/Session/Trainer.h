@@ -194,6 +194,21 @@ private:
       : session(session), train(train), test(test), options(options) {}
   bool save(const RunPosition &position, std::string &error);
   bool agreeOnRun(std::string &error);
+  // create's steps after the rows and options are checked.
+  bool initFromCheckpoint(std::string &error);
+  bool resumeFromCheckpoint(std::string &error);
+  bool checkResumedPosition(const std::string &path, std::string &error);
+  bool createRepairer(std::string &error);
+  // runEpoch's steps: one batch's step, a repair after it, the saves.
+  struct EpochProgress;
+  bool trainBatch(int64_t batch, EpochProgress &progress, std::string &error,
+                  RunObserver *observer);
+  bool repairAfterStep(int64_t step, EpochProgress &progress,
+                       std::string &error, RunObserver *observer);
+  bool saveWithinEpoch(int64_t epoch, int64_t batch, int64_t step,
+                       std::string &error);
+  bool finishEpoch(EpochReport &report, std::string &error,
+                   RunObserver *observer);
 
   Session &session;
   LabelledRows train, test;
