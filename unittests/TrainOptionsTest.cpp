@@ -29,7 +29,8 @@ TrainOptions changedOptions() {
       "weight-decay=0.01 accumulate=3 qat qat-freeze-after=7 "
       "weight-copies=convert keep-f32=a.mlir:1:2,b.mlir:3:4 loss=mse "
       "batch-size=32 seed=18446744073709551615 device=cuda tf32=false "
-      "distributed cache=false cache-dir='/tmp/a dir'",
+      "distributed cache=false cache-dir='/tmp/a dir' ranks=4 "
+      "probes=compute-ops",
       o, error))
       << error;
   return o;
@@ -125,6 +126,8 @@ TEST(TrainOptions, CombinationsAreCheckedOnceForEveryFrontEnd) {
       {"loss-scale=dynamic", "--loss-scale needs --precision f16 or bf16"},
       {"distributed device=cuda", "distributed training runs on the CPU"},
       {"distributed accumulate=2", "distributed training with --accumulate"},
+      {"ranks=2", "ranks is the MPI job's size"},
+      {"probes=every-op device=cuda", "--check-numerics and compare run on the CPU"},
   };
   for (const Case &c : cases) {
     TrainOptions o;
@@ -152,8 +155,12 @@ TEST(TrainOptions, ToolFlagsComeFromTheTable) {
   llvm::cl::OptionCategory category("test flags");
   TrainOptionFlags flags(category, {"device"});
   auto &registered = llvm::cl::getRegisteredOptions();
+  // Derived options (ranks, probes) are set by the session, not by flags.
   for (const TrainOptionSpec &spec : trainOptionSpecs())
-    EXPECT_EQ(registered.count(spec.name), spec.name == "device" ? 0u : 1u)
+    EXPECT_EQ(registered.count(spec.name),
+              spec.name == "device" || spec.scope == OptionScope::Derived
+                  ? 0u
+                  : 1u)
         << spec.name.str();
   EXPECT_TRUE(flags.given().empty());
   const char *argv[] = {"tool", "--lr=0.25", "--qat", "--keep-f32=x:1:2",

@@ -121,6 +121,11 @@ int mp_session_create_with(const char *model_path, const char *options,
 /* The options the session's step was compiled with, as such a string
  * ("auto" resolved). Owned by the session. */
 const char *mp_session_options_text(const mp_session *session);
+/* The pass pipelines that compiled the session's step, one per line: the
+ * step on tensors (builtin.module(mp-session-train{...}), which mp-opt
+ * runs too), then the lowering when this process lowered it; "" for an
+ * artifact. Owned by the session. */
+const char *mp_session_pipelines(const mp_session *session);
 /* Opens an artifact mp-compile wrote (docs/artifacts.md): its compiled
  * training step and prediction, loaded with dlopen, without MLIR. The
  * options are those it was compiled with; parameters start He-uniform from

@@ -202,6 +202,10 @@ const char *mp_session_options_text(const mp_session *s) {
   return s->optionsText.c_str();
 }
 
+const char *mp_session_pipelines(const mp_session *s) {
+  return s && s->session ? s->session->pipelines().c_str() : "";
+}
+
 int mp_session_open(const char *artifact_path, mp_session **out) {
   if (!out)
     return fail("mp_session_open: output pointer is NULL");

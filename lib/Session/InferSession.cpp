@@ -152,84 +152,9 @@ bool InferSession::writeQatCalibration(
   return true;
 }
 
-bool InferSession::compile(const std::string &modelPath,
-                           const InferOptions &options, std::string &error) {
-  // @predict on the CPU, without probes or a report (which compiling
-  // writes), comes from the compile cache when it is there and goes into
-  // it when it is not. MP_DUMP_PREDICT_IR asks for the lowering itself;
-  // MP_PARALLEL_LOOPS=0 and MP_APPROXIMATE_MATH=0 for one the key does not
-  // describe.
-  std::string cachePath;
-  if (options.device == Device::Cpu &&
-      options.mode != InferOptions::Mode::Calibrate && !options.probeOutputs &&
-      options.reportPath.empty() && !std::getenv("MP_DUMP_PREDICT_IR") &&
-      defaultLowering()) {
-    std::string cacheDir = resolveCacheDir(options.cache), problem;
-    // An unreadable model or calibration file: compiling says so.
-    if (!cacheDir.empty())
-      cachePath = inferCachePath(cacheDir, modelPath, options, problem);
-    if (!cachePath.empty() && llvm::sys::fs::exists(cachePath) &&
-        loadFromCache(cachePath))
-      return true;
-  }
-
-  context = createSessionContext();
-
-  // Diagnostics become the error message.
-  DiagnosticText collected(context.get());
-  std::string &diagnostics = collected.text;
-  OwningOpRef<ModuleOp> module = parseModel(modelPath, context.get(), collected,
-                                            error, options.modelBatch);
-  if (!module)
-    return false;
-  // The parameters come from the caller, not from starting values.
-  takeInitialValues(*module);
-  // Only the prediction function is compiled.
-  func::FuncOp predictFn;
-  for (auto func : llvm::make_early_inc_range(module->getOps<func::FuncOp>())) {
-    if (func->hasAttr(mlir::mp::kPredictAttrName) && !predictFn)
-      predictFn = func;
-    else if (!func.isExternal())
-      func.erase();
-  }
-  if (!predictFn) {
-    error = "model '" + modelPath + "' has no function marked mp.predict";
-    return false;
-  }
-  auto inputType =
-      predictFn.getNumArguments() > 0
-          ? dyn_cast<RankedTensorType>(predictFn.getArgument(0).getType())
-          : RankedTensorType();
-  auto outputType =
-      predictFn.getNumResults() == 1
-          ? dyn_cast<RankedTensorType>(predictFn.getResultTypes()[0])
-          : RankedTensorType();
-  if (!inputType || !outputType || !inputType.hasStaticShape() ||
-      !outputType.hasStaticShape() || outputType.getRank() != 2 ||
-      inputType.getRank() < 2 ||
-      inputType.getDimSize(0) != outputType.getDimSize(0)) {
-    error = "@" + predictFn.getSymName().str() +
-            " must take (x: tensor<Bx...>, parameters...) and return "
-            "tensor<BxC>, with static shapes";
-    return false;
-  }
-  for (Type type : llvm::concat<const Type>(predictFn.getArgumentTypes(),
-                                            predictFn.getResultTypes())) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor || !tensor.hasStaticShape()) {
-      error = "@" + predictFn.getSymName().str() +
-              ": every argument and result must be a statically shaped "
-              "tensor for inference, got " +
-              llvm::formatv("{0}", type).str();
-      return false;
-    }
-  }
-  inputShape.assign(inputType.getShape().begin(), inputType.getShape().end());
-  batch = inputType.getDimSize(0);
-  features = inputType.getNumElements() / batch;
-  classes = outputType.getDimSize(1);
-
-  PassManager pm(context.get());
+bool InferSession::addPredictPasses(PassManager &pm, func::FuncOp predictFn,
+                                    const InferOptions &options,
+                                    std::string &error) {
   switch (options.mode) {
   case InferOptions::Mode::Float:
     if (options.precision != FloatPrecision::F32) {
@@ -239,112 +164,182 @@ bool InferSession::compile(const std::string &modelPath,
       // f16/bf16 weight copies are made once, in bind(), not per call.
       pm.addPass(mlir::mp::createMPConvertWeightsOnce());
     }
-    break;
+    return true;
   case InferOptions::Mode::Calibrate:
     pm.addPass(mlir::mp::createMPCalibrate());
-    break;
-  case InferOptions::Mode::Int8: {
-    if (options.fallback == FloatPrecision::BF16) {
-      error = "bad --quant-fallback 'bf16': expected f32 or f16";
+    return true;
+  case InferOptions::Mode::Int8:
+    return addQuantizePass(pm, predictFn, options, error);
+  }
+  return true;
+}
+
+bool InferSession::addQuantizePass(PassManager &pm, func::FuncOp predictFn,
+                                   const InferOptions &options,
+                                   std::string &error) {
+  if (options.fallback == FloatPrecision::BF16) {
+    error = "bad --quant-fallback 'bf16': expected f32 or f16";
+    return false;
+  }
+  mlir::mp::MPQuantizeOptions quantize;
+  quantize.mode = options.quantization;
+  quantize.calibration = options.calibrationPath;
+  quantize.method = options.method;
+  quantize.percentile = options.percentile;
+  quantize.perChannel = options.perChannel;
+  if (!options.qatObservers.empty() && options.calibrationPath.empty() &&
+      options.quantization == mlir::mp::QuantizationMode::Int8) {
+    // The ranges QAT observed become the calibration file, clipped at
+    // exactly their max (minmax) with the weights per channel, as the
+    // training step rounded them.
+    if (!writeQatCalibration(predictFn, options.qatObservers, error))
       return false;
-    }
-    mlir::mp::MPQuantizeOptions quantize;
-    quantize.mode = options.quantization;
-    quantize.calibration = options.calibrationPath;
-    quantize.method = options.method;
-    quantize.percentile = options.percentile;
-    quantize.perChannel = options.perChannel;
-    if (!options.qatObservers.empty() && options.calibrationPath.empty() &&
-        options.quantization == mlir::mp::QuantizationMode::Int8) {
-      // The ranges QAT observed become the calibration file, clipped at
-      // exactly their max (minmax) with the weights per channel, as the
-      // training step rounded them.
-      if (!writeQatCalibration(predictFn, options.qatObservers, error))
-        return false;
-      quantize.calibration = qatCalibrationPath;
-      quantize.method = QuantizationMethod::MinMax;
-      quantize.perChannel = true;
-    }
-    quantize.maxError = options.maxError;
-    quantize.fallback = options.fallback;
-    quantize.report = options.reportPath;
-    quantize.fallbackOps.assign(options.fallbackOps.begin(),
-                                options.fallbackOps.end());
-    quantize.probeOutputs = options.probeOutputs;
-    pm.addPass(mlir::mp::createMPQuantize(quantize));
-    break;
+    quantize.calibration = qatCalibrationPath;
+    quantize.method = QuantizationMethod::MinMax;
+    quantize.perChannel = true;
   }
+  quantize.maxError = options.maxError;
+  quantize.fallback = options.fallback;
+  quantize.report = options.reportPath;
+  quantize.fallbackOps.assign(options.fallbackOps.begin(),
+                              options.fallbackOps.end());
+  quantize.probeOutputs = options.probeOutputs;
+  pm.addPass(mlir::mp::createMPQuantize(quantize));
+  return true;
+}
+
+/// How a named argument of an entry is bound: a parameter, an int8 weight
+/// (or an f16/bf16 copy, which lives with them: made once in bind()), a
+/// scale; anything else is the input.
+InferSession::Binding InferSession::entryBinding(func::FuncOp entry,
+                                                 unsigned i) {
+  auto type = cast<ShapedType>(entry.getArgumentTypes()[i]);
+  Binding binding{ArgKind::Input, "", {}, 0};
+  binding.shape.assign(type.getShape().begin(), type.getShape().end());
+  binding.elementBytes =
+      std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  static const std::pair<llvm::StringLiteral, ArgKind> kKinds[] = {
+      {mlir::mp::kParamAttrName, ArgKind::Param},
+      {mlir::mp::kQWeightAttrName, ArgKind::QWeight},
+      {mlir::mp::kConvertedAttrName, ArgKind::QWeight},
+      {mlir::mp::kQScaleAttrName, ArgKind::QScale}};
+  for (auto [attr, kind] : kKinds)
+    if (auto name = entry.getArgAttrOfType<StringAttr>(i, attr)) {
+      binding.kind = kind;
+      binding.name = name.str();
+      break;
+    }
+  return binding;
+}
+
+void InferSession::readEntries(ModuleOp module) {
+  auto bindings = [](func::FuncOp entry, unsigned begin, unsigned end) {
+    std::vector<Binding> result;
+    for (unsigned i = begin; i < end; ++i)
+      result.push_back(entryBinding(entry, i));
+    return result;
+  };
+  auto numInputs = [](func::FuncOp entry) -> unsigned {
+    return entry->getAttrOfType<IntegerAttr>(mlir::mp::kEntryAttrName).getInt();
+  };
+  auto predict = module.lookupSymbol<func::FuncOp>("mp_infer_predict_entry");
+  unsigned inputs = numInputs(predict);
+  predictArgs = bindings(predict, 0, inputs);
+  inputShape = predictArgs[0].shape;
+  batch = inputShape[0];
+  features = 1;
+  for (int64_t d : inputShape)
+    features *= d;
+  features /= batch;
+  classes = cast<ShapedType>(predict.getArgumentTypes()[inputs]).getDimSize(1);
+  auto weights = module.lookupSymbol<func::FuncOp>("mp_infer_weights_entry");
+  hasWeightsFunction = static_cast<bool>(weights);
+  if (weights) {
+    weightsArgs = bindings(weights, 0, numInputs(weights));
+    weightsResults =
+        bindings(weights, numInputs(weights), weights.getNumArguments());
   }
-  bool compiled = succeeded(pm.run(*module));
+}
+
+bool InferSession::loadCachedPredict(const std::string &modelPath,
+                                     const InferOptions &options,
+                                     std::string &cachePath) {
+  // @predict on the CPU, without probes or a report (which compiling
+  // writes), comes from the compile cache when it is there and goes into
+  // it when it is not. MP_DUMP_PREDICT_IR asks for the lowering itself;
+  // MP_PARALLEL_LOOPS=0 and MP_APPROXIMATE_MATH=0 for one the key does not
+  // describe.
+  if (options.device != Device::Cpu ||
+      options.mode == InferOptions::Mode::Calibrate || options.probeOutputs ||
+      !options.reportPath.empty() || std::getenv("MP_DUMP_PREDICT_IR") ||
+      !defaultLowering())
+    return false;
+  std::string cacheDir = resolveCacheDir(options.cache), problem;
+  // An unreadable model or calibration file: compiling says so.
+  if (!cacheDir.empty())
+    cachePath = inferCachePath(cacheDir, modelPath, options, problem);
+  return !cachePath.empty() && llvm::sys::fs::exists(cachePath) &&
+         loadFromCache(cachePath);
+}
+
+/// The module's first function marked mp.predict; the other functions
+/// with bodies are erased (only the prediction is compiled).
+static func::FuncOp keepOnlyPrediction(ModuleOp module) {
+  func::FuncOp predictFn;
+  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+    if (func->hasAttr(mlir::mp::kPredictAttrName) && !predictFn)
+      predictFn = func;
+    else if (!func.isExternal())
+      func.erase();
+  }
+  return predictFn;
+}
+
+bool InferSession::compilePrediction(ModuleOp module,
+                                     const std::string &modelPath,
+                                     const InferOptions &options,
+                                     std::string &diagnostics,
+                                     std::string &error) {
+  func::FuncOp predictFn = keepOnlyPrediction(module);
+  if (!predictFn) {
+    error = "model '" + modelPath + "' has no function marked mp.predict";
+    return false;
+  }
+  std::string predictName = predictFn.getSymName().str();
+  PassManager pm(module.getContext());
+  if (!addPredictPasses(pm, predictFn, options, error))
+    return false;
+  // Entries that host code calls on buffers, and what they call inlined.
+  pm.addPass(mlir::mp::createMPInferEntries());
+  pm.addPass(mlir::mp::createMPInlineEntries());
+  bool compiled = succeeded(pm.run(module));
   if (!qatCalibrationPath.empty())
     llvm::sys::fs::remove(qatCalibrationPath);
   if (!compiled) {
-    error = "compiling @" + predictFn.getSymName().str() + " failed\n" +
-            diagnostics;
+    error = "compiling @" + predictName + " failed\n" + diagnostics;
     return false;
   }
+  readEntries(module);
+  return true;
+}
 
-  // How each argument and result is bound, read before lowering.
-  auto bindingsOf = [](func::FuncOp func, bool results) {
-    std::vector<Binding> bindings;
-    unsigned count = results ? func.getNumResults() : func.getNumArguments();
-    for (unsigned i = 0; i < count; ++i) {
-      auto type = cast<RankedTensorType>(results ? func.getResultTypes()[i]
-                                                 : func.getArgumentTypes()[i]);
-      DictionaryAttr attrs =
-          results ? func.getResultAttrDict(i) : func.getArgAttrDict(i);
-      Binding binding{ArgKind::Input, "", {}, 0};
-      binding.shape.assign(type.getShape().begin(), type.getShape().end());
-      binding.elementBytes =
-          std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-      auto named = [&](StringRef attr) -> StringAttr {
-        return attrs ? attrs.getAs<StringAttr>(attr) : StringAttr();
-      };
-      if (StringAttr n = named(mlir::mp::kParamAttrName)) {
-        binding.kind = ArgKind::Param;
-        binding.name = n.str();
-      } else if (StringAttr n = named(mlir::mp::kQWeightAttrName)) {
-        binding.kind = ArgKind::QWeight;
-        binding.name = n.str();
-      } else if (StringAttr n = named(mlir::mp::kConvertedAttrName)) {
-        // f16/bf16 copies live with the int8 weights: made once in bind().
-        binding.kind = ArgKind::QWeight;
-        binding.name = n.str();
-      } else if (StringAttr n = named(mlir::mp::kQScaleAttrName)) {
-        binding.kind = ArgKind::QScale;
-        binding.name = n.str();
-      }
-      bindings.push_back(binding);
-    }
-    return bindings;
-  };
-  predictArgs = bindingsOf(predictFn, /*results=*/false);
-  for (unsigned i = 1; i < predictArgs.size(); ++i)
-    if (predictArgs[i].kind == ArgKind::Input) {
-      error = "argument #" + std::to_string(i) + " of @" +
-              predictFn.getSymName().str() +
-              " is neither the input nor a parameter (mp.param)";
-      return false;
-    }
-  addEntry(*module, predictFn, "mp_infer_predict_entry");
-  auto weightsRef = predictFn->getAttrOfType<FlatSymbolRefAttr>(
-      mlir::mp::kQuantizeWeightsAttrName);
-  if (!weightsRef)
-    weightsRef = predictFn->getAttrOfType<FlatSymbolRefAttr>(
-        mlir::mp::kConvertWeightsAttrName);
-  if (auto ref = weightsRef) {
-    auto weightsFn = module->lookupSymbol<func::FuncOp>(ref);
-    weightsArgs = bindingsOf(weightsFn, false);
-    weightsResults = bindingsOf(weightsFn, true);
-    hasWeightsFunction = true;
-    addEntry(*module, weightsFn, "mp_infer_weights_entry");
-  }
-  if (!inlineEntries(*module,
-                     {"mp_infer_predict_entry", "mp_infer_weights_entry"})) {
-    error = "inlining @predict into its entry failed\n" + diagnostics;
+bool InferSession::compile(const std::string &modelPath,
+                           const InferOptions &options, std::string &error) {
+  std::string cachePath;
+  if (loadCachedPredict(modelPath, options, cachePath))
+    return true;
+  context = createSessionContext();
+  // Diagnostics become the error message.
+  DiagnosticText collected(context.get());
+  std::string &diagnostics = collected.text;
+  OwningOpRef<ModuleOp> module = parseModel(modelPath, context.get(), collected,
+                                            error, options.modelBatch);
+  if (!module)
     return false;
-  }
-
+  // The parameters come from the caller, not from starting values.
+  takeInitialValues(*module);
+  if (!compilePrediction(*module, modelPath, options, diagnostics, error))
+    return false;
   // MP_DUMP_PREDICT_IR=FILE: the module about to be lowered (debugging).
   if (!dumpModuleIfAsked(*module, "MP_DUMP_PREDICT_IR", error))
     return false;
@@ -355,7 +350,8 @@ bool InferSession::compile(const std::string &modelPath,
     return false;
   }
   bool vectorized = true;
-  if (!lowerModule(module, gpu, diagnostics, vectorized)) {
+  std::string lowering;
+  if (!lowerModule(module, gpu, diagnostics, vectorized, lowering)) {
     error = std::string("lowering @predict") + (gpu ? " for the GPU" : "") +
             " failed\n" + diagnostics;
     return false;
@@ -410,40 +406,50 @@ InferSession::cacheMetadata(const std::string &modelPath) const {
       {"weights_results", bindingsJson(weightsResults)}};
 }
 
-bool InferSession::readCacheMetadata(const llvm::json::Object &metadata) {
-  auto readBindings = [](const llvm::json::Value *value,
-                         std::vector<Binding> &bindings) {
-    const llvm::json::Array *array = value ? value->getAsArray() : nullptr;
-    if (!array)
+bool InferSession::readBinding(const llvm::json::Value &item,
+                               Binding &binding) {
+  const llvm::json::Object *object = item.getAsObject();
+  if (!object)
+    return false;
+  std::optional<llvm::StringRef> kind = object->getString("kind");
+  std::optional<llvm::StringRef> name = object->getString("name");
+  std::optional<int64_t> bytes = object->getInteger("element_bytes");
+  auto *known = llvm::find(kArgKindNames, kind.value_or(""));
+  if (known == std::end(kArgKindNames) || !name || !bytes || *bytes < 1 ||
+      *bytes > 8 || !readArtifactShape(object->get("shape"), binding.shape))
+    return false;
+  binding.kind = static_cast<ArgKind>(known - std::begin(kArgKindNames));
+  binding.name = name->str();
+  binding.elementBytes = *bytes;
+  return true;
+}
+
+bool InferSession::readBindings(const llvm::json::Value *value,
+                                std::vector<Binding> &bindings) {
+  const llvm::json::Array *array = value ? value->getAsArray() : nullptr;
+  if (!array)
+    return false;
+  bindings.clear();
+  for (const llvm::json::Value &item : *array) {
+    Binding binding{ArgKind::Input, "", {}, 0};
+    if (!readBinding(item, binding))
       return false;
-    bindings.clear();
-    for (const llvm::json::Value &item : *array) {
-      const llvm::json::Object *object = item.getAsObject();
-      if (!object)
-        return false;
-      std::optional<llvm::StringRef> kind = object->getString("kind");
-      std::optional<llvm::StringRef> name = object->getString("name");
-      std::optional<int64_t> bytes = object->getInteger("element_bytes");
-      Binding binding{ArgKind::Input, "", {}, 0};
-      auto *known = llvm::find(kArgKindNames, kind.value_or(""));
-      if (known == std::end(kArgKindNames) || !name || !bytes || *bytes < 1 || *bytes > 8 ||
-          !readArtifactShape(object->get("shape"), binding.shape))
-        return false;
-      binding.kind = static_cast<ArgKind>(known - std::begin(kArgKindNames));
-      binding.name = name->str();
-      binding.elementBytes = *bytes;
-      bindings.push_back(std::move(binding));
-    }
-    return true;
-  };
+    bindings.push_back(std::move(binding));
+  }
+  return true;
+}
+
+bool InferSession::readCacheMetadata(const llvm::json::Object &metadata) {
   std::optional<int64_t> b = metadata.getInteger("batch");
   std::optional<int64_t> f = metadata.getInteger("features");
   std::optional<int64_t> c = metadata.getInteger("classes");
   std::optional<bool> weights = metadata.getBoolean("has_weights");
-  if (!b || !f || !c || *b <= 0 || *f <= 0 || *c <= 0 || !weights ||
-      !readArtifactShape(metadata.get("input_shape"), inputShape) ||
-      inputShape.size() < 2 || inputShape[0] != *b ||
-      numElements(inputShape) != *b * *f ||
+  if (!b || !f || !c || *b <= 0 || *f <= 0 || *c <= 0 || !weights)
+    return false;
+  bool shapes = readArtifactShape(metadata.get("input_shape"), inputShape) &&
+                inputShape.size() >= 2 && inputShape[0] == *b &&
+                numElements(inputShape) == *b * *f;
+  if (!shapes ||
       !readBindings(metadata.get("predict_arguments"), predictArgs) ||
       predictArgs.empty() || predictArgs[0].kind != ArgKind::Input ||
       predictArgs[0].shape != inputShape ||

@@ -150,14 +150,28 @@ bool nativeBf16Enabled() {
          llvm::sys::getHostCPUFeatures().lookup("avx512bf16");
 }
 
+/// `builtin.module(<name><options>)`: a pipeline as mp-opt takes it.
+template <typename Options>
+static std::string modulePipeline(llvm::StringRef name,
+                                  const Options &options) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "builtin.module(" << name;
+  options.print(os);
+  os << ")";
+  return text;
+}
+
 bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
-                 std::string &diagnostics, bool &vectorized) {
+                 std::string &diagnostics, bool &vectorized,
+                 std::string &pipeline) {
   MLIRContext *context = module->getContext();
   if (gpu) {
     // Kernels for the elementwise work, cuBLASLt for the products, every
     // tensor in device memory (docs/gpu.md).
     mlir::mp::LowerGpuOptions options;
     options.deviceMemory = true;
+    pipeline = modulePipeline("mp-lower-gpu", options);
     PassManager pm(context);
     return succeeded(mlir::mp::buildLowerGpuPipeline(
                pm, options,
@@ -175,6 +189,7 @@ bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
   options.parallel = parallelLoopsEnabled();
   options.approximateMath = approximateMathEnabled();
   options.nativeBf16 = nativeBf16Enabled();
+  pipeline = modulePipeline("mp-lower-cpu", options);
   PassManager pm(context);
   mlir::mp::buildLowerCpuPipeline(pm, options);
   vectorized = succeeded(pm.run(*module));
@@ -182,6 +197,7 @@ bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
     return true;
   diagnostics.clear();
   options.vectorize = false;
+  pipeline = modulePipeline("mp-lower-cpu", options);
   PassManager scalar(context);
   mlir::mp::buildLowerCpuPipeline(scalar, options);
   if (failed(scalar.run(*scalarCopy)))
@@ -376,72 +392,6 @@ bool lookUpEntry(ExecutionEngine &engine, StringRef name,
   }
   entry = *found;
   return true;
-}
-
-bool inlineEntries(ModuleOp module, llvm::ArrayRef<llvm::StringRef> entries) {
-  // Only the entries are called from outside: the model's own functions
-  // (train_step, loss, loss_grad, predict) become private, so that those
-  // inlined into an entry or called by none are removed instead of being
-  // compiled a second time (they were more than half of a transformer
-  // block's code).
-  for (auto function : module.getOps<func::FuncOp>())
-    if (!function.isDeclaration() &&
-        !llvm::is_contained(entries, function.getSymName()))
-      function.setPrivate();
-  PassManager inliner(module.getContext());
-  inliner.addPass(createInlinerPass());
-  inliner.addPass(createSymbolDCEPass());
-  return succeeded(inliner.run(module));
-}
-
-static MemRefType memrefFor(Type type) {
-  if (auto tensor = dyn_cast<RankedTensorType>(type))
-    return MemRefType::get(tensor.getShape(), tensor.getElementType());
-  if (type.isInteger(1))
-    return MemRefType::get({}, IntegerType::get(type.getContext(), 32));
-  return MemRefType::get({}, type);
-}
-
-/// Adds `@<name>(memref args..., memref results...)` that calls `callee`:
-/// host code then owns every buffer and calls it with invokePacked.
-void addEntry(ModuleOp module, func::FuncOp callee, StringRef name) {
-  OpBuilder b(module.getBodyRegion());
-  b.setInsertionPointToEnd(module.getBody());
-  Location loc = callee.getLoc();
-  SmallVector<Type> argTypes;
-  for (Type t : callee.getArgumentTypes())
-    argTypes.push_back(memrefFor(t));
-  for (Type t : callee.getResultTypes())
-    argTypes.push_back(memrefFor(t));
-  auto entry =
-      func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
-  Block *block = entry.addEntryBlock();
-  b.setInsertionPointToStart(block);
-  SmallVector<Value> operands;
-  unsigned numInputs = callee.getNumArguments();
-  for (auto [i, type] : llvm::enumerate(callee.getArgumentTypes())) {
-    Value arg = block->getArgument(i);
-    if (isa<RankedTensorType>(type))
-      operands.push_back(bufferization::ToTensorOp::create(
-          b, loc, type, arg, /*restrict=*/b.getUnitAttr()));
-    else
-      operands.push_back(memref::LoadOp::create(b, loc, arg, ValueRange{}));
-  }
-  auto call = func::CallOp::create(b, loc, callee, operands);
-  for (auto [i, result] : llvm::enumerate(call.getResults())) {
-    Value out = block->getArgument(numInputs + i);
-    if (isa<RankedTensorType>(result.getType())) {
-      bufferization::MaterializeInDestinationOp::create(
-          b, loc, TypeRange{}, result, out, /*restrict=*/true,
-          /*writable=*/true);
-      continue;
-    }
-    Value value = result;
-    if (value.getType().isInteger(1))
-      value = arith::ExtUIOp::create(b, loc, b.getI32Type(), value);
-    memref::StoreOp::create(b, loc, value, out, ValueRange{});
-  }
-  func::ReturnOp::create(b, loc);
 }
 
 } // namespace mp

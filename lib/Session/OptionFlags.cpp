@@ -44,7 +44,8 @@ struct TrainOptionFlags::Flag {
 TrainOptionFlags::TrainOptionFlags(cl::OptionCategory &category,
                                    llvm::ArrayRef<llvm::StringRef> exclude) {
   for (const TrainOptionSpec &spec : trainOptionSpecs())
-    if (!llvm::is_contained(exclude, spec.name))
+    if (spec.scope != OptionScope::Derived &&
+        !llvm::is_contained(exclude, spec.name))
       flags.push_back(std::make_unique<Flag>(spec, category));
 }
 

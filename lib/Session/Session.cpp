@@ -6,6 +6,7 @@
 #include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
 #include "mp/Session/PrecisionPins.h"
+#include "mp/Session/SessionPipelines.h"
 
 #include "mp/Dialect/MP/IR/MPOps.h"
 #include "mp/Support/IRUtils.h"
@@ -22,6 +23,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -73,14 +75,30 @@ Session::~Session() {
     dlclose(library);
 }
 
+/// What mp-session-train compiles `modelPath` with: `options`, and an ONNX
+/// model, which only predicts, is trained with softmax cross-entropy
+/// unless the options say otherwise.
+static TrainOptions stepOptions(const std::string &modelPath,
+                                const TrainOptions &options) {
+  TrainOptions step = options;
+  if (!step.addLoss && isOnnxModel(modelPath))
+    step.addLoss = mlir::mp::LossKind::CrossEntropy;
+  return step;
+}
+
+/// Whether `module` has a function marked mp.loss.
+static bool hasLossFunction(ModuleOp module) {
+  return llvm::any_of(module.getOps<func::FuncOp>(), [](func::FuncOp func) {
+    return func->hasAttr(mlir::mp::kLossAttrName);
+  });
+}
+
 bool Session::lower(const std::string &modelPath, const TrainOptions &options,
                     OwningOpRef<ModuleOp> &module, std::string &error) {
   if (!resolveLossScale(options.lossScale, options.precision, scaleMode, error))
     return false;
   compiledOptions = options;
-
   context = createSessionContext();
-
   // Diagnostics become the error message.
   DiagnosticText collected(context.get());
   std::string &diagnostics = collected.text;
@@ -91,218 +109,55 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   // initialiseParameters and for the artifact or cache entry written from
   // this lowering; the pipelines do not need them.
   initialValues = takeInitialValues(*module);
-  // An ONNX model only predicts: it is trained with softmax cross-entropy
-  // unless the options say otherwise.
-  std::optional<mlir::mp::LossKind> lossKind = options.addLoss;
-  if (!lossKind && isOnnxModel(modelPath))
-    lossKind = mlir::mp::LossKind::CrossEntropy;
-  if (lossKind) {
-    mlir::mp::MPAddLossOptions addLoss;
-    addLoss.loss = *lossKind;
-    PassManager pm(context.get());
-    pm.addPass(mlir::mp::createMPAddLoss(addLoss));
-    if (failed(pm.run(*module))) {
-      error = "adding the loss failed\n" + diagnostics;
-      return false;
-    }
-  }
-  if (!pinOpsToF32(*module, options.keepF32, error))
-    return false;
-
-  func::FuncOp loss, predictFn;
-  for (auto func : module->getOps<func::FuncOp>()) {
-    if (func->hasAttr(mlir::mp::kLossAttrName))
-      loss = func;
-    if (func->hasAttr(mlir::mp::kPredictAttrName))
-      predictFn = func;
-  }
-  if (!loss) {
+  TrainOptions step = stepOptions(modelPath, options);
+  if (!step.addLoss && !hasLossFunction(*module)) {
     error = "model '" + modelPath +
             "' has no function marked mp.loss (mp-run --loss cross-entropy|mse "
             "adds one around its mp.predict)";
     return false;
   }
-  // Signature: (x: B x F, labels: B x C, parameters...).
-  auto inputType = dyn_cast<RankedTensorType>(
-      loss.getNumArguments() > 1 ? loss.getArgument(0).getType() : Type());
-  auto labelType = dyn_cast<RankedTensorType>(
-      loss.getNumArguments() > 1 ? loss.getArgument(1).getType() : Type());
-  if (!inputType || !labelType || inputType.getRank() < 2 ||
-      labelType.getRank() != 2 || !inputType.hasStaticShape() ||
-      !labelType.hasStaticShape() ||
-      inputType.getDimSize(0) != labelType.getDimSize(0)) {
-    error = "@" + loss.getSymName().str() +
-            " must take (x: tensor<Bx...>, labels: tensor<BxC>, "
-            "parameters...) with static shapes";
-    return false;
-  }
-  // x may be images (B x C x H x W): each data row fills one sample.
-  entries.inputShape.assign(inputType.getShape().begin(),
-                            inputType.getShape().end());
-  entries.batch = inputType.getDimSize(0);
-  entries.features = inputType.getNumElements() / entries.batch;
-  entries.classes = labelType.getDimSize(1);
-  for (unsigned i = 2; i < loss.getNumArguments(); ++i) {
-    auto name = loss.getArgAttrOfType<StringAttr>(i, mlir::mp::kParamAttrName);
-    auto type = dyn_cast<RankedTensorType>(loss.getArgument(i).getType());
-    if (!name || !type || !type.hasStaticShape() ||
-        !type.getElementType().isF32()) {
-      error = "argument #" + std::to_string(i) + " of @" +
-              loss.getSymName().str() +
-              " must be a static f32 tensor marked mp.param";
-      return false;
-    }
-    HostTensor param;
-    param.name = name.str();
-    param.shape.assign(type.getShape().begin(), type.getShape().end());
-    param.data.assign(param.numElements(), 0.0f);
-    training.params.push_back(param);
-  }
-  hasPredict = static_cast<bool>(predictFn);
-
-  // The training pipeline mp-opt's --mp-train-pipeline runs; f32 is the
-  // same step without the precision rewrite.
-  mlir::mp::TrainPipelineOptions pipeline;
-  pipeline.dtype = options.precision;
-  pipeline.lossScale = scaleMode;
-  pipeline.initScale = options.lossScale.initial;
-  pipeline.margin = options.scaleMargin;
-  pipeline.hysteresis = options.scaleHysteresis;
-  pipeline.optimizer = options.optimizer;
-  pipeline.lr = options.lr;
-  pipeline.momentum = options.momentum;
-  pipeline.weightDecay = options.weightDecay;
-  pipeline.accumulate = options.accumulate;
-  pipeline.qat = options.qat;
-  pipeline.qatFreezeAfter = options.qatFreezeAfter;
-  pipeline.ranks = options.ranks;
+  // The step on tensors: mp-session-train, parsed from its text as mp-opt
+  // would parse it (SessionPipelines.h).
+  pipelineText = sessionTrainPipeline(step);
+  registerSessionPipelines();
   PassManager pm(context.get());
-  mlir::mp::buildTrainPipeline(pm, pipeline);
-  if (failed(pm.run(*module))) {
+  llvm::raw_string_ostream parseErrors(diagnostics);
+  if (failed(parsePassPipeline(sessionTrainPipelineElement(step), pm,
+                               parseErrors)) ||
+      failed(pm.run(*module))) {
     error = "compiling the training step failed\n" + diagnostics;
     return false;
   }
-  bool gpu = options.device == Device::Cuda;
-  if (gpu && options.probes != TrainOptions::Probes::None) {
-    error = "--check-numerics and compare run on the CPU; drop --device cuda";
-    return false;
-  }
-  if (options.probes != TrainOptions::Probes::None) {
-    mlir::mp::MPCheckNumericsOptions probeOptions;
-    probeOptions.skipConversions =
-        options.probes == TrainOptions::Probes::ComputeOps;
-    PassManager probes(context.get());
-    probes.addPass(mlir::mp::createMPCheckNumerics(probeOptions));
-    if (failed(probes.run(*module))) {
-      error = "inserting numerics probes failed\n" + diagnostics;
-      return false;
-    }
-    module->walk([&](mlir::mp::ObserveOp observe) {
-      ProbeSite site;
-      if (auto func = observe->getParentOfType<func::FuncOp>())
-        site.function = func.getSymName().str();
-      Value input = observe.getInput();
-      if (Operation *producer = input.getDefiningOp())
-        site.op = producer->getName().getStringRef().str();
-      site.location = mlir::mp::fileLocationText(observe.getLoc());
-      Type element = cast<RankedTensorType>(input.getType()).getElementType();
-      site.lowPrecision = element.isF16() || element.isBF16();
-      sites[observe.getId().str()] = site;
-    });
-  }
-  auto step = module->lookupSymbol<func::FuncOp>("train_step");
-  // The step's first results are the new parameters and state, in the
-  // order of its arguments after x and labels; the accumulation's first
-  // results are the new sums, in the order of its sum arguments: say so,
-  // for mp-in-place-updates.
-  auto markUpdates = [&](func::FuncOp callee, StringRef name,
-                         unsigned firstUpdated, unsigned updated) {
-    addEntry(*module, callee, name);
-    auto entry = module->lookupSymbol<func::FuncOp>(name);
-    OpBuilder b(context.get());
-    unsigned numArgs = callee.getNumArguments();
-    for (unsigned i = 0; i < updated; ++i)
-      if (entry.getArgument(numArgs + i).getType() ==
-          entry.getArgument(firstUpdated + i).getType())
-        entry.setArgAttr(numArgs + i, mlir::mp::kUpdateOfAttrName,
-                         b.getI64IntegerAttr(firstUpdated + i));
-  };
-  unsigned updated = 0;
-  for (unsigned i = 0; i < step.getNumArguments(); ++i)
-    if (step.getArgAttr(i, mlir::mp::kParamAttrName) ||
-        step.getArgAttr(i, mlir::mp::kStateAttrName))
-      ++updated;
-  markUpdates(step, "mp_train_entry", 2, updated);
   entries.window = options.accumulate;
   entries.windowOverflow = scaleMode != LossScalingMode::None;
   entries.windowAmax = scaleMode == LossScalingMode::Adaptive;
-  if (options.accumulate > 1) {
-    auto accumulate =
-        module->lookupSymbol<func::FuncOp>("train_step_accumulate");
-    // x, labels, the parameters and the scale come before the sums.
-    markUpdates(accumulate, "mp_accumulate_entry",
-                3 + static_cast<unsigned>(training.params.size()),
-                static_cast<unsigned>(training.params.size()));
-    training.sums.clear();
-    for (const HostTensor &p : training.params) {
-      HostTensor sum = p;
-      sum.name = p.name + ".accumulator";
-      std::fill(sum.data.begin(), sum.data.end(), 0.0f);
-      training.sums.push_back(sum);
-    }
-  }
-  // A CPU session predicts from f16/bf16 copies of its weights, made again
-  // only after the parameters change; the GPU and probed steps convert
-  // them in every call.
-  if (predictFn &&
-      !addPredictEntry(*module, predictFn,
-                       !gpu && options.probes == TrainOptions::Probes::None,
-                       error))
+  if (!readTrainEntry(*module, error) || !readPredictEntries(*module, error))
     return false;
-  // Optimizer state: every train_step argument marked mp.state (read
-  // here: inlining removes train_step).
-  for (unsigned i = 0; i < step.getNumArguments(); ++i)
-    if (auto name =
-            step.getArgAttrOfType<StringAttr>(i, mlir::mp::kStateAttrName)) {
-      auto type = cast<RankedTensorType>(step.getArgument(i).getType());
-      HostTensor s;
-      s.name = name.str();
-      s.shape.assign(type.getShape().begin(), type.getShape().end());
-      s.data.assign(s.numElements(), 0.0f);
-      training.state.push_back(s);
-    }
-  // The new parameters and state are then written straight into the
-  // caller's buffers (eliminate-empty-tensors in --mp-lower-cpu), not into
-  // heap buffers copied out at the end.
-  if (!inlineEntries(*module,
-                     {"mp_train_entry", "mp_accumulate_entry",
-                      "mp_predict_entry", "mp_predict_weights_entry"})) {
-    error = "inlining the training step failed\n" + diagnostics;
-    return false;
-  }
-  // A CPU f16/bf16 step reads 16-bit weight copies its update writes
-  // (GPU and probed steps convert every step).
+  readProbeSites(*module);
   entries.trainCopies = nullptr;
-  entries.stepCopies.clear();
-  std::vector<std::pair<int64_t, int64_t>> stepCopies;
-  if (!gpu && options.probes == TrainOptions::Probes::None &&
-      options.weightCopies == WeightCopies::Keep &&
-      keepStepWeightCopies(*module, 2, training.params.size(), stepCopies))
-    for (auto [param, bytes] : stepCopies)
-      entries.stepCopies.push_back({param, bytes});
   training.scalars.scale = scaleMode == LossScalingMode::None
                                ? 1.0f
                                : static_cast<float>(options.lossScale.initial);
-
   // MP_DUMP_STEP_IR=FILE: the module on tensors that is about to be lowered
   // (train and predict entries, after every mp pass), for debugging.
   if (!dumpModuleIfAsked(*module, "MP_DUMP_STEP_IR", error))
     return false;
-  if (!lowerModule(module, gpu, diagnostics, vectorized)) {
+  if (!lowerStep(module, options, diagnostics)) {
     error = std::string("lowering the training step") +
-            (gpu ? " for the GPU" : "") + " failed\n" + diagnostics;
+            (options.device == Device::Cuda ? " for the GPU" : "") +
+            " failed\n" + diagnostics;
     return false;
   }
+  return true;
+}
+
+bool Session::lowerStep(OwningOpRef<ModuleOp> &module,
+                        const TrainOptions &options, std::string &diagnostics) {
+  std::string lowering;
+  if (!lowerModule(module, options.device == Device::Cuda, diagnostics,
+                   vectorized, lowering))
+    return false;
+  pipelineText += "\n" + lowering;
   // MP_IN_PLACE_UPDATES=0 keeps two sets of buffers anyway (to compare).
   const char *inPlace = std::getenv("MP_IN_PLACE_UPDATES");
   auto inPlaceEntry = [&](StringRef name) {
@@ -398,18 +253,13 @@ uint64_t Session::parameterChecksum() {
   return hash;
 }
 
-bool Session::compile(const std::string &modelPath,
-                      const TrainOptions &requested, std::string &error) {
+bool Session::resolveHardwareOptions(const TrainOptions &requested,
+                                     TrainOptions &options,
+                                     std::unique_ptr<CudaDevice> &cuda,
+                                     std::string &error) {
   // The GPU is opened after lowering, so that a machine without one still
   // compiles the step (and says so) before it reports the missing device;
   // unless the precision or TF32 depends on what the GPU is.
-  if (!verifyTrainOptions(requested, error))
-    return false;
-  model = modelPath;
-  // The parameters' starting values come with the step: lower() reads them
-  // from the model, a cache entry carries them (the model's bytes are in
-  // its key).
-  std::unique_ptr<CudaDevice> cuda;
   HardwareInfo hardware = detectCpu();
   bool gpu = requested.device == Device::Cuda;
   if (gpu && (requested.automaticPrecision || requested.tf32.value_or(false))) {
@@ -419,7 +269,7 @@ bool Session::compile(const std::string &modelPath,
       return false;
     hardware.gpu = properties;
   }
-  TrainOptions options = requested;
+  options = requested;
   if (options.automaticPrecision) {
     PrecisionChoice choice = choosePrecision(hardware, options.device);
     options.precision = choice.precision;
@@ -432,138 +282,76 @@ bool Session::compile(const std::string &modelPath,
       !checkTf32(hardware, options.device, error))
     return false;
   entries.tf32 = options.tf32.value_or(false);
-  if (options.distributed && !joinJob(modelPath, options, error))
-    return false;
+  return true;
+}
 
+bool Session::loadCachedStep(const std::string &modelPath,
+                             const TrainOptions &options) {
   // A CPU step without probes comes from the compile cache when it is
   // there, and goes into it when it is not (CompileCache.h). A cached entry
   // exists only for options that compiled, so the checks in lower() hold
   // for it too. MP_DUMP_STEP_IR asks for the lowering itself;
   // MP_PARALLEL_LOOPS=0 and MP_APPROXIMATE_MATH=0 for a lowering the
   // cache key does not describe.
-  std::string cacheDir;
-  if (!gpu && options.probes == TrainOptions::Probes::None &&
-      !std::getenv("MP_DUMP_STEP_IR") && defaultLowering())
-    cacheDir = resolveCacheDir(options.cache);
-  if (!cacheDir.empty()) {
-    std::string problem;
-    cachePath = compileCachePath(cacheDir, modelPath, options, problem);
-    // An unreadable model: lower() below says so.
-    if (!cachePath.empty() && llvm::sys::fs::exists(cachePath) &&
-        loadFromCache(cachePath, options))
-      return createBackend(nullptr, error);
-  }
+  if (options.device != Device::Cpu ||
+      options.probes != TrainOptions::Probes::None ||
+      std::getenv("MP_DUMP_STEP_IR") || !defaultLowering())
+    return false;
+  std::string cacheDir = resolveCacheDir(options.cache), problem;
+  if (cacheDir.empty())
+    return false;
+  // An unreadable model: lower() says so.
+  cachePath = compileCachePath(cacheDir, modelPath, options, problem);
+  if (cachePath.empty() || !llvm::sys::fs::exists(cachePath) ||
+      !loadFromCache(cachePath, options))
+    return false;
+  // The step on tensors is what this pipeline made; the lowering was that
+  // of the process that filled the cache.
+  pipelineText = sessionTrainPipeline(stepOptions(modelPath, options));
+  return true;
+}
 
+bool Session::lookUpTrainEntries(std::string &error) {
+  auto lookUp = [&](bool wanted, StringRef name, CompiledEntries::PackedFn &fn) {
+    return !wanted || lookUpEntry(*engine, name, fn, error);
+  };
+  return lookUp(true, "mp_train_entry", entries.train) &&
+         lookUp(entries.window > 1, "mp_accumulate_entry",
+                entries.accumulate) &&
+         lookUp(hasPredict, "mp_predict_entry", entries.predict) &&
+         lookUp(hasPredict && !entries.weightCopies.empty(),
+                "mp_predict_weights_entry", entries.predictWeights) &&
+         lookUp(!entries.stepCopies.empty(), "mp_train_copies_entry",
+                entries.trainCopies);
+}
+
+bool Session::compile(const std::string &modelPath,
+                      const TrainOptions &requested, std::string &error) {
+  if (!verifyTrainOptions(requested, error))
+    return false;
+  model = modelPath;
+  // The parameters' starting values come with the step: lower() reads them
+  // from the model, a cache entry carries them (the model's bytes are in
+  // its key).
+  std::unique_ptr<CudaDevice> cuda;
+  TrainOptions options;
+  if (!resolveHardwareOptions(requested, options, cuda, error) ||
+      (options.distributed && !joinJob(modelPath, options, error)))
+    return false;
+  if (loadCachedStep(modelPath, options))
+    return createBackend(nullptr, error);
   OwningOpRef<ModuleOp> module;
   if (!lower(modelPath, options, module, error))
     return false;
   if (!cachePath.empty() && storeInCache(*module, cachePath))
     return createBackend(nullptr, error);
-  if (gpu && !cuda && !(cuda = CudaDevice::open(error)))
+  if (options.device == Device::Cuda && !cuda &&
+      !(cuda = CudaDevice::open(error)))
     return false;
-  if (!(engine = compileModule(*module, cuda.get(), error)))
-    return false;
-  if (!lookUpEntry(*engine, "mp_train_entry", entries.train, error) ||
-      (entries.window > 1 && !lookUpEntry(*engine, "mp_accumulate_entry",
-                                          entries.accumulate, error)) ||
-      (hasPredict &&
-       !lookUpEntry(*engine, "mp_predict_entry", entries.predict, error)) ||
-      (hasPredict && !entries.weightCopies.empty() &&
-       !lookUpEntry(*engine, "mp_predict_weights_entry", entries.predictWeights,
-                    error)) ||
-      (!entries.stepCopies.empty() &&
-       !lookUpEntry(*engine, "mp_train_copies_entry", entries.trainCopies,
-                    error)))
+  if (!(engine = compileModule(*module, cuda.get(), error)) ||
+      !lookUpTrainEntries(error))
     return false;
   return createBackend(std::move(cuda), error);
-}
-
-bool Session::addPredictEntry(ModuleOp module, func::FuncOp predictFn,
-                              bool convertWeights, std::string &error) {
-  entries.predictWeights = nullptr;
-  entries.weightsArguments.clear();
-  entries.weightCopies.clear();
-  entries.predictArguments.clear();
-  if (!convertWeights) {
-    addEntry(module, predictFn, "mp_predict_entry");
-    return true;
-  }
-  // The loss calls @predict as it is: the pass rewrites a copy of it, the
-  // one function left marked mp.predict.
-  func::FuncOp body = predictFn.clone();
-  body.setName("mp_predict_body");
-  body.setPrivate();
-  module.push_back(body);
-  predictFn->removeAttr(mlir::mp::kPredictAttrName);
-  DiagnosticText collected(module.getContext());
-  PassManager pm(module.getContext());
-  pm.addPass(mlir::mp::createMPConvertWeightsOnce());
-  if (failed(pm.run(module))) {
-    error =
-        "converting the prediction's weights once failed\n" + collected.text;
-    return false;
-  }
-  addEntry(module, body, "mp_predict_entry");
-  auto weightsRef =
-      body->getAttrOfType<FlatSymbolRefAttr>(mlir::mp::kConvertWeightsAttrName);
-  if (!weightsRef) // f32, or nothing converted
-    return true;
-  auto weightsFn = module.lookupSymbol<func::FuncOp>(weightsRef);
-  auto paramIndex = [&](StringAttr name) -> int64_t {
-    for (auto [i, p] : llvm::enumerate(training.params))
-      if (name && p.name == name.getValue())
-        return static_cast<int64_t>(i);
-    return -1;
-  };
-  for (unsigned i = 0; i < weightsFn.getNumArguments(); ++i) {
-    int64_t param = paramIndex(
-        weightsFn.getArgAttrOfType<StringAttr>(i, mlir::mp::kParamAttrName));
-    if (param < 0) {
-      error = "the prediction's weight conversion takes an argument that is "
-              "not a parameter";
-      return false;
-    }
-    entries.weightsArguments.push_back(param);
-  }
-  for (unsigned i = 0; i < weightsFn.getNumResults(); ++i) {
-    int64_t param = paramIndex(weightsFn.getResultAttrOfType<StringAttr>(
-        i, mlir::mp::kConvertedAttrName));
-    auto type = cast<RankedTensorType>(weightsFn.getResultTypes()[i]);
-    if (param < 0 ||
-        type.getShape() != ArrayRef<int64_t>(training.params[param].shape)) {
-      error = "the prediction's weight conversion returns a copy of no "
-              "parameter";
-      return false;
-    }
-    entries.weightCopies.push_back({param, type.getElementTypeBitWidth() / 8});
-  }
-  for (unsigned i = 1; i < body.getNumArguments(); ++i) {
-    CompiledEntries::PredictArgument argument;
-    if (auto copy = body.getArgAttrOfType<StringAttr>(
-            i, mlir::mp::kConvertedAttrName)) {
-      int64_t param = paramIndex(copy);
-      auto found = llvm::find_if(entries.weightCopies,
-                                 [&](const CompiledEntries::WeightCopy &c) {
-                                   return c.param == param;
-                                 });
-      if (found == entries.weightCopies.end()) {
-        error = "the prediction reads a weight copy nothing makes";
-        return false;
-      }
-      argument = {true, found - entries.weightCopies.begin()};
-    } else {
-      argument.index = paramIndex(
-          body.getArgAttrOfType<StringAttr>(i, mlir::mp::kParamAttrName));
-      if (argument.index < 0) {
-        error = "argument #" + std::to_string(i) +
-                " of the prediction is not a parameter";
-        return false;
-      }
-    }
-    entries.predictArguments.push_back(argument);
-  }
-  addEntry(module, weightsFn, "mp_predict_weights_entry");
-  return true;
 }
 
 bool Session::loadFromCache(const std::string &path,
@@ -877,18 +665,27 @@ bool Session::saveCheckpoint(const std::string &path,
   return ok;
 }
 
-bool Session::loadCheckpoint(const std::string &path, bool withState,
-                             RunPosition &position, std::string &error,
-                             std::vector<std::string> *keptF32) {
-  syncToHost(); // what is not loaded keeps its device values
-  mprt_checkpoint *checkpoint = nullptr;
-  if (mprt_checkpoint_load(path.c_str(), &checkpoint) != MPRT_OK) {
-    error = mprt_last_error();
-    return false;
+namespace {
+
+/// Frees a loaded checkpoint (mprt_checkpoint_free) when it goes away.
+struct CheckpointDeleter {
+  void operator()(mprt_checkpoint *checkpoint) const {
+    mprt_checkpoint_free(checkpoint);
   }
-  // Everything is checked before anything changes.
-  std::vector<std::pair<HostTensor *, const float *>> updates;
-  auto find = [&](HostTensor &t) {
+};
+using LoadedCheckpoint = std::unique_ptr<mprt_checkpoint, CheckpointDeleter>;
+
+/// Session tensors and the checkpoint data they take: loadCheckpoint
+/// copies them once everything is checked.
+using CheckpointUpdates = std::vector<std::pair<HostTensor *, const float *>>;
+
+/// Finds each of `tensors` in the checkpoint with the model's f32 shape;
+/// false with `error` at the first that is absent or different.
+bool matchCheckpointTensors(mprt_checkpoint *checkpoint,
+                            const std::string &path,
+                            std::vector<HostTensor> &tensors,
+                            CheckpointUpdates &updates, std::string &error) {
+  for (HostTensor &t : tensors) {
     const mprt_tensor *tensor = nullptr;
     if (mprt_checkpoint_find(checkpoint, t.name.c_str(), &tensor) != MPRT_OK) {
       error = "checkpoint '" + path + "' has no tensor '" + t.name + "'";
@@ -904,101 +701,165 @@ bool Session::loadCheckpoint(const std::string &path, bool withState,
     }
     updates.emplace_back(&t,
                          static_cast<const float *>(mprt_tensor_data(tensor)));
-    return true;
-  };
-  bool ok = true;
-  for (HostTensor &t : training.params)
-    ok = ok && find(t);
-  if (withState)
-    for (HostTensor &t : training.state)
-      ok = ok && find(t);
-  std::optional<int64_t> step, tracker;
+  }
+  return true;
+}
+
+/// The checkpoint's parameters and, with `withState`, its optimizer state.
+bool matchTrainingTensors(mprt_checkpoint *checkpoint, const std::string &path,
+                          TrainingState &training, bool withState,
+                          CheckpointUpdates &updates, std::string &error) {
+  return matchCheckpointTensors(checkpoint, path, training.params, updates,
+                                error) &&
+         (!withState || matchCheckpointTensors(checkpoint, path,
+                                               training.state, updates, error));
+}
+
+void copyCheckpointTensors(const CheckpointUpdates &updates) {
+  for (auto [tensor, data] : updates)
+    std::copy(data, data + tensor->numElements(), tensor->data.begin());
+}
+
+/// What Session::saveCheckpoint records besides the tensors; defaults for
+/// what checkpoints written before it existed lack.
+struct CheckpointMetadata {
+  std::optional<int64_t> step, growthTracker;
   std::optional<double> scale;
+  int64_t ranks = 1, micro = 0, skipped = 0, windowOverflow = 0;
+  double windowAmax = 0;
+  int64_t epoch = -1, batch = 0;
+  std::vector<std::string> keptF32;
+};
+
+/// The ops the run kept in f32, from the checkpoint's options.
+std::vector<std::string> readCheckpointPins(const llvm::json::Object *options) {
+  std::vector<std::string> pins;
+  std::optional<llvm::StringRef> text =
+      options ? options->getString("keep-f32") : std::nullopt;
+  const llvm::json::Array *kept = options ? options->getArray("keep_f32")
+                                          : nullptr;
+  TrainOptions parsed;
+  std::string ignored;
+  if (text) {
+    if (setTrainOption(parsed, "keep-f32", *text, ignored))
+      pins = parsed.keepF32;
+  } else if (kept) {
+    // Checkpoints written before the options were declared once.
+    for (const llvm::json::Value &pin : *kept)
+      if (std::optional<llvm::StringRef> location = pin.getAsString())
+        pins.push_back(location->str());
+  }
+  return pins;
+}
+
+/// The checkpoint's metadata text (JSON) read; what is not there (or not
+/// JSON) is left unset or at its default.
+CheckpointMetadata readCheckpointMetadata(const char *text) {
   llvm::json::Object metadata;
-  if (ok) {
-    const char *text = mprt_checkpoint_metadata(checkpoint);
-    llvm::Expected<llvm::json::Value> meta =
-        llvm::json::parse(text ? text : "");
-    if (!meta)
-      llvm::consumeError(meta.takeError());
-    else if (llvm::json::Object *object = meta->getAsObject())
-      metadata = std::move(*object);
-    step = metadata.getInteger("step");
-    scale = metadata.getNumber("scale");
-    tracker = metadata.getInteger("growth_tracker");
-    // A data-parallel run's position counts global batches of its size.
-    int64_t savedRanks = metadata.getInteger("ranks").value_or(1);
-    if (withState && savedRanks != ranks()) {
-      error = "checkpoint '" + path + "' was saved by a run of " +
-              std::to_string(savedRanks) +
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text ? text : "");
+  if (!parsed)
+    llvm::consumeError(parsed.takeError());
+  else if (llvm::json::Object *object = parsed->getAsObject())
+    metadata = std::move(*object);
+  CheckpointMetadata m;
+  m.step = metadata.getInteger("step");
+  m.scale = metadata.getNumber("scale");
+  m.growthTracker = metadata.getInteger("growth_tracker");
+  m.ranks = metadata.getInteger("ranks").value_or(1);
+  m.micro = metadata.getInteger("micro").value_or(0);
+  m.skipped = metadata.getInteger("skipped").value_or(0);
+  m.windowOverflow = metadata.getInteger("window_overflow").value_or(0);
+  m.windowAmax = metadata.getNumber("window_amax").value_or(0);
+  m.epoch = metadata.getInteger("epoch").value_or(-1);
+  m.batch = metadata.getInteger("batch").value_or(0);
+  m.keptF32 = readCheckpointPins(metadata.getObject("options"));
+  return m;
+}
+
+/// Whether the metadata fits this session: "" or why not.
+std::string checkCheckpointMetadata(const CheckpointMetadata &m,
+                                    const std::string &path, bool withState,
+                                    int64_t ranks, int64_t window) {
+  std::string problem;
+  // A data-parallel run's position counts global batches of its size.
+  if (withState && m.ranks != ranks)
+    problem = "checkpoint '" + path + "' was saved by a run of " +
+              std::to_string(m.ranks) +
               " rank(s); resume it with the "
               "same number (this run has " +
-              std::to_string(ranks()) + ")";
-      ok = false;
-    }
-    if (!step || !scale || !tracker) {
-      error = "checkpoint '" + path +
+              std::to_string(ranks) + ")";
+  if (!m.step || !m.scale || !m.growthTracker)
+    problem = "checkpoint '" + path +
               "' lacks its training metadata (step, scale, growth_tracker)";
-      ok = false;
-    }
-  }
-  // A checkpoint taken inside an accumulation window continues it: its
-  // sums, with the same window (absent before accumulation existed: none).
-  int64_t micro = metadata.getInteger("micro").value_or(0);
-  if (ok && withState && micro > 0) {
-    if (micro >= entries.window) {
-      error = "checkpoint '" + path + "' was saved after " +
-              std::to_string(micro) +
+  // A checkpoint taken inside an accumulation window continues it, with
+  // the same window.
+  if (problem.empty() && withState && m.micro >= window && m.micro > 0)
+    problem = "checkpoint '" + path + "' was saved after " +
+              std::to_string(m.micro) +
               " micro-batches of an accumulation window; this session "
               "accumulates " +
-              std::to_string(entries.window) +
+              std::to_string(window) +
               " per step: resume with the --accumulate it was saved with";
-      ok = false;
-    }
+  return problem;
+}
+
+/// The step's scalars as the checkpoint left them; a window's sums start
+/// from zero unless it was saved inside one.
+void restoreStepState(const CheckpointMetadata &m, TrainingState &training) {
+  StepState &scalars = training.scalars;
+  scalars.step = static_cast<int32_t>(*m.step);
+  scalars.scale = static_cast<float>(*m.scale);
+  scalars.growthTracker = static_cast<int32_t>(*m.growthTracker);
+  // Absent in checkpoints written before the session counted skips.
+  scalars.skipped = m.skipped;
+  scalars.micro = m.micro;
+  scalars.windowOverflow = static_cast<int32_t>(m.windowOverflow);
+  scalars.windowAmax = static_cast<float>(m.windowAmax);
+  if (m.micro == 0)
     for (HostTensor &t : training.sums)
-      ok = ok && find(t);
+      std::fill(t.data.begin(), t.data.end(), 0.0f);
+}
+
+} // namespace
+
+bool Session::loadCheckpoint(const std::string &path, bool withState,
+                             RunPosition &position, std::string &error,
+                             std::vector<std::string> *keptF32) {
+  syncToHost(); // what is not loaded keeps its device values
+  mprt_checkpoint *loaded = nullptr;
+  if (mprt_checkpoint_load(path.c_str(), &loaded) != MPRT_OK) {
+    error = mprt_last_error();
+    return false;
   }
-  if (ok) {
-    for (auto [tensor, data] : updates)
-      std::copy(data, data + tensor->numElements(), tensor->data.begin());
-    if (withState) {
-      training.scalars.step = static_cast<int32_t>(*step);
-      training.scalars.scale = static_cast<float>(*scale);
-      training.scalars.growthTracker = static_cast<int32_t>(*tracker);
-      // Absent in checkpoints written before the session counted skips.
-      training.scalars.skipped = metadata.getInteger("skipped").value_or(0);
-      training.scalars.micro = micro;
-      training.scalars.windowOverflow = static_cast<int32_t>(
-          metadata.getInteger("window_overflow").value_or(0));
-      training.scalars.windowAmax =
-          static_cast<float>(metadata.getNumber("window_amax").value_or(0));
-      if (micro == 0)
-        for (HostTensor &t : training.sums)
-          std::fill(t.data.begin(), t.data.end(), 0.0f);
-    }
-    if (keptF32) {
-      keptF32->clear();
-      const llvm::json::Object *options = metadata.getObject("options");
-      TrainOptions pins;
-      std::string ignored;
-      if (std::optional<llvm::StringRef> text =
-              options ? options->getString("keep-f32") : std::nullopt) {
-        if (setTrainOption(pins, "keep-f32", *text, ignored))
-          *keptF32 = pins.keepF32;
-      } else if (const llvm::json::Array *kept =
-                     options ? options->getArray("keep_f32") : nullptr) {
-        // Checkpoints written before the options were declared once.
-        for (const llvm::json::Value &pin : *kept)
-          if (std::optional<llvm::StringRef> location = pin.getAsString())
-            keptF32->push_back(location->str());
-      }
-    }
-    position.epoch = metadata.getInteger("epoch").value_or(-1);
-    // Absent in checkpoints written before saves inside an epoch existed.
-    position.batch = metadata.getInteger("batch").value_or(0);
+  LoadedCheckpoint checkpoint(loaded);
+  // Everything is checked before anything changes.
+  CheckpointUpdates updates;
+  if (!matchTrainingTensors(checkpoint.get(), path, training, withState,
+                            updates, error))
+    return false;
+  CheckpointMetadata metadata =
+      readCheckpointMetadata(mprt_checkpoint_metadata(checkpoint.get()));
+  std::string problem = checkCheckpointMetadata(metadata, path, withState,
+                                                ranks(), entries.window);
+  if (!problem.empty()) {
+    error = problem;
+    return false;
   }
-  mprt_checkpoint_free(checkpoint);
-  return ok;
+  // Saved inside an accumulation window: its sums (absent before
+  // accumulation existed: none).
+  if (withState && metadata.micro > 0 &&
+      !matchCheckpointTensors(checkpoint.get(), path, training.sums, updates,
+                              error))
+    return false;
+  copyCheckpointTensors(updates);
+  if (withState)
+    restoreStepState(metadata, training);
+  if (keptF32)
+    *keptF32 = metadata.keptF32;
+  position.epoch = metadata.epoch;
+  // Absent in checkpoints written before saves inside an epoch existed.
+  position.batch = metadata.batch;
+  return true;
 }
 
 } // namespace mp

@@ -223,6 +223,32 @@ struct CacheDirCodec {
   static void reset(TrainOptions &options) { options.cache.dir.clear(); }
 };
 
+struct ProbesCodec {
+  static constexpr bool kFlag = false;
+  static constexpr std::pair<TrainOptions::Probes, llvm::StringLiteral>
+      kNames[] = {{TrainOptions::Probes::None, "none"},
+                  {TrainOptions::Probes::EveryOp, "every-op"},
+                  {TrainOptions::Probes::ComputeOps, "compute-ops"}};
+  static bool parse(TrainOptions &options, llvm::StringRef name,
+                    llvm::StringRef text, std::string &error) {
+    for (auto [probes, spelling] : kNames)
+      if (text == spelling) {
+        options.probes = probes;
+        return true;
+      }
+    return badValue(name, text, "none, every-op or compute-ops", error);
+  }
+  static std::string print(const TrainOptions &options) {
+    for (auto [probes, spelling] : kNames)
+      if (options.probes == probes)
+        return spelling.str();
+    return "none";
+  }
+  static void reset(TrainOptions &options) {
+    options.probes = TrainOptions::Probes::None;
+  }
+};
+
 const TrainOptionSpec kTrainOptions[] = {
 #define MP_TRAIN_OPTION(NAME, MEMBER, TYPE, DEFAULT, SCOPE, HELP)              \
   {NAME,                                                                       \
@@ -341,6 +367,15 @@ std::string printTrainOptions(const TrainOptions &options,
   return llvm::join(parts, " ");
 }
 
+std::string printTrainOptionsInScopes(const TrainOptions &options,
+                                      llvm::ArrayRef<OptionScope> scopes) {
+  std::vector<std::string> parts;
+  for (const TrainOptionSpec &spec : kTrainOptions)
+    if (llvm::is_contained(scopes, spec.scope))
+      parts.push_back(spec.name.str() + "=" + quoted(spec.print(options)));
+  return llvm::join(parts, " ");
+}
+
 llvm::json::Object trainOptionsJson(const TrainOptions &options,
                                     OptionScope scope) {
   llvm::json::Object object;
@@ -411,6 +446,13 @@ bool verifyTrainOptions(const TrainOptions &options, std::string &error) {
   if (options.distributed && options.device == Device::Cuda)
     return fail("distributed training runs on the CPU (the GPU path, over "
                 "NCCL or CUDA-aware MPI, is not built)");
+  if (options.probes != TrainOptions::Probes::None &&
+      options.device == Device::Cuda)
+    return fail("--check-numerics and compare run on the CPU; drop --device "
+                "cuda");
+  if (options.ranks != 0 && !options.distributed)
+    return fail("ranks is the MPI job's size, which distributed sets: give "
+                "distributed instead");
   if (options.distributed && options.accumulate > 1)
     return fail("distributed training with --accumulate is not supported yet");
   return true;

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace mlir {
@@ -50,6 +51,40 @@ std::string fileLocationText(Location loc) {
   if (auto callSite = dyn_cast<CallSiteLoc>(loc))
     return fileLocationText(callSite.getCallee());
   return "";
+}
+
+/// "FILE:LINE:COL" split into FILE and ":LINE:COL" ("" and all of it for
+/// "LINE:COL").
+static std::pair<StringRef, StringRef> splitLocation(StringRef at) {
+  size_t col = at.rfind(':');
+  size_t line = col == StringRef::npos ? col : at.rfind(':', col - 1);
+  if (line == StringRef::npos)
+    return {"", at};
+  return {at.take_front(line), at.drop_front(line)};
+}
+
+/// Whether the location text `here` is `wanted` (see opsAtLocation).
+static bool sameLocation(StringRef here, StringRef wanted) {
+  if (here == wanted)
+    return true;
+  if (wanted.count(':') == 1) // LINE:COL, any file
+    return here.ends_with(wanted) &&
+           here.drop_back(wanted.size()).ends_with(":");
+  auto [wantedFile, wantedLineCol] = splitLocation(wanted);
+  auto [file, lineCol] = splitLocation(here);
+  return lineCol == wantedLineCol &&
+         llvm::sys::fs::equivalent(file, wantedFile);
+}
+
+std::vector<Operation *> opsAtLocation(Operation *root, StringRef wanted) {
+  std::vector<Operation *> found;
+  root->walk([&](Operation *op) {
+    if (op->hasTrait<OpTrait::IsTerminator>() || op->getNumResults() == 0)
+      return;
+    if (sameLocation(fileLocationText(op->getLoc()), wanted))
+      found.push_back(op);
+  });
+  return found;
 }
 
 Value convertFloatScalar(OpBuilder &b, Location loc, Value value, Type type) {

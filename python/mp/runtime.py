@@ -118,6 +118,7 @@ def library():
         "mp_session_create_with": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p,
                                                   ctypes.POINTER(P)]),
         "mp_session_options_text": (ctypes.c_char_p, [P]),
+        "mp_session_pipelines": (ctypes.c_char_p, [P]),
         "mp_session_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(P)]),
         "mp_session_free": (None, [P]),
         "mp_session_batch_size": (ctypes.c_int64, [P]),
@@ -358,6 +359,10 @@ class Session:
         self.compile_cache_note = lib.mp_session_cache_note(handle).decode()
         # The options string the step was compiled with (docs/options.md).
         self.options = lib.mp_session_options_text(handle).decode()
+        # The pass pipelines that compiled the step, one per line: the step
+        # on tensors (mp-session-train{...}, which mp-opt runs as well),
+        # then the lowering ("" for an artifact).
+        self.pipelines = lib.mp_session_pipelines(handle).decode()
         self._index = {}
         for kind in (PARAMETERS, STATE):
             for i in range(lib.mp_session_count(handle, kind)):

@@ -5,6 +5,8 @@ the same batches; checkpoints; errors.
 """
 
 import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -469,3 +471,26 @@ def test_session_options_are_the_librarys_declared_options():
         runtime.Session(EXAMPLE, lr="fast")
     with pytest.raises(TypeError, match="keep_f32 is a list"):
         runtime.Session(EXAMPLE, keep_f32="62:8")
+
+
+@pytest.mark.parametrize("options", [
+    dict(precision="bf16", optimizer="adamw", lr=0.001),
+    dict(precision="f16", accumulate=2),
+    dict(precision="f32", probes="every-op"),
+])
+def test_mp_opt_reproduces_the_sessions_step(tmp_path, monkeypatch, options):
+    """The step a session lowers is what mp-opt makes with the session's own
+    pipeline, mp-session-train{<its options>}: the pipeline is registered,
+    not assembled by hand inside the session."""
+    step_ir = tmp_path / "session.mlir"
+    monkeypatch.setenv("MP_DUMP_STEP_IR", str(step_ir))
+    session = runtime.Session(EXAMPLE, cache=False, **options)
+    step_pipeline, lowering = session.pipelines.splitlines()
+    assert step_pipeline.startswith("builtin.module(mp-session-train{"), step_pipeline
+    assert lowering.startswith("builtin.module(mp-lower-cpu{"), lowering
+    mp_opt = os.path.join(os.environ.get("MP_BUILD_DIR", "build"), "bin", "mp-opt")
+    made = subprocess.run([mp_opt, str(EXAMPLE), "--pass-pipeline=" + step_pipeline],
+                          check=True, capture_output=True, text=True).stdout
+    # mp-opt ends its output with one more newline than the dump.
+    assert made.rstrip("\n") == step_ir.read_text().rstrip("\n")
+    assert "func.func @mp_train_entry" in made

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/InitAll.h"
+#include "mp/Session/SessionPipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -17,6 +18,8 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::mp::registerAllPasses();
+  // mp-session-train: what a training session compiles.
+  mp::registerSessionPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

@@ -12,6 +12,8 @@
 
 #include "mp/Session/Session.h"
 
+#include "mlir/Pass/PassManager.h"
+
 namespace mlir::func {
 class FuncOp;
 } // namespace mlir::func
@@ -137,10 +139,30 @@ private:
                std::string &error);
   /// The compiled code's entries, from the JIT engine.
   bool lookUpEntries(std::string &error);
+  /// @predict from the compile cache, when it may come from there and the
+  /// cache holds it; `cachePath` gets where a compiled one goes.
+  bool loadCachedPredict(const std::string &modelPath,
+                         const InferOptions &options, std::string &cachePath);
+  /// The prediction compiled on tensors: the mode's passes, its entries,
+  /// inlined; shapes and bindings read from the entries.
+  bool compilePrediction(mlir::ModuleOp module, const std::string &modelPath,
+                         const InferOptions &options, std::string &diagnostics,
+                         std::string &error);
+  /// The passes of options.mode (AMP, calibration probes, INT8).
+  bool addPredictPasses(mlir::PassManager &pm, mlir::func::FuncOp predictFn,
+                        const InferOptions &options, std::string &error);
+  bool addQuantizePass(mlir::PassManager &pm, mlir::func::FuncOp predictFn,
+                       const InferOptions &options, std::string &error);
+  /// Shapes and bindings, from the entries --mp-infer-entries added.
+  void readEntries(mlir::ModuleOp module);
+  static Binding entryBinding(mlir::func::FuncOp entry, unsigned i);
   /// The cache entry's record of what compiling decided (shapes, bindings),
   /// and read back.
   llvm::json::Object cacheMetadata(const std::string &modelPath) const;
   bool readCacheMetadata(const llvm::json::Object &metadata);
+  static bool readBinding(const llvm::json::Value &item, Binding &binding);
+  static bool readBindings(const llvm::json::Value *value,
+                           std::vector<Binding> &bindings);
   /// @predict from the cache entry at `path`, or compiled into it.
   bool loadFromCache(const std::string &path);
   bool storeInCache(mlir::ModuleOp module, const std::string &path,

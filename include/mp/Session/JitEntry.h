@@ -1,9 +1,9 @@
 //===- JitEntry.h - call JIT-compiled functions on host buffers -*- C++ -*-===//
 //
-// What Session and InferSession share: their MLIR context, a memref entry
-// wrapper added to a module before lowering, the lowering for the CPU or the
-// GPU, the runtime functions compiled code calls, and the packed arguments
-// ExecutionEngine's invokePacked takes to call an entry.
+// What Session and InferSession share: their MLIR context, the lowering for
+// the CPU or the GPU, the runtime functions compiled code calls, and the
+// packed arguments ExecutionEngine's invokePacked takes to call an entry.
+// (The entries themselves are passes: mp/Transforms/Entries.h.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -159,9 +159,11 @@ inline bool defaultLowering() {
 /// scalar loops where the vectorizer fails (`vectorized` says which); with
 /// `gpu`, by --mp-lower-gpu with every buffer in device memory. False on
 /// failure, with what MLIR reported in `diagnostics` (the string the context's
-/// handler writes to).
+/// handler writes to). `pipeline` gets the lowering's textual pipeline
+/// (`builtin.module(mp-lower-cpu{...})`), as mp-opt takes it.
 bool lowerModule(mlir::OwningOpRef<mlir::ModuleOp> &module, bool gpu,
-                 std::string &diagnostics, bool &vectorized);
+                 std::string &diagnostics, bool &vectorized,
+                 std::string &pipeline);
 
 /// A runtime function compiled code calls (mprt_gemm, the counted heap's
 /// malloc/free, mprt_observe, memrefCopy), by the symbol the code uses.
@@ -212,40 +214,10 @@ class CudaDevice;
 std::unique_ptr<mlir::ExecutionEngine>
 compileModule(mlir::ModuleOp module, CudaDevice *cuda, std::string &error);
 
-/// On the inlined `mp_train_entry` of a bf16/f16 step (its parameters the
-/// arguments from `firstParam` on, their new values the arguments marked
-/// mp.update_of): each parameter the step converts to 16 bits once, whose
-/// new value an all-parallel generic makes, is read from a new argument
-/// holding that copy, and the generic also writes the next step's copy into
-/// a second new argument (mp.update_of the first). The new arguments come
-/// last: every copy read, then every copy written. Adds the entry
-/// `mp_train_copies_entry(parameters..., copies...)` that makes the copies
-/// from the parameters (the same conversion). `copies` gets (parameter
-/// index, element bytes) in argument order; false when no parameter
-/// qualifies (nothing changed). StepWeightCopies.cpp.
-bool keepStepWeightCopies(mlir::ModuleOp module, unsigned firstParam,
-                          unsigned numParams,
-                          std::vector<std::pair<int64_t, int64_t>> &copies);
-
 /// The packed wrapper (`_mlir_<name>`) of the JIT-compiled entry `name`;
 /// false with `error` when the engine has none.
 bool lookUpEntry(mlir::ExecutionEngine &engine, llvm::StringRef name,
                  void (*&entry)(void **), std::string &error);
-
-/// Inlines what the entries addEntry made call: results are then computed
-/// in the caller's buffers (bufferization writes them there directly and
-/// needs no run-time ownership checks of returned buffers, host code the
-/// GPU lowering cannot keep). Every function but `entries` (and
-/// declarations) becomes private, and what no entry uses is removed, so
-/// that it is not compiled. False if the inliner failed.
-bool inlineEntries(mlir::ModuleOp module,
-                   llvm::ArrayRef<llvm::StringRef> entries);
-
-/// Adds `@<name>(memref args..., memref results...)` that calls `callee`
-/// (tensors become memrefs, scalars 0-d memrefs, i1 an i32): host code then
-/// owns every buffer and calls it with invokePacked.
-void addEntry(mlir::ModuleOp module, mlir::func::FuncOp callee,
-              llvm::StringRef name);
 
 } // namespace mp
 

@@ -101,15 +101,10 @@ struct TrainOptions {
   /// Where a CPU session's compiled step is cached (CompileCache.h).
   CompileCacheOption cache;
 
-  // Not options: what a session fills in, and what its callers ask for.
-  /// Data-parallel training (`distributed`): every rank compiles the same
-  /// step with --mp-data-parallel over `ranks` = the job's size (filled in
-  /// by compile), and a Trainer gives each rank its shard of every global
-  /// batch (docs/distributed.md). CPU only.
-  int64_t ranks = 0;
   /// Probes after each op (--mp-check-numerics) for a numerics checker
   /// (EveryOp) or an op-by-op comparison with FP32 (ComputeOps: without
-  /// conversions, so FP32 and mixed runs name their ops alike).
+  /// conversions, so FP32 and mixed runs name their ops alike): the
+  /// `probes` row (ProbesCodec).
   enum class Probes { None, EveryOp, ComputeOps } probes = Probes::None;
 };
 
@@ -117,9 +112,10 @@ struct TrainOptions {
 bool parseTrainPrecision(llvm::StringRef text, TrainOptions &options,
                          std::string &error);
 
-/// What an option shapes (TrainOptions.def): the compiled step, or how and
-/// where a session runs it.
-enum class OptionScope { Step, Run };
+/// What an option shapes (TrainOptions.def): the compiled step, how and
+/// where a session runs it, or the step as the session itself sets it
+/// (Derived: no tool flag).
+enum class OptionScope { Step, Run, Derived };
 
 /// One row of TrainOptions.def: its name (the flag, the key of the options
 /// string and of metadata), help, scope and text form. `flag`: a value may
@@ -159,6 +155,9 @@ bool parseTrainOptions(llvm::StringRef text, TrainOptions &options,
 /// table's order: parseTrainOptions reads it back to the same options.
 std::string printTrainOptions(const TrainOptions &options,
                               std::optional<OptionScope> scope = {});
+/// The options string of every option in one of `scopes`.
+std::string printTrainOptionsInScopes(const TrainOptions &options,
+                                      llvm::ArrayRef<OptionScope> scopes);
 
 /// The options of `scope` as a JSON object of their text forms, by name:
 /// the compile cache's key and artifact and checkpoint metadata.

@@ -249,6 +249,12 @@ public:
   /// The probes of a session compiled with them, by id.
   const std::map<std::string, ProbeSite> &probeSites() const { return sites; }
 
+  /// The pass pipelines that compiled this session's step, one per line:
+  /// `builtin.module(mp-session-train{...})` (the step on tensors), then
+  /// the lowering (`builtin.module(mp-lower-cpu{...})`). mp-opt with the
+  /// first produces the IR the session lowers.
+  const std::string &pipelines() const { return pipelineText; }
+
   /// Compiles the model again with the ops at `locations` kept in f32 as
   /// well (TrainOptions::keepF32), in this process, and carries the
   /// training state over: parameters, optimizer state, accumulation sums
@@ -347,6 +353,18 @@ private:
   Session();
   bool compile(const std::string &modelPath, const TrainOptions &requested,
                std::string &error);
+  /// `requested` with precision=auto and TF32 resolved for this machine
+  /// (opening the GPU when they depend on it).
+  bool resolveHardwareOptions(const TrainOptions &requested,
+                              TrainOptions &options,
+                              std::unique_ptr<CudaDevice> &cuda,
+                              std::string &error);
+  /// The step from the compile cache, when a CPU step may come from there
+  /// and it holds one; sets cachePath where the step compiled next goes.
+  bool loadCachedStep(const std::string &modelPath,
+                      const TrainOptions &options);
+  /// The JIT-compiled step's entries.
+  bool lookUpTrainEntries(std::string &error);
   /// Runs the session's pipelines on `modelPath` (training step, mixed
   /// precision, CPU lowering to the LLVM dialect) into `module` and fills
   /// the session's shapes, names and scalars.
@@ -379,10 +397,20 @@ private:
   /// metadata. `error` completes "artifact 'PATH' ...".
   bool loadArtifact(const std::string &path, bool codeOnly,
                     std::string &error);
-  /// Adds the prediction's entry (and, with `convertWeights`, the entry
-  /// that makes its f16/bf16 weight copies once: CompiledEntries).
-  bool addPredictEntry(mlir::ModuleOp module, mlir::func::FuncOp predictFn,
-                       bool convertWeights, std::string &error);
+  // What the step's entries say after mp-session-train (CompiledStep.cpp):
+  // shapes, parameters, state and accumulation sums, the step's weight
+  // copies; the prediction's arguments and weight copies; the probes.
+  bool readTrainEntry(mlir::ModuleOp module, std::string &error);
+  bool readPredictEntries(mlir::ModuleOp module, std::string &error);
+  bool readWeightCopies(mlir::func::FuncOp weights, std::string &error);
+  bool readPredictArguments(mlir::func::FuncOp predict, std::string &error);
+  void readProbeSites(mlir::ModuleOp module);
+  /// The index of the parameter named `name`; -1 when there is none.
+  int64_t paramIndex(mlir::StringAttr name) const;
+  /// Lowers the step for the CPU or the GPU and records the lowering's
+  /// pipeline in `pipelines`.
+  bool lowerStep(mlir::OwningOpRef<mlir::ModuleOp> &module,
+                 const TrainOptions &options, std::string &diagnostics);
   /// A CPU step from the cache, or compiled into it (Session::compile).
   bool loadFromCache(const std::string &path, const TrainOptions &options);
   bool storeInCache(mlir::ModuleOp module, const std::string &path);
@@ -398,6 +426,7 @@ private:
   CacheUse cacheUsed = CacheUse::Off;
   std::string cacheProblem, cachePath;
   TrainOptions compiledOptions;
+  std::string pipelineText;
   /// The model's mp.initial_value of each parameter that has one.
   std::map<std::string, std::vector<float>> initialValues;
   std::string decision;

@@ -16,6 +16,7 @@
 #include "mlir/IR/Operation.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir {
 namespace linalg {
@@ -31,6 +32,12 @@ std::string locationText(Location loc);
 /// "file:line:col" of the first file location inside `loc` (through names,
 /// fused locations and call sites' callees); "" when it has none.
 std::string fileLocationText(Location loc);
+
+/// The ops under `root` that produce values and stand at `wanted`:
+/// "FILE:LINE:COL" (FILE spelled as in the model, or another path to the
+/// same file: a run resumed with another spelling of the model's path
+/// finds its pins) or "LINE:COL" in any file; in program order.
+std::vector<Operation *> opsAtLocation(Operation *root, StringRef wanted);
 
 /// `value` (a float scalar) converted to the float type `type`: extf to a
 /// wider type, truncf to a narrower one, and f16 <-> bf16 (the same width)

@@ -125,6 +125,16 @@ constexpr llvm::StringLiteral kUpdateOfAttrName =
     MPDialect::UpdateOfAttrHelper::getNameStr();
 constexpr llvm::StringLiteral kInPlaceUpdatesAttrName =
     MPDialect::InPlaceUpdatesAttrHelper::getNameStr();
+/// On a function: a session entry, called by host code on buffers
+/// (--mp-train-entries, --mp-infer-entries); its value is how many of the
+/// entry's arguments are inputs (the rest receive results).
+constexpr llvm::StringLiteral kEntryAttrName =
+    MPDialect::EntryAttrHelper::getNameStr();
+/// On a training entry's argument: the 16-bit copy of the named parameter
+/// the step reads, or (on the argument its update writes) the next one
+/// (--mp-keep-step-weight-copies).
+constexpr llvm::StringLiteral kCopyOfAttrName =
+    MPDialect::CopyOfAttrHelper::getNameStr();
 
 /// The CPU lowering's parallel loops (--mp-parallelize-loops): on an
 /// outlined loop body (its first two arguments are the range of iterations

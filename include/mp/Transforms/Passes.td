@@ -1113,4 +1113,129 @@ def MPConvertWeightsOnce : Pass<"mp-convert-weights-once", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// A session's step: entries that host code calls (mp-session-train,
+// mp-session-infer run these; docs/passes.md)
+//===----------------------------------------------------------------------===//
+
+def MPKeepF32 : Pass<"mp-keep-f32", "::mlir::ModuleOp"> {
+  let summary = "Pin the ops at the given source locations to f32";
+  let description = [{
+    Sets `mp.precision = #mp.precision<f32>` on every op that produces
+    values and stands at one of `locations`: `FILE:LINE:COL` as
+    `--mp-check-numerics` names it (FILE spelled as in the model or another
+    path to the same file) or `LINE:COL` in any file. Autodiff then pins the
+    op's derivative too, and `--auto-mixed-precision` keeps both in f32.
+    This is how `mp-run --keep-f32` and a session's precision repair keep
+    an op in f32. A location no op stands at is an error that says so.
+  }];
+  let options = [
+    ListOption<"locations", "locations", "std::string",
+               "Source locations (FILE:LINE:COL or LINE:COL) of the ops "
+               "to keep in f32">
+  ];
+  let dependentDialects = ["::mlir::mp::MPDialect"];
+}
+
+def MPTrainEntries : Pass<"mp-train-entries", "::mlir::ModuleOp"> {
+  let summary = "Add the entries host code calls a training step through";
+  let description = [{
+    On a module after `--mp-train-pipeline` (a `@train_step(x, labels,
+    parameters..., state..., scalars...)`), checks the step's signature
+    (x: a static tensor of rank 2 or more, labels: static `BxC`, the same
+    batch; every `mp.param` argument a static f32 tensor) and adds
+    functions marked `mp.entry` that take and write memrefs (tensors
+    become memrefs, scalars 0-d memrefs, i1 an i32), so that host code owns
+    every buffer:
+
+    - `@mp_train_entry(args..., results...)` calls `@train_step`; each
+      result that is a new parameter or state value is marked
+      `mp.update_of = <index of the argument it replaces>`
+      (`--mp-in-place-updates` may then write it in place);
+    - with `accumulate` > 1, `@mp_accumulate_entry` calls
+      `@train_step_accumulate` (its new sums marked likewise);
+    - with a function marked `mp.predict`, `@mp_predict_entry`; with
+      `predict-weight-copies`, the prediction first goes through
+      `--mp-convert-weights-once` (on a copy, the step keeps calling the
+      original) and `@mp_predict_weights_entry` makes its 16-bit weights.
+
+    Each entry's arguments carry the callee's argument attributes and then
+    its result attributes (`mp.param`, `mp.state`, `mp.converted`), so that
+    a session reads the parameters, the optimizer state and the weight
+    copies from the entries alone. `--mp-inline-entries` comes next.
+  }];
+  let options = [
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step (the step's --mp-optimizer "
+           "accumulate): above 1, also @mp_accumulate_entry">,
+    Option<"predictWeightCopies", "predict-weight-copies", "bool",
+           /*default=*/"false",
+           "The prediction entry reads 16-bit weight copies that "
+           "@mp_predict_weights_entry makes (a CPU session without probes)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def MPInferEntries : Pass<"mp-infer-entries", "::mlir::ModuleOp"> {
+  let summary = "Add the entries host code calls a prediction through";
+  let description = [{
+    Adds `@mp_infer_predict_entry`, marked `mp.entry`, that calls the
+    function marked `mp.predict` on memrefs (as `--mp-train-entries`), and,
+    when that function names a weight function (`mp.quantize_weights` or
+    `mp.convert_weights`), `@mp_infer_weights_entry` calling it. Checks the
+    prediction's signature first: static tensors only, `x` of rank 2 or
+    more, one `BxC` result, every argument after `x` a parameter.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def MPInlineEntries : Pass<"mp-inline-entries", "::mlir::ModuleOp"> {
+  let summary = "Inline what the entries call; drop what no entry uses";
+  let description = [{
+    Every defined function not marked `mp.entry` becomes private, then the
+    inliner and symbol DCE run: the entries compute their results in the
+    caller's buffers (bufferization writes them there directly and needs
+    no run-time ownership checks of returned buffers, host code the GPU
+    lowering cannot keep), and the model's own functions are not compiled
+    a second time (they were more than half of a transformer block's code).
+  }];
+}
+
+def MPKeepStepWeightCopies
+    : Pass<"mp-keep-step-weight-copies", "::mlir::ModuleOp"> {
+  let summary = "Keep 16-bit weight copies between training steps";
+  let description = [{
+    On the inlined `@mp_train_entry` of a bf16/f16 step (after
+    `--mp-train-entries` and `--mp-inline-entries`): each parameter that the
+    step converts to 16 bits once, and whose new value an all-parallel
+    generic makes, is read from a new argument holding that copy, and the
+    generic also writes the next step's copy into a second new argument
+    (marked `mp.update_of` the first). Both new arguments are marked
+    `mp.copy_of = "<parameter>"`; they come last: every copy read, then
+    every copy written. Adds `@mp_train_copies_entry(parameters...,
+    copies...)` that makes the copies from the parameters (the same
+    conversion). One pass over the f32 weights a step fewer; the results
+    are the same bit for bit. A step with no such parameter is unchanged.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let statistics = [
+    Statistic<"numCopies", "copies", "Weights whose 16-bit copy is kept">
+  ];
+}
+
 #endif // MP_TRANSFORMS_PASSES_TD

@@ -49,6 +49,11 @@ def MP_Dialect : Dialect {
     "::mlir::UnitAttr":$in_place_updates,
     "::mlir::FlatSymbolRefAttr":$accumulation_of,
     "::mlir::IntegerAttr":$accumulate,
+    // A session entry (--mp-train-entries, --mp-infer-entries): host code
+    // calls it on buffers; its first `entry` arguments are inputs, the rest
+    // the buffers its results are written to. --mp-inline-entries keeps
+    // only entries public.
+    "::mlir::IntegerAttr":$entry,
     // The CPU lowering's parallel loops (--mp-parallelize-loops): a loop's
     // outlined body and the declaration its launches call.
     "::mlir::UnitAttr":$parallel_body,
@@ -72,6 +77,9 @@ def MP_Dialect : Dialect {
     "::mlir::StringAttr":$converted,
     "::mlir::IntegerAttr":$update_of,
     "::mlir::StringAttr":$accumulator,
+    // On a training entry's argument: the 16-bit copy of this parameter
+    // that the step reads (--mp-keep-step-weight-copies).
+    "::mlir::StringAttr":$copy_of,
     // Roles of the training step's scalars.
     "::mlir::UnitAttr":$step,
     "::mlir::UnitAttr":$loss_scale,

@@ -1,0 +1,137 @@
+//===- SessionPipelines.cpp - what a session compiles, as pipelines -------===//
+
+#include "mp/Session/SessionPipelines.h"
+
+#include "mp/Transforms/Passes.h"
+#include "mp/Transforms/Pipelines.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace mp {
+
+namespace {
+
+/// The training pipeline's options for `options`, its loss scaling mode
+/// resolved.
+void setTrainPipelineOptions(mlir::mp::TrainPipelineOptions &pipeline,
+                             const TrainOptions &options,
+                             LossScalingMode mode) {
+  pipeline.dtype = options.precision;
+  pipeline.lossScale = mode;
+  pipeline.initScale = options.lossScale.initial;
+  pipeline.margin = options.scaleMargin;
+  pipeline.hysteresis = options.scaleHysteresis;
+  pipeline.optimizer = options.optimizer;
+  pipeline.lr = options.lr;
+  pipeline.momentum = options.momentum;
+  pipeline.weightDecay = options.weightDecay;
+  pipeline.accumulate = options.accumulate;
+  pipeline.qat = options.qat;
+  pipeline.qatFreezeAfter = options.qatFreezeAfter;
+  pipeline.ranks = options.ranks;
+}
+
+/// What comes before the step: the loss around a model that only predicts,
+/// and the ops the options keep in f32.
+void addModelPasses(OpPassManager &pm, const TrainOptions &options) {
+  if (options.addLoss) {
+    mlir::mp::MPAddLossOptions addLoss;
+    addLoss.loss = *options.addLoss;
+    pm.addPass(mlir::mp::createMPAddLoss(addLoss));
+  }
+  if (!options.keepF32.empty()) {
+    mlir::mp::MPKeepF32Options keep;
+    keep.locations.assign(options.keepF32.begin(), options.keepF32.end());
+    pm.addPass(mlir::mp::createMPKeepF32(keep));
+  }
+}
+
+/// What comes after the step: probes, entries for host code, inlining,
+/// and kept weight copies. A CPU step without probes predicts from 16-bit
+/// weight copies made once, and keeps its step's copies between steps;
+/// GPU and probed steps convert their weights in every call.
+void addEntryPasses(OpPassManager &pm, const TrainOptions &options) {
+  bool probed = options.probes != TrainOptions::Probes::None;
+  if (probed) {
+    mlir::mp::MPCheckNumericsOptions probes;
+    probes.skipConversions =
+        options.probes == TrainOptions::Probes::ComputeOps;
+    pm.addPass(mlir::mp::createMPCheckNumerics(probes));
+  }
+  bool convertOnce = options.device == Device::Cpu && !probed;
+  mlir::mp::MPTrainEntriesOptions entries;
+  entries.accumulate = options.accumulate;
+  entries.predictWeightCopies = convertOnce;
+  pm.addPass(mlir::mp::createMPTrainEntries(entries));
+  pm.addPass(mlir::mp::createMPInlineEntries());
+  if (convertOnce && options.weightCopies == WeightCopies::Keep)
+    pm.addPass(mlir::mp::createMPKeepStepWeightCopies());
+}
+
+} // namespace
+
+LogicalResult buildSessionTrainPipeline(
+    OpPassManager &pm, const TrainOptions &options,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  if (options.automaticPrecision)
+    return errorHandler("mp-session-train: precision=auto depends on the "
+                        "hardware, which a session resolves; give f32, f16 "
+                        "or bf16");
+  std::string error;
+  LossScalingMode mode;
+  // The pipeline's options carry the job's size, not `distributed`.
+  TrainOptions checked = options;
+  checked.distributed = options.ranks > 0;
+  if (!verifyTrainOptions(checked, error) ||
+      !resolveLossScale(options.lossScale, options.precision, mode, error))
+    return errorHandler("mp-session-train: " + error);
+  addModelPasses(pm, options);
+  mlir::mp::TrainPipelineOptions pipeline;
+  setTrainPipelineOptions(pipeline, options, mode);
+  mlir::mp::buildTrainPipeline(pm, pipeline);
+  addEntryPasses(pm, options);
+  return success();
+}
+
+std::string sessionTrainOptionsText(const TrainOptions &options) {
+  std::string text = printTrainOptionsInScopes(
+      options, {OptionScope::Step, OptionScope::Derived});
+  return text + " device=" + stringifyDevice(options.device).str();
+}
+
+std::string sessionTrainPipelineElement(const TrainOptions &options) {
+  return "mp-session-train{" + sessionTrainOptionsText(options) + "}";
+}
+
+std::string sessionTrainPipeline(const TrainOptions &options) {
+  return "builtin.module(" + sessionTrainPipelineElement(options) + ")";
+}
+
+/// The registration itself, run once.
+static bool registerOnce() {
+  registerPassPipeline(
+      "mp-session-train",
+      "What a training session compiles before lowering (its options are "
+      "the session's options string: docs/options.md)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        TrainOptions options;
+        std::string error;
+        if (!parseTrainOptions(text, options, error))
+          return errorHandler("mp-session-train: " + error);
+        return buildSessionTrainPipeline(pm, options, errorHandler);
+      },
+      [](function_ref<void(const detail::PassOptions &)>) {});
+  return true;
+}
+
+void registerSessionPipelines() {
+  // Sessions (in any thread) and mp-opt call this; the registry takes a
+  // pipeline once.
+  static const bool registered = registerOnce();
+  (void)registered;
+}
+
+} // namespace mp
