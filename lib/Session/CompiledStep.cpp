@@ -76,7 +76,8 @@ bool Session::readTrainEntry(ModuleOp module, std::string &error) {
   // x may be images (B x C x H x W): each data row fills one sample.
   entries.inputShape = shapeOf(train.getArgumentTypes()[0]);
   entries.batch = entries.inputShape[0];
-  int64_t elements = cast<ShapedType>(train.getArgumentTypes()[0]).getNumElements();
+  int64_t elements =
+      cast<ShapedType>(train.getArgumentTypes()[0]).getNumElements();
   entries.features = elements / entries.batch;
   entries.classes = shapeOf(train.getArgumentTypes()[1])[1];
   training.params = inputsMarked(train, mlir::mp::kParamAttrName);
@@ -91,7 +92,8 @@ bool Session::readTrainEntry(ModuleOp module, std::string &error) {
   // The copies the step reads (the ones it writes come after them).
   entries.stepCopies.clear();
   for (unsigned i = numInputs(train); i < train.getNumArguments(); ++i) {
-    auto copyOf = train.getArgAttrOfType<StringAttr>(i, mlir::mp::kCopyOfAttrName);
+    auto copyOf =
+        train.getArgAttrOfType<StringAttr>(i, mlir::mp::kCopyOfAttrName);
     if (copyOf && !train.getArgAttr(i, mlir::mp::kUpdateOfAttrName))
       entries.stepCopies.push_back(
           {paramIndex(copyOf), elementBytes(train.getArgumentTypes()[i])});

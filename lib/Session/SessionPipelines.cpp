@@ -56,8 +56,7 @@ void addEntryPasses(OpPassManager &pm, const TrainOptions &options) {
   bool probed = options.probes != TrainOptions::Probes::None;
   if (probed) {
     mlir::mp::MPCheckNumericsOptions probes;
-    probes.skipConversions =
-        options.probes == TrainOptions::Probes::ComputeOps;
+    probes.skipConversions = options.probes == TrainOptions::Probes::ComputeOps;
     pm.addPass(mlir::mp::createMPCheckNumerics(probes));
   }
   bool convertOnce = options.device == Device::Cpu && !probed;

@@ -57,8 +57,7 @@ static func::FuncOp createEntryFunction(OpBuilder &b, func::FuncOp callee,
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     if (attrs)
       entry.setArgAttrs(i, attrs);
-  entry->setAttr(kEntryAttrName,
-                 b.getI64IntegerAttr(callee.getNumArguments()));
+  entry->setAttr(kEntryAttrName, b.getI64IntegerAttr(callee.getNumArguments()));
   return entry;
 }
 
@@ -139,9 +138,9 @@ LogicalResult verifyStepSignature(func::FuncOp step) {
       continue;
     auto type = cast<ShapedType>(step.getArgumentTypes()[i]);
     if (!isStaticTensor(type, 0, INT64_MAX) || !type.getElementType().isF32())
-      return step.emitError() << "argument #" << i << " of @"
-                              << step.getSymName()
-                              << " must be a static f32 tensor marked mp.param";
+      return step.emitError()
+             << "argument #" << i << " of @" << step.getSymName()
+             << " must be a static f32 tensor marked mp.param";
   }
   return success();
 }
@@ -154,7 +153,8 @@ unsigned countArgsWith(func::FuncOp func, ArrayRef<StringRef> attrs) {
   return count;
 }
 
-struct MPTrainEntriesPass : mlir::mp::impl::MPTrainEntriesBase<MPTrainEntriesPass> {
+struct MPTrainEntriesPass
+    : mlir::mp::impl::MPTrainEntriesBase<MPTrainEntriesPass> {
   using MPTrainEntriesBase::MPTrainEntriesBase;
 
   void runOnOperation() override {
@@ -182,8 +182,8 @@ struct MPTrainEntriesPass : mlir::mp::impl::MPTrainEntriesBase<MPTrainEntriesPas
     if (!accumulation)
       return module.emitError("accumulate=")
              << accumulate << " but the module has no @train_step_accumulate";
-    addUpdatingEntry(module, accumulation, "mp_accumulate_entry",
-                     3 + numParams, numParams);
+    addUpdatingEntry(module, accumulation, "mp_accumulate_entry", 3 + numParams,
+                     numParams);
     return success();
   }
 
@@ -221,7 +221,8 @@ struct MPTrainEntriesPass : mlir::mp::impl::MPTrainEntriesBase<MPTrainEntriesPas
 /// The weight function a prediction names: int8 weights and scales, or
 /// f16/bf16 copies made once.
 func::FuncOp weightsFunction(ModuleOp module, func::FuncOp predict) {
-  auto ref = predict->getAttrOfType<FlatSymbolRefAttr>(kQuantizeWeightsAttrName);
+  auto ref =
+      predict->getAttrOfType<FlatSymbolRefAttr>(kQuantizeWeightsAttrName);
   if (!ref)
     ref = predict->getAttrOfType<FlatSymbolRefAttr>(kConvertWeightsAttrName);
   return ref ? module.lookupSymbol<func::FuncOp>(ref) : func::FuncOp();
@@ -258,7 +259,8 @@ bool isBoundArgument(func::FuncOp predict, unsigned i) {
       [&](StringRef attr) { return predict.getArgAttr(i, attr); });
 }
 
-struct MPInferEntriesPass : mlir::mp::impl::MPInferEntriesBase<MPInferEntriesPass> {
+struct MPInferEntriesPass
+    : mlir::mp::impl::MPInferEntriesBase<MPInferEntriesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     func::FuncOp predict;
@@ -273,10 +275,10 @@ struct MPInferEntriesPass : mlir::mp::impl::MPInferEntriesBase<MPInferEntriesPas
       return signalPassFailure();
     for (unsigned i = 1; i < predict.getNumArguments(); ++i)
       if (!isBoundArgument(predict, i)) {
-        predict.emitError() << "argument #" << i << " of @"
-                            << predict.getSymName()
-                            << " is neither the input nor a parameter "
-                               "(mp.param)";
+        predict.emitError()
+            << "argument #" << i << " of @" << predict.getSymName()
+            << " is neither the input nor a parameter "
+               "(mp.param)";
         return signalPassFailure();
       }
     addEntry(module, predict, "mp_infer_predict_entry");
@@ -285,7 +287,8 @@ struct MPInferEntriesPass : mlir::mp::impl::MPInferEntriesBase<MPInferEntriesPas
   }
 };
 
-struct MPInlineEntriesPass : mlir::mp::impl::MPInlineEntriesBase<MPInlineEntriesPass> {
+struct MPInlineEntriesPass
+    : mlir::mp::impl::MPInlineEntriesBase<MPInlineEntriesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (auto function : module.getOps<func::FuncOp>())

@@ -83,7 +83,8 @@ bufferization::MaterializeInDestinationOp updateOf(func::FuncOp entry,
     if (!of || of.getInt() != arg)
       continue;
     for (Operation *user : entry.getArgument(a).getUsers())
-      if (auto write = dyn_cast<bufferization::MaterializeInDestinationOp>(user))
+      if (auto write =
+              dyn_cast<bufferization::MaterializeInDestinationOp>(user))
         update = write;
   }
   return update;
@@ -141,10 +142,9 @@ unsigned addCopyArguments(func::FuncOp entry,
   for (auto [n, c] : llvm::enumerate(candidates))
     (void)entry.insertArgument(
         firstOut + n, copyType(c),
-        b.getDictionaryAttr(
-            {b.getNamedAttr(kCopyOfAttrName, c.name),
-             b.getNamedAttr(kUpdateOfAttrName,
-                            b.getI64IntegerAttr(firstIn + n))}),
+        b.getDictionaryAttr({b.getNamedAttr(kCopyOfAttrName, c.name),
+                             b.getNamedAttr(kUpdateOfAttrName,
+                                            b.getI64IntegerAttr(firstIn + n))}),
         loc);
   return firstIn;
 }
@@ -198,9 +198,9 @@ linalg::GenericOp widenWithTruncation(OpBuilder &b, linalg::GenericOp producer,
   resultTypes.push_back(copyType);
   SmallVector<AffineMap> maps = producer.getIndexingMapsArray();
   maps.push_back(b.getMultiDimIdentityMap(copyType.getRank()));
-  auto widened = linalg::GenericOp::create(
-      b, loc, resultTypes, producer.getDpsInputs(), inits, maps,
-      producer.getIteratorTypesArray());
+  auto widened =
+      linalg::GenericOp::create(b, loc, resultTypes, producer.getDpsInputs(),
+                                inits, maps, producer.getIteratorTypesArray());
   for (NamedAttribute attr : producer->getDiscardableAttrs())
     widened->setAttr(attr.getName(), attr.getValue());
   widened.getRegion().takeBody(producer.getRegion());
@@ -219,8 +219,7 @@ linalg::GenericOp widenWithTruncation(OpBuilder &b, linalg::GenericOp producer,
 
 /// The step reads the copy in argument `in` instead of converting, and
 /// the update of the parameter writes the next copy into argument `out`.
-void useKeptCopy(func::FuncOp entry, Candidate c, unsigned in,
-                 unsigned out) {
+void useKeptCopy(func::FuncOp entry, Candidate c, unsigned in, unsigned out) {
   Location loc = entry.getLoc();
   Block &body = entry.getBody().front();
   OpBuilder b(entry.getContext());

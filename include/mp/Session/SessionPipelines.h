@@ -1,4 +1,5 @@
-//===- SessionPipelines.h - what a session compiles, as pipelines -*- C++ -*-===//
+//===- SessionPipelines.h - what a session compiles, as pipelines -*- C++
+//-*-===//
 //
 // A training session compiles its step with the registered pipeline
 // `mp-session-train{OPTIONS}`, whose options are the session's own options
@@ -29,8 +30,7 @@ namespace mp {
 /// loss scale f32 does not use).
 mlir::LogicalResult buildSessionTrainPipeline(
     mlir::OpPassManager &pm, const TrainOptions &options,
-    llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>
-        errorHandler);
+    llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> errorHandler);
 
 /// The options string of `options` that mp-session-train reads: every
 /// step and derived option, and the device.
