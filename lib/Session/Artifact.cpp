@@ -691,14 +691,11 @@ bool Session::readArtifactMetadata(const llvm::json::Object &metadata,
   vectorized = flags.vectorized;
   hasPredict = flags.hasPredict;
   // Absent from artifacts written before they were recorded: two sets of
-  // buffers, which is correct for any entry. MP_IN_PLACE_UPDATES=0 keeps
-  // two sets here too, as for a JIT session.
-  const char *inPlace = std::getenv("MP_IN_PLACE_UPDATES");
-  bool allowInPlace = !(inPlace && std::string(inPlace) == "0");
+  // buffers, which is correct for any entry. A step compiled with
+  // in-place-updates=false recorded false.
   entries.inPlaceUpdates =
-      allowInPlace && metadata.getBoolean("in_place_updates").value_or(false);
+      metadata.getBoolean("in_place_updates").value_or(false);
   entries.accumulateInPlace =
-      allowInPlace &&
       metadata.getBoolean("accumulate_in_place").value_or(false);
   training.scalars.scale = static_cast<float>(flags.initialScale);
   problem = readArtifactTensors(metadata, training, entries);

@@ -158,12 +158,11 @@ bool Session::lowerStep(OwningOpRef<ModuleOp> &module,
                    vectorized, lowering))
     return false;
   pipelineText += "\n" + lowering;
-  // MP_IN_PLACE_UPDATES=0 keeps two sets of buffers anyway (to compare).
-  const char *inPlace = std::getenv("MP_IN_PLACE_UPDATES");
+  // in-place-updates=false keeps two sets of buffers anyway (to compare).
   auto inPlaceEntry = [&](StringRef name) {
     auto entry = module->lookupSymbol<LLVM::LLVMFuncOp>(name);
     return entry && entry->hasAttr(mlir::mp::kInPlaceUpdatesAttrName) &&
-           !(inPlace && std::string(inPlace) == "0");
+           options.inPlaceUpdates;
   };
   entries.inPlaceUpdates = inPlaceEntry("mp_train_entry");
   entries.accumulateInPlace = inPlaceEntry("mp_accumulate_entry");
