@@ -12,6 +12,7 @@
 #include "mp/Dialect/MP/IR/MPOps.h"
 #include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
+#include "mp/Transforms/Entries.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -21,10 +22,7 @@ namespace mp {
 
 namespace {
 
-/// How many of `entry`'s arguments are inputs (mp.entry).
-unsigned numInputs(func::FuncOp entry) {
-  return entry->getAttrOfType<IntegerAttr>(mlir::mp::kEntryAttrName).getInt();
-}
+using mlir::mp::entryInputCount;
 
 std::vector<int64_t> shapeOf(Type type) {
   ArrayRef<int64_t> shape = cast<ShapedType>(type).getShape();
@@ -43,7 +41,7 @@ HostTensor zeros(StringRef name, Type type) {
 /// The input arguments of `entry` marked `attr`, as zero tensors by name.
 std::vector<HostTensor> inputsMarked(func::FuncOp entry, StringRef attr) {
   std::vector<HostTensor> tensors;
-  for (unsigned i = 0; i < numInputs(entry); ++i)
+  for (unsigned i = 0; i < entryInputCount(entry); ++i)
     if (auto name = entry.getArgAttrOfType<StringAttr>(i, attr))
       tensors.push_back(zeros(name.getValue(), entry.getArgumentTypes()[i]));
   return tensors;
@@ -91,7 +89,7 @@ bool Session::readTrainEntry(ModuleOp module, std::string &error) {
     }
   // The copies the step reads (the ones it writes come after them).
   entries.stepCopies.clear();
-  for (unsigned i = numInputs(train); i < train.getNumArguments(); ++i) {
+  for (unsigned i = entryInputCount(train); i < train.getNumArguments(); ++i) {
     auto copyOf =
         train.getArgAttrOfType<StringAttr>(i, mlir::mp::kCopyOfAttrName);
     if (copyOf && !train.getArgAttr(i, mlir::mp::kUpdateOfAttrName))
@@ -102,7 +100,7 @@ bool Session::readTrainEntry(ModuleOp module, std::string &error) {
 }
 
 bool Session::readWeightCopies(func::FuncOp weights, std::string &error) {
-  unsigned inputs = numInputs(weights);
+  unsigned inputs = entryInputCount(weights);
   for (unsigned i = 0; i < inputs; ++i) {
     int64_t param = paramIndex(
         weights.getArgAttrOfType<StringAttr>(i, mlir::mp::kParamAttrName));
@@ -128,7 +126,7 @@ bool Session::readWeightCopies(func::FuncOp weights, std::string &error) {
 }
 
 bool Session::readPredictArguments(func::FuncOp predict, std::string &error) {
-  for (unsigned i = 1; i < numInputs(predict); ++i) {
+  for (unsigned i = 1; i < entryInputCount(predict); ++i) {
     CompiledEntries::PredictArgument argument;
     if (auto copy = predict.getArgAttrOfType<StringAttr>(
             i, mlir::mp::kConvertedAttrName)) {

@@ -1,6 +1,7 @@
 //===- InferSession.cpp - compile and call mp.predict alone ---------------===//
 
 #include "mp/Session/InferSession.h"
+#include "mp/Transforms/Entries.h"
 #include "mp/Session/ArtifactFile.h"
 #include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
@@ -239,11 +240,8 @@ void InferSession::readEntries(ModuleOp module) {
       result.push_back(entryBinding(entry, i));
     return result;
   };
-  auto numInputs = [](func::FuncOp entry) -> unsigned {
-    return entry->getAttrOfType<IntegerAttr>(mlir::mp::kEntryAttrName).getInt();
-  };
   auto predict = module.lookupSymbol<func::FuncOp>("mp_infer_predict_entry");
-  unsigned inputs = numInputs(predict);
+  unsigned inputs = mlir::mp::entryInputCount(predict);
   predictArgs = bindings(predict, 0, inputs);
   inputShape = predictArgs[0].shape;
   batch = inputShape[0];
@@ -255,9 +253,9 @@ void InferSession::readEntries(ModuleOp module) {
   auto weights = module.lookupSymbol<func::FuncOp>("mp_infer_weights_entry");
   hasWeightsFunction = static_cast<bool>(weights);
   if (weights) {
-    weightsArgs = bindings(weights, 0, numInputs(weights));
-    weightsResults =
-        bindings(weights, numInputs(weights), weights.getNumArguments());
+    unsigned weightInputs = mlir::mp::entryInputCount(weights);
+    weightsArgs = bindings(weights, 0, weightInputs);
+    weightsResults = bindings(weights, weightInputs, weights.getNumArguments());
   }
 }
 

@@ -73,6 +73,10 @@ static void storeResult(OpBuilder &b, Location loc, Value value, Value out) {
   memref::StoreOp::create(b, loc, value, out, ValueRange{});
 }
 
+unsigned mlir::mp::entryInputCount(func::FuncOp entry) {
+  return entry->getAttrOfType<IntegerAttr>(kEntryAttrName).getInt();
+}
+
 func::FuncOp mlir::mp::addEntry(ModuleOp module, func::FuncOp callee,
                                 StringRef name) {
   OpBuilder b(module.getBodyRegion());
@@ -122,13 +126,18 @@ bool isStaticTensor(Type type, int64_t minRank, int64_t maxRank) {
          tensor.getRank() <= maxRank;
 }
 
+/// Whether `x` (B x ...) and `y` (B x C) are static tensors of one batch:
+/// a step's input and labels, a prediction's input and logits.
+bool isBatchPair(Type x, Type y) {
+  return isStaticTensor(x, 2, INT64_MAX) && isStaticTensor(y, 2, 2) &&
+         cast<RankedTensorType>(x).getDimSize(0) ==
+             cast<RankedTensorType>(y).getDimSize(0);
+}
+
 /// Checks the step's (x: B x ..., labels: B x C, parameters...) signature.
 LogicalResult verifyStepSignature(func::FuncOp step) {
   if (step.getNumArguments() < 2 ||
-      !isStaticTensor(step.getArgumentTypes()[0], 2, INT64_MAX) ||
-      !isStaticTensor(step.getArgumentTypes()[1], 2, 2) ||
-      cast<RankedTensorType>(step.getArgumentTypes()[0]).getDimSize(0) !=
-          cast<RankedTensorType>(step.getArgumentTypes()[1]).getDimSize(0))
+      !isBatchPair(step.getArgumentTypes()[0], step.getArgumentTypes()[1]))
     return step.emitError()
            << "@" << step.getSymName()
            << " must take (x: tensor<Bx...>, labels: tensor<BxC>, "
@@ -239,10 +248,7 @@ LogicalResult verifyPredictSignature(func::FuncOp predict) {
                 "tensor for inference, got "
              << type;
   if (predict.getNumArguments() == 0 || predict.getNumResults() != 1 ||
-      !isStaticTensor(predict.getArgumentTypes()[0], 2, INT64_MAX) ||
-      !isStaticTensor(predict.getResultTypes()[0], 2, 2) ||
-      cast<RankedTensorType>(predict.getArgumentTypes()[0]).getDimSize(0) !=
-          cast<RankedTensorType>(predict.getResultTypes()[0]).getDimSize(0))
+      !isBatchPair(predict.getArgumentTypes()[0], predict.getResultTypes()[0]))
     return predict.emitError()
            << "@" << predict.getSymName()
            << " must take (x: tensor<Bx...>, parameters...) and return "

@@ -23,6 +23,10 @@ namespace mp {
 /// attributes.
 func::FuncOp addEntry(ModuleOp module, func::FuncOp callee, StringRef name);
 
+/// How many of an entry's arguments are inputs (its mp.entry); the rest
+/// receive its callee's results.
+unsigned entryInputCount(func::FuncOp entry);
+
 } // namespace mp
 } // namespace mlir
 
