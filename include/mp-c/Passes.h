@@ -61,8 +61,10 @@ MLIR_CAPI_EXPORTED MlirLogicalResult mpAddTrainPipeline(
 
 /* One creator and one registration function per pass, generated from
  * Passes.td: mlirCreateMPTransformsAutoMixedPrecision(),
- * mlirRegisterMPTransformsPasses(), mlirCreateMPConversion...(). */
+ * mlirRegisterMPTransformsPasses(), mlirCreateMPConversion...(),
+ * mlirCreateMPLowering...(). */
 #include "mp/Conversion/Passes.capi.h.inc"
+#include "mp/Lowering/Passes.capi.h.inc"
 #include "mp/Transforms/Passes.capi.h.inc"
 
 #endif /* MP_C_PASSES_H */

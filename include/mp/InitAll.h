@@ -10,6 +10,7 @@
 
 #include "mp/Conversion/Passes.h"
 #include "mp/Dialect/MP/IR/MPDialect.h"
+#include "mp/Lowering/Passes.h"
 #include "mp/Transforms/Passes.h"
 #include "mp/Transforms/Pipelines.h"
 
@@ -29,6 +30,7 @@ inline void registerAllDialects(DialectRegistry &registry) {
 /// they can be named on a command line or in a textual pipeline.
 inline void registerAllPasses() {
   registerMPConversionPasses();
+  registerMPLoweringPasses();
   registerMPTransformsPasses();
   registerMPPipelines();
 }

@@ -82,4 +82,5 @@ MlirLogicalResult mpAddTrainPipeline(MlirOpPassManager passManager,
 
 // mlirCreate<Group><Pass>() and mlirRegister<Group><Pass>() for every pass.
 #include "mp/Conversion/Passes.capi.cpp.inc"
+#include "mp/Lowering/Passes.capi.cpp.inc"
 #include "mp/Transforms/Passes.capi.cpp.inc"

@@ -2,6 +2,7 @@
 
 #include "mp/Transforms/Pipelines.h"
 #include "mp/Conversion/Passes.h"
+#include "mp/Lowering/Passes.h"
 #include "mp/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"

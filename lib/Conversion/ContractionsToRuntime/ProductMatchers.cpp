@@ -12,6 +12,8 @@
 #include "mp/Conversion/Passes.h"
 #include "mp/Support/IRUtils.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "mp-contractions-to-runtime"
