@@ -509,7 +509,7 @@ def pass_args(rng, tmpdir, kinds=None):
             options.append("lr=" + _double(rng, "0.01"))
         return kind, [opts("--mp-train-pipeline", options)]
     if kind == "to-upstream":
-        return kind, ["--convert-mp-to-upstream"]
+        return kind, ["--mp-convert-to-upstream"]
     if kind == "lower-cpu":
         options = []
         if rng.random() < 0.5:
@@ -577,7 +577,7 @@ def pass_args(rng, tmpdir, kinds=None):
         prefix = ["func.func(mp-convolutions-to-gemm)"] \
             if rng.random() < 0.3 else []
         return kind, [_pipeline(prefix + [
-            "convert-mp-to-upstream",
+            "mp-convert-to-upstream",
             "one-shot-bufferize{bufferize-function-boundaries}",
             "mp-contractions-to-runtime" + runtime])]
     if kind == "convolutions":
@@ -588,16 +588,16 @@ def pass_args(rng, tmpdir, kinds=None):
                                  "=per-thread=4096", "=per-thread=-3",
                                  "=per-thread=4096 lanes=16",
                                  "=per-thread=64 lanes=4", "=lanes=-1"])
-        return kind, ["--convert-mp-to-upstream",
-                      "--mp-gpu-split-reductions" + per_thread]
+        return kind, ["--mp-convert-to-upstream",
+                      "--mp-split-reductions" + per_thread]
     if kind == "fuse-siblings":
         # After the CPU's split (the partial sums it fuses), on a training
         # step or on the input as it is, sometimes through bufferization
         # and the in-place check (the reshaped views it makes).
         minimum = rng.choice(["", "{min-parallel=1}", "{min-parallel=0}"])
         passes = _train_prefix(rng) + [
-            "convert-mp-to-upstream",
-            "func.func(mp-gpu-split-reductions{per-thread=4096 lanes=16},"
+            "mp-convert-to-upstream",
+            "func.func(mp-split-reductions{per-thread=4096 lanes=16},"
             "mp-fuse-sibling-reductions" + minimum + ")"]
         if rng.random() < 0.5:
             passes += _BUFFERIZE + ["func.func(mp-in-place-updates)"]
@@ -610,7 +610,7 @@ def pass_args(rng, tmpdir, kinds=None):
         passes = ["func.func(mp-promote-accumulators,mp-fuse-row-loops)"]
         if rng.random() < 0.5:
             passes = _train_prefix(rng) + [
-                "convert-mp-to-upstream", "func.func(mp-fuse-elementwise)"
+                "mp-convert-to-upstream", "func.func(mp-fuse-elementwise)"
             ] + _BUFFERIZE + ["convert-linalg-to-affine-loops"] + passes
         if rng.random() < 0.5:
             passes += ["mp-parallelize-loops{vector-size=16}",
@@ -625,17 +625,17 @@ def pass_args(rng, tmpdir, kinds=None):
     if kind == "drop-zero-accumulators":
         # On a training step (AMP's bodies) or on the input as it is.
         return kind, [_pipeline(_train_prefix(rng) + [
-            "convert-mp-to-upstream",
+            "mp-convert-to-upstream",
             "func.func(mp-drop-zero-accumulators)"])]
     if kind == "in-place-updates":
         # On buffers, as the lowerings run it (the corpus's mp.update_of
         # arguments come from its lit test).
-        return kind, [_pipeline(["convert-mp-to-upstream"] + _BUFFERIZE +
+        return kind, [_pipeline(["mp-convert-to-upstream"] + _BUFFERIZE +
                                 ["func.func(mp-in-place-updates)"])]
     if kind == "device-memory":
         # The GPU pipeline up to the device-memory rewrite: bufferized host
         # functions (PTX generation is left to the lit tests: it is slow).
-        return kind, ["--convert-mp-to-upstream",
+        return kind, ["--mp-convert-to-upstream",
                       "--one-shot-bufferize=bufferize-function-boundaries "
                       "function-boundary-type-conversion=identity-layout-map",
                       "--buffer-deallocation-pipeline",

@@ -11,6 +11,7 @@
 #include "mp/Conversion/Passes.h"
 #include "mp/Dialect/MP/IR/MPDialect.h"
 #include "mp/Lowering/Passes.h"
+#include "mp/Transforms/PassAliases.h"
 #include "mp/Transforms/Passes.h"
 #include "mp/Transforms/Pipelines.h"
 
@@ -27,12 +28,14 @@ inline void registerAllDialects(DialectRegistry &registry) {
 }
 
 /// Registers every mp pass and pipeline with the global pass registry, so
-/// they can be named on a command line or in a textual pipeline.
+/// they can be named on a command line or in a textual pipeline, and the
+/// names passes had before #49 as aliases.
 inline void registerAllPasses() {
   registerMPConversionPasses();
   registerMPLoweringPasses();
   registerMPTransformsPasses();
   registerMPPipelines();
+  registerMPPassAliases();
 }
 
 } // namespace mp

@@ -12,7 +12,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def ConvertMPToUpstream : Pass<"convert-mp-to-upstream"> {
+def ConvertMPToUpstream : Pass<"mp-convert-to-upstream"> {
   let summary = "Lower mp ops to upstream arith, linalg and tensor";
   let description = [{
     Rewrites every `mp` op into upstream ops so a module that uses them can

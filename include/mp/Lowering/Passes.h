@@ -30,6 +30,18 @@ namespace mp {
 #define GEN_PASS_REGISTRATION
 #include "mp/Lowering/Passes.h.inc"
 
+/// The C++ names of --mp-split-reductions from when it was
+/// mp-gpu-split-reductions (#49: it runs in the CPU pipeline too), for code
+/// that builds pipelines with them.
+using MPGpuSplitReductionsOptions = MPSplitReductionsOptions;
+inline std::unique_ptr<Pass> createMPGpuSplitReductions() {
+  return createMPSplitReductions();
+}
+inline std::unique_ptr<Pass>
+createMPGpuSplitReductions(MPSplitReductionsOptions options) {
+  return createMPSplitReductions(std::move(options));
+}
+
 } // namespace mp
 } // namespace mlir
 

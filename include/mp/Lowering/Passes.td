@@ -548,10 +548,9 @@ def MPGpuParallelLoopsFirst
   ];
 }
 
-def MPGpuSplitReductions
-    : Pass<"mp-gpu-split-reductions", "::mlir::func::FuncOp"> {
-  let summary = "Split long reductions into partial reductions that GPU "
-                "threads run in parallel";
+def MPSplitReductions : Pass<"mp-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Split long reductions into partial reductions that threads "
+                "(GPU, or CPU with vector lanes) run in parallel";
   let description = [{
     A GPU thread runs the reduction loops of its output element serially,
     and a serial loop is bound by memory latency: a full reduction (the
@@ -684,7 +683,7 @@ def MPFuseSiblingReductions
     Runs on tensors. A `linalg.generic` with reduction loops whose inputs
     are all read through identity maps, and whose parallel loops have at
     least `min-parallel` iterations in all (the partial sums
-    `--mp-gpu-split-reductions` makes, `p[i, l] += g[i, r, l]^2`), takes in an
+    `--mp-split-reductions` makes, `p[i, l] += g[i, r, l]^2`), takes in an
     elementwise generic (all loops parallel, identity maps, static shapes)
     that reads one of its inputs, or the tensor that input is a
     `tensor.expand_shape` of: the weight gradient the gradient norm sums
@@ -702,7 +701,7 @@ def MPFuseSiblingReductions
     update that needs the reduction's result (gradient clipping by the
     norm) is left alone. Sums are taken in the same order and elementwise
     results are unchanged: only the number of passes over memory changes.
-    `--mp-lower-cpu` runs it after `--mp-gpu-split-reductions`; the GPU
+    `--mp-lower-cpu` runs it after `--mp-split-reductions`; the GPU
     lowering does not (a reduction's serial loops would serialize the
     elementwise work there).
   }];

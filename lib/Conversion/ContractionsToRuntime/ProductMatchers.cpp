@@ -965,7 +965,7 @@ static linalg::FillOp partialsFillOf(linalg::GenericOp partials,
 
 /// The per-row partials of max |D| that dynamic quantization reads the
 /// result %d of \p dequantized for, split into lanes by
-/// --mp-gpu-split-reductions{lanes}:
+/// --mp-split-reductions{lanes}:
 ///
 ///   %e = memref.expand_shape %d [[0], [1, 2]]     ([m, n / L, L])
 ///   %q = memref.alloc()                           ([m, L], in the block)

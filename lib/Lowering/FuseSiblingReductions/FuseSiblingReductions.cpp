@@ -1,7 +1,7 @@
 //===- FuseSiblingReductions.cpp - one pass over a tensor two loops read --===//
 //
 // A training step reads each weight gradient twice after the products: the
-// gradient norm's partial sums of squares (--mp-gpu-split-reductions' form,
+// gradient norm's partial sums of squares (--mp-split-reductions' form,
 // `p[i, l] += g[i, r, l]^2`) and the optimizer's elementwise update. Each is a
 // whole pass over an f32 gradient as large as the weight. Where a reduction
 // with parallel loops left and an elementwise generic read the same tensor

@@ -360,7 +360,7 @@ mprt_status mprt_gemm_batched(int64_t a, int64_t lda, int64_t b, int64_t ldb,
  * `lanes`, `partials` the address of m * lanes f32 values. What
  * --mp-contractions-to-runtime emits where the dequantized result's next
  * use is dynamic quantization's max |x| in per-row partials
- * (--mp-gpu-split-reductions{lanes}): computed while the scaling pass
+ * (--mp-split-reductions{lanes}): computed while the scaling pass
  * holds the row, instead of in one more pass over D. Errors:
  * MPRT_ERROR_ARGUMENT. */
 mprt_status mprt_gemm_s8_dequantize_absmax(int64_t a, int64_t lda, int64_t b,

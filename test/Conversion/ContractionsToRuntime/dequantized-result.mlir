@@ -148,7 +148,7 @@ func.func @kept(%x: memref<4x8xi8>, %w: memref<8x6xi8>, %scale: memref<6xf32>, %
 #partial = affine_map<(i, r, p) -> (i, p)>
 
 // The next layer's dynamic quantization reads D for max |D|, in per-row
-// partials of 4 lanes (--mp-gpu-split-reductions{lanes}): the call
+// partials of 4 lanes (--mp-split-reductions{lanes}): the call
 // computes them (mprt_gemm_s8_dequantize_absmax, the partials' address and
 // 4 last) while it scales D's rows. The partials' loop and D's view go;
 // their allocation and -inf fill move before the call; the final max over

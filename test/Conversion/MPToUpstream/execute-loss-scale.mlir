@@ -1,7 +1,7 @@
 // Runs the lowered loss-scale state machine and unscale on concrete numbers
 // with upstream mlir-runner.
 //
-// RUN: mp-opt %s --convert-mp-to-upstream \
+// RUN: mp-opt %s --mp-convert-to-upstream \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries" \
 // RUN:   --convert-linalg-to-loops --lower-affine --convert-scf-to-cf \
 // RUN:   --expand-strided-metadata --finalize-memref-to-llvm \

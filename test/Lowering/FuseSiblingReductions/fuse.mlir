@@ -4,7 +4,7 @@
 // BAD: error: mp-fuse-sibling-reductions: min-parallel must be positive, got 0
 
 // A training step's tail: the gradient norm's partial sums of squares (per
-// row and vector lane, as --mp-gpu-split-reductions{lanes=16} makes them)
+// row and vector lane, as --mp-split-reductions{lanes=16} makes them)
 // and the SGD-momentum update both read the gradient %g. They become one
 // generic over the partial sums' loops, reading %g once; the update's
 // operands are expanded alike, and its results, which the step stores into

@@ -1,6 +1,6 @@
 // A training step's tail through the whole CPU lowering: the gradient's sum
 // of squares (the norm) and the SGD-momentum update that also reads the
-// gradient. --mp-gpu-split-reductions{lanes=16} splits the sum into
+// gradient. --mp-split-reductions{lanes=16} splits the sum into
 // partials per row and lane, --mp-fuse-sibling-reductions takes the update
 // into that loop nest (one pass over the gradient), and the new weights and
 // momentum are still computed in the step's output buffers (no copies).

@@ -1,5 +1,5 @@
 // Reductions over f16 input accumulate in f32 registers and memory. Long
-// reductions are split (--mp-gpu-split-reductions): threads sum at most 32
+// reductions are split (--mp-split-reductions): threads sum at most 32
 // elements each into partials, which further kernels combine; the last
 // step of a full reduction is a one-thread kernel.
 // RUN: mp-opt %s --mp-lower-gpu="chip=sm_80 format=isa" \

@@ -32,7 +32,7 @@ def MP_Dialect : Dialect {
       appears (`#mp.loss_scaling<...>`, role markers, parameter names).
 
     Every op lowers to upstream `arith`, `linalg` and `tensor` with
-    `--convert-mp-to-upstream`, so modules that use them run with upstream
+    `--mp-convert-to-upstream`, so modules that use them run with upstream
     tools.
   }];
   let useDefaultAttributePrinterParser = 1;

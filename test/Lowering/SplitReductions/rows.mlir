@@ -5,9 +5,9 @@
 // The sums are of small integers, exact in f32 in any order: the split
 // values must equal the unsplit ones (computed with Python).
 //
-// RUN: mp-opt %s --mp-gpu-split-reductions="per-thread=4096 lanes=16" \
+// RUN: mp-opt %s --mp-split-reductions="per-thread=4096 lanes=16" \
 // RUN: | FileCheck %s --check-prefix=IR
-// RUN: mp-opt %s --mp-gpu-split-reductions="per-thread=4096 lanes=16" \
+// RUN: mp-opt %s --mp-split-reductions="per-thread=4096 lanes=16" \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries" \
 // RUN:   --convert-linalg-to-loops --lower-affine --convert-scf-to-cf \
 // RUN:   --expand-strided-metadata --lower-affine --finalize-memref-to-llvm \
@@ -17,10 +17,10 @@
 // RUN: | mlir-runner -e main -entry-point-result=void \
 // RUN:   -shared-libs=%mlir_runner_utils,%mlir_c_runner_utils \
 // RUN: | FileCheck %s
-// RUN: not mp-opt %s --mp-gpu-split-reductions="lanes=-1" 2>&1 \
+// RUN: not mp-opt %s --mp-split-reductions="lanes=-1" 2>&1 \
 // RUN: | FileCheck %s --check-prefix=BAD
 
-// BAD: error: mp-gpu-split-reductions: lanes must not be negative, got -1
+// BAD: error: mp-split-reductions: lanes must not be negative, got -1
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #t = affine_map<(d0, d1) -> (d1, d0)>

@@ -1,4 +1,4 @@
-//===- GpuSplitReductions.cpp - long reductions as parallel partials ------===//
+//===- SplitReductions.cpp - long reductions as parallel partials ---------===//
 //
 // On the GPU every output element of a linalg.generic is one thread, and
 // that thread runs the reduction loops serially: a latency-bound loop of
@@ -7,7 +7,9 @@
 // with long loops. This pass splits each reduction loop d of size R * P
 // into a serial r < R and a parallel p < P with d = r * P + p, so threads
 // write partial results, then combines the partials with a second generic,
-// split again while it is still long.
+// split again while it is still long. The CPU lowering runs it too (with
+// lanes): long f32 sums lose less accuracy as partials, and the partials
+// fill vector lanes and CPU threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +20,7 @@
 
 namespace mlir {
 namespace mp {
-#define GEN_PASS_DEF_MPGPUSPLITREDUCTIONS
+#define GEN_PASS_DEF_MPSPLITREDUCTIONS
 #include "mp/Lowering/Passes.h.inc"
 } // namespace mp
 } // namespace mlir
@@ -336,8 +338,8 @@ linalg::GenericOp buildCombine(IRRewriter &rewriter, linalg::GenericOp op,
       });
 }
 
-struct GpuSplitReductionsPass
-    : public mp::impl::MPGpuSplitReductionsBase<GpuSplitReductionsPass> {
+struct SplitReductionsPass
+    : public mp::impl::MPSplitReductionsBase<SplitReductionsPass> {
   using Base::Base;
 
   /// Whether \p op is a reduction this pass may split and whose threads
@@ -372,14 +374,14 @@ struct GpuSplitReductionsPass
 
   void runOnOperation() override {
     if (perThread < 2) {
-      getOperation().emitError("mp-gpu-split-reductions: per-thread must be "
+      getOperation().emitError("mp-split-reductions: per-thread must be "
                                "at least 2, got ")
           << static_cast<int64_t>(perThread);
       return signalPassFailure();
     }
     if (lanes < 0) {
       getOperation().emitError(
-          "mp-gpu-split-reductions: lanes must not be negative, got ")
+          "mp-split-reductions: lanes must not be negative, got ")
           << static_cast<int64_t>(lanes);
       return signalPassFailure();
     }

@@ -1,4 +1,4 @@
-// RUN: mp-opt %s --convert-mp-to-upstream --split-input-file | FileCheck %s
+// RUN: mp-opt %s --mp-convert-to-upstream --split-input-file | FileCheck %s
 
 // CHECK-LABEL: func.func @scale_loss_scalar
 // CHECK-SAME: (%[[LOSS:.*]]: f32, %[[SCALE:.*]]: f32)

@@ -1,11 +1,11 @@
-// Runs long reductions split by --mp-gpu-split-reductions on the CPU and
+// Runs long reductions split by --mp-split-reductions on the CPU and
 // checks their results: the sums are of small integers, exact in f32 in any
 // order, so they must match the unsplit values (computed with Python)
 // exactly; the max and the inf/nan check are exact anyway.
 //
-// RUN: mp-opt %s --mp-gpu-split-reductions \
+// RUN: mp-opt %s --mp-split-reductions \
 // RUN: | FileCheck %s --check-prefix=IR
-// RUN: mp-opt %s --mp-gpu-split-reductions \
+// RUN: mp-opt %s --mp-split-reductions \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries" \
 // RUN:   --convert-linalg-to-loops --lower-affine --convert-scf-to-cf \
 // RUN:   --expand-strided-metadata --lower-affine --finalize-memref-to-llvm \

@@ -1,6 +1,0 @@
-// RUN: not mp-opt %s --mp-gpu-split-reductions=per-thread=1 2>&1 | FileCheck %s
-
-// CHECK: error: mp-gpu-split-reductions: per-thread must be at least 2, got 1
-func.func @f() {
-  return
-}
