@@ -31,7 +31,8 @@ TrainOptions changedOptions() {
       "keep-f32=a.mlir:1:2,b.mlir:3:4 loss=mse "
       "batch-size=32 seed=18446744073709551615 device=cuda tf32=false "
       "distributed cache=false cache-dir='/tmp/a dir' ranks=4 "
-      "probes=compute-ops",
+      "probes=compute-ops parallel-loops=false approximate-math=false "
+      "native-bf16=false dump-ir=/tmp/step.mlir",
       o, error))
       << error;
   return o;
@@ -60,8 +61,8 @@ TEST(TrainOptions, OptionsStringAndJsonCarryEveryOption) {
   ASSERT_TRUE(parseTrainOptions(text, read, error)) << error;
   EXPECT_EQ(printTrainOptions(read), text);
   EXPECT_NE(text.find("cache-dir=\"/tmp/a dir\""), std::string::npos) << text;
-  EXPECT_EQ(read.keepF32, (std::vector<std::string>{"a.mlir:1:2",
-                                                    "b.mlir:3:4"}));
+  EXPECT_EQ(read.keepF32,
+            (std::vector<std::string>{"a.mlir:1:2", "b.mlir:3:4"}));
   EXPECT_EQ(read.seed, UINT64_MAX);
 
   // Metadata: the step's options only, read back over the defaults.
@@ -128,7 +129,8 @@ TEST(TrainOptions, CombinationsAreCheckedOnceForEveryFrontEnd) {
       {"distributed device=cuda", "distributed training runs on the CPU"},
       {"distributed accumulate=2", "distributed training with --accumulate"},
       {"ranks=2", "ranks is the MPI job's size"},
-      {"probes=every-op device=cuda", "--check-numerics and compare run on the CPU"},
+      {"probes=every-op device=cuda",
+       "--check-numerics and compare run on the CPU"},
   };
   for (const Case &c : cases) {
     TrainOptions o;
@@ -159,12 +161,11 @@ TEST(TrainOptions, ToolFlagsComeFromTheTable) {
   // Derived options (ranks, probes) are set by the session, not by flags.
   for (const TrainOptionSpec &spec : trainOptionSpecs())
     EXPECT_EQ(registered.count(spec.name),
-              spec.name == "device" || spec.scope == OptionScope::Derived
-                  ? 0u
-                  : 1u)
+              spec.name == "device" || spec.scope == OptionScope::Derived ? 0u
+                                                                          : 1u)
         << spec.name.str();
   EXPECT_TRUE(flags.given().empty());
-  const char *argv[] = {"tool", "--lr=0.25", "--qat", "--keep-f32=x:1:2",
+  const char *argv[] = {"tool",       "--lr=0.25", "--qat", "--keep-f32=x:1:2",
                         "--keep-f32", "y:3:4"};
   ASSERT_TRUE(llvm::cl::ParseCommandLineOptions(6, argv, "", &llvm::errs()));
   TrainOptions o;
@@ -173,8 +174,7 @@ TEST(TrainOptions, ToolFlagsComeFromTheTable) {
   EXPECT_EQ(o.lr, 0.25);
   EXPECT_TRUE(o.qat);
   EXPECT_EQ(o.keepF32, (std::vector<std::string>{"x:1:2", "y:3:4"}));
-  EXPECT_EQ(flags.given(),
-            (std::vector<std::string>{"lr", "qat", "keep-f32"}));
+  EXPECT_EQ(flags.given(), (std::vector<std::string>{"lr", "qat", "keep-f32"}));
 }
 
 TEST(TrainOptions, DocsListEveryOption) {
@@ -184,6 +184,102 @@ TEST(TrainOptions, DocsListEveryOption) {
     EXPECT_NE((*doc)->getBuffer().find("| `" + spec.name.str() + "` |"),
               llvm::StringRef::npos)
         << "docs/options.md has no row for " << spec.name.str();
+}
+
+InferOptions changedInferOptions() {
+  InferOptions o;
+  std::string error;
+  EXPECT_TRUE(parseInferOptions(
+      "precision=int8 calibration='/tmp/a stats.json' quant-method=entropy "
+      "quant-percentile=99.5 quant-per-channel=false quant-max-error=0.1 "
+      "quant-fallback=f16 quant-report=/tmp/r.json batch-size=8 "
+      "device=cuda cache=false cache-dir=/tmp/c fallback-ops=%3,%7 "
+      "probe-outputs parallel-loops=false approximate-math=false "
+      "native-bf16=false dump-ir=/tmp/p.mlir",
+      o, error))
+      << error;
+  return o;
+}
+
+TEST(InferOptions, EveryRowReadsBackWhatItPrints) {
+  const InferOptions defaults, changed = changedInferOptions();
+  for (const OptionSpec<InferOptions> &spec : inferOptionSpecs()) {
+    for (const InferOptions *options : {&defaults, &changed}) {
+      InferOptions read;
+      std::string error;
+      ASSERT_TRUE(spec.parse(read, spec.name, spec.print(*options), error))
+          << spec.name.str() << ": " << error;
+      EXPECT_EQ(spec.print(read), spec.print(*options)) << spec.name.str();
+    }
+    EXPECT_NE(spec.print(defaults), spec.print(changed))
+        << spec.name.str() << " is not changed by changedInferOptions()";
+  }
+  std::string text = printInferOptions(changed), error;
+  InferOptions read;
+  ASSERT_TRUE(parseInferOptions(text, read, error)) << error;
+  EXPECT_EQ(printInferOptions(read), text);
+  EXPECT_EQ(read.fallbackOps, (std::vector<std::string>{"%3", "%7"}));
+}
+
+TEST(InferOptions, PrecisionSetsTheMode) {
+  InferOptions o;
+  std::string error;
+  ASSERT_TRUE(parseInferOptions("precision=int8-dynamic", o, error)) << error;
+  EXPECT_EQ(o.mode, InferOptions::Mode::Int8);
+  EXPECT_EQ(o.quantization, mlir::mp::QuantizationMode::Int8Dynamic);
+  ASSERT_TRUE(parseInferOptions("precision=calibrate", o, error)) << error;
+  EXPECT_EQ(o.mode, InferOptions::Mode::Calibrate);
+  ASSERT_TRUE(parseInferOptions("precision=bf16", o, error)) << error;
+  EXPECT_EQ(o.mode, InferOptions::Mode::Float);
+  EXPECT_EQ(o.precision, FloatPrecision::BF16);
+  EXPECT_FALSE(parseInferOptions("precision=fp8", o, error));
+  EXPECT_FALSE(parseInferOptions("quant-fallback=bf16", o, error));
+  EXPECT_EQ(error, "bad --quant-fallback 'bf16': expected f32 or f16");
+}
+
+TEST(InferOptions, VerifyRefusesWhatNoSingleValueShows) {
+  struct Case {
+    const char *text, *message;
+  } cases[] = {
+      {"precision=f32 quant-method=entropy",
+       "--quant-method is a setting of --precision int8 or int8-dynamic"},
+      {"precision=bf16 calibration=x.json",
+       "--calibration is a setting of --precision int8 or int8-dynamic"},
+      {"precision=int8-dynamic calibration=x.json",
+       "--precision int8-dynamic takes no --calibration (activations are "
+       "scaled at run time)"},
+      {"precision=int8 quant-percentile=0",
+       "--quant-percentile must be in (0, 100], got 0"},
+      {"precision=calibrate device=cuda",
+       "calibration probes run on the CPU; drop --device cuda"},
+      {"batch-size=-1", "--batch-size -1 is negative"},
+  };
+  for (const Case &c : cases) {
+    InferOptions o;
+    std::string error;
+    ASSERT_TRUE(parseInferOptions(c.text, o, error)) << c.text << ": " << error;
+    EXPECT_FALSE(verifyInferOptions(o, error)) << c.text;
+    EXPECT_EQ(error, c.message) << c.text;
+  }
+  InferOptions fine;
+  std::string error;
+  ASSERT_TRUE(parseInferOptions(
+      "precision=int8 calibration=x.json quant-method=percentile", fine,
+      error));
+  EXPECT_TRUE(verifyInferOptions(fine, error)) << error;
+}
+
+TEST(InferOptions, DocsListEveryOption) {
+  auto doc = llvm::MemoryBuffer::getFile(MP_SOURCE_DIR "/docs/options.md");
+  ASSERT_TRUE(doc) << "docs/options.md";
+  llvm::StringRef text = (*doc)->getBuffer();
+  size_t section = text.find("# Inference options");
+  ASSERT_NE(section, llvm::StringRef::npos);
+  for (const OptionSpec<InferOptions> &spec : inferOptionSpecs())
+    EXPECT_NE(text.find("| `" + spec.name.str() + "` |", section),
+              llvm::StringRef::npos)
+        << "docs/options.md's inference options have no row for "
+        << spec.name.str();
 }
 
 } // namespace

@@ -398,7 +398,24 @@ void mp_infer_options_init(mp_infer_options *options);
  * INT8 weights are quantized here, once; f16/bf16 copies made once. */
 int mp_infer_create(const char *model_path, const mp_infer_options *options,
                     const mp_session *weights, mp_infer **out);
+/* As mp_infer_create, with the options as one string, "name=value ..."
+ * (docs/options.md, "Inference options": precision, calibration,
+ * quant-method, quant-percentile, quant-per-channel, quant-max-error,
+ * quant-fallback, quant-report, batch-size, device, cache, cache-dir,
+ * parallel-loops, ...; NULL or "": the defaults), and int8's measured
+ * fallback on `measure_batches` batches of the `measure_rows` rows of
+ * `measure_x` (NULL, 0, 0: none), as mp_infer_options' measure_* fields.
+ * Every inference option is reachable this way, with the library's checks
+ * and messages; bindings need no mirror of mp_infer_options. */
+int mp_infer_create_with(const char *model_path, const char *options,
+                         const mp_session *weights, const float *measure_x,
+                         int64_t measure_rows, int64_t measure_batches,
+                         mp_infer **out);
 void mp_infer_free(mp_infer *infer);
+/* The pass pipelines that compiled @predict, one per line: on tensors
+ * (builtin.module(mp-session-infer{...}), which mp-opt runs too), then the
+ * lowering; "" when it came from the compile cache. Owned by the session. */
+const char *mp_infer_pipelines(const mp_infer *infer);
 
 /* The precision predictions compute in ("f32", "f16", "bf16"; "f32" for
  * int8), and what "auto" chose and why ("" when the precision was given).

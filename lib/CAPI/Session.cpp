@@ -9,6 +9,7 @@
 #include "mp-c/Session.h"
 
 #include "mp/Session/Calibration.h"
+#include "mp/Session/Environment.h"
 #include "mp/Session/Hardware.h"
 #include "mp/Session/InferSession.h"
 #include "mp/Session/MonitorObserver.h"
@@ -144,7 +145,8 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   const mp_session_options &o = options ? *options : defaults;
   mp::TrainOptions train; // a NULL string keeps the library's default
   std::string error;
-  if ((o.precision && !mp::parseTrainPrecision(o.precision, train, error)) ||
+  if (!mp::readOptionEnvironment(train, error) ||
+      (o.precision && !mp::parseTrainPrecision(o.precision, train, error)) ||
       (o.loss_scale &&
        !mp::parseLossScale(o.loss_scale, train.lossScale, error)) ||
       (o.optimizer &&
@@ -175,8 +177,9 @@ int mp_session_create(const char *model_path, const mp_session_options *options,
   }
   if (o.tf32 >= 0)
     train.tf32 = o.tf32 != 0;
-  train.cache.enabled = o.cache != 0;
-  if (o.cache_dir)
+  // MP_CACHE=off holds whatever the struct's default says.
+  train.cache.enabled = train.cache.enabled && o.cache != 0;
+  if (o.cache_dir && *o.cache_dir)
     train.cache.dir = o.cache_dir;
   return compileSession(model_path, train, out);
 }
@@ -190,7 +193,9 @@ int mp_session_create_with(const char *model_path, const char *options,
     return fail("mp_session_create_with: model path is NULL");
   mp::TrainOptions train;
   std::string error;
-  if (options && !mp::parseTrainOptions(options, train, error))
+  // The environment first: the string's options win.
+  if (!mp::readOptionEnvironment(train, error) ||
+      (options && !mp::parseTrainOptions(options, train, error)))
     return fail(error);
   return compileSession(model_path, train, out);
 }
@@ -261,8 +266,7 @@ const char *mp_session_kept_f32(const mp_session *s, int64_t index) {
 const char *mp_session_precision(const mp_session *s) {
   if (!s || !s->session)
     return "";
-  return mlir::mp::stringifyFloatPrecision(
-             s->session->trainOptions().precision)
+  return mlir::mp::stringifyFloatPrecision(s->session->trainOptions().precision)
       .data(); // ODS spellings are string literals
 }
 
@@ -487,8 +491,7 @@ void mp_trainer_options_init(mp_trainer_options *options) {
   options->precision_repair = -1;
 }
 
-int mp_epoch_order(int64_t rows, uint64_t seed, int64_t epoch,
-                   int64_t *order) {
+int mp_epoch_order(int64_t rows, uint64_t seed, int64_t epoch, int64_t *order) {
   if (rows < 0 || (rows > 0 && !order))
     return fail("mp_epoch_order: negative row count or NULL output");
   std::vector<int64_t> result = mp::epochOrder(rows, seed, epoch);
@@ -496,11 +499,10 @@ int mp_epoch_order(int64_t rows, uint64_t seed, int64_t epoch,
   return succeed();
 }
 
-int mp_trainer_create(mp_session *s, const float *x_train,
-                      const float *y_train, int64_t train_rows,
-                      const float *x_test, const float *y_test,
-                      int64_t test_rows, const mp_trainer_options *options,
-                      mp_trainer **out) {
+int mp_trainer_create(mp_session *s, const float *x_train, const float *y_train,
+                      int64_t train_rows, const float *x_test,
+                      const float *y_test, int64_t test_rows,
+                      const mp_trainer_options *options, mp_trainer **out) {
   if (!out)
     return fail("mp_trainer_create: output pointer is NULL");
   *out = nullptr;
@@ -523,9 +525,9 @@ int mp_trainer_create(mp_session *s, const float *x_train,
                     : o.precision_repair == 0 ? mp::RepairMode::Off
                                               : mp::RepairMode::On;
   std::string error;
-  std::unique_ptr<mp::Trainer> trainer = mp::Trainer::create(
-      *s->session, {x_train, y_train, train_rows}, {x_test, y_test, test_rows},
-      run, error);
+  std::unique_ptr<mp::Trainer> trainer =
+      mp::Trainer::create(*s->session, {x_train, y_train, train_rows},
+                          {x_test, y_test, test_rows}, run, error);
   if (!trainer)
     return fail(error);
   auto created = std::make_unique<mp_trainer>();
@@ -672,6 +674,51 @@ const char *mp_infer_precision_decision(const mp_infer *infer) {
                                  : "";
 }
 
+/// What both inference constructors do once their options are read: the
+/// batch and the QAT ranges from the weights session, the measured
+/// fallback, compiling. `function` and `calibrationName` name the
+/// constructor and its calibration option in messages.
+static int createInfer(const char *function, const char *calibrationName,
+                       const char *model_path, mp::InferOptions infer,
+                       const mp_session *weights, const float *measure_x,
+                       int64_t measure_rows, int64_t measure_batches,
+                       mp_infer **out) {
+  std::string error, name = function;
+  if (infer.modelBatch == 0)
+    infer.modelBatch = weights->session->trainOptions().modelBatch;
+  bool staticInt8 = infer.mode == mp::InferOptions::Mode::Int8 &&
+                    infer.quantization == mlir::mp::QuantizationMode::Int8;
+  // A session trained with qat carries its activation ranges.
+  if (staticInt8 && infer.calibrationPath.empty()) {
+    infer.qatObservers =
+        mp::scalarStateTensors(weights->session->optimizerState());
+    if (infer.qatObservers.empty())
+      return fail(name + ": precision int8 needs " + calibrationName +
+                  " (statistics from mp_calibrate), a weights session "
+                  "trained with qat, or precision int8-dynamic");
+  }
+  if (measure_batches < 0 ||
+      (measure_batches > 0 && (!measure_x || measure_rows < 1)))
+    return fail(name +
+                ": measure_batches needs measure_x with "
+                "measure_rows > 0, got " +
+                std::to_string(measure_rows) + " rows and " +
+                std::to_string(measure_batches) + " batches");
+  if (infer.mode == mp::InferOptions::Mode::Int8 && measure_batches > 0) {
+    std::map<std::string, double> errors;
+    if (!mp::planMeasuredFallback(model_path, weights->session->parameters(),
+                                  infer, {measure_x, measure_rows},
+                                  measure_batches, errors, error))
+      return fail(error);
+  }
+  std::unique_ptr<mp::InferSession> session = mp::InferSession::create(
+      model_path, infer, weights->session->parameters(), error);
+  if (!session)
+    return fail(error);
+  *out = new mp_infer{std::move(session)};
+  return succeed();
+}
+
 int mp_infer_create(const char *model_path, const mp_infer_options *options,
                     const mp_session *weights, mp_infer **out) {
   if (!out)
@@ -686,25 +733,12 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
   const mp_infer_options &o = options ? *options : defaults;
   mp::InferOptions infer; // a NULL string keeps the library's default
   std::string error;
-  if ((o.precision && !mp::parseInferPrecision(o.precision, infer, error)) ||
+  if (!mp::readOptionEnvironment(infer, error) ||
+      (o.precision && !mp::parseInferPrecision(o.precision, infer, error)) ||
       (o.device && !mp::parseDevice(o.device, infer.device, error)))
     return fail(error);
   if (infer.mode == mp::InferOptions::Mode::Int8) {
-    bool dynamic =
-        infer.quantization == mlir::mp::QuantizationMode::Int8Dynamic;
-    bool calibrated = o.calibration_path && *o.calibration_path;
-    // A session trained with qat carries its activation ranges.
-    if (!dynamic && !calibrated)
-      infer.qatObservers =
-          mp::scalarStateTensors(weights->session->optimizerState());
-    if (!dynamic && !calibrated && infer.qatObservers.empty())
-      return fail("mp_infer_create: precision int8 needs calibration_path "
-                  "(statistics from mp_calibrate), a weights session "
-                  "trained with qat, or precision int8-dynamic");
-    if (dynamic && calibrated)
-      return fail("mp_infer_create: precision int8-dynamic takes no "
-                  "calibration_path (activations are scaled at run time)");
-    if (calibrated)
+    if (o.calibration_path)
       infer.calibrationPath = o.calibration_path;
     if (o.method && !mp::parseQuantMethod(o.method, infer.method, error))
       return fail(error);
@@ -712,33 +746,38 @@ int mp_infer_create(const char *model_path, const mp_infer_options *options,
     infer.perChannel = o.per_channel != 0;
     infer.maxError = o.max_error;
   }
-  if (o.batch_size < 0)
-    return fail("mp_infer_create: batch_size " + std::to_string(o.batch_size) +
-                " is negative");
-  infer.modelBatch =
-      o.batch_size ? o.batch_size : weights->session->trainOptions().modelBatch;
-  infer.cache.enabled = o.cache != 0;
-  if (o.cache_dir)
+  infer.modelBatch = o.batch_size;
+  infer.cache.enabled = infer.cache.enabled && o.cache != 0;
+  if (o.cache_dir && *o.cache_dir)
     infer.cache.dir = o.cache_dir;
-  if (o.measure_batches < 0 ||
-      (o.measure_batches > 0 && (!o.measure_x || o.measure_rows < 1)))
-    return fail("mp_infer_create: measure_batches needs measure_x with "
-                "measure_rows > 0, got " +
-                std::to_string(o.measure_rows) + " rows and " +
-                std::to_string(o.measure_batches) + " batches");
-  if (infer.mode == mp::InferOptions::Mode::Int8 && o.measure_batches > 0) {
-    std::map<std::string, double> errors;
-    if (!mp::planMeasuredFallback(
-            model_path, weights->session->parameters(), infer,
-            {o.measure_x, o.measure_rows}, o.measure_batches, errors, error))
-      return fail(error);
-  }
-  std::unique_ptr<mp::InferSession> session = mp::InferSession::create(
-      model_path, infer, weights->session->parameters(), error);
-  if (!session)
+  return createInfer("mp_infer_create", "calibration_path", model_path, infer,
+                     weights, o.measure_x, o.measure_rows, o.measure_batches,
+                     out);
+}
+
+int mp_infer_create_with(const char *model_path, const char *options,
+                         const mp_session *weights, const float *measure_x,
+                         int64_t measure_rows, int64_t measure_batches,
+                         mp_infer **out) {
+  if (!out)
+    return fail("mp_infer_create_with: output pointer is NULL");
+  *out = nullptr;
+  if (!model_path)
+    return fail("mp_infer_create_with: model path is NULL");
+  if (!weights || !weights->session)
+    return fail("mp_infer_create_with: no session to take the parameters from");
+  mp::InferOptions infer;
+  std::string error;
+  // The environment first: the string's options win.
+  if (!mp::readOptionEnvironment(infer, error) ||
+      (options && !mp::parseInferOptions(options, infer, error)))
     return fail(error);
-  *out = new mp_infer{std::move(session)};
-  return succeed();
+  return createInfer("mp_infer_create_with", "calibration", model_path, infer,
+                     weights, measure_x, measure_rows, measure_batches, out);
+}
+
+const char *mp_infer_pipelines(const mp_infer *infer) {
+  return infer && infer->session ? infer->session->pipelines().c_str() : "";
 }
 
 void mp_infer_free(mp_infer *infer) { delete infer; }
@@ -786,6 +825,8 @@ int mp_calibrate(const char *model_path, const mp_session *weights,
   mp::InferOptions options;
   options.mode = mp::InferOptions::Mode::Calibrate;
   std::string error;
+  if (!mp::readOptionEnvironment(options, error))
+    return fail(error);
   std::unique_ptr<mp::InferSession> session = mp::InferSession::create(
       model_path, options, weights->session->parameters(), error);
   if (!session)

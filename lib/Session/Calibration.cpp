@@ -109,13 +109,19 @@ bool measureInt8Errors(const std::string &modelPath,
                        std::string &error) {
   // Every eligible op in int8 (whatever its estimate), probed, on the CPU.
   options.probeOutputs = true;
-  options.maxError = std::numeric_limits<double>::infinity();
+  options.maxError = std::numeric_limits<double>::max(); // none falls back
   options.reportPath.clear();
+  options.dumpIr.clear(); // the session that runs dumps, not these
   options.device = Device::Cpu;
   std::unique_ptr<InferSession> quantized =
       InferSession::create(modelPath, options, params, error);
+  // The same model, batch and lowering, in f32 with probes on results.
   InferOptions reference;
-  reference.mode = InferOptions::Mode::Calibrate; // probes on results
+  reference.mode = InferOptions::Mode::Calibrate;
+  reference.modelBatch = options.modelBatch;
+  reference.parallelLoops = options.parallelLoops;
+  reference.approximateMath = options.approximateMath;
+  reference.nativeBf16 = options.nativeBf16;
   std::unique_ptr<InferSession> f32 =
       quantized ? InferSession::create(modelPath, reference, params, error)
                 : nullptr;

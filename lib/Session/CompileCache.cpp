@@ -39,8 +39,8 @@ std::string libraryIdentity() {
   struct stat st;
   if (stat(info.dli_fname, &st) != 0)
     return info.dli_fname;
-  return std::string(info.dli_fname) + ":" + std::to_string(st.st_size) +
-         ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+  return std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" +
+         std::to_string(st.st_mtim.tv_sec) + "." +
          std::to_string(st.st_mtim.tv_nsec);
 }
 
@@ -73,13 +73,6 @@ const char *stringifyCacheUse(CacheUse use) {
 
 namespace {
 
-/// MP_CACHE=off (or 0) turns the cache off, whatever the options say.
-bool cacheTurnedOff() {
-  const char *mode = std::getenv("MP_CACHE");
-  llvm::StringRef text(mode ? mode : "");
-  return text == "off" || text == "0";
-}
-
 /// $XDG_CACHE_HOME/mp, else ~/.cache/mp; "" with neither variable set.
 std::string defaultCacheDir() {
   llvm::SmallString<256> path;
@@ -96,12 +89,10 @@ std::string defaultCacheDir() {
 } // namespace
 
 std::string resolveCacheDir(const CompileCacheOption &option) {
-  if (!option.enabled || cacheTurnedOff())
+  if (!option.enabled)
     return "";
   if (!option.dir.empty())
     return option.dir;
-  if (const char *dir = std::getenv("MP_CACHE_DIR"); dir && *dir)
-    return dir;
   return defaultCacheDir();
 }
 
@@ -142,8 +133,8 @@ std::string entryPath(const std::string &dir, llvm::json::Object key,
   }
   std::array<uint8_t, 32> digest = hash.final();
   llvm::SmallString<256> path(dir);
-  llvm::sys::path::append(path, llvm::toHex(digest, /*LowerCase=*/true) +
-                                    ".mpa");
+  llvm::sys::path::append(path,
+                          llvm::toHex(digest, /*LowerCase=*/true) + ".mpa");
   return path.str().str();
 }
 
@@ -178,19 +169,15 @@ std::string inferCachePath(const std::string &dir, const std::string &modelPath,
       {"fallback", mlir::mp::stringifyFloatPrecision(o.fallback)},
       {"fallback_ops", llvm::json::Array(o.fallbackOps)},
       {"probe_outputs", o.probeOutputs},
+      {"parallel_loops", o.parallelLoops},
+      {"approximate_math", o.approximateMath},
+      {"native_bf16", o.nativeBf16},
       {"qat_observers", std::move(observers)},
       {"model_batch", o.modelBatch}};
   std::vector<std::string> files = {modelPath};
   if (!o.calibrationPath.empty())
     files.push_back(o.calibrationPath);
   return entryPath(dir, std::move(key), files, error);
-}
-
-uint64_t compileCacheLimitBytes() {
-  uint64_t megabytes = 1024;
-  if (const char *text = std::getenv("MP_CACHE_MAX_MB"))
-    llvm::StringRef(text).getAsInteger(10, megabytes);
-  return megabytes << 20;
 }
 
 namespace {
@@ -236,10 +223,9 @@ void pruneCompileCache(const std::string &dir, uint64_t maxBytes) {
     total += entry.size;
   // A hit touches its entry (Session::compile), so the oldest modification
   // is the least recently used.
-  std::sort(entries.begin(), entries.end(),
-            [](const CacheEntry &a, const CacheEntry &b) {
-              return a.used < b.used;
-            });
+  std::sort(
+      entries.begin(), entries.end(),
+      [](const CacheEntry &a, const CacheEntry &b) { return a.used < b.used; });
   for (const CacheEntry &entry : entries) {
     if (total <= maxBytes)
       break;

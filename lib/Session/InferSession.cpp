@@ -1,10 +1,11 @@
 //===- InferSession.cpp - compile and call mp.predict alone ---------------===//
 
 #include "mp/Session/InferSession.h"
-#include "mp/Transforms/Entries.h"
 #include "mp/Session/ArtifactFile.h"
 #include "mp/Session/Hardware.h"
 #include "mp/Session/JitEntry.h"
+#include "mp/Session/SessionPipelines.h"
+#include "mp/Transforms/Entries.h"
 
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
@@ -18,6 +19,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -52,6 +54,9 @@ std::unique_ptr<InferSession>
 InferSession::create(const std::string &modelPath, const InferOptions &options,
                      const std::vector<HostTensor> &params,
                      std::string &error) {
+  // Option combinations first, with the same messages for every front end.
+  if (!verifyInferOptions(options, error))
+    return nullptr;
   std::unique_ptr<InferSession> session(new InferSession());
   InferOptions resolved = options;
   if (resolved.automaticPrecision &&
@@ -153,59 +158,26 @@ bool InferSession::writeQatCalibration(
   return true;
 }
 
-bool InferSession::addPredictPasses(PassManager &pm, func::FuncOp predictFn,
-                                    const InferOptions &options,
-                                    std::string &error) {
-  switch (options.mode) {
-  case InferOptions::Mode::Float:
-    if (options.precision != FloatPrecision::F32) {
-      mlir::mp::AutoMixedPrecisionOptions amp;
-      amp.dtype = options.precision;
-      pm.addPass(mlir::mp::createAutoMixedPrecision(amp));
-      // f16/bf16 weight copies are made once, in bind(), not per call.
-      pm.addPass(mlir::mp::createMPConvertWeightsOnce());
-    }
-    return true;
-  case InferOptions::Mode::Calibrate:
-    pm.addPass(mlir::mp::createMPCalibrate());
-    return true;
-  case InferOptions::Mode::Int8:
-    return addQuantizePass(pm, predictFn, options, error);
-  }
-  return true;
-}
-
-bool InferSession::addQuantizePass(PassManager &pm, func::FuncOp predictFn,
-                                   const InferOptions &options,
+bool InferSession::useQatObservers(ModuleOp module, InferOptions &options,
                                    std::string &error) {
-  if (options.fallback == FloatPrecision::BF16) {
-    error = "bad --quant-fallback 'bf16': expected f32 or f16";
+  if (options.qatObservers.empty() || !options.calibrationPath.empty() ||
+      options.mode != InferOptions::Mode::Int8 ||
+      options.quantization != mlir::mp::QuantizationMode::Int8)
+    return true;
+  func::FuncOp predictFn;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(mlir::mp::kPredictAttrName) && !predictFn)
+      predictFn = func;
+  if (!predictFn)
+    return true; // --mp-keep-prediction says so
+  // The ranges QAT observed become the calibration file, clipped at exactly
+  // their max (minmax) with the weights per channel, as the training step
+  // rounded them.
+  if (!writeQatCalibration(predictFn, options.qatObservers, error))
     return false;
-  }
-  mlir::mp::MPQuantizeOptions quantize;
-  quantize.mode = options.quantization;
-  quantize.calibration = options.calibrationPath;
-  quantize.method = options.method;
-  quantize.percentile = options.percentile;
-  quantize.perChannel = options.perChannel;
-  if (!options.qatObservers.empty() && options.calibrationPath.empty() &&
-      options.quantization == mlir::mp::QuantizationMode::Int8) {
-    // The ranges QAT observed become the calibration file, clipped at
-    // exactly their max (minmax) with the weights per channel, as the
-    // training step rounded them.
-    if (!writeQatCalibration(predictFn, options.qatObservers, error))
-      return false;
-    quantize.calibration = qatCalibrationPath;
-    quantize.method = QuantizationMethod::MinMax;
-    quantize.perChannel = true;
-  }
-  quantize.maxError = options.maxError;
-  quantize.fallback = options.fallback;
-  quantize.report = options.reportPath;
-  quantize.fallbackOps.assign(options.fallbackOps.begin(),
-                              options.fallbackOps.end());
-  quantize.probeOutputs = options.probeOutputs;
-  pm.addPass(mlir::mp::createMPQuantize(quantize));
+  options.calibrationPath = qatCalibrationPath;
+  options.method = QuantizationMethod::MinMax;
+  options.perChannel = true;
   return true;
 }
 
@@ -264,13 +236,10 @@ bool InferSession::loadCachedPredict(const std::string &modelPath,
                                      std::string &cachePath) {
   // @predict on the CPU, without probes or a report (which compiling
   // writes), comes from the compile cache when it is there and goes into
-  // it when it is not. MP_DUMP_PREDICT_IR asks for the lowering itself;
-  // MP_PARALLEL_LOOPS=0 and MP_APPROXIMATE_MATH=0 for one the key does not
-  // describe.
+  // it when it is not. dump-ir asks for the lowering itself.
   if (options.device != Device::Cpu ||
       options.mode == InferOptions::Mode::Calibrate || options.probeOutputs ||
-      !options.reportPath.empty() || std::getenv("MP_DUMP_PREDICT_IR") ||
-      !defaultLowering())
+      !options.reportPath.empty() || !options.dumpIr.empty())
     return false;
   std::string cacheDir = resolveCacheDir(options.cache), problem;
   // An unreadable model or calibration file: compiling says so.
@@ -280,41 +249,32 @@ bool InferSession::loadCachedPredict(const std::string &modelPath,
          loadFromCache(cachePath);
 }
 
-/// The module's first function marked mp.predict; the other functions
-/// with bodies are erased (only the prediction is compiled).
-static func::FuncOp keepOnlyPrediction(ModuleOp module) {
-  func::FuncOp predictFn;
-  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-    if (func->hasAttr(mlir::mp::kPredictAttrName) && !predictFn)
-      predictFn = func;
-    else if (!func.isExternal())
-      func.erase();
-  }
-  return predictFn;
-}
-
 bool InferSession::compilePrediction(ModuleOp module,
                                      const std::string &modelPath,
                                      const InferOptions &options,
                                      std::string &diagnostics,
                                      std::string &error) {
-  func::FuncOp predictFn = keepOnlyPrediction(module);
-  if (!predictFn) {
-    error = "model '" + modelPath + "' has no function marked mp.predict";
+  InferOptions compiled = options;
+  if (!useQatObservers(module, compiled, error))
     return false;
-  }
-  std::string predictName = predictFn.getSymName().str();
+  // @predict on tensors: mp-session-infer, parsed from its text as mp-opt
+  // would parse it (SessionPipelines.h).
+  pipelineText = sessionInferPipeline(compiled);
+  registerSessionPipelines();
   PassManager pm(module.getContext());
-  if (!addPredictPasses(pm, predictFn, options, error))
-    return false;
-  // Entries that host code calls on buffers, and what they call inlined.
-  pm.addPass(mlir::mp::createMPInferEntries());
-  pm.addPass(mlir::mp::createMPInlineEntries());
-  bool compiled = succeeded(pm.run(module));
+  llvm::raw_string_ostream parseErrors(diagnostics);
+  bool compiledOk =
+      succeeded(parsePassPipeline(sessionInferPipelineElement(compiled), pm,
+                                  parseErrors)) &&
+      succeeded(pm.run(module));
   if (!qatCalibrationPath.empty())
     llvm::sys::fs::remove(qatCalibrationPath);
-  if (!compiled) {
-    error = "compiling @" + predictName + " failed\n" + diagnostics;
+  if (!compiledOk) {
+    error = "compiling @predict failed\n" + diagnostics;
+    return false;
+  }
+  if (!module.lookupSymbol("mp_infer_predict_entry")) {
+    error = "compiling @predict made no mp_infer_predict_entry";
     return false;
   }
   readEntries(module);
@@ -338,25 +298,23 @@ bool InferSession::compile(const std::string &modelPath,
   takeInitialValues(*module);
   if (!compilePrediction(*module, modelPath, options, diagnostics, error))
     return false;
-  // MP_DUMP_PREDICT_IR=FILE: the module about to be lowered (debugging).
-  if (!dumpModuleIfAsked(*module, "MP_DUMP_PREDICT_IR", error))
+  // dump-ir=FILE: the module about to be lowered (debugging).
+  if (!dumpModuleIfAsked(*module, options.dumpIr, error))
     return false;
   bool gpu = options.device == Device::Cuda;
-  if (gpu &&
-      (options.mode == InferOptions::Mode::Calibrate || options.probeOutputs)) {
-    error = "calibration probes run on the CPU; drop --device cuda";
-    return false;
-  }
   bool vectorized = true;
   std::string lowering;
-  if (!lowerModule(module, gpu, diagnostics, vectorized, lowering)) {
+  if (!lowerModule(module, gpu, loweringChoices(options), diagnostics,
+                   vectorized, lowering)) {
     error = std::string("lowering @predict") + (gpu ? " for the GPU" : "") +
             " failed\n" + diagnostics;
     return false;
   }
+  pipelineText += "\n" + lowering;
   // Opened after lowering: without a GPU the model still compiles first.
   if (gpu && !(cuda = CudaDevice::open(error)))
     return false;
+  cacheLimitBytes = options.cache.maxBytes();
   if (!cachePath.empty() && storeInCache(*module, cachePath, modelPath))
     return true;
   engine = compileModule(*module, cuda.get(), error);
@@ -364,8 +322,7 @@ bool InferSession::compile(const std::string &modelPath,
 }
 
 bool InferSession::lookUpEntries(std::string &error) {
-  return lookUpEntry(*engine, "mp_infer_predict_entry", predictEntry,
-                     error) &&
+  return lookUpEntry(*engine, "mp_infer_predict_entry", predictEntry, error) &&
          (!hasWeightsFunction ||
           lookUpEntry(*engine, "mp_infer_weights_entry", weightsEntry, error));
 }
@@ -373,8 +330,7 @@ bool InferSession::lookUpEntries(std::string &error) {
 namespace {
 
 /// How a cache entry names each ArgKind, in the enum's order.
-constexpr const char *kArgKindNames[] = {"input", "param", "qweight",
-                                         "qscale"};
+constexpr const char *kArgKindNames[] = {"input", "param", "qweight", "qscale"};
 
 } // namespace
 
@@ -533,7 +489,7 @@ bool InferSession::storeInCache(ModuleOp module, const std::string &path,
   }
   cacheUsed = CacheUse::Stored;
   cacheProblem.clear();
-  pruneCompileCache(dir.str(), compileCacheLimitBytes());
+  pruneCompileCache(dir.str(), cacheLimitBytes);
   return true;
 }
 

@@ -1,11 +1,12 @@
 //===- JitEntry.cpp - call JIT-compiled functions on host buffers --------===//
 
 #include "mp/Session/JitEntry.h"
-#include "mp/Session/CudaDevice.h"
 #include "mp/Conversion/RuntimeCalls.h"
+#include "mp/Session/CudaDevice.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
@@ -21,10 +22,9 @@
 #include "mp/InitAll.h"
 #include "mp/Target/ONNX/ImportOnnx.h"
 #include "mp/Transforms/AttrNames.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "mp/Transforms/Pipelines.h"
 #include "mprt/mprt.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include "llvm/IR/IRBuilder.h"
@@ -57,16 +57,14 @@ std::unique_ptr<MLIRContext> createSessionContext() {
   return context;
 }
 
-bool dumpModuleIfAsked(ModuleOp module, const char *variable,
+bool dumpModuleIfAsked(ModuleOp module, const std::string &path,
                        std::string &error) {
-  const char *path = std::getenv(variable);
-  if (!path)
+  if (path.empty())
     return true;
   std::error_code ec;
   llvm::raw_fd_ostream dump(path, ec);
   if (ec) {
-    error = std::string(variable) + ": cannot write '" + path +
-            "': " + ec.message();
+    error = "dump-ir: cannot write '" + path + "': " + ec.message();
     return false;
   }
   module.print(dump);
@@ -130,24 +128,8 @@ std::map<std::string, std::vector<float>> takeInitialValues(ModuleOp module) {
   return values;
 }
 
-/// A switch that is on unless the variable is 0 or off.
-static bool switchedOn(const char *variable) {
-  const char *value = std::getenv(variable);
-  return !value || (llvm::StringRef(value) != "0" &&
-                    !llvm::StringRef(value).equals_insensitive("off"));
-}
-
-bool parallelLoopsEnabled() { return switchedOn("MP_PARALLEL_LOOPS"); }
-
-bool approximateMathEnabled() { return switchedOn("MP_APPROXIMATE_MATH"); }
-
-bool nativeBf16Allowed() { return switchedOn("MP_NATIVE_BF16"); }
-
-bool nativeBf16Enabled() {
-  // The features the JIT's and artifacts' target machines are built with
-  // (JITTargetMachineBuilder::detectHost).
-  return nativeBf16Allowed() &&
-         llvm::sys::getHostCPUFeatures().lookup("avx512bf16");
+bool hostHasNativeBf16() {
+  return llvm::sys::getHostCPUFeatures().lookup("avx512bf16");
 }
 
 /// `builtin.module(<name><options>)`: a pipeline as mp-opt takes it.
@@ -163,8 +145,8 @@ static std::string modulePipeline(llvm::StringRef name,
 }
 
 bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
-                 std::string &diagnostics, bool &vectorized,
-                 std::string &pipeline) {
+                 const LoweringChoices &choices, std::string &diagnostics,
+                 bool &vectorized, std::string &pipeline) {
   MLIRContext *context = module->getContext();
   if (gpu) {
     // Kernels for the elementwise work, cuBLASLt for the products, every
@@ -186,9 +168,9 @@ bool lowerModule(OwningOpRef<ModuleOp> &module, bool gpu,
   OwningOpRef<ModuleOp> scalarCopy = module->clone();
   mlir::mp::LowerCpuOptions options;
   options.runtimeContractions = true;
-  options.parallel = parallelLoopsEnabled();
-  options.approximateMath = approximateMathEnabled();
-  options.nativeBf16 = nativeBf16Enabled();
+  options.parallel = choices.parallelLoops;
+  options.approximateMath = choices.approximateMath;
+  options.nativeBf16 = choices.nativeBf16 && hostHasNativeBf16();
   pipeline = modulePipeline("mp-lower-cpu", options);
   PassManager pm(context);
   mlir::mp::buildLowerCpuPipeline(pm, options);

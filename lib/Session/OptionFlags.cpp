@@ -8,15 +8,25 @@ namespace mp {
 
 namespace cl = llvm::cl;
 
+namespace {
+template <typename Options> llvm::ArrayRef<OptionSpec<Options>> specsOf();
+template <> llvm::ArrayRef<OptionSpec<TrainOptions>> specsOf<TrainOptions>() {
+  return trainOptionSpecs();
+}
+template <> llvm::ArrayRef<OptionSpec<InferOptions>> specsOf<InferOptions>() {
+  return inferOptionSpecs();
+}
+} // namespace
+
 /// One option's flag: a list for a list option, a value that may be left
 /// out for a flag option ("--qat"), else a value.
-struct TrainOptionFlags::Flag {
-  const TrainOptionSpec &spec;
+template <typename Options> struct OptionFlags<Options>::Flag {
+  const OptionSpec<Options> &spec;
   std::string help;
   std::unique_ptr<cl::opt<std::string>> value;
   std::unique_ptr<cl::list<std::string>> values;
 
-  Flag(const TrainOptionSpec &spec, cl::OptionCategory &category)
+  Flag(const OptionSpec<Options> &spec, cl::OptionCategory &category)
       : spec(spec), help(describe(spec)) {
     if (spec.list) {
       values = std::make_unique<cl::list<std::string>>(
@@ -28,9 +38,9 @@ struct TrainOptionFlags::Flag {
         spec.flag ? cl::ValueOptional : cl::ValueRequired);
   }
 
-  static std::string describe(const TrainOptionSpec &spec) {
+  static std::string describe(const OptionSpec<Options> &spec) {
     std::string text = spec.help;
-    std::string initial = spec.print(TrainOptions());
+    std::string initial = spec.print(Options());
     if (!spec.list && !initial.empty())
       text += " (default: " + initial + ")";
     return text;
@@ -41,17 +51,19 @@ struct TrainOptionFlags::Flag {
   }
 };
 
-TrainOptionFlags::TrainOptionFlags(cl::OptionCategory &category,
-                                   llvm::ArrayRef<llvm::StringRef> exclude) {
-  for (const TrainOptionSpec &spec : trainOptionSpecs())
+template <typename Options>
+OptionFlags<Options>::OptionFlags(cl::OptionCategory &category,
+                                  llvm::ArrayRef<llvm::StringRef> exclude) {
+  for (const OptionSpec<Options> &spec : specsOf<Options>())
     if (spec.scope != OptionScope::Derived &&
         !llvm::is_contained(exclude, spec.name))
       flags.push_back(std::make_unique<Flag>(spec, category));
 }
 
-TrainOptionFlags::~TrainOptionFlags() = default;
+template <typename Options> OptionFlags<Options>::~OptionFlags() = default;
 
-bool TrainOptionFlags::apply(TrainOptions &options, std::string &error) const {
+template <typename Options>
+bool OptionFlags<Options>::apply(Options &options, std::string &error) const {
   for (const std::unique_ptr<Flag> &flag : flags) {
     if (!flag->occurrences())
       continue;
@@ -68,7 +80,8 @@ bool TrainOptionFlags::apply(TrainOptions &options, std::string &error) const {
   return true;
 }
 
-std::vector<std::string> TrainOptionFlags::given() const {
+template <typename Options>
+std::vector<std::string> OptionFlags<Options>::given() const {
   std::vector<std::string> names;
   for (const std::unique_ptr<Flag> &flag : flags)
     if (flag->occurrences())
@@ -76,10 +89,14 @@ std::vector<std::string> TrainOptionFlags::given() const {
   return names;
 }
 
-bool TrainOptionFlags::wasGiven(llvm::StringRef name) const {
+template <typename Options>
+bool OptionFlags<Options>::wasGiven(llvm::StringRef name) const {
   return llvm::any_of(flags, [&](const std::unique_ptr<Flag> &flag) {
     return flag->spec.name == name && flag->occurrences();
   });
 }
+
+template class OptionFlags<TrainOptions>;
+template class OptionFlags<InferOptions>;
 
 } // namespace mp

@@ -1,7 +1,6 @@
 //===- Options.cpp - the session's options from and to text -------------===//
 
 #include "mp/Session/Options.h"
-#include "mp/Session/InferSession.h"
 
 #include <algorithm>
 #include <charconv>

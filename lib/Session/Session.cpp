@@ -138,9 +138,9 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
   training.scalars.scale = scaleMode == LossScalingMode::None
                                ? 1.0f
                                : static_cast<float>(options.lossScale.initial);
-  // MP_DUMP_STEP_IR=FILE: the module on tensors that is about to be lowered
-  // (train and predict entries, after every mp pass), for debugging.
-  if (!dumpModuleIfAsked(*module, "MP_DUMP_STEP_IR", error))
+  // dump-ir=FILE: the module on tensors that is about to be lowered (train
+  // and predict entries, after every mp pass), for debugging.
+  if (!dumpModuleIfAsked(*module, options.dumpIr, error))
     return false;
   if (!lowerStep(module, options, diagnostics)) {
     error = std::string("lowering the training step") +
@@ -154,8 +154,8 @@ bool Session::lower(const std::string &modelPath, const TrainOptions &options,
 bool Session::lowerStep(OwningOpRef<ModuleOp> &module,
                         const TrainOptions &options, std::string &diagnostics) {
   std::string lowering;
-  if (!lowerModule(module, options.device == Device::Cuda, diagnostics,
-                   vectorized, lowering))
+  if (!lowerModule(module, options.device == Device::Cuda,
+                   loweringChoices(options), diagnostics, vectorized, lowering))
     return false;
   pipelineText += "\n" + lowering;
   // in-place-updates=false keeps two sets of buffers anyway (to compare).
@@ -289,12 +289,9 @@ bool Session::loadCachedStep(const std::string &modelPath,
   // A CPU step without probes comes from the compile cache when it is
   // there, and goes into it when it is not (CompileCache.h). A cached entry
   // exists only for options that compiled, so the checks in lower() hold
-  // for it too. MP_DUMP_STEP_IR asks for the lowering itself;
-  // MP_PARALLEL_LOOPS=0 and MP_APPROXIMATE_MATH=0 for a lowering the
-  // cache key does not describe.
+  // for it too. dump-ir asks for the lowering itself.
   if (options.device != Device::Cpu ||
-      options.probes != TrainOptions::Probes::None ||
-      std::getenv("MP_DUMP_STEP_IR") || !defaultLowering())
+      options.probes != TrainOptions::Probes::None || !options.dumpIr.empty())
     return false;
   std::string cacheDir = resolveCacheDir(options.cache), problem;
   if (cacheDir.empty())
@@ -311,7 +308,8 @@ bool Session::loadCachedStep(const std::string &modelPath,
 }
 
 bool Session::lookUpTrainEntries(std::string &error) {
-  auto lookUp = [&](bool wanted, StringRef name, CompiledEntries::PackedFn &fn) {
+  auto lookUp = [&](bool wanted, StringRef name,
+                    CompiledEntries::PackedFn &fn) {
     return !wanted || lookUpEntry(*engine, name, fn, error);
   };
   return lookUp(true, "mp_train_entry", entries.train) &&
@@ -401,7 +399,7 @@ bool Session::storeInCache(ModuleOp module, const std::string &path) {
     return unusable("cache entry '" + path + "' " + problem);
   cacheUsed = CacheUse::Stored;
   cacheProblem.clear();
-  pruneCompileCache(dir.str(), compileCacheLimitBytes());
+  pruneCompileCache(dir.str(), compiledOptions.cache.maxBytes());
   return true;
 }
 
@@ -710,8 +708,8 @@ bool matchTrainingTensors(mprt_checkpoint *checkpoint, const std::string &path,
                           CheckpointUpdates &updates, std::string &error) {
   return matchCheckpointTensors(checkpoint, path, training.params, updates,
                                 error) &&
-         (!withState || matchCheckpointTensors(checkpoint, path,
-                                               training.state, updates, error));
+         (!withState || matchCheckpointTensors(checkpoint, path, training.state,
+                                               updates, error));
 }
 
 void copyCheckpointTensors(const CheckpointUpdates &updates) {
@@ -735,8 +733,8 @@ std::vector<std::string> readCheckpointPins(const llvm::json::Object *options) {
   std::vector<std::string> pins;
   std::optional<llvm::StringRef> text =
       options ? options->getString("keep-f32") : std::nullopt;
-  const llvm::json::Array *kept = options ? options->getArray("keep_f32")
-                                          : nullptr;
+  const llvm::json::Array *kept =
+      options ? options->getArray("keep_f32") : nullptr;
   TrainOptions parsed;
   std::string ignored;
   if (text) {
@@ -755,7 +753,8 @@ std::vector<std::string> readCheckpointPins(const llvm::json::Object *options) {
 /// JSON) is left unset or at its default.
 CheckpointMetadata readCheckpointMetadata(const char *text) {
   llvm::json::Object metadata;
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text ? text : "");
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse(text ? text : "");
   if (!parsed)
     llvm::consumeError(parsed.takeError());
   else if (llvm::json::Object *object = parsed->getAsObject())

@@ -108,6 +108,72 @@ std::string sessionTrainPipeline(const TrainOptions &options) {
   return "builtin.module(" + sessionTrainPipelineElement(options) + ")";
 }
 
+namespace {
+
+/// The rewrite of @predict that the options' mode asks for.
+void addPredictionPasses(OpPassManager &pm, const InferOptions &options) {
+  switch (options.mode) {
+  case InferOptions::Mode::Float:
+    if (options.precision != FloatPrecision::F32) {
+      mlir::mp::AutoMixedPrecisionOptions amp;
+      amp.dtype = options.precision;
+      pm.addPass(mlir::mp::createAutoMixedPrecision(amp));
+      // f16/bf16 weight copies are made once, by the weights entry.
+      pm.addPass(mlir::mp::createMPConvertWeightsOnce());
+    }
+    return;
+  case InferOptions::Mode::Calibrate:
+    pm.addPass(mlir::mp::createMPCalibrate());
+    return;
+  case InferOptions::Mode::Int8: {
+    mlir::mp::MPQuantizeOptions quantize;
+    quantize.mode = options.quantization;
+    quantize.calibration = options.calibrationPath;
+    quantize.method = options.method;
+    quantize.percentile = options.percentile;
+    quantize.perChannel = options.perChannel;
+    quantize.maxError = options.maxError;
+    quantize.fallback = options.fallback;
+    quantize.report = options.reportPath;
+    quantize.fallbackOps.assign(options.fallbackOps.begin(),
+                                options.fallbackOps.end());
+    quantize.probeOutputs = options.probeOutputs;
+    pm.addPass(mlir::mp::createMPQuantize(quantize));
+    return;
+  }
+  }
+}
+
+} // namespace
+
+LogicalResult buildSessionInferPipeline(
+    OpPassManager &pm, const InferOptions &options,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  if (options.automaticPrecision)
+    return errorHandler("mp-session-infer: precision=auto depends on the "
+                        "hardware, which a session resolves; give f32, f16, "
+                        "bf16, int8 or int8-dynamic");
+  std::string error;
+  if (!verifyInferOptions(options, error))
+    return errorHandler("mp-session-infer: " + error);
+  pm.addPass(mlir::mp::createMPKeepPrediction());
+  addPredictionPasses(pm, options);
+  // Entries that host code calls on buffers, and what they call inlined.
+  pm.addPass(mlir::mp::createMPInferEntries());
+  pm.addPass(mlir::mp::createMPInlineEntries());
+  return success();
+}
+
+std::string sessionInferPipelineElement(const InferOptions &options) {
+  return "mp-session-infer{" +
+         printInferOptions(options, {OptionScope::Step, OptionScope::Derived}) +
+         "}";
+}
+
+std::string sessionInferPipeline(const InferOptions &options) {
+  return "builtin.module(" + sessionInferPipelineElement(options) + ")";
+}
+
 /// The registration itself, run once.
 static bool registerOnce() {
   registerPassPipeline(
@@ -121,6 +187,19 @@ static bool registerOnce() {
         if (!parseTrainOptions(text, options, error))
           return errorHandler("mp-session-train: " + error);
         return buildSessionTrainPipeline(pm, options, errorHandler);
+      },
+      [](function_ref<void(const detail::PassOptions &)>) {});
+  registerPassPipeline(
+      "mp-session-infer",
+      "What an inference session compiles before lowering (its options are "
+      "the inference options string: docs/options.md)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        InferOptions options;
+        std::string error;
+        if (!parseInferOptions(text, options, error))
+          return errorHandler("mp-session-infer: " + error);
+        return buildSessionInferPipeline(pm, options, errorHandler);
       },
       [](function_ref<void(const detail::PassOptions &)>) {});
   return true;

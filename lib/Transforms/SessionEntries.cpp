@@ -22,6 +22,7 @@ namespace mlir {
 namespace mp {
 #define GEN_PASS_DEF_MPTRAINENTRIES
 #define GEN_PASS_DEF_MPINFERENTRIES
+#define GEN_PASS_DEF_MPKEEPPREDICTION
 #define GEN_PASS_DEF_MPINLINEENTRIES
 #include "mp/Transforms/Passes.h.inc"
 } // namespace mp
@@ -265,18 +266,36 @@ bool isBoundArgument(func::FuncOp predict, unsigned i) {
       [&](StringRef attr) { return predict.getArgAttr(i, attr); });
 }
 
+/// The module's first function marked mp.predict; null, with an error on
+/// the module, when it has none.
+func::FuncOp firstPrediction(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(kPredictAttrName))
+      return func;
+  module.emitError("no function marked mp.predict");
+  return nullptr;
+}
+
+struct MPKeepPredictionPass
+    : mlir::mp::impl::MPKeepPredictionBase<MPKeepPredictionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    func::FuncOp predict = firstPrediction(module);
+    if (!predict)
+      return signalPassFailure();
+    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (func != predict && !func.isExternal())
+        func.erase();
+  }
+};
+
 struct MPInferEntriesPass
     : mlir::mp::impl::MPInferEntriesBase<MPInferEntriesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    func::FuncOp predict;
-    for (auto func : module.getOps<func::FuncOp>())
-      if (func->hasAttr(kPredictAttrName) && !predict)
-        predict = func;
-    if (!predict) {
-      module.emitError("no function marked mp.predict");
+    func::FuncOp predict = firstPrediction(module);
+    if (!predict)
       return signalPassFailure();
-    }
     if (failed(verifyPredictSignature(predict)))
       return signalPassFailure();
     for (unsigned i = 1; i < predict.getNumArguments(); ++i)

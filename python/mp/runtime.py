@@ -36,17 +36,6 @@ class MPError(RuntimeError):
     """An error the C API reported (its message names the cause)."""
 
 
-class _InferOptions(ctypes.Structure):
-    _fields_ = [("precision", ctypes.c_char_p), ("calibration_path", ctypes.c_char_p),
-                ("method", ctypes.c_char_p), ("percentile", ctypes.c_double),
-                ("per_channel", ctypes.c_int), ("max_error", ctypes.c_double),
-                ("device", ctypes.c_char_p),
-                ("measure_x", ctypes.POINTER(ctypes.c_float)),
-                ("measure_rows", ctypes.c_int64), ("measure_batches", ctypes.c_int64),
-                ("batch_size", ctypes.c_int64),
-                ("cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p)]
-
-
 class _TrainerOptions(ctypes.Structure):
     _fields_ = [("epochs", ctypes.c_int64), ("seed", ctypes.c_uint64),
                 ("checkpoint", ctypes.c_char_p), ("checkpoint_every", ctypes.c_int64),
@@ -157,9 +146,10 @@ def library():
         "mp_session_save": (ctypes.c_int, [P, ctypes.c_char_p]),
         "mp_session_load": (ctypes.c_int, [P, ctypes.c_char_p]),
         "mp_session_load_parameters": (ctypes.c_int, [P, ctypes.c_char_p]),
-        "mp_infer_options_init": (None, [ctypes.POINTER(_InferOptions)]),
-        "mp_infer_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_InferOptions),
-                                           P, ctypes.POINTER(P)]),
+        "mp_infer_create_with": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, P,
+                                                f32p, ctypes.c_int64, ctypes.c_int64,
+                                                ctypes.POINTER(P)]),
+        "mp_infer_pipelines": (ctypes.c_char_p, [P]),
         "mp_infer_free": (None, [P]),
         "mp_infer_precision": (ctypes.c_char_p, [P]),
         "mp_infer_precision_decision": (ctypes.c_char_p, [P]),
@@ -628,44 +618,34 @@ class InferSession:
 
     def __init__(self, model_path, session, precision=None, calibration="",
                  method=None, percentile=None, per_channel=None, max_error=None,
-                 device=None, measure=None, batch_size=None, cache=True,
-                 cache_dir=None):
+                 device=None, measure=None, batch_size=None, cache=None,
+                 cache_dir=None, **options):
         if not isinstance(session, Session) or not getattr(session, "_handle", None):
             raise TypeError("InferSession takes its parameters from an open mp.runtime.Session")
         lib = library()
-        options = _InferOptions()
-        lib.mp_infer_options_init(ctypes.byref(options))
-        # None: the library's default (mp_infer_options_init: f32, minmax,
-        # 99.99, per channel, max_error 0.05, the CPU).
-        options.calibration_path = os.fspath(calibration).encode()
-        for name, value in (("precision", precision), ("method", method),
-                            ("device", device)):
-            if value is not None:
-                setattr(options, name, value.encode())
-        if percentile is not None:
-            options.percentile = percentile
-        if per_channel is not None:
-            options.per_channel = int(bool(per_channel))
-        if max_error is not None:
-            options.max_error = max_error
-        if batch_size is not None:
-            options.batch_size = batch_size
-        options.cache = 1 if cache else 0
-        if cache_dir is not None:
-            options.cache_dir = os.fspath(cache_dir).encode()
+        # The inference options string (docs/options.md, "Inference
+        # options"); None and "" leave the library's default (cache: on,
+        # unless MP_CACHE=off). Other keywords
+        # are its options too (quant_fallback="f16", parallel_loops=False).
+        named = {"precision": precision, "calibration": calibration or None,
+                 "quant_method": method, "quant_percentile": percentile,
+                 "quant_per_channel": per_channel, "quant_max_error": max_error,
+                 "device": device, "batch_size": batch_size, "cache": cache,
+                 "cache_dir": cache_dir}
+        text = options_text(dict(named, **options))
+        x, rows, batches = None, 0, 0
         if measure is not None:
-            rows, batches = measure
-            rows = _rows(rows, session.num_features, "measure rows")
-            options.measure_x = _pointer(rows)  # `rows` lives until the call returns
-            options.measure_rows, options.measure_batches = rows.shape[0], int(batches)
+            measured, batches = measure
+            measured = _rows(measured, session.num_features, "measure rows")
+            x, rows, batches = _pointer(measured), measured.shape[0], int(batches)
         handle = ctypes.c_void_p()
-        _check(lib.mp_infer_create(os.fspath(model_path).encode(), ctypes.byref(options),
-                                   session._handle, ctypes.byref(handle)))
+        _check(lib.mp_infer_create_with(os.fspath(model_path).encode(), text.encode(),
+                                        session._handle, x, rows, batches,
+                                        ctypes.byref(handle)))
         self._handle = handle
         # "int8"/"int8-dynamic", or the float precision predictions run in
         # ("auto" resolved).
-        asked = options.precision.decode()
-        self.precision = (asked if asked in ("int8", "int8-dynamic")
+        self.precision = (precision if precision in ("int8", "int8-dynamic")
                           else lib.mp_infer_precision(handle).decode())
         self.precision_decision = lib.mp_infer_precision_decision(handle).decode()
         self.batch_size = lib.mp_infer_batch_size(handle)
@@ -674,6 +654,10 @@ class InferSession:
         self.weight_bytes = lib.mp_infer_weight_bytes(handle)
         self.compile_cache = lib.mp_infer_cache_use(handle).decode()
         self.compile_cache_note = lib.mp_infer_cache_note(handle).decode()
+        # The pass pipelines that compiled mp.predict, one per line:
+        # mp-session-infer{...} (which mp-opt runs too), then the lowering;
+        # "" when it came from the compile cache.
+        self.pipelines = lib.mp_infer_pipelines(handle).decode()
 
     def close(self):
         if getattr(self, "_handle", None):

@@ -108,7 +108,7 @@ def test_inference_errors(trained, tmp_path):
     path, session, _, data = trained
     with pytest.raises(runtime.MPError, match="bad --precision .*: expected f32, f16, bf16, auto, int8 or int8-dynamic"):
         runtime.InferSession(path, session, precision="fp8")
-    with pytest.raises(runtime.MPError, match="needs calibration_path"):
+    with pytest.raises(runtime.MPError, match="precision int8 needs calibration "):
         runtime.InferSession(path, session, precision="int8")
     with pytest.raises(runtime.MPError, match="cannot load model"):
         runtime.InferSession(tmp_path / "missing.mlir", session)
@@ -216,7 +216,7 @@ def test_int8_dynamic_matches_its_emulation(trained, f32):
     assert err < 1e-5
     assert abs(_accuracy(logits, data) - _accuracy(reference_logits, data)) <= 0.5
     assert infer.weight_bytes < reference.weight_bytes / 3
-    with pytest.raises(runtime.MPError, match="int8-dynamic takes no calibration_path"):
+    with pytest.raises(runtime.MPError, match="int8-dynamic takes no --calibration"):
         runtime.InferSession(path, session, precision="int8-dynamic",
                              calibration=path)
 

@@ -494,3 +494,28 @@ def test_mp_opt_reproduces_the_sessions_step(tmp_path, monkeypatch, options):
     # mp-opt ends its output with one more newline than the dump.
     assert made.rstrip("\n") == step_ir.read_text().rstrip("\n")
     assert "func.func @mp_train_entry" in made
+
+
+@pytest.mark.parametrize("options", [
+    dict(precision="bf16"),
+    dict(precision="int8-dynamic", quant_per_channel=False),
+    dict(precision="f16", parallel_loops=False),
+])
+def test_mp_opt_reproduces_the_inference_sessions_prediction(tmp_path, options):
+    """An InferSession compiles @predict with the registered pipeline
+    mp-session-infer{<its inference options>}: mp-opt with the pipeline
+    the session reports makes the IR the session lowers (dump_ir)."""
+    predict_ir = tmp_path / "predict.mlir"
+    weights = runtime.Session(EXAMPLE, cache=False)
+    infer = runtime.InferSession(EXAMPLE, weights, cache=False,
+                                 dump_ir=str(predict_ir), **options)
+    pipeline, lowering = infer.pipelines.splitlines()
+    assert pipeline.startswith("builtin.module(mp-session-infer{"), pipeline
+    assert lowering.startswith("builtin.module(mp-lower-cpu{"), lowering
+    assert ("parallel=false" in lowering) == ("parallel_loops" in options), lowering
+    mp_opt = os.path.join(os.environ.get("MP_BUILD_DIR", "build"), "bin", "mp-opt")
+    made = subprocess.run([mp_opt, str(EXAMPLE), "--pass-pipeline=" + pipeline],
+                          check=True, capture_output=True, text=True).stdout
+    assert made.rstrip("\n") == predict_ir.read_text().rstrip("\n")
+    assert "func.func @mp_infer_predict_entry" in made
+    assert "func.func @loss" not in made

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Session/Environment.h"
 #include "mp/Session/OptionFlags.h"
 #include "mp/Session/Session.h"
 
@@ -43,7 +44,8 @@ int main(int argc, char **argv) {
   // a GPU, over MPI or through the compile cache: an artifact is CPU code
   // for one process, written where -o says.
   mp::TrainOptionFlags trainFlags(
-      mpCompileOptions, {"device", "tf32", "distributed", "cache", "cache-dir"});
+      mpCompileOptions,
+      {"device", "tf32", "distributed", "cache", "cache-dir"});
   cl::HideUnrelatedOptions(mpCompileOptions);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -51,7 +53,9 @@ int main(int argc, char **argv) {
       "load\n");
   mp::TrainOptions options;
   std::string error;
-  if (!trainFlags.apply(options, error)) {
+  // The environment's switches (Environment.h), then the flags.
+  if (!mp::readOptionEnvironment(options, error) ||
+      !trainFlags.apply(options, error)) {
     llvm::errs() << "mp-compile: error: " << error << "\n";
     return 1;
   }

@@ -47,6 +47,8 @@ extern cl::opt<bool> checkNumerics;
 /// The training options' flags (TrainOptions.def), registered by
 /// mp_run_main before the command line is parsed.
 extern mp::TrainOptionFlags *trainFlags;
+/// The inference options' flags but those the training options have.
+extern mp::InferOptionFlags *inferFlags;
 
 // The commands (argv0 finds the default data set).
 int runTrain(const char *argv0);

@@ -10,6 +10,8 @@
 
 #include "Common.h"
 
+#include "mp/Session/Environment.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -64,6 +66,7 @@ cl::opt<bool> checkNumerics(
     cl::init(false));
 
 mp::TrainOptionFlags *trainFlags = nullptr;
+mp::InferOptionFlags *inferFlags = nullptr;
 PeakMeter predictMemory;
 
 int fail(const std::string &message) {
@@ -78,8 +81,10 @@ bool isArtifact(const std::string &path) {
 
 int readTrainOptions(mp::TrainOptions &options) {
   std::string error;
-  // Errors in option combinations come before the model is compiled.
-  if (!trainFlags->apply(options, error) ||
+  // Errors in option combinations come before the model is compiled. The
+  // environment's switches (Environment.h) first: the flags win.
+  if (!mp::readOptionEnvironment(options, error) ||
+      !trainFlags->apply(options, error) ||
       !mp::verifyTrainOptions(options, error))
     return fail(error);
   if (noCache)

@@ -14,6 +14,7 @@
 #include "Common.h"
 
 #include "mp/Session/Calibration.h"
+#include "mp/Session/Environment.h"
 #include "mp/Session/InferSession.h"
 
 #include <chrono>
@@ -23,9 +24,9 @@
 namespace mprun {
 namespace {
 
-// Every default is the session library's (InferOptions).
-const mp::InferOptions inferDefaults;
-
+// The inference options' flags (--calibration, --quant-method, ...) come
+// from InferOptions.def (mp-run.cpp registers them: inferFlags); these are
+// the infer command's own.
 // INT8 inference and calibration.
 cl::opt<unsigned>
     calibrateBatches("calibrate", cl::cat(inferOptions),
@@ -37,37 +38,6 @@ cl::opt<std::string>
     calibrationOut("calibration-out", cl::cat(inferOptions),
                    cl::desc("Where --calibrate writes the statistics"),
                    cl::init("calibration.json"));
-cl::opt<std::string>
-    calibrationPath("calibration", cl::cat(inferOptions),
-                    cl::desc("Calibration statistics for --precision int8"),
-                    cl::init(""));
-cl::opt<std::string> quantMethod(
-    "quant-method", cl::cat(inferOptions),
-    cl::desc("int8 activation threshold: minmax | percentile | "
-             "entropy"),
-    cl::init(
-        mlir::mp::stringifyQuantizationMethod(inferDefaults.method).str()));
-cl::opt<double> quantPercentile("quant-percentile", cl::cat(inferOptions),
-                                cl::desc("Percentile for "
-                                         "--quant-method percentile"),
-                                cl::init(inferDefaults.percentile));
-cl::opt<bool> quantPerChannel("quant-per-channel", cl::cat(inferOptions),
-                              cl::desc("int8 weights: one scale per "
-                                       "output channel"),
-                              cl::init(inferDefaults.perChannel));
-cl::opt<double>
-    quantMaxError("quant-max-error", cl::cat(inferOptions),
-                  cl::desc("int8: ops with a larger estimated relative error "
-                           "fall back (--quant-fallback)"),
-                  cl::init(inferDefaults.maxError));
-cl::opt<std::string> quantFallback(
-    "quant-fallback", cl::cat(inferOptions),
-    cl::desc("Precision of ops that fall back: f32 | f16"),
-    cl::init(mlir::mp::stringifyFloatPrecision(inferDefaults.fallback).str()));
-cl::opt<std::string>
-    quantReport("quant-report", cl::cat(inferOptions),
-                cl::desc("int8: write --mp-quantize's JSON report here"),
-                cl::init(""));
 cl::opt<unsigned> quantMeasure(
     "quant-measure", cl::cat(inferOptions),
     cl::desc("int8: run N calibration batches through the int8 and the f32 "
@@ -115,11 +85,12 @@ int setUpInt8(mp::Session &trained, mp::InferOptions &options,
   std::string error;
   bool dynamic =
       options.quantization == mlir::mp::QuantizationMode::Int8Dynamic;
+  bool calibrated = !options.calibrationPath.empty();
   // A QAT checkpoint carries its activation ranges.
-  if (!dynamic && calibrationPath.empty() && !checkpointPath.empty() &&
+  if (!dynamic && !calibrated && !checkpointPath.empty() &&
       !mp::readCheckpointScalars(checkpointPath, options.qatObservers, error))
     return fail(error);
-  if (!dynamic && calibrationPath.empty() && options.qatObservers.empty())
+  if (!dynamic && !calibrated && options.qatObservers.empty())
     return fail("--precision int8 needs --calibration FILE (write one "
                 "with --calibrate N), a checkpoint of mp-run train --qat, "
                 "or --precision int8-dynamic");
@@ -127,14 +98,6 @@ int setUpInt8(mp::Session &trained, mp::InferOptions &options,
     std::printf("int8 scales from quantization-aware training: %zu "
                 "activation observers in %s, weights per channel\n",
                 options.qatObservers.size(), checkpointPath.c_str());
-  if (dynamic && !calibrationPath.empty())
-    return fail("--precision int8-dynamic takes no --calibration (each "
-                "activation is scaled by its own max |x| at run time)");
-  options.calibrationPath = calibrationPath;
-  options.percentile = quantPercentile;
-  options.perChannel = quantPerChannel;
-  options.maxError = quantMaxError;
-  options.reportPath = quantReport;
   if (quantMeasure == 0)
     return 0;
   std::map<std::string, double> errors;
@@ -143,7 +106,7 @@ int setUpInt8(mp::Session &trained, mp::InferOptions &options,
     return fail(error);
   for (const auto &[id, e] : errors)
     std::printf("measured error of '%s' against f32: %.4f%s\n", id.c_str(), e,
-                e > quantMaxError ? " (falls back)" : "");
+                e > options.maxError ? " (falls back)" : "");
   return 0;
 }
 
@@ -248,8 +211,7 @@ int runInfer(const char *argv0) {
   bool automatic = precision == "auto";
   if (!(automatic ? mp::parseTrainPrecision(precision, options, error)
                   : mp::parseInferPrecision(precision, inferOptions, error)) ||
-      !mp::parseQuantMethod(quantMethod, inferOptions.method, error) ||
-      !mp::parseQuantFallback(quantFallback, inferOptions.fallback, error))
+      !inferFlags->apply(inferOptions, error))
     return fail(error);
   if (!automatic)
     options.precision = inferOptions.precision;
@@ -257,7 +219,14 @@ int runInfer(const char *argv0) {
     return status;
   bool int8 = inferOptions.mode == mp::InferOptions::Mode::Int8;
   inferOptions.modelBatch = options.modelBatch;
+  // The lowering and the cache as the flags and the environment say
+  // (MP_DUMP_PREDICT_IR names the predict-only session's dump).
+  if (!mp::readOptionEnvironment(inferOptions, error))
+    return fail(error);
   inferOptions.cache = options.cache;
+  inferOptions.parallelLoops = options.parallelLoops;
+  inferOptions.approximateMath = options.approximateMath;
+  inferOptions.nativeBf16 = options.nativeBf16;
   // The measurements of --quant-measure run on the CPU; the session itself
   // runs where --device says.
   inferOptions.device = options.device;

@@ -106,6 +106,15 @@ int runCommandLine(int argc, char **argv) {
   // takes int8 too) and --no-cache are mp-run's own.
   mp::TrainOptionFlags flags(commonOptions, {"precision", "cache"});
   trainFlags = &flags;
+  // The inference options' (InferOptions.def) that the training options do
+  // not have: --calibration, --quant-method, ... (--precision, --device,
+  // --batch-size and the lowering's reach infer through the ones above).
+  std::vector<llvm::StringRef> shared;
+  for (const mp::OptionSpec<mp::InferOptions> &spec : mp::inferOptionSpecs())
+    if (mp::findTrainOption(spec.name))
+      shared.push_back(spec.name);
+  mp::InferOptionFlags infer(inferOptions, shared);
+  inferFlags = &infer;
   claimStatsFlag();
   const char *overview = showFlagsOf(argc > 1 ? findCommand(argv[1]) : nullptr);
   cl::ParseCommandLineOptions(argc, argv, overview);

@@ -23,12 +23,18 @@ namespace mp {
 struct InferOptions;
 struct TrainOptions;
 
-/// Where compiled steps are cached: `enabled` false (--no-cache, C API
-/// cache_dir "off", MP_CACHE=off) compiles every time; `dir` empty means
-/// $MP_CACHE_DIR, else $XDG_CACHE_HOME/mp, else $HOME/.cache/mp.
+/// Where compiled steps are cached: `enabled` false (--no-cache, the C
+/// API's cache 0) compiles every time; `dir` empty means
+/// $XDG_CACHE_HOME/mp, else $HOME/.cache/mp. A store removes the least
+/// recently used entries beyond `maxMegabytes`. (The tools and the C API
+/// read MP_CACHE, MP_CACHE_DIR and MP_CACHE_MAX_MB into these:
+/// readOptionEnvironment.)
 struct CompileCacheOption {
   bool enabled = true;
   std::string dir;
+  uint64_t maxMegabytes = 1024;
+
+  uint64_t maxBytes() const { return maxMegabytes << 20; }
 };
 
 /// What a session's compilation did with the cache.
@@ -42,8 +48,8 @@ enum class CacheUse {
 /// "off", "loaded", "stored", "unusable" (string literals).
 const char *stringifyCacheUse(CacheUse use);
 
-/// The directory `option` names once the environment is read; "" when the
-/// cache is off.
+/// The directory `option` names (its default resolved); "" when the cache
+/// is off.
 std::string resolveCacheDir(const CompileCacheOption &option);
 
 /// The options that decide a step's code, as artifacts record them (their
@@ -66,10 +72,9 @@ std::string inferCachePath(const std::string &dir, const std::string &modelPath,
                            const InferOptions &options, std::string &error);
 
 /// Removes the least recently used entries until the directory holds at
-/// most `maxBytes` of them ($MP_CACHE_MAX_MB, default 1024 MiB), and
-/// temporary files that a killed writer left behind over an hour ago.
+/// most `maxBytes` of them (CompileCacheOption::maxBytes), and temporary
+/// files that a killed writer left behind over an hour ago.
 void pruneCompileCache(const std::string &dir, uint64_t maxBytes);
-uint64_t compileCacheLimitBytes();
 
 } // namespace mp
 

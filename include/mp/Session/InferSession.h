@@ -1,7 +1,7 @@
 //===- InferSession.h - a compiled mp.predict for inference -----*- C++ -*-===//
 //
 // Compiles a model's mp.predict function alone — plain (f32, or f16/bf16
-// through --auto-mixed-precision), with calibration probes, or quantized to
+// through --mp-auto-mixed-precision), with calibration probes, or quantized to
 // INT8 — JIT-compiles it and calls it on host buffers. Parameters come from
 // a trained mp::Session (a checkpoint).
 //
@@ -26,46 +26,6 @@ class FuncOp;
 
 namespace mp {
 
-struct InferOptions {
-  enum class Mode { Float, Calibrate, Int8 };
-  Mode mode = Mode::Float;
-  /// Float mode: the precision @predict computes in; with
-  /// automaticPrecision, what the hardware has (Hardware.h) replaces it.
-  FloatPrecision precision = FloatPrecision::F32;
-  bool automaticPrecision = false;
-  /// Int8 mode: the --mp-quantize options, with the pass's defaults
-  /// (declared once, in Passes.td). Int8Dynamic scales activations at run
-  /// time and takes no calibration file.
-  mlir::mp::QuantizationMode quantization = mlir::mp::MPQuantizeOptions().mode;
-  std::string calibrationPath;
-  QuantizationMethod method = mlir::mp::MPQuantizeOptions().method;
-  double percentile = mlir::mp::MPQuantizeOptions().percentile;
-  bool perChannel = mlir::mp::MPQuantizeOptions().perChannel;
-  double maxError = mlir::mp::MPQuantizeOptions().maxError;
-  FloatPrecision fallback = mlir::mp::MPQuantizeOptions().fallback;
-  std::string reportPath;
-  /// Ops (result ids) forced to fall back, and probes on every eligible
-  /// op's f32 result (to measure errors against the f32 model).
-  std::vector<std::string> fallbackOps;
-  bool probeOutputs = false;
-  /// Int8 mode without a calibration file: the activation ranges
-  /// quantization-aware training observed (max |x| by observer name, as a
-  /// QAT checkpoint holds them; readCheckpointScalars). Every contraction
-  /// QAT fake-quantized then takes its observer's scale and per-channel
-  /// weights, as in training; a missing observer is an error.
-  std::map<std::string, float> qatObservers;
-  /// Cpu, or Cuda: @predict (and the one-time weight conversion) lowered
-  /// with --mp-lower-gpu{device-memory=true}; weights stay in device
-  /// memory. Calibration probes run on the CPU only.
-  Device device = Device::Cpu;
-  /// An ONNX model's dynamic batch dimension becomes this (0: none).
-  int64_t modelBatch = 0;
-  /// The compile cache (CompileCache.h), as for a training session: a CPU
-  /// session without probes and without a report loads @predict compiled
-  /// before for the same model and options, or stores it.
-  CompileCacheOption cache;
-};
-
 /// The rank-0 f32 tensors of a checkpoint, by name: a QAT run's activation
 /// observers ("<weight>.input_amax"). False with `error` when the file
 /// cannot be read.
@@ -77,11 +37,6 @@ bool readCheckpointScalars(const std::string &path,
 /// activation observers of a --qat session (what its checkpoint holds).
 std::map<std::string, float>
 scalarStateTensors(const std::vector<HostTensor> &state);
-
-/// Inference's --precision: f32, f16, bf16 or auto (Mode::Float), or int8
-/// (Mode::Int8); false with an error for anything else.
-bool parseInferPrecision(llvm::StringRef text, InferOptions &options,
-                         std::string &error);
 
 class InferSession {
 public:
@@ -107,6 +62,11 @@ public:
 
   /// Logits (batch x classes) for a batch.
   bool predict(const float *x, float *logits, std::string &error);
+
+  /// The pipelines that compiled @predict, one per line: on tensors
+  /// (builtin.module(mp-session-infer{...}), which mp-opt runs too), then
+  /// the lowering; "" when it came from the compile cache.
+  const std::string &pipelines() const { return pipelineText; }
 
   /// What compiling did with the compile cache, and why it could not be
   /// used (CacheUse::Unusable).
@@ -148,11 +108,10 @@ private:
   bool compilePrediction(mlir::ModuleOp module, const std::string &modelPath,
                          const InferOptions &options, std::string &diagnostics,
                          std::string &error);
-  /// The passes of options.mode (AMP, calibration probes, INT8).
-  bool addPredictPasses(mlir::PassManager &pm, mlir::func::FuncOp predictFn,
-                        const InferOptions &options, std::string &error);
-  bool addQuantizePass(mlir::PassManager &pm, mlir::func::FuncOp predictFn,
-                       const InferOptions &options, std::string &error);
+  /// int8 from QAT's observers: writes them as the calibration file that
+  /// `options` then names (with minmax, per-channel weights).
+  bool useQatObservers(mlir::ModuleOp module, InferOptions &options,
+                       std::string &error);
   /// Shapes and bindings, from the entries --mp-infer-entries added.
   void readEntries(mlir::ModuleOp module);
   static Binding entryBinding(mlir::func::FuncOp entry, unsigned i);
@@ -174,6 +133,7 @@ private:
                            const std::map<std::string, float> &observers,
                            std::string &error);
   std::string qatCalibrationPath;
+  std::string pipelineText;
 
   std::unique_ptr<mlir::MLIRContext> context;
   std::unique_ptr<mlir::ExecutionEngine> engine;
@@ -182,6 +142,7 @@ private:
   PackedEntry predictEntry = nullptr, weightsEntry = nullptr;
   CacheUse cacheUsed = CacheUse::Off;
   std::string cacheProblem;
+  uint64_t cacheLimitBytes = 0;
   FloatPrecision computePrecision = FloatPrecision::F32;
   std::string decision;
   int64_t batch = 0, features = 0, classes = 0;

@@ -23,10 +23,9 @@
 #include "mprt/mprt.h"
 
 #include <cstdint>
-#include <memory>
 #include <map>
+#include <memory>
 #include <string>
-#include <vector>
 #include <vector>
 
 namespace mp {
@@ -121,49 +120,43 @@ bool isOnnxModel(const std::string &path);
 std::map<std::string, std::vector<float>>
 takeInitialValues(mlir::ModuleOp module);
 
-/// Writes `module` to the file the environment variable `variable` names,
-/// when it is set (MP_DUMP_STEP_IR, MP_DUMP_PREDICT_IR: debugging); false
-/// with `error` when that file cannot be written.
-bool dumpModuleIfAsked(mlir::ModuleOp module, const char *variable,
+/// Writes `module` to `path` when it is not empty (the dump-ir option:
+/// debugging); false with `error` when that file cannot be written.
+bool dumpModuleIfAsked(mlir::ModuleOp module, const std::string &path,
                        std::string &error);
 
-/// Whether the CPU lowering runs large parallel loops on every OpenMP
-/// thread (--mp-parallelize-loops): yes unless MP_PARALLEL_LOOPS is 0 or
-/// off, which keeps them on the calling thread (to compare: the results
-/// are the same bit for bit).
-bool parallelLoopsEnabled();
+/// What the CPU lowering may do, from a session's options
+/// (LoweringOptions.def): run large parallel loops on every OpenMP thread
+/// (--mp-parallelize-loops), compute f32 exp, log, tanh and erf with vector
+/// polynomials (--mp-approximate-math), and leave f32 <-> bf16 conversions
+/// to LLVM, which uses AVX512-BF16 instructions on a host that has them
+/// (--mp-lower-cpu native-bf16). Each off only to compare.
+struct LoweringChoices {
+  bool parallelLoops = true;
+  bool approximateMath = true;
+  bool nativeBf16 = true;
+};
 
-/// Whether the CPU lowering computes f32 exp, log, tanh and erf with
-/// vector polynomials (--mp-approximate-math): yes unless
-/// MP_APPROXIMATE_MATH is 0 or off, which keeps libm's (to compare).
-bool approximateMathEnabled();
-
-/// Whether the CPU lowering leaves f32 <-> bf16 conversions to LLVM, which
-/// uses the host's AVX512-BF16 instructions (--mp-lower-cpu native-bf16):
-/// yes on a CPU with AVX512-BF16 unless MP_NATIVE_BF16 is 0 or off
-/// (nativeBf16Allowed false), which keeps the integer emulation (to
-/// compare: equal except that f32 denormals become signed zeros in
-/// hardware).
-bool nativeBf16Allowed();
-bool nativeBf16Enabled();
-
-/// Whether any comparison switch above is off: such a lowering is not
-/// what the compile cache's key describes.
-inline bool defaultLowering() {
-  return parallelLoopsEnabled() && approximateMathEnabled() &&
-         nativeBf16Allowed();
+/// The lowering choices of a training or inference session's options.
+template <typename Options>
+LoweringChoices loweringChoices(const Options &options) {
+  return {options.parallelLoops, options.approximateMath, options.nativeBf16};
 }
 
+/// Whether this host has AVX512-BF16 (the features the JIT's and
+/// artifacts' target machines are built with).
+bool hostHasNativeBf16();
+
 /// Lowers a module on tensors to the LLVM dialect: for the CPU with runtime
-/// contractions, parallel loops (parallelLoopsEnabled), vectorized, or with
+/// contractions and `choices`, vectorized, or with
 /// scalar loops where the vectorizer fails (`vectorized` says which); with
 /// `gpu`, by --mp-lower-gpu with every buffer in device memory. False on
 /// failure, with what MLIR reported in `diagnostics` (the string the context's
 /// handler writes to). `pipeline` gets the lowering's textual pipeline
 /// (`builtin.module(mp-lower-cpu{...})`), as mp-opt takes it.
 bool lowerModule(mlir::OwningOpRef<mlir::ModuleOp> &module, bool gpu,
-                 std::string &diagnostics, bool &vectorized,
-                 std::string &pipeline);
+                 const LoweringChoices &choices, std::string &diagnostics,
+                 bool &vectorized, std::string &pipeline);
 
 /// A runtime function compiled code calls (mprt_gemm, the counted heap's
 /// malloc/free, mprt_observe, memrefCopy), by the symbol the code uses.

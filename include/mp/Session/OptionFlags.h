@@ -1,9 +1,11 @@
-//===- OptionFlags.h - command-line flags of the declared options -*- C++ -*-===//
+//===- OptionFlags.h - command-line flags of the declared options -*- C++
+//-*-===//
 //
-// mp-run's and mp-compile's --flags for the options of TrainOptions.def:
-// one flag a row, with the row's name, help and default, read through the
-// row's own text form. A tool registers them before it parses its command
-// line and applies the ones given; it declares none of them itself.
+// mp-run's and mp-compile's --flags for the options of TrainOptions.def and
+// InferOptions.def: one flag a row, with the row's name, help and default,
+// read through the row's own text form. A tool registers them before it
+// parses its command line and applies the ones given; it declares none of
+// them itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,18 +22,18 @@
 
 namespace mp {
 
-class TrainOptionFlags {
+template <typename Options> class OptionFlags {
 public:
-  /// Registers a flag in `category` for every option but those `exclude`
-  /// names (a tool that does not take them, or that reads them its own
-  /// way).
-  explicit TrainOptionFlags(llvm::cl::OptionCategory &category,
-                            llvm::ArrayRef<llvm::StringRef> exclude = {});
-  ~TrainOptionFlags();
+  /// Registers a flag in `category` for every option but the derived ones
+  /// and those `exclude` names (a tool that does not take them, that reads
+  /// them its own way, or whose other table has a flag of that name).
+  explicit OptionFlags(llvm::cl::OptionCategory &category,
+                       llvm::ArrayRef<llvm::StringRef> exclude = {});
+  ~OptionFlags();
 
   /// Sets the options whose flags were given; false with the option's
   /// error (the flag's name and what it takes).
-  bool apply(TrainOptions &options, std::string &error) const;
+  bool apply(Options &options, std::string &error) const;
   /// The names of the flags given, in the table's order.
   std::vector<std::string> given() const;
   bool wasGiven(llvm::StringRef name) const;
@@ -40,6 +42,11 @@ private:
   struct Flag;
   std::vector<std::unique_ptr<Flag>> flags;
 };
+
+using TrainOptionFlags = OptionFlags<TrainOptions>;
+using InferOptionFlags = OptionFlags<InferOptions>;
+extern template class OptionFlags<TrainOptions>;
+extern template class OptionFlags<InferOptions>;
 
 } // namespace mp
 

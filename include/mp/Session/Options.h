@@ -18,6 +18,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,7 +83,6 @@ bool parseQuantMethod(llvm::StringRef text, QuantizationMethod &method,
 bool parseQuantFallback(llvm::StringRef text, FloatPrecision &precision,
                         std::string &error);
 
-
 /// The options of a training session (mp-run train, mp-compile, the C API,
 /// Python): declared once, in TrainOptions.def.
 struct TrainOptions {
@@ -112,27 +112,28 @@ struct TrainOptions {
 bool parseTrainPrecision(llvm::StringRef text, TrainOptions &options,
                          std::string &error);
 
-/// What an option shapes (TrainOptions.def): the compiled step, how and
-/// where a session runs it, or the step as the session itself sets it
-/// (Derived: no tool flag).
+/// What an option shapes (TrainOptions.def, InferOptions.def): the
+/// compiled code, how and where a session runs it, or the code as the
+/// session itself sets it (Derived: no tool flag).
 enum class OptionScope { Step, Run, Derived };
 
-/// One row of TrainOptions.def: its name (the flag, the key of the options
+/// One row of an options table: its name (the flag, the key of the options
 /// string and of metadata), help, scope and text form. `flag`: a value may
 /// be left out ("--qat", "qat" mean true); `list`: each value given is
 /// appended (comma-separated elements).
-struct TrainOptionSpec {
+template <typename Options> struct OptionSpec {
   llvm::StringLiteral name;
   const char *help;
   OptionScope scope;
   bool flag = false;
   bool list = false;
-  bool (*parse)(TrainOptions &, llvm::StringRef name, llvm::StringRef text,
+  bool (*parse)(Options &, llvm::StringRef name, llvm::StringRef text,
                 std::string &error);
-  std::string (*print)(const TrainOptions &);
+  std::string (*print)(const Options &);
   /// Back to the default (a list: empty).
-  void (*reset)(TrainOptions &);
+  void (*reset)(Options &);
 };
+using TrainOptionSpec = OptionSpec<TrainOptions>;
 
 /// Every row of TrainOptions.def, in its order.
 llvm::ArrayRef<TrainOptionSpec> trainOptionSpecs();
@@ -177,6 +178,62 @@ std::string firstDifferentOption(const TrainOptions &a, const TrainOptions &b,
 /// --loss-scale adaptive, ...): the same checks and messages for mp-run,
 /// mp-compile, the C API and Python. False with `error`.
 bool verifyTrainOptions(const TrainOptions &options, std::string &error);
+
+/// The options of an inference session (mp-run infer, the C API's
+/// mp_infer_create_with, Python's InferSession): declared once, in
+/// InferOptions.def.
+struct InferOptions {
+  // The options of InferOptions.def: a member each, with its default.
+#define MP_INFER_OPTION(NAME, MEMBER, TYPE, DEFAULT, SCOPE, HELP)              \
+  TYPE MEMBER = DEFAULT;
+#include "mp/Session/InferOptions.def"
+
+  // Members of the table's custom options.
+  /// Float: @predict in `precision` (f32, or f16/bf16 through
+  /// --mp-auto-mixed-precision); Calibrate: f32 with --mp-calibrate's probes;
+  /// Int8: --mp-quantize in `quantization` mode.
+  enum class Mode { Float, Calibrate, Int8 };
+  Mode mode = Mode::Float;
+  FloatPrecision precision = FloatPrecision::F32;
+  /// precision=auto: what the hardware has (Hardware.h) replaces it.
+  bool automaticPrecision = false;
+  mlir::mp::QuantizationMode quantization = mlir::mp::MPQuantizeOptions().mode;
+  FloatPrecision fallback = mlir::mp::MPQuantizeOptions().fallback;
+  CompileCacheOption cache;
+
+  /// Int8 without a calibration file: the activation ranges
+  /// quantization-aware training observed (max |x| by observer name, as a
+  /// QAT checkpoint holds them; readCheckpointScalars). Every contraction
+  /// QAT fake-quantized then takes its observer's scale and per-channel
+  /// weights, as in training; a missing observer is an error. Data, not an
+  /// option: the session writes them as a calibration file.
+  std::map<std::string, float> qatObservers;
+};
+
+/// Inference's --precision: f32, f16, bf16 or auto (Mode::Float), or int8
+/// or int8-dynamic (Mode::Int8); false with an error for anything else.
+bool parseInferPrecision(llvm::StringRef text, InferOptions &options,
+                         std::string &error);
+
+/// Every row of InferOptions.def, in its order, and the one named `name`.
+llvm::ArrayRef<OptionSpec<InferOptions>> inferOptionSpecs();
+const OptionSpec<InferOptions> *findInferOption(llvm::StringRef name);
+
+/// The inference options string, as parseTrainOptions and
+/// printTrainOptions read and write the training one.
+bool parseInferOptions(llvm::StringRef text, InferOptions &options,
+                       std::string &error);
+std::string printInferOptions(const InferOptions &options,
+                              llvm::ArrayRef<OptionScope> scopes = {});
+/// The options of `scope` as JSON text forms (the compile cache's key).
+llvm::json::Object inferOptionsJson(const InferOptions &options,
+                                    OptionScope scope);
+
+/// Checks the combinations of inference options no single value shows
+/// wrong (int8 settings without int8, int8-dynamic with a calibration
+/// file, probes on the GPU, ...), for every front end alike. False with
+/// `error`.
+bool verifyInferOptions(const InferOptions &options, std::string &error);
 
 } // namespace mp
 

@@ -1,6 +1,9 @@
 //===- SessionPipelines.h - what a session compiles, as pipelines -*- C++
 //-*-===//
 //
+// An inference session compiles @predict with `mp-session-infer{OPTIONS}`
+// (InferOptions.def), and lowers it the same way.
+//
 // A training session compiles its step with the registered pipeline
 // `mp-session-train{OPTIONS}`, whose options are the session's own options
 // string (TrainOptions.def: the step, derived and device options), and
@@ -44,7 +47,24 @@ std::string sessionTrainPipelineElement(const TrainOptions &options);
 /// --pass-pipeline takes it.
 std::string sessionTrainPipeline(const TrainOptions &options);
 
-/// Registers mp-session-train (mp-opt, the sessions).
+/// mp-session-infer: --mp-keep-prediction, the rewrite of precision's
+/// mode (f16/bf16: --mp-auto-mixed-precision and --mp-convert-weights-once;
+/// calibrate: --mp-calibrate; int8: --mp-quantize with the quant-*
+/// options), --mp-infer-entries and --mp-inline-entries. Fails through
+/// `errorHandler` on precision=auto and on what verifyInferOptions refuses.
+mlir::LogicalResult buildSessionInferPipeline(
+    mlir::OpPassManager &pm, const InferOptions &options,
+    llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> errorHandler);
+
+/// `mp-session-infer{OPTIONS}` for `options` (its step and derived
+/// options): the element parsePassPipeline adds to a module's pass manager.
+std::string sessionInferPipelineElement(const InferOptions &options);
+
+/// `builtin.module(<sessionInferPipelineElement>)`, as mp-opt's
+/// --pass-pipeline takes it.
+std::string sessionInferPipeline(const InferOptions &options);
+
+/// Registers mp-session-train and mp-session-infer (mp-opt, the sessions).
 void registerSessionPipelines();
 
 } // namespace mp

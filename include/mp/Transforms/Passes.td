@@ -1181,6 +1181,17 @@ def MPTrainEntries : Pass<"mp-train-entries", "::mlir::ModuleOp"> {
   ];
 }
 
+def MPKeepPrediction : Pass<"mp-keep-prediction", "::mlir::ModuleOp"> {
+  let summary = "Keep the prediction alone: erase the model's other functions";
+  let description = [{
+    The first step of an inference session (`mp-session-infer`): the first
+    function marked `mp.predict` stays, every other function with a body
+    (the loss, a training step) is erased, so that the passes after it
+    rewrite and compile the prediction only. Declarations stay. A module
+    without an `mp.predict` function is an error.
+  }];
+}
+
 def MPInferEntries : Pass<"mp-infer-entries", "::mlir::ModuleOp"> {
   let summary = "Add the entries host code calls a prediction through";
   let description = [{
