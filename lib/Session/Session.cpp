@@ -57,6 +57,17 @@ std::unique_ptr<Session> Session::create(const std::string &modelPath,
   std::unique_ptr<Session> session(new Session());
   if (!session->compile(modelPath, options, error))
     return nullptr;
+  // batch-size fixes an ONNX model's dynamic batch; a static one must
+  // agree with it (data-parallel: the global batch, the model's each
+  // rank's share).
+  int64_t global = session->batchSize() * session->ranks();
+  if (options.modelBatch != 0 && options.modelBatch != global) {
+    error = "--batch-size " + std::to_string(options.modelBatch) +
+            " does not match the model's static batch of " +
+            std::to_string(session->batchSize()) +
+            (session->ranks() > 1 ? " per rank" : "");
+    return nullptr;
+  }
   session->initialiseParameters(options.seed);
   // Data-parallel: every rank starts from rank 0's parameters.
   if (!session->broadcastTrainingState(error))

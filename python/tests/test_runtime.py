@@ -471,6 +471,10 @@ def test_session_options_are_the_librarys_declared_options():
         runtime.Session(EXAMPLE, lr="fast")
     with pytest.raises(TypeError, match="keep_f32 is a list"):
         runtime.Session(EXAMPLE, keep_f32="62:8")
+    # The library's check, as mp-run's: a static batch cannot be changed.
+    with pytest.raises(runtime.MPError,
+                       match="--batch-size 32 does not match the model's static batch of 64"):
+        runtime.Session(EXAMPLE, batch_size=32, cache=False)
 
 
 @pytest.mark.parametrize("options", [

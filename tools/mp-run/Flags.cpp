@@ -193,13 +193,7 @@ int openSession(const mp::TrainOptions &options, OpenedSession &opened) {
   opened.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  // Data-parallel: --batch-size is the global batch, the model's each
-  // rank's share.
-  int64_t batchSize = options.modelBatch, b = session->batchSize();
-  if (batchSize != 0 && batchSize != b * session->ranks())
-    return fail("--batch-size " + std::to_string(batchSize) +
-                " does not match the model's static batch of " +
-                std::to_string(b));
+  // (The library checks --batch-size against the model's static batch.)
   // Before the data: a model without mp.predict may not fit it either.
   if (!session->canPredict())
     return fail("the model has no function marked mp.predict, so accuracy "
