@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmarks for --auto-mixed-precision (standard library only).
+"""Benchmarks for --mp-auto-mixed-precision (standard library only).
 
 1. Pass time on generated MLP-like graphs of about 1k, 10k and 100k ops
    (analysis plus rewrite, from mp-opt's --mlir-timing; MLIR's verifier,
@@ -75,19 +75,19 @@ def generate(num_ops, width=32, batch=16):
 
 
 def pass_seconds(mp_opt, path):
-    """Wall time of the auto-mixed-precision pass from --mlir-timing."""
+    """Wall time of the mp-auto-mixed-precision pass from --mlir-timing."""
     result = subprocess.run(
-        [mp_opt, path, "--auto-mixed-precision", "--mlir-timing",
+        [mp_opt, path, "--mp-auto-mixed-precision", "--mlir-timing",
          "--mlir-timing-display=list", "--verify-each=false", "-o", os.devnull],
         capture_output=True, text=True, check=True)
     for line in result.stderr.splitlines():
-        if "AutoMixedPrecision" in line or "auto-mixed-precision" in line:
+        if "AutoMixedPrecision" in line or "mp-auto-mixed-precision" in line:
             return float(line.split()[0])
     raise RuntimeError("no timing line for the pass:\n" + result.stderr)
 
 
 def scaling_table(mp_opt, sizes):
-    print("## --auto-mixed-precision time on generated graphs (analysis + rewrite)")
+    print("## --mp-auto-mixed-precision time on generated graphs (analysis + rewrite)")
     print()
     print("| ops | pass time (s) | us per op | time ratio | size ratio |")
     print("|---:|---:|---:|---:|---:|")
@@ -144,7 +144,7 @@ def cast_table(mp_opt):
         model = os.path.join(ROOT, "examples", name + ".mlir")
         naive, naive_bytes = naive_casts(mp_opt, model)
         with tempfile.NamedTemporaryFile(suffix=".json") as report:
-            subprocess.run([mp_opt, model, f"--auto-mixed-precision=report={report.name}",
+            subprocess.run([mp_opt, model, f"--mp-auto-mixed-precision=report={report.name}",
                             "-o", os.devnull], capture_output=True, check=True)
             rewrite = json.load(open(report.name))["rewrite"]
         ratio = rewrite["bytes_converted"] / naive_bytes if naive_bytes else 0

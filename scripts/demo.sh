@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: installs and builds if needed, shows what
-# --auto-mixed-precision decides on the example MLP, then trains the digits
+# --mp-auto-mixed-precision decides on the example MLP, then trains the digits
 # MLP (examples/digits_mlp.mlir, 64-512-512-10) in FP32 and in mixed
 # precision (f16 with dynamic loss scaling) side by side and prints both
 # held-out accuracies and the speed ratio.
@@ -18,11 +18,11 @@ trap 'rm -rf "$report" "$logs"' EXIT
 "$root/scripts/setup.sh"
 
 echo
-echo "== 1. mp-opt --auto-mixed-precision examples/mlp.mlir"
+echo "== 1. mp-opt --mp-auto-mixed-precision examples/mlp.mlir"
 ir=/dev/null
 if [ "${1:-}" = "--ir" ]; then ir=/dev/stdout; fi
 "$build/bin/mp-opt" "$root/examples/mlp.mlir" \
-  --auto-mixed-precision="summary report=$report" \
+  --mp-auto-mixed-precision="summary report=$report" \
   --mlir-print-op-on-diagnostic=false > "$ir"
 python3 - "$report" <<'PY'
 import json, sys

@@ -454,7 +454,7 @@ def pass_args(rng, tmpdir, kinds=None):
                            rng.choice(["0", "-1", "1", "2048"]))
         if rng.random() < 0.3:
             options.append("summary=true")
-        return kind, [opts("--auto-mixed-precision", options)]
+        return kind, [opts("--mp-auto-mixed-precision", options)]
     if kind == "autodiff":
         return kind, ["--mp-autodiff"]
     if kind == "loss-scaling":
@@ -558,7 +558,7 @@ def pass_args(rng, tmpdir, kinds=None):
         if rng.random() < 0.2:
             options.append("functions=" + rng.choice(["forward", "loss",
                                                       "nosuch", "main"]))
-        prefix = ["--auto-mixed-precision"] if rng.random() < 0.4 else []
+        prefix = ["--mp-auto-mixed-precision"] if rng.random() < 0.4 else []
         return kind, prefix + [opts("--mp-check-numerics", options)]
     if kind == "probes":
         prefix = [rng.choice(["--mp-calibrate", "--mp-check-numerics"])] \
@@ -644,7 +644,7 @@ def pass_args(rng, tmpdir, kinds=None):
     # A whole user pipeline.
     dtype = rng.choice(["f16", "bf16"])
     return kind, ["--mp-import", "--mp-analyze-precision",
-                  "--auto-mixed-precision=dtype=" + dtype, "--mp-lower-cpu"]
+                  "--mp-auto-mixed-precision=dtype=" + dtype, "--mp-lower-cpu"]
 
 
 # ----------------------------------------------------------------------------
@@ -798,7 +798,7 @@ DERIVE_PIPELINES = [
     ("scaled", ["--mp-autodiff", "--mp-loss-scaling"]),
     ("step", ["--mp-autodiff", "--mp-loss-scaling", "--mp-optimizer"]),
     ("analyzed", ["--mp-import", "--mp-analyze-precision"]),
-    ("amp", ["--mp-import", "--auto-mixed-precision=dtype=bf16"]),
+    ("amp", ["--mp-import", "--mp-auto-mixed-precision=dtype=bf16"]),
     ("calibrated", ["--mp-import", "--mp-calibrate"]),
     ("checked", ["--mp-check-numerics"]),
 ]

@@ -39,7 +39,7 @@ Each test:
      import; a test without model.onnx (the "real" folder only names models
      to download) is "skipped".
   2. Run: for precision bf16/f16 the imported functions go through
-     `mp-opt --auto-mixed-precision=dtype=<p>` first. A driver @main passes
+     `mp-opt --mp-auto-mixed-precision=dtype=<p>` first. A driver @main passes
      every data set's inputs as dense constants (arguments matched to inputs
      by their mp.input name), calls the function and prints every
      result bit-exactly as i64 (printMemrefI64 of the element bits; the
@@ -59,7 +59,7 @@ Each test:
          bf16  rtol 4e-2  atol 1e-2
 
      The table's "lowp-pass" column counts the passed tests of a mixed
-     precision whose function --auto-mixed-precision changed at all (some
+     precision whose function --mp-auto-mixed-precision changed at all (some
      value in bf16/f16); the analysis keeps the others entirely in f32
      (integer and boolean ops, exp/log/softmax/norm chains without a
      product), so they pass trivially.
@@ -293,7 +293,7 @@ class Test:
         self.needed_constant_inputs = False
         self.skipped_data_sets = 0
         self.unsupported_ops = []
-        # precision -> whether --auto-mixed-precision put any op of the
+        # precision -> whether --mp-auto-mixed-precision put any op of the
         # test's function in that precision (else it ran all in f32)
         self.low_precision = {}
 
@@ -755,9 +755,9 @@ class Runner:
             text = "module {\n%s\n}\n" % "\n".join(item.body for item in items)
         if self.precision != "f32":
             try:
-                text = self._mp_opt(text, "--auto-mixed-precision=dtype=%s" % self.precision)
+                text = self._mp_opt(text, "--mp-auto-mixed-precision=dtype=%s" % self.precision)
             except ToolFailure as e:
-                raise ToolFailure("auto-mixed-precision failed: " + e.reason)
+                raise ToolFailure("mp-auto-mixed-precision failed: " + e.reason)
         if self.precision != "f32":
             for item in items:
                 item.test.low_precision[self.precision] = uses_type(
@@ -767,7 +767,7 @@ class Runner:
             args, results = function_signature(text, item.func)
             if len(args) != len(item.args):
                 raise TestError("failed", "@%s has %d arguments after %s, %d imported" % (
-                    item.func, len(args), "auto-mixed-precision", len(item.args)))
+                    item.func, len(args), "mp-auto-mixed-precision", len(item.args)))
             sigs.append((item, [(t, name) for (t, _), (_, name) in zip(args, item.args)], results))
         main, order = driver(sigs)
         module = insert_into_module(text, main)

@@ -32,13 +32,13 @@ extern "C" {
 /* mlirGetDialectHandle__mp__(): the mp dialect (mp.param, mp.loss, ...). */
 MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(MP, mp);
 
-/* Registers every mp pass and pipeline (--auto-mixed-precision,
+/* Registers every mp pass and pipeline (--mp-auto-mixed-precision,
  * --mp-train-pipeline, --mp-lower-cpu, ...) with MLIR's global registry, so
  * mlirParsePassPipeline and mlirOpPassManagerAddPipeline take their names.
  * Safe to call more than once. */
 MLIR_CAPI_EXPORTED void mpRegisterAllPasses(void);
 
-/* Adds --auto-mixed-precision to `passManager` (which must run on
+/* Adds --mp-auto-mixed-precision to `passManager` (which must run on
  * builtin.module) with `options` as mp-opt takes them inside the braces,
  * e.g. "dtype=bf16 deny-ops=linalg.softmax" ("" for the defaults). On a bad
  * option nothing is added, `errorCallback` (if not NULL) receives the

@@ -5,7 +5,7 @@
 //
 //   mlir-opt --load-dialect-plugin=libMPPlugin.so \
 //            --load-pass-plugin=libMPPlugin.so \
-//            --pass-pipeline="builtin.module(auto-mixed-precision)" m.mlir
+//            --pass-pipeline="builtin.module(mp-auto-mixed-precision)" m.mlir
 //
 // (mlir-opt makes its per-pass flags before it loads plugins, so plugin
 // passes are named in --pass-pipeline.)

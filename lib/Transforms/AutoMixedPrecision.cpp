@@ -635,7 +635,7 @@ struct AutoMixedPrecisionPass
       const llvm::json::Object *totals = json.getObject("totals");
       const llvm::json::Object *classes = totals->getObject("class");
       mlir::emitRemark(module.getLoc())
-          << "auto-mixed-precision (" << stringifyFloatPrecision(dtype)
+          << "mp-auto-mixed-precision (" << stringifyFloatPrecision(dtype)
           << "): " << *classes->getInteger("allow") << " allow, "
           << *classes->getInteger("infer") << " infer, "
           << *classes->getInteger("clear") << " clear, "

@@ -1,6 +1,6 @@
 //===- ConvertWeightsOnce.cpp - f16/bf16 weights made once, not per call --===//
 //
-// After --auto-mixed-precision, an inference function converts each f32
+// After --mp-auto-mixed-precision, an inference function converts each f32
 // weight to f16/bf16 on every call: each call holds the low-precision copy
 // next to the f32 weight and pays the conversion. This pass moves those
 // conversions into @<f>_convert_weights, to be run once by whoever holds

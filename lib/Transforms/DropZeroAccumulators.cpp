@@ -4,7 +4,7 @@
 // init, whatever its loops. Where the loops are all parallel and the init
 // is indexed by each of them, each element is written once and the sum is
 // 0 + dx: the fill (a buffer and a pass over it) buys nothing. Run after
-// --auto-mixed-precision, so that its choices (made on the accumulating
+// --mp-auto-mixed-precision, so that its choices (made on the accumulating
 // form) stay as they were: the result is the same bit for bit, except
 // that a gradient of -0 is no longer turned into +0.
 //

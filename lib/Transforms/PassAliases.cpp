@@ -20,6 +20,7 @@ struct PassAlias {
 } // namespace
 
 static constexpr PassAlias passAliases[] = {
+    {"auto-mixed-precision", "mp-auto-mixed-precision"},
     {"convert-mp-to-upstream", "mp-convert-to-upstream"},
     // It runs in the CPU pipeline too.
     {"mp-gpu-split-reductions", "mp-split-reductions"},

@@ -1043,7 +1043,7 @@ def _embedding_values(ctx, indices, weight, table, padding_idx, max_norm, scale_
     cross-entropy target does), then a matmul [N, V] x [V, D], so that
     --mp-autodiff gives the weight its gradient (a gather reading the
     weight inside a generic's body would get none). It costs N * V * D
-    multiply-adds, and --auto-mixed-precision treats it as any other
+    multiply-adds, and --mp-auto-mixed-precision treats it as any other
     contraction (the rows are rounded to the low precision). An index
     outside [0, V) gives a zero row (PyTorch raises an error).
 

@@ -2,7 +2,7 @@
 
 It appends a driver `@main` to the module (every argument a dense
 constant, every result printed bit-exactly as i32 with printMemrefI32),
-optionally applies `--auto-mixed-precision`, lowers with mp's CPU pipeline
+optionally applies `--mp-auto-mixed-precision`, lowers with mp's CPU pipeline
 (`mp-opt --mp-lower-cpu`, the one mp-run uses, without the runtime GEMM)
 and executes with MLIR's `mlir-runner`, one process per call.
 
@@ -243,7 +243,7 @@ def run(text, func, args, precision="f32", amp_options="", vectorize=False, opt_
     and returns its results as float32 arrays (a scalar result as shape
     (1,)).
 
-    precision "f16"/"bf16" applies `--auto-mixed-precision=dtype=...` (plus
+    precision "f16"/"bf16" applies `--mp-auto-mixed-precision=dtype=...` (plus
     `amp_options`) to the module first. The defaults, scalar loops
     (`--mp-lower-cpu=vectorize=0`) and an unoptimized JIT (`-O0`), compile
     fastest; vectorized loops need opt_level >= 1 (at -O0 the vector
@@ -256,7 +256,7 @@ def run(text, func, args, precision="f32", amp_options="", vectorize=False, opt_
     if precision != "f32":
         options = "dtype=%s %s" % (precision, amp_options)
         text = mp_opt(text, "--mlir-print-op-on-diagnostic=false",
-                      "--auto-mixed-precision=%s" % options.strip())
+                      "--mp-auto-mixed-precision=%s" % options.strip())
     text = text.rstrip()
     driver = _driver(func, arg_types, result_types, args)
     if re.search(r"^module\b", text, re.M) and text.endswith("}"):

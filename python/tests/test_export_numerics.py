@@ -2,8 +2,8 @@
 
 Every comparison is norm-wise: ||mp - torch||_2 / ||torch||_2 (rel_err).
   FP32 (the exported IR as is):            <= 1e-5
-  --auto-mixed-precision=dtype=f16:         <= 5e-3
-  --auto-mixed-precision=dtype=bf16:        <= 3e-2  (8-bit mantissa)
+  --mp-auto-mixed-precision=dtype=f16:         <= 5e-3
+  --mp-auto-mixed-precision=dtype=bf16:        <= 3e-2  (8-bit mantissa)
 Measured on this machine: FP32 4e-8..5e-7; f16 6e-5..1.5e-3; bf16 4e-4..7.4e-3.
 """
 
@@ -128,14 +128,14 @@ def test_cross_entropy_class_indices(tools, functional, reduction, ignore_index)
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_amp_lowers_the_contractions(tools, dtype):
-    """--auto-mixed-precision recognises every exported contraction
+    """--mp-auto-mixed-precision recognises every exported contraction
     (Linear's transposed matmul, batch_matmul, conv) and feeds it
     low-precision inputs; softmax's and layer norm's exp and rsqrt stay f32."""
     torch.manual_seed(7)
     for module, x in [(models.cnn(), torch.randn(2, 1, 8, 8)),
                       (models.encoder_layer(), torch.randn(2, 5, 16))]:
         text = mp.export(module, (x,))
-        out = tools.mp_opt(text, "--auto-mixed-precision=dtype=%s" % dtype)
+        out = tools.mp_opt(text, "--mp-auto-mixed-precision=dtype=%s" % dtype)
         contractions = re.findall(r"linalg\.(matmul|batch_matmul|conv_2d_nchw_fchw)\b.*", out)
         assert contractions, out[:2000]
         for line in re.findall(r"linalg\.(?:matmul|batch_matmul|conv_2d_nchw_fchw)\b.*", out):

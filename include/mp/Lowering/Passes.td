@@ -478,7 +478,7 @@ def MPConvolutionsToGemm
     Runs on tensors, before bufferization. Every `linalg.conv_2d_nchw_fchw`,
     `linalg.conv_2d_nhwc_hwcf` and `linalg.conv_2d_nhwc_fhwc` with static
     shapes (f32, f16/bf16 with an f32 accumulator from
-    `--auto-mixed-precision`, or i8 x i8 -> i32 from `--mp-quantize`)
+    `--mp-auto-mixed-precision`, or i8 x i8 -> i32 from `--mp-quantize`)
     becomes upstream's im2col form: a `linalg.generic` that copies the input
     windows into a `[N, C*KH*KW, OH*OW]` (NCHW) or `[N, OH*OW, KH*KW*C]`
     (NHWC) tensor, and a product of it with the collapsed filter, which

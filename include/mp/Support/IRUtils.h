@@ -87,7 +87,7 @@ bool isCastGeneric(Operation *op);
 
 /// A cast generic on tensors whose body is one arith.truncf of its input,
 /// yielded: a whole tensor converted to a narrower float type (what
-/// --auto-mixed-precision emits for a weight).
+/// --mp-auto-mixed-precision emits for a weight).
 bool isWholeTruncation(linalg::GenericOp generic);
 
 } // namespace mp

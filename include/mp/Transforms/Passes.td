@@ -135,7 +135,7 @@ def MPAnalyzePrecision : Pass<"mp-analyze-precision", "::mlir::ModuleOp"> {
   ];
 }
 
-def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
+def AutoMixedPrecision : Pass<"mp-auto-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Rewrite a model to f16/bf16 compute with f32 accumulation";
   let description = [{
     Runs `--mp-import` when the module holds tosa ops, then the precision
@@ -213,7 +213,7 @@ def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
     (d loss / d loss = 1) carries `mp.seed`, for `--mp-loss-scaling`.
 
     Differentiation works on the IR as written (run it before
-    `--auto-mixed-precision`, see docs/training.md):
+    `--mp-auto-mixed-precision`, see docs/training.md):
 
     * every `linalg` op on tensors: named contractions (matmul,
       batch_matmul, transposed variants), convolutions, pooling,
@@ -425,7 +425,7 @@ def MPOptimizer : Pass<"mp-optimizer", "::mlir::ModuleOp"> {
       gradient, `adamw` decays the weight directly.
 
     Parameters, gradients and state are FP32 master copies; every update op
-    carries `mp.precision = #mp.precision<f32>` so `--auto-mixed-precision`
+    carries `mp.precision = #mp.precision<f32>` so `--mp-auto-mixed-precision`
     keeps it
     there. With loss scaling, the update is applied only when `found_inf`
     is false (otherwise parameters, state and step are returned unchanged,
@@ -872,7 +872,7 @@ def MPDropZeroAccumulators
     written into a zero-filled tensor) loses its fill the same way.
 
     It runs in `--mp-lower-cpu` and `--mp-lower-gpu`, that is after
-    `--auto-mixed-precision`, whose choices were made on the accumulating
+    `--mp-auto-mixed-precision`, whose choices were made on the accumulating
     form and stay as they were: the results are the same bit for bit,
     except that a gradient of -0 stays -0 (0 + -0 is +0).
   }];
@@ -991,7 +991,7 @@ def MPSaveLowPrecision : Pass<"mp-save-low-precision", "::mlir::ModuleOp"> {
     In a training step (a function with an op marked `mp.seed`: the
     forward pass comes before it, the backward pass after it), a value the
     forward pass makes and the backward pass reads is alive for most of the
-    step. After `--auto-mixed-precision`, the big ones are the results of
+    step. After `--mp-auto-mixed-precision`, the big ones are the results of
     contractions (matmuls, convolutions): their inputs are f16/bf16 but
     they accumulate, and so are stored, in f32. The backward pass reads
     them for the activation's derivative (ReLU's mask, for instance).
@@ -1009,7 +1009,7 @@ def MPSaveLowPrecision : Pass<"mp-save-low-precision", "::mlir::ModuleOp"> {
     precision of its inputs; rounding it once more to that type costs one
     rounding of the same size. Returned values and values computed in f32 from f32 inputs (the
     loss, softmax, reductions, everything the rewrite keeps in f32) are not
-    touched. Run it after `--auto-mixed-precision`; `mp-run train` does
+    touched. Run it after `--mp-auto-mixed-precision`; `mp-run train` does
     for f16 and bf16.
 
     Before (the MLP's first layer; `%mm` is read again by the backward
@@ -1059,7 +1059,7 @@ def MPConvertWeightsOnce : Pass<"mp-convert-weights-once", "::mlir::ModuleOp"> {
   let summary = "Convert f32 weights to f16/bf16 once, in a function of "
                 "their own, instead of on every inference call";
   let description = [{
-    After `--auto-mixed-precision`, a function marked `mp.predict` converts
+    After `--mp-auto-mixed-precision`, a function marked `mp.predict` converts
     each f32 weight (an argument marked `mp.param`) to f16/bf16 on every
     call: each call pays the conversion and holds the low-precision copy
     next to the f32 weight. This pass moves every such conversion (an
@@ -1125,7 +1125,7 @@ def MPKeepF32 : Pass<"mp-keep-f32", "::mlir::ModuleOp"> {
     values and stands at one of `locations`: `FILE:LINE:COL` as
     `--mp-check-numerics` names it (FILE spelled as in the model or another
     path to the same file) or `LINE:COL` in any file. Autodiff then pins the
-    op's derivative too, and `--auto-mixed-precision` keeps both in f32.
+    op's derivative too, and `--mp-auto-mixed-precision` keeps both in f32.
     This is how `mp-run --keep-f32` and a session's precision repair keep
     an op in f32. A location no op stands at is an error that says so.
   }];

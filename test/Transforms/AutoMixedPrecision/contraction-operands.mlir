@@ -1,4 +1,4 @@
-// RUN: mp-opt %s --auto-mixed-precision="dtype=f16" | FileCheck %s
+// RUN: mp-opt %s --mp-auto-mixed-precision="dtype=f16" | FileCheck %s
 
 // A contraction written as a linalg.generic (what --mp-autodiff makes of a
 // matmul's gradient) keeps both matrix operands in f16 when one comes from

@@ -2,7 +2,7 @@
 // the reshapes around the product measure the batch with tensor.dim. The
 // rewrite leaves no conversion whose only use is such a measurement (#24:
 // one converted the whole input back to f32 to read one dimension).
-// RUN: mp-opt %s --auto-mixed-precision | FileCheck %s
+// RUN: mp-opt %s --mp-auto-mixed-precision | FileCheck %s
 
 // CHECK-LABEL: func.func @dynamic_batch(
 // CHECK-SAME: %[[X:[^:]+]]: tensor<?x784xf32>

@@ -1,4 +1,4 @@
-// RUN: mp-opt %s --auto-mixed-precision | FileCheck %s
+// RUN: mp-opt %s --mp-auto-mixed-precision | FileCheck %s
 
 // Linalg ops on memrefs (bufferized code) are not the analysis' graph: they
 // stay as they are, f32 casts included, and the pass does not crash on

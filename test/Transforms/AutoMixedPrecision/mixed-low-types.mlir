@@ -1,6 +1,6 @@
-// RUN: mp-opt %s --auto-mixed-precision=dtype=bf16 | FileCheck %s
+// RUN: mp-opt %s --mp-auto-mixed-precision=dtype=bf16 | FileCheck %s
 // The fuzzed training step that showed it (it hung) now compiles:
-// RUN: mp-opt %S/Inputs/fuzzed-mixed-low-types.mlir --auto-mixed-precision=dtype=bf16 | FileCheck %s --check-prefix=FUZZED
+// RUN: mp-opt %S/Inputs/fuzzed-mixed-low-types.mlir --mp-auto-mixed-precision=dtype=bf16 | FileCheck %s --check-prefix=FUZZED
 // FUZZED: func.func @train_step
 
 // An op told to compute in f16 (mp.precision) in a bf16 run feeds a bf16

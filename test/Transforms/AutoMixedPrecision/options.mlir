@@ -1,10 +1,10 @@
-// Options and diagnostics of --auto-mixed-precision.
-// RUN: mp-opt %s --auto-mixed-precision=keep-signature=false | FileCheck %s --check-prefix=SIG
-// RUN: mp-opt %s --auto-mixed-precision="summary report=%t.json" --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=SUMMARY
+// Options and diagnostics of --mp-auto-mixed-precision.
+// RUN: mp-opt %s --mp-auto-mixed-precision=keep-signature=false | FileCheck %s --check-prefix=SIG
+// RUN: mp-opt %s --mp-auto-mixed-precision="summary report=%t.json" --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=SUMMARY
 // RUN: FileCheck %s --check-prefix=REPORT < %t.json
-// RUN: not mp-opt %s --auto-mixed-precision=dtype=fp8 2>&1 | FileCheck %s --check-prefix=DTYPE
-// RUN: not mp-opt %s --auto-mixed-precision=warn-reduction-size=0 2>&1 | FileCheck %s --check-prefix=WARNSIZE
-// RUN: mp-opt %s --auto-mixed-precision=warn-reduction-size=8 --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOWARN --allow-empty
+// RUN: not mp-opt %s --mp-auto-mixed-precision=dtype=fp8 2>&1 | FileCheck %s --check-prefix=DTYPE
+// RUN: not mp-opt %s --mp-auto-mixed-precision=warn-reduction-size=0 2>&1 | FileCheck %s --check-prefix=WARNSIZE
+// RUN: mp-opt %s --mp-auto-mixed-precision=warn-reduction-size=8 --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOWARN --allow-empty
 
 // Arguments used only by contractions take f16 when the signature may
 // change; the f32 result stays.
@@ -17,7 +17,7 @@ func.func @sig(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>, %acc: tensor<8x4xf32>
   return %0 : tensor<8x4xf32>
 }
 
-// SUMMARY: remark: auto-mixed-precision (f16): 1 allow, 0 infer, 0 clear, 0 deny ops; 1 ops demoted, 2 casts inserted (1152 bytes converted), 0 conversions folded into neighbours
+// SUMMARY: remark: mp-auto-mixed-precision (f16): 1 allow, 0 infer, 0 clear, 0 deny ops; 1 ops demoted, 2 casts inserted (1152 bytes converted), 0 conversions folded into neighbours
 // REPORT: "rewrite": {
 // REPORT-NEXT: "bytes_converted": 1152,
 // REPORT-NEXT: "casts_inserted": 2,

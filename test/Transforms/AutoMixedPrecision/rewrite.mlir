@@ -1,6 +1,6 @@
-// The rewrite of --auto-mixed-precision.
-// RUN: mp-opt %s --auto-mixed-precision --split-input-file --verify-diagnostics | FileCheck %s
-// RUN: mp-opt %s --auto-mixed-precision=dtype=bf16 --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BF16
+// The rewrite of --mp-auto-mixed-precision.
+// RUN: mp-opt %s --mp-auto-mixed-precision --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: mp-opt %s --mp-auto-mixed-precision=dtype=bf16 --split-input-file -verify-diagnostics | FileCheck %s --check-prefix=BF16
 
 // A contraction takes f16 inputs and keeps its f32 accumulator and result;
 // a value used twice is converted once.

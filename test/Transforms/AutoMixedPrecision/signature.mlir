@@ -1,5 +1,5 @@
 // keep-signature=false changes only functions nobody in the module calls.
-// RUN: mp-opt %s --auto-mixed-precision=keep-signature=false | FileCheck %s --check-prefix=SIG
+// RUN: mp-opt %s --mp-auto-mixed-precision=keep-signature=false | FileCheck %s --check-prefix=SIG
 
 // A function called in the module keeps its signature even with
 // keep-signature=false: its callers pass f32.

@@ -1,6 +1,6 @@
-// A tosa model goes through --mp-import inside --auto-mixed-precision.
-// RUN: mp-opt %mp_src_root/examples/tosa/mlp.mlir --auto-mixed-precision | FileCheck %s
-// RUN: mp-opt %mp_src_root/examples/tosa/cnn.mlir --auto-mixed-precision | FileCheck %s --check-prefix=CNN
+// A tosa model goes through --mp-import inside --mp-auto-mixed-precision.
+// RUN: mp-opt %mp_src_root/examples/tosa/mlp.mlir --mp-auto-mixed-precision | FileCheck %s
+// RUN: mp-opt %mp_src_root/examples/tosa/cnn.mlir --mp-auto-mixed-precision | FileCheck %s --check-prefix=CNN
 
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: -> tensor<8x10xf32>

@@ -1,4 +1,4 @@
-// RUN: mp-opt %s --auto-mixed-precision="dtype=bf16" --mp-convert-weights-once | FileCheck %s
+// RUN: mp-opt %s --mp-auto-mixed-precision="dtype=bf16" --mp-convert-weights-once | FileCheck %s
 // RUN: mp-opt %s --mp-convert-weights-once | FileCheck %s --check-prefix=F32
 
 #id = affine_map<(d0, d1) -> (d0, d1)>

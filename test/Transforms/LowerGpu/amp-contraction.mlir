@@ -1,13 +1,13 @@
-// After --auto-mixed-precision a layer's matmul reads f16 and accumulates in
+// After --mp-auto-mixed-precision a layer's matmul reads f16 and accumulates in
 // f32. By default --mp-lower-gpu hands it to cuBLASLt: a host call of
 // mprt_cuda_gemm_sync between the kernels, and no kernel computes it. With
 // runtime-contractions=false it becomes a loop kernel (one thread per output
 // element, a serial f32 sum over k).
-// RUN: mp-opt %s --auto-mixed-precision --mp-lower-gpu \
+// RUN: mp-opt %s --mp-auto-mixed-precision --mp-lower-gpu \
 // RUN:   | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=CALL \
 // RUN:     --implicit-check-not=ld.global.b16 --implicit-check-not=mul.rn.f32 \
 // RUN:     --implicit-check-not=fma.rn.f32
-// RUN: mp-opt %s --auto-mixed-precision \
+// RUN: mp-opt %s --mp-auto-mixed-precision \
 // RUN:   --mp-lower-gpu=runtime-contractions=false \
 // RUN:   | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s
 

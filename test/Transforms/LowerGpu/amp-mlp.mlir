@@ -1,16 +1,16 @@
-// An MLP after --auto-mixed-precision (f16 and bf16) lowered for the GPU:
+// An MLP after --mp-auto-mixed-precision (f16 and bf16) lowered for the GPU:
 // both matrix products are host calls of mprt_cuda_gemm_sync (cuBLASLt)
 // with the low-precision type code and f32 results; the kernels left are the
 // casts, the fills and the bias (+ relu) epilogues, and none of them
 // computes a product (no kernel reads a 16-bit operand or multiplies
 // floats).
-// RUN: mp-opt %s --auto-mixed-precision=dtype=f16 --mp-lower-gpu \
+// RUN: mp-opt %s --mp-auto-mixed-precision=dtype=f16 --mp-lower-gpu \
 // RUN:   | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' \
 // RUN:   | FileCheck %s --check-prefixes=CHECK,F16 \
 // RUN:     --implicit-check-not=ld.global.b16 --implicit-check-not=mul.rn.f32 \
 // RUN:     --implicit-check-not=fma.rn.f32 --implicit-check-not=mul.rn.f16 \
 // RUN:     --implicit-check-not=fma.rn.f16
-// RUN: mp-opt %s --auto-mixed-precision=dtype=bf16 --mp-lower-gpu \
+// RUN: mp-opt %s --mp-auto-mixed-precision=dtype=bf16 --mp-lower-gpu \
 // RUN:   | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' \
 // RUN:   | FileCheck %s --check-prefixes=CHECK,BF16 \
 // RUN:     --implicit-check-not=ld.global.b16 --implicit-check-not=mul.rn.f32 \

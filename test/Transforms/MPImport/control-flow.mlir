@@ -3,7 +3,7 @@
 // their shapes (tosa-infer-shapes); the mixed-precision rewrite then works
 // inside the loop bodies.
 // RUN: mp-opt %s --mp-import -split-input-file | FileCheck %s
-// RUN: mp-opt %s --mp-import --auto-mixed-precision -split-input-file | FileCheck %s --check-prefix=AMP
+// RUN: mp-opt %s --mp-import --mp-auto-mixed-precision -split-input-file | FileCheck %s --check-prefix=AMP
 
 // A recurrent matmul: h = tanh(h W), n times.
 // CHECK-LABEL: func.func @loop

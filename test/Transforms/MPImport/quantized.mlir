@@ -3,7 +3,7 @@
 // crashes (#24).
 // RUN: mp-opt %s --mp-import -split-input-file -verify-diagnostics
 // The AMP pipeline imports tosa first, and refuses the same way.
-// RUN: mp-opt %s --auto-mixed-precision -split-input-file -verify-diagnostics
+// RUN: mp-opt %s --mp-auto-mixed-precision -split-input-file -verify-diagnostics
 
 func.func @matmul(%a: tensor<1x5x3x!quant.uniform<i8:f32, 0.5>>, %b: tensor<1x3x6x!quant.uniform<i8:f32, 0.25>>) -> tensor<1x5x6xi32> {
   %zp = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>

@@ -1,6 +1,5 @@
 // Input of pass-aliases.test: an mp op for --mp-convert-to-upstream, a long
-// sum for --mp-split-reductions, matrix products for
-// --mp-auto-mixed-precision.
+// sum for --mp-split-reductions.
 
 func.func @scale(%loss: tensor<16xf32>, %scale: f32) -> tensor<16xf32> {
   %0 = mp.scale_loss %loss, %scale : tensor<16xf32>

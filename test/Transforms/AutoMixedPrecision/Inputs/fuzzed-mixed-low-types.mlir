@@ -1,6 +1,6 @@
 // Found by fuzz_mp_opt (seed 34, run 369, kind autodiff-gpu) on 2026-11-25:
 // a CNN training step whose ops carry mp.decision attributes naming f16
-// (given decisions mix f16 into a bf16 run). --auto-mixed-precision=dtype=bf16
+// (given decisions mix f16 into a bf16 run). --mp-auto-mixed-precision=dtype=bf16
 // never returned on it: converting a consumer's f16 block argument to bf16
 // takes two ops, and redirecting the argument's uses made the first read
 // the second's result. Run by ../mixed-low-types.mlir.
