@@ -13,24 +13,26 @@ namespace mp {
 
 namespace {
 
-/// The training pipeline's options for `options`, its loss scaling mode
-/// resolved.
-void setTrainPipelineOptions(mlir::mp::TrainPipelineOptions &pipeline,
-                             const TrainOptions &options,
-                             LossScalingMode mode) {
-  pipeline.dtype = options.precision;
-  pipeline.lossScale = mode;
-  pipeline.initScale = options.lossScale.initial;
-  pipeline.margin = options.scaleMargin;
-  pipeline.hysteresis = options.scaleHysteresis;
-  pipeline.optimizer = options.optimizer;
-  pipeline.lr = options.lr;
-  pipeline.momentum = options.momentum;
-  pipeline.weightDecay = options.weightDecay;
-  pipeline.accumulate = options.accumulate;
-  pipeline.qat = options.qat;
-  pipeline.qatFreezeAfter = options.qatFreezeAfter;
-  pipeline.ranks = options.ranks;
+/// The training pipeline's passes as `options` configure them, its loss
+/// scaling mode resolved: each step option that a pass of it reads is one
+/// line here.
+mlir::mp::TrainPasses trainPasses(const TrainOptions &options,
+                                  LossScalingMode mode) {
+  mlir::mp::TrainPasses passes;
+  passes.dtype = options.precision;
+  passes.qat = options.qat;
+  passes.observers.freezeAfter = options.qatFreezeAfter;
+  passes.lossScaling.mode = mode;
+  passes.lossScaling.initScale = options.lossScale.initial;
+  passes.lossScaling.margin = options.scaleMargin;
+  passes.lossScaling.hysteresis = options.scaleHysteresis;
+  passes.dataParallel.ranks = options.ranks;
+  passes.optimizer.algorithm = options.optimizer;
+  passes.optimizer.learningRate = options.lr;
+  passes.optimizer.momentum = options.momentum;
+  passes.optimizer.weightDecay = options.weightDecay;
+  passes.optimizer.accumulate = options.accumulate;
+  return passes;
 }
 
 /// What comes before the step: the loss around a model that only predicts,
@@ -87,9 +89,7 @@ LogicalResult buildSessionTrainPipeline(
       !resolveLossScale(options.lossScale, options.precision, mode, error))
     return errorHandler("mp-session-train: " + error);
   addModelPasses(pm, options);
-  mlir::mp::TrainPipelineOptions pipeline;
-  setTrainPipelineOptions(pipeline, options, mode);
-  mlir::mp::buildTrainPipeline(pm, pipeline);
+  mlir::mp::buildTrainPipeline(pm, trainPasses(options, mode));
   addEntryPasses(pm, options);
   return success();
 }

@@ -25,42 +25,49 @@
 using namespace mlir;
 using namespace mlir::mp;
 
+TrainPasses mlir::mp::trainPasses(const TrainPipelineOptions &options) {
+  TrainPasses passes;
+  passes.dtype = options.dtype;
+  passes.qat = options.qat;
+  passes.observers.freezeAfter = options.qatFreezeAfter;
+  passes.lossScaling.mode = options.lossScale;
+  passes.lossScaling.initScale = options.initScale;
+  passes.lossScaling.growthInterval = options.growthInterval;
+  passes.lossScaling.clipNorm = options.clipNorm;
+  passes.lossScaling.margin = options.margin;
+  passes.lossScaling.hysteresis = options.hysteresis;
+  passes.dataParallel.ranks = options.ranks;
+  passes.optimizer.algorithm = options.optimizer;
+  passes.optimizer.learningRate = options.lr;
+  passes.optimizer.momentum = options.momentum;
+  passes.optimizer.weightDecay = options.weightDecay;
+  passes.optimizer.accumulate = options.accumulate;
+  return passes;
+}
+
 void mlir::mp::buildTrainPipeline(OpPassManager &pm,
                                   const TrainPipelineOptions &options) {
-  if (options.qat)
+  buildTrainPipeline(pm, trainPasses(options));
+}
+
+void mlir::mp::buildTrainPipeline(OpPassManager &pm,
+                                  const TrainPasses &passes) {
+  if (passes.qat)
     pm.addPass(createMPFakeQuant());
   pm.addPass(createMPAutodiff());
-  MPLossScalingOptions scaling;
-  scaling.mode = options.lossScale;
-  scaling.dtype = options.dtype;
-  scaling.initScale = options.initScale;
-  scaling.growthInterval = options.growthInterval;
-  scaling.clipNorm = options.clipNorm;
-  scaling.margin = options.margin;
-  scaling.hysteresis = options.hysteresis;
+  MPLossScalingOptions scaling = passes.lossScaling;
+  scaling.dtype = passes.dtype;
   pm.addPass(createMPLossScaling(scaling));
-  if (options.ranks > 0) {
-    MPDataParallelOptions parallel;
-    parallel.ranks = options.ranks;
-    pm.addPass(createMPDataParallel(parallel));
-  }
-  MPOptimizerOptions optimizer;
-  optimizer.algorithm = options.optimizer;
-  optimizer.learningRate = options.lr;
-  optimizer.momentum = options.momentum;
-  optimizer.weightDecay = options.weightDecay;
-  optimizer.accumulate = options.accumulate;
-  pm.addPass(createMPOptimizer(optimizer));
-  if (options.qat) {
-    MPQuantObserversOptions observers;
-    observers.freezeAfter = options.qatFreezeAfter;
-    pm.addPass(createMPQuantObservers(observers));
-  }
+  if (passes.dataParallel.ranks > 0)
+    pm.addPass(createMPDataParallel(passes.dataParallel));
+  pm.addPass(createMPOptimizer(passes.optimizer));
+  if (passes.qat)
+    pm.addPass(createMPQuantObservers(passes.observers));
   // f32 training is the same step without the precision rewrite.
-  if (options.dtype == FloatPrecision::F32)
+  if (passes.dtype == FloatPrecision::F32)
     return;
   AutoMixedPrecisionOptions amp;
-  amp.dtype = options.dtype;
+  amp.dtype = passes.dtype;
   pm.addPass(createAutoMixedPrecision(amp));
   // Activations the backward pass reads are kept in f16/bf16.
   pm.addPass(createMPSaveLowPrecision());
@@ -338,5 +345,7 @@ void mlir::mp::registerMPPipelines() {
       "Build a mixed-precision @train_step from an mp.loss function: "
       "autodiff, loss scaling, FP32 optimizer update, AMP rewrite, "
       "low-precision saved activations",
-      buildTrainPipeline);
+      [](OpPassManager &pm, const TrainPipelineOptions &options) {
+        buildTrainPipeline(pm, options);
+      });
 }

@@ -99,10 +99,31 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
       llvm::cl::init(0)};
 };
 
+/// The passes of the training pipeline, each configured by its own options
+/// (Passes.td declares them once): what buildTrainPipeline adds. A session
+/// fills it from its options (lib/Session/SessionPipelines.cpp), mp-opt's
+/// --mp-train-pipeline from TrainPipelineOptions (trainPasses).
+struct TrainPasses {
+  /// f32: the step without the precision rewrite; f16, bf16: AMP.
+  FloatPrecision dtype = FloatPrecision::F32;
+  /// Quantization-aware training: --mp-fake-quant and --mp-quant-observers.
+  bool qat = false;
+  MPQuantObserversOptions observers;
+  /// Its dtype is `dtype`, whatever it holds here.
+  MPLossScalingOptions lossScaling;
+  /// ranks 0: one process, no --mp-data-parallel.
+  MPDataParallelOptions dataParallel;
+  MPOptimizerOptions optimizer;
+};
+
+/// --mp-train-pipeline's options as the passes take them.
+TrainPasses trainPasses(const TrainPipelineOptions &options);
+
 /// (qat) --mp-fake-quant, then --mp-autodiff, --mp-loss-scaling,
 /// (ranks > 0) --mp-data-parallel, --mp-optimizer, (qat) --mp-quant-observers,
 /// then (dtype f16 or bf16)
-/// --auto-mixed-precision and --mp-save-low-precision.
+/// --mp-auto-mixed-precision and --mp-save-low-precision.
+void buildTrainPipeline(OpPassManager &pm, const TrainPasses &passes);
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &options);
 
 struct LowerCpuOptions : public PassPipelineOptions<LowerCpuOptions> {
