@@ -20,8 +20,9 @@ per-epoch figure (the training loop's wall time: the steps and the batch
 copies, not the compile or the test predictions) over every epoch but the
 first (the warm-up: oneDNN's primitives, the first touch of buffers). The
 table gives the median sequences/s with its min-max, the step time, GFLOP/s
-from the block's matrix-product FLOPs and NEW/OLD; the compile time
-("compiled in") is reported too. Same-work check: every segment writes
+from the block's matrix-product FLOPs and NEW/OLD (of the medians; also the
+median of each round's NEW/OLD, its two segments back to back under the
+same load); the compile time ("compiled in") is reported too. Same-work check: every segment writes
 --stats, and each binary's per-step losses must be the same in every
 segment and bitwise equal between the two (the first difference is named
 and the exit status is 1 otherwise).
@@ -201,8 +202,12 @@ def main():
               f"{statistics.median(c.compile_seconds):.2f} |")
     print()
     spread = max((max(c.rates) - min(c.rates)) / statistics.median(c.rates) for c in competitors)
-    print(f"NEW/OLD {statistics.median(new.rates) / base:.3f}; largest min-max spread "
-          f"{100 * spread:.1f}% of a median")
+    # Each round's two segments ran back to back: their ratio sees the
+    # same load on a shared machine.
+    paired = [n / o for o, n in zip(old.rates, new.rates)]
+    print(f"NEW/OLD {statistics.median(new.rates) / base:.3f} (medians); per round "
+          f"{statistics.median(paired):.3f} (median, {min(paired):.3f}-{max(paired):.3f}); "
+          f"largest min-max spread {100 * spread:.1f}% of a median")
     difference = first_difference(old.losses, new.losses)
     print(f"losses over the first {len(old.losses)} steps: "
           + ("bitwise equal (old and new; every segment the same as its binary's first run)"

@@ -12,6 +12,18 @@ each run it prints the per-step losses and "bitwise equal", or the first
 step and the first tensor element that differ. Exit status 1 on any
 difference, 2 when a run fails.
 
+Also (information, not a verdict; --no-step-ir skips it) each run's step
+on tensors as the session is about to lower it (MP_DUMP_STEP_IR, from a
+separate one-epoch run) is compared as text: identical, identical but for
+the attributes of the entry functions' signatures (which a refactor may
+add), or the first line whose body differs. And where mp-compile lies
+next to both mp-run binaries, each run's model is compiled by both
+(mp-compile with the run's training options) and the artifacts' shared
+objects (the machine code of the step and the prediction; the metadata
+trailer after them records the options and may change format) are
+compared byte for byte: identical machine code leaves only the host code
+(the session, mp-run) to differ in speed.
+
 Workloads (the default set; --runs picks some):
   mlp-f32 mlp-bf16 mlp-f16   examples/digits_mlp.mlir on the digits
                              (scripts/export_digits.py), mp-run's defaults
@@ -43,11 +55,12 @@ Usage (python with numpy; PyTorch for the block's export):
   /usr/bin/python3 scripts/compare_builds.py OLD/bin/mp-run NEW/bin/mp-run
       [--runs mlp-f32,block-bf16,...] [--digits-epochs 2] [--block-epochs 2]
       [--block-batches 3] [--block-size full|small] [--threads N]
-      [--work DIR] [--show-steps N]
+      [--work DIR] [--show-steps N] [--no-step-ir]
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -206,6 +219,78 @@ def compare_checkpoints(old_path, new_path):
     return f"{len(differ)} tensor(s) differ ({', '.join(differ)}); first {name}{detail}"
 
 
+def dump_step_ir(binary, model, precision, flags, out, env):
+    """The step on tensors (MP_DUMP_STEP_IR) of a one-epoch run, or None."""
+    flags = list(flags)
+    flags[flags.index("--epochs") + 1] = "1"
+    env = dict(env, MP_DUMP_STEP_IR=out)
+    subprocess.run([binary, "train", model, "--precision", precision, *flags], env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not os.path.exists(out):
+        return None
+    with open(out) as f:
+        return f.read().splitlines()
+
+
+SIGNATURE_ATTRS = (re.compile(r" attributes \{[^{}]*\}"), re.compile(r" \{mp\.[^{}]*\}"))
+
+
+def compare_step_ir(old, new):
+    if old is None or new is None:
+        return "not dumped"
+    if old == new:
+        return "identical"
+
+    def bare(lines):
+        out = []
+        for line in lines:
+            if line.lstrip().startswith("func.func"):
+                for pattern in SIGNATURE_ATTRS:
+                    line = pattern.sub("", line)
+            out.append(line)
+        return out
+    a, b = bare(old), bare(new)
+    if a == b:
+        changed = sum(x != y for x, y in zip(old, new))
+        return (f"identical but for the entry signatures' attributes ({changed} "
+                f"func.func line(s) of {len(old)})")
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"DIFFERENT from line {i + 1}: old '{x.strip()[:120]}' new '{y.strip()[:120]}'"
+    return f"DIFFERENT lengths: old {len(a)} lines, new {len(b)}"
+
+
+def compile_artifact(binary, model, flags, out, env):
+    """mp-compile's artifact's shared object (the ELF image before the
+    metadata trailer), or None when there is no mp-compile next to
+    `binary` or it failed."""
+    import struct
+    tool = os.path.join(os.path.dirname(binary), "mp-compile")
+    if not os.access(tool, os.X_OK):
+        return None
+    proc = subprocess.run([tool, model, *flags, "-o", out], env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if proc.returncode != 0 or not os.path.exists(out):
+        return None
+    with open(out, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF":
+        return None
+    # The section headers end the image (e_shoff + e_shnum * e_shentsize).
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    return data[:shoff + shentsize * shnum]
+
+
+def compare_artifacts(old, new):
+    if old is None or new is None:
+        return None
+    if old == new:
+        return f"identical ({len(old)} bytes)"
+    first = next((i for i, (x, y) in enumerate(zip(old, new)) if x != y), min(len(old), len(new)))
+    return f"DIFFERENT ({len(old)} vs {len(new)} bytes, first at offset {first:#x})"
+
+
 def summary_lines(output):
     """mp-run's lines without timings (per epoch loss, accuracy, skips,
     scale; the held-out line), to show alongside."""
@@ -232,6 +317,8 @@ def main():
     parser.add_argument("--work", help="keep inputs, logs, stats and checkpoints here")
     parser.add_argument("--show-steps", type=int, default=8,
                         help="losses printed per run (all are compared)")
+    parser.add_argument("--no-step-ir", action="store_true",
+                        help="do not compare the step IR (MP_DUMP_STEP_IR)")
     args = parser.parse_args()
     runs = args.runs.split(",")
     for r in runs:
@@ -290,6 +377,20 @@ def main():
         for w in ("old", "new"):
             for line in summary_lines(results[w][1]):
                 print(f"  {w}: {line}")
+        if not args.no_step_ir:
+            ir = {w: dump_step_ir(binaries[w], model_path, precision, flags,
+                                  os.path.join(work, f"{name}.{w}.step.mlir"), env)
+                  for w in ("old", "new")}
+            print(f"  step IR (information): {compare_step_ir(ir['old'], ir['new'])}")
+            compile_flags = ["--precision", precision, *extra]
+            if model == "BLOCK":
+                compile_flags += ["--lr", BLOCK_LR]
+            so = {w: compile_artifact(binaries[w], model_path, compile_flags,
+                                      os.path.join(work, f"{name}.{w}.mpa"), env)
+                  for w in ("old", "new")}
+            verdict = compare_artifacts(so["old"], so["new"])
+            if verdict:
+                print(f"  compiled step (information, mp-compile's shared object): {verdict}")
         step_diff = compare_steps(steps["old"], steps["new"])
         tensor_diff = compare_checkpoints(results["old"][3], results["new"][3])
         if step_diff is None and tensor_diff is None:
