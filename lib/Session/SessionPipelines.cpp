@@ -26,6 +26,7 @@ mlir::mp::TrainPasses trainPasses(const TrainOptions &options,
   passes.lossScaling.initScale = options.lossScale.initial;
   passes.lossScaling.margin = options.scaleMargin;
   passes.lossScaling.hysteresis = options.scaleHysteresis;
+  passes.lossScaling.clipNorm = options.clipNorm;
   passes.dataParallel.ranks = options.ranks;
   passes.optimizer.algorithm = options.optimizer;
   passes.optimizer.learningRate = options.lr;

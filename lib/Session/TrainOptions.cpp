@@ -158,6 +158,8 @@ bool verifyTrainOptions(const TrainOptions &options, std::string &error) {
       options.scaleHysteresis < 1 || options.scaleHysteresis > INT32_MAX)
     return fail("adaptive loss scaling needs --scale-margin >= 1 (finite in "
                 "f32) and --scale-hysteresis >= 1 (an i32)");
+  if (!(options.clipNorm >= 0))
+    return fail("--clip-norm must be 0 (off) or a positive norm");
   if (options.accumulate < 1 || options.accumulate > INT32_MAX)
     return fail("--accumulate must be a positive number of micro-batches, "
                 "got " +

@@ -184,6 +184,29 @@ def test_init_schemes_by_name_and_for_all(tmp_path):
         session.init_parameter("w1", "glorot")
 
 
+def test_clip_norm_bounds_the_first_update():
+    """clip-norm (a step option: one row in TrainOptions.def, one line in
+    SessionPipelines.cpp) clips the gradients' global L2 norm: the first
+    SGD update (momentum buffers start at zero) moves the parameters by at
+    most lr * clip-norm, where an unclipped step moves them much further."""
+    data = _digits()
+    x, y = data["x_train"][:BATCH], data["y_train"][:BATCH]
+
+    def first_update(**options):
+        session = runtime.Session(EXAMPLE, cache=False, lr=0.05, **options)
+        before = session.parameters()
+        session.train_step(x, y)
+        after = session.parameters()
+        assert "clip-norm" in session.options
+        return np.sqrt(sum(np.sum((after[n].astype(np.float64) - before[n]) ** 2)
+                           for n in before))
+
+    clipped, free = first_update(clip_norm=1e-3), first_update()
+    print("update norm: clipped %.3g, unclipped %.3g" % (clipped, free))
+    assert clipped <= 0.05 * 1e-3 * (1 + 1e-3)
+    assert clipped > 0.05 * 1e-3 * 0.9 and free > 100 * clipped
+
+
 def test_skipped_steps_are_counted_and_checkpointed(tmp_path):
     """An f16 step with an inf input is skipped: the session counts it,
     halves the scale, and a checkpoint carries the count."""
