@@ -108,10 +108,10 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // partials fill vector lanes. A sum along rows keeps 16 partials a row,
   // so that threads take whole rows (contiguous memory) rather than
   // columns of every row.
-  MPGpuSplitReductionsOptions split;
+  MPSplitReductionsOptions split;
   split.perThread = 4096;
   split.lanes = 16;
-  pm.addNestedPass<func::FuncOp>(createMPGpuSplitReductions(split));
+  pm.addNestedPass<func::FuncOp>(createMPSplitReductions(split));
   // The gradient norm's partial sums and the optimizer update read each
   // weight gradient in one pass, not two.
   pm.addNestedPass<func::FuncOp>(createMPFuseSiblingReductions());
@@ -238,7 +238,7 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
   pm.addNestedPass<func::FuncOp>(createMPFuseElementwise());
   // Long reductions (inf checks, losses, column sums) as partials that many
   // threads compute.
-  pm.addNestedPass<func::FuncOp>(createMPGpuSplitReductions());
+  pm.addNestedPass<func::FuncOp>(createMPSplitReductions());
   // Results materialized into a destination (the session's parameter and
   // state buffers) are computed in it.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());

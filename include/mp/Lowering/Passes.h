@@ -32,7 +32,8 @@ namespace mp {
 
 /// The C++ names of --mp-split-reductions from when it was
 /// mp-gpu-split-reductions (#49: it runs in the CPU pipeline too), for code
-/// that builds pipelines with them.
+/// that builds pipelines with them (the installed package exports them;
+/// mp itself uses the new names).
 using MPGpuSplitReductionsOptions = MPSplitReductionsOptions;
 inline std::unique_ptr<Pass> createMPGpuSplitReductions() {
   return createMPSplitReductions();
