@@ -137,11 +137,10 @@ std::string firstDifferentOption(const TrainOptions &a, const TrainOptions &b,
   return "";
 }
 
-bool verifyTrainOptions(const TrainOptions &options, std::string &error) {
-  auto fail = [&](const std::string &message) {
-    error = message;
-    return false;
-  };
+/// The loss scale's options: a mode the precision takes, and the adaptive
+/// mode's settings only with it, in range.
+static bool verifyLossScaleOptions(const TrainOptions &options,
+                                   std::string &error) {
   const TrainOptions defaults;
   if (!options.automaticPrecision) {
     LossScalingMode mode;
@@ -150,14 +149,28 @@ bool verifyTrainOptions(const TrainOptions &options, std::string &error) {
   }
   if (options.lossScale.mode != LossScalingMode::Adaptive &&
       (options.scaleMargin != defaults.scaleMargin ||
-       options.scaleHysteresis != defaults.scaleHysteresis))
-    return fail("--scale-margin and --scale-hysteresis are settings of "
-                "--loss-scale adaptive");
+       options.scaleHysteresis != defaults.scaleHysteresis)) {
+    error = "--scale-margin and --scale-hysteresis are settings of "
+            "--loss-scale adaptive";
+    return false;
+  }
   if (!(options.scaleMargin >= 1) ||
       !std::isfinite(static_cast<float>(options.scaleMargin)) ||
-      options.scaleHysteresis < 1 || options.scaleHysteresis > INT32_MAX)
-    return fail("adaptive loss scaling needs --scale-margin >= 1 (finite in "
-                "f32) and --scale-hysteresis >= 1 (an i32)");
+      options.scaleHysteresis < 1 || options.scaleHysteresis > INT32_MAX) {
+    error = "adaptive loss scaling needs --scale-margin >= 1 (finite in f32) "
+            "and --scale-hysteresis >= 1 (an i32)";
+    return false;
+  }
+  return true;
+}
+
+bool verifyTrainOptions(const TrainOptions &options, std::string &error) {
+  auto fail = [&](const std::string &message) {
+    error = message;
+    return false;
+  };
+  if (!verifyLossScaleOptions(options, error))
+    return false;
   if (!(options.clipNorm >= 0))
     return fail("--clip-norm must be 0 (off) or a positive norm");
   if (options.accumulate < 1 || options.accumulate > INT32_MAX)
