@@ -119,9 +119,7 @@ bool measureInt8Errors(const std::string &modelPath,
   InferOptions reference;
   reference.mode = InferOptions::Mode::Calibrate;
   reference.modelBatch = options.modelBatch;
-  reference.parallelLoops = options.parallelLoops;
-  reference.approximateMath = options.approximateMath;
-  reference.nativeBf16 = options.nativeBf16;
+  copyLoweringOptions(reference, options);
   std::unique_ptr<InferSession> f32 =
       quantized ? InferSession::create(modelPath, reference, params, error)
                 : nullptr;

@@ -224,9 +224,7 @@ int runInfer(const char *argv0) {
   if (!mp::readOptionEnvironment(inferOptions, error))
     return fail(error);
   inferOptions.cache = options.cache;
-  inferOptions.parallelLoops = options.parallelLoops;
-  inferOptions.approximateMath = options.approximateMath;
-  inferOptions.nativeBf16 = options.nativeBf16;
+  mp::copyLoweringOptions(inferOptions, options);
   // The measurements of --quant-measure run on the CPU; the session itself
   // runs where --device says.
   inferOptions.device = options.device;

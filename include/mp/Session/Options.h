@@ -210,6 +210,18 @@ struct InferOptions {
   std::map<std::string, float> qatObservers;
 };
 
+/// Copies the lowering's step options (LoweringOptions.def: parallel-loops,
+/// approximate-math, native-bf16) from one option set to another, so that a
+/// session made from another's options lowers alike; a row added there is
+/// copied too. Run options (dump-ir) stay the target's.
+template <typename To, typename From>
+void copyLoweringOptions(To &to, const From &from) {
+#define MP_LOWERING_OPTION(NAME, MEMBER, TYPE, DEFAULT, SCOPE, HELP)           \
+  if (OptionScope::SCOPE == OptionScope::Step)                                 \
+    to.MEMBER = from.MEMBER;
+#include "mp/Session/LoweringOptions.def"
+}
+
 /// Inference's --precision: f32, f16, bf16 or auto (Mode::Float), or int8
 /// or int8-dynamic (Mode::Int8); false with an error for anything else.
 bool parseInferPrecision(llvm::StringRef text, InferOptions &options,
