@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AutodiffMovement.h"
 #include "mp/Dialect/MP/IR/MPOps.h"
 #include "mp/Transforms/AttrNames.h"
 #include "mp/Transforms/Passes.h"
@@ -383,6 +384,7 @@ private:
   LogicalResult differentiatePad(tensor::PadOp pad, OpBuilder &b);
   LogicalResult differentiateFakeQuant(FakeQuantOp fakeQuant, OpBuilder &b);
   LogicalResult differentiateExtract(tensor::ExtractOp extract, OpBuilder &b);
+  LogicalResult differentiateDataMovement(Operation *op, OpBuilder &b);
   bool needsDifferentiating(Operation *op);
   /// The gradient of `input` through result `resultIndex` of `op`, or null
   /// when the body does not make the result depend on it.
@@ -807,7 +809,8 @@ Value ReverseSweep::dropUnusedInputs(linalg::GenericOp op, OpBuilder &b) {
 }
 
 /// Fails (reported) unless \p op is a linalg op on tensors whose body
-/// captures no active value (that would get no gradient through it).
+/// captures no active value (that would get no gradient through it) other
+/// than a table it gathers from.
 LogicalResult ReverseSweep::checkDifferentiable(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || op->getNumRegions() != 1)
     return op->emitError() << "cannot differentiate '" << op->getName()
@@ -815,7 +818,7 @@ LogicalResult ReverseSweep::checkDifferentiable(linalg::LinalgOp op) {
   llvm::SetVector<Value> captured;
   getUsedValuesDefinedAbove(op->getRegion(0), captured);
   for (Value value : captured)
-    if (active.contains(value))
+    if (active.contains(value) && !isa<RankedTensorType>(value.getType()))
       return op->emitError()
              << "cannot differentiate '" << op->getName()
              << "': its body uses a value that depends on a parameter "
@@ -876,7 +879,26 @@ LogicalResult ReverseSweep::differentiateLinalg(linalg::LinalgOp op,
     for (OpOperand &operand : op->getOpOperands())
       if (failed(operandGradient(op, resultIndex, operand, resultGrad, b)))
         return failure();
+    for (Value table : extractedTables(op)) {
+      if (!active.contains(table))
+        continue;
+      FailureOr<Value> grad = gatherTableGradient(op, table, resultGrad, b);
+      if (failed(grad))
+        return failure();
+      addGrad(b, table, *grad);
+    }
   }
+  return success();
+}
+
+LogicalResult ReverseSweep::differentiateDataMovement(Operation *op,
+                                                      OpBuilder &b) {
+  FailureOr<SmallVector<OperandGradient>> operandGrads =
+      dataMovementGradients(op, grads.lookup(op->getResult(0)), b);
+  if (failed(operandGrads))
+    return failure();
+  for (auto [operand, grad] : *operandGrads)
+    addGrad(b, operand, grad);
   return success();
 }
 
@@ -1067,6 +1089,8 @@ LogicalResult ReverseSweep::differentiate(Operation *op, OpBuilder &b) {
     return differentiateFakeQuant(fakeQuant, b);
   if (auto extract = dyn_cast<tensor::ExtractOp>(op))
     return differentiateExtract(extract, b);
+  if (isDataMovement(op))
+    return differentiateDataMovement(op, b);
   if (isScalarOp(op))
     return differentiateScalar(op, b);
   return op->emitError() << "cannot differentiate '" << op->getName()

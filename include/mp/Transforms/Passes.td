@@ -232,6 +232,15 @@ def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
       `tensor.pad` with a constant padding value (the gradient is the
       interior: a generic reading at offset `low`);
       `tensor.empty`, fills and constants have no gradient;
+    * data movement: `tensor.extract_slice` (the gradient inserted into
+      zeros at the slice), `tensor.insert_slice` (the slice of the
+      gradient; the destination's window zeroed), `tensor.concat` (a slice
+      per operand);
+    * a gather: a parallel generic whose body yields one `tensor.extract`
+      of a table it does not take as an operand (an embedding lookup, ONNX
+      `Gather`): the table's gradient is a scatter-add, an `scf.for` nest
+      over the gather's loops that adds each element of the gradient at
+      the index read, in order, so repeated indices add up;
     * `linalg.softmax` through its decomposition.
 
     An op on the path from a parameter to the loss that has no rule is an
@@ -252,9 +261,11 @@ def MPAutodiff : Pass<"mp-autodiff", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = [
+    "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
 }

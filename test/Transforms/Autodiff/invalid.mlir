@@ -73,19 +73,24 @@ func.func @no_body_rule(%w: tensor<4xf32> {mp.param = "w"}) -> tensor<f32> attri
 
 // -----
 
-func.func @concat(%a: tensor<2xf32> {mp.param = "a"}) -> tensor<f32> attributes {mp.loss} {
-  %zero = arith.constant 0.0 : f32
-  // expected-error @+1 {{cannot differentiate 'tensor.concat': no derivative rule}}
-  %c = tensor.concat dim(0) %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<4xf32>
-  %e0 = tensor.empty() : tensor<f32>
-  %i0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
-  %t = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
-      ins(%c : tensor<4xf32>) outs(%i0 : tensor<f32>) {
-  ^bb0(%x: f32, %s: f32):
-    %r = arith.addf %x, %s : f32
-    linalg.yield %r : f32
-  } -> tensor<f32>
-  return %t : tensor<f32>
+#row = affine_map<(d0, d1) -> (d0)>
+#m = affine_map<(d0, d1) -> (d0, d1)>
+func.func @scaled_gather(%table: tensor<5x3xf32> {mp.param = "table"}) -> f32 attributes {mp.loss} {
+  %c0 = arith.constant 0 : index
+  %ids = arith.constant dense<[0, 2, 2, 4]> : tensor<4xi32>
+  %e = tensor.empty() : tensor<4x3xf32>
+  // expected-error @+1 {{cannot differentiate 'linalg.generic': its body reads a tensor that depends on a parameter other than by yielding one tensor.extract of it (a gather)}}
+  %g = linalg.generic {indexing_maps = [#row, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<4xi32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%id: i32, %o: f32):
+    %i = arith.index_cast %id : i32 to index
+    %j = linalg.index 1 : index
+    %v = tensor.extract %table[%i, %j] : tensor<5x3xf32>
+    %two = arith.mulf %v, %v : f32
+    linalg.yield %two : f32
+  } -> tensor<4x3xf32>
+  %l = tensor.extract %g[%c0, %c0] : tensor<4x3xf32>
+  return %l : f32
 }
 
 // -----
