@@ -11,6 +11,7 @@ packages=(
   python3-sklearn python3-numpy python3-torch python3-pytest
   python3-venv # the README's `pip install -e python` into a virtual environment
   python3-matplotlib # scripts/plot_training.py (stats files of mp-run train)
+  python3-torchvision # the model zoo (scripts/model_zoo.py, tests/test_aten_frontend.py)
   libopenblas0-pthread # PyTorch's FP32 BLAS in bench/ (else the reference BLAS)
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22
   libclang-rt-22-dev # ASan, UBSan and libFuzzer for scripts/sanitize.sh
