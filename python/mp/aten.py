@@ -63,11 +63,11 @@ DEFAULT_FILENAME = "model.mlir"
 # -- tracing --------------------------------------------------------------------
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
-_SKIPPED_DIRS = tuple(os.path.dirname(m.__file__) for m in (torch, os)
-                      if getattr(m, "__file__", None)) + (os.path.dirname(__file__),)
+_SKIPPED_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, os)
+                      if getattr(m, "__file__", None)) + (os.path.dirname(__file__) + os.sep,)
 try:
     import functorch as _functorch
-    _SKIPPED_DIRS += (os.path.dirname(_functorch.__file__),)
+    _SKIPPED_DIRS += (os.path.dirname(_functorch.__file__) + os.sep,)
 except ImportError:  # torch 2.x: torch.func
     _functorch = None
 
@@ -263,6 +263,13 @@ _RANDOM_OPS = {
     "aten.rand_like", "aten.randn", "aten.randn_like", "aten.randint", "aten.randint_like",
     "aten.randperm", "aten.normal", "aten.normal_", "aten.uniform", "aten.uniform_",
     "aten.exponential_", "aten.multinomial", "aten.feature_dropout", "aten.alpha_dropout",
+}
+
+
+# Ops whose result depends on an operand's shape and dtype only: folded.
+_SHAPE_ONLY_OPS = {
+    "aten.new_zeros", "aten.new_ones", "aten.new_full", "aten.new_empty", "aten.zeros_like",
+    "aten.ones_like", "aten.full_like", "aten.empty_like", "aten.sym_size",
 }
 
 
@@ -1143,6 +1150,11 @@ class _Lowering:
             ctx.fail("a random op (dropout or stochastic depth in training mode); mp has no "
                      "random-number op yet: export the model in eval mode, or set p=0")
         live = [x for x in _flatten((args, kwargs)) if _live(x)]
+        if live and op in _SHAPE_ONLY_OPS:
+            # Depends on the shape of a live tensor, not on its values.
+            args = _map(args, lambda x: _Const(torch.zeros(x.shape)) if isinstance(
+                x, _ir.Value) else x)
+            live = []
         if not live:
             return self._fold(ctx, target, args, kwargs)
         lower = _ATEN.get(op)

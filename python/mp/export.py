@@ -1584,8 +1584,23 @@ class _EvalMode:
             m.training = mode
 
 
-def export_program(module, example_inputs, loss=None):
-    """Exports `module` called on `example_inputs` (float32 tensors; their
+def _aten_frontend():
+    from . import aten
+    return aten
+
+
+def _check_frontend(frontend):
+    if frontend not in ("fx", "aten"):
+        raise ValueError("frontend=%r: expected 'fx' (module matching through torch.fx) or "
+                         "'aten' (the ATen-level trace, python/mp/aten.py)" % (frontend,))
+    return frontend == "aten"
+
+
+def export_program(module, example_inputs, loss=None, frontend="fx", **aten_options):
+    """frontend="aten": the ATen-level frontend (mp.aten.export_program;
+    `filename=` names the file in the ops' locations).
+
+    Exports `module` called on `example_inputs` (float32 tensors; their
     shapes, batch included, are fixed in the IR). An int64 tensor is
     accepted as the class-index target of F.cross_entropy /
     nn.CrossEntropyLoss: it becomes a `tensor<Bxi64>` argument that the
@@ -1602,6 +1617,11 @@ def export_program(module, example_inputs, loss=None):
     `@loss(x, target, params...) -> f32` marked `mp.loss`, where the target
     has the output's shape (one-hot labels for cross entropy).
     """
+    if _check_frontend(frontend):
+        return _aten_frontend().export_program(module, example_inputs, loss=loss,
+                                               **aten_options)
+    if aten_options:
+        raise TypeError("%s: options of frontend='aten' only" % ", ".join(sorted(aten_options)))
     inputs = _as_inputs(example_inputs)
     program = Program(module)
     with _EvalMode(module), torch.no_grad():
@@ -1632,19 +1652,21 @@ def export_program(module, example_inputs, loss=None):
     return program._finish()
 
 
-def export(module, example_inputs):
+def export(module, example_inputs, frontend="fx", **aten_options):
     """MLIR text of `module` applied to `example_inputs`: a function
     `@predict(inputs..., params...)` marked mp.predict (`@loss` marked
     mp.loss when the module returns a scalar loss) whose parameters are
     arguments marked `mp.param = "<qualified name>"`. See export_program."""
-    return export_program(module, example_inputs).mlir
+    return export_program(module, example_inputs, frontend=frontend, **aten_options).mlir
 
 
-def export_training(module, example_x, num_classes=None, loss="cross_entropy"):
+def export_training(module, example_x, num_classes=None, loss="cross_entropy", frontend="fx",
+                    **aten_options):
     """MLIR text for `mp-run train`: `@loss(x, labels, params...) -> f32`
     (mp.loss; labels one-hot [B, num_classes] for cross entropy) and
-    `@predict(x, params...)` (mp.predict) over the same parameters."""
-    program = export_program(module, example_x, loss=loss)
+    `@predict(x, params...)` (mp.predict) over the same parameters.
+    frontend="aten" traces @loss in train mode (mp.aten)."""
+    program = export_program(module, example_x, loss=loss, frontend=frontend, **aten_options)
     out = program.example_outputs
     if num_classes is not None and (out.dim() != 2 or out.shape[1] != num_classes):
         raise ExportError("the module's output %s is not [batch, %d]" % (tuple(out.shape), num_classes))
