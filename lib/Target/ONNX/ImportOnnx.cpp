@@ -868,18 +868,48 @@ LogicalResult GraphImporter::importInputs(const onnx::GraphProto &graph,
   return success();
 }
 
+/// Whether input `index` of an `opType` node is a setting rather than a
+/// weight: no framework trains it, and the importer reads it as a constant
+/// (Clip's bounds, BatchNormalization's running statistics, Pad's value,
+/// Resize's roi and scales, Upsample's scales, Dropout's ratio).
+/// tf2onnx writes Clip's bounds (ReLU6) as float initializers.
+bool isSettingInput(llvm::StringRef opType, int index) {
+  if (opType == "Clip")
+    return index == 1 || index == 2;
+  if (opType == "BatchNormalization")
+    return index == 3 || index == 4;
+  if (opType == "Resize")
+    return index == 1 || index == 2;
+  if (opType == "Pad" || opType == "Dropout" || opType == "Upsample")
+    return index == (opType == "Pad" ? 2 : 1);
+  return false;
+}
+
+/// The initializers some node reads as a setting (isSettingInput).
+llvm::StringSet<> settingInitializers(const onnx::GraphProto &graph) {
+  llvm::StringSet<> names;
+  for (const onnx::NodeProto &node : graph.node())
+    for (int i = 0; i < node.input_size(); ++i)
+      if (!node.input(i).empty() && isSettingInput(node.op_type(), i))
+        names.insert(node.input(i));
+  return names;
+}
+
 /// Initializers become constants, or with paramsAsArguments the float ones
-/// become parameter arguments (with their initial values if asked for).
+/// become parameter arguments (with their initial values if asked for),
+/// except those a node reads as a setting (settingInitializers).
 LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph,
                                                 Block *entry, OpBuilder &b,
                                                 Signature &sig) {
   llvm::StringRef modelDir = llvm::sys::path::parent_path(fileName);
+  llvm::StringSet<> settings = settingInitializers(graph);
   for (const onnx::TensorProto &t : graph.initializer()) {
     Location loc = locOf(t.name());
     FailureOr<DenseElementsAttr> value = tensorToAttr(t, modelDir, loc);
     if (failed(value))
       return failure();
-    if (!options.paramsAsArguments || !isFloatDType(t.data_type())) {
+    if (!options.paramsAsArguments || !isFloatDType(t.data_type()) ||
+        settings.contains(t.name())) {
       values[t.name()] = {constantOf(b, loc, *value), t.data_type()};
       continue;
     }

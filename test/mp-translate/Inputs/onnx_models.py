@@ -75,6 +75,28 @@ def cnn():
         [init("k", [4, 2, 3, 3]), init("kb", [4], 5)] + stats)
 
 
+def settings():
+    """A classifier as tf2onnx writes Keras' ReLU6 (Clip whose bounds are
+    float initializers) behind an inference BatchNormalization: the bounds
+    and the running statistics are settings, not weights."""
+    rng = np.random.default_rng(6)
+    arr = lambda name, v: numpy_helper.from_array(np.asarray(v, np.float32), name)
+    return model(
+        [helper.make_node("Conv", ["x", "k"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+         helper.make_node("BatchNormalization", ["c", "scale", "shift", "mean", "var"], ["n"],
+                          name="bn", epsilon=1e-3),
+         helper.make_node("Clip", ["n", "lo", "hi"], ["r"], name="relu6"),
+         helper.make_node("GlobalAveragePool", ["r"], ["p"], name="gap"),
+         helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+         helper.make_node("Gemm", ["f", "w", "b"], ["y"], name="fc")],
+        [helper.make_tensor_value_info("x", F, [4, 2, 6, 6])],
+        [helper.make_tensor_value_info("y", F, [4, 3])],
+        [init("k", [4, 2, 3, 3]), arr("scale", rng.random(4) + 0.5),
+         arr("shift", rng.standard_normal(4)), arr("mean", rng.standard_normal(4)),
+         arr("var", rng.random(4) + 0.5), arr("lo", 0.0), arr("hi", 6.0),
+         init("w", [4, 3], 7), init("b", [3], 8)], opset=13)
+
+
 def dynamic():
     """A batch dimension named 'N'."""
     return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
@@ -139,7 +161,7 @@ def opset18():
     return m
 
 
-MODELS = {f.__name__: f for f in [mlp, shape_chain, cnn, dynamic, unsupported,
+MODELS = {f.__name__: f for f in [mlp, shape_chain, cnn, settings, dynamic, unsupported,
                                    runtime_shape, bad_broadcast, resize_runtime_scales,
                                    resize_bad_mode, scatter_max, opset18]}
 
