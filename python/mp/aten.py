@@ -636,6 +636,9 @@ def _split(ctx, x, sizes=None, dim=0):
         sizes = [min(sizes, n - i) for i in range(0, n, sizes)]
     pieces, start = [], 0
     for size in sizes:
+        if size == 0:  # an empty piece: refused where it is used
+            pieces.append(None)
+            continue
         piece = _fx._slice(ctx, x, dim, start, size)
         if ctx.op == "aten.unbind":
             piece = ctx.b.reshape(piece, x.shape[:dim] + x.shape[dim + 1:])
@@ -748,12 +751,13 @@ def _as_strided(ctx, x, size, stride, offset=None):
 
 # -- gathers --------------------------------------------------------------------
 
-def _gather(ctx, table, axis, indices, pad_row=None):
+def _gather(ctx, table, axis, indices):
     """table's slices along `axis` at integer `indices` (any shape): the
     result is table.shape[:axis] + indices.shape + table.shape[axis+1:], a
-    linalg.generic over it that reads the index from `indices` and the
-    element with tensor.extract (the ONNX importer's Gather). Indices are
-    wrapped when negative and clamped into range."""
+    linalg.generic over it that reads the index from `indices` and yields
+    the element tensor.extract reads (the ONNX importer's Gather, the form
+    --mp-autodiff differentiates). Indices are wrapped when negative and
+    clamped into range."""
     b = ctx.b
     q = indices.rank
     out_shape = tuple(table.shape[:axis]) + tuple(indices.shape) + tuple(table.shape[axis + 1:])
@@ -773,14 +777,7 @@ def _gather(ctx, table, axis, indices, pad_row=None):
         coords = [s._op("linalg.index %d : index" % d) for d in range(axis)]
         coords.append(idx)
         coords += [s._op("linalg.index %d : index" % d) for d in range(axis + q, rank)]
-        v = s._op("tensor.extract %s[%s] : %s" % (table.name, ", ".join(coords), table.type))
-        if pad_row is not None:
-            p = s._op("tensor.extract %s[%s] : %s" % (
-                pad_row[0].name, ", ".join(coords[axis + 1:]) if axis == 0 else "",
-                pad_row[0].type))
-            hit = s.cmpi("eq", args[0], s.const_i64(pad_row[1]))
-            v = s.select(hit, p, v)
-        return v
+        return s._op("tensor.extract %s[%s] : %s" % (table.name, ", ".join(coords), table.type))
     return b.generic(rank, [(indices, list(range(axis, axis + q)))], out_shape,
                      list(range(rank)), body)
 
@@ -793,12 +790,18 @@ def _embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, s
         ctx.fail("scale_grad_by_freq=True (changes the weight's gradient) is not supported")
     w = ctx.value(weight, "weight")
     idx = ctx.indices(indices)
-    pad = None
-    if padding_idx is not None and padding_idx >= 0:
-        table = ctx.lowering.concrete(ctx.node.args[0])
-        row = table.detach().float()[padding_idx].cpu().numpy()
-        pad = (ctx.b.constant(row), padding_idx)
-    return _gather(ctx, w, 0, idx, pad)
+    y = _gather(ctx, w, 0, idx)
+    if padding_idx is None or padding_idx < 0:
+        return y
+    # The padding row's current value where the index is padding_idx.
+    table = ctx.lowering.concrete(ctx.node.args[0])
+    row = ctx.b.constant(table.detach().float()[padding_idx].cpu().numpy())
+    k = idx.rank
+    full = list(range(k + 1))
+
+    def body(s, p, index, r):
+        return s.select(s.cmpi("eq", index, s.const_i64(padding_idx)), r, p)
+    return ctx.b.elementwise(y.shape, [(y, full), (idx, full[:k]), (row, [k])], body)
 
 
 @_register("aten.index_select")
