@@ -620,7 +620,8 @@ def _select(ctx, x, dim, index):
 
 
 @_register("aten.split", "aten.split_with_sizes", "aten.split_copy",
-           "aten.split_with_sizes_copy", "aten.unbind", "aten.chunk")
+           "aten.split_with_sizes_copy", "aten.unbind", "aten.chunk", "aten.unsafe_split",
+           "aten.unsafe_split_with_sizes", "aten.unsafe_chunk")
 def _split(ctx, x, sizes=None, dim=0):
     x = ctx.value(x)
     if ctx.op == "aten.unbind":
@@ -629,7 +630,7 @@ def _split(ctx, x, sizes=None, dim=0):
     n = x.shape[dim]
     if ctx.op == "aten.unbind":
         sizes = [1] * n
-    elif ctx.op == "aten.chunk":
+    elif ctx.op in ("aten.chunk", "aten.unsafe_chunk"):
         step = -(-n // sizes)
         sizes = [min(step, n - i) for i in range(0, n, step)]
     elif isinstance(sizes, int):
@@ -854,6 +855,18 @@ def _addmm(ctx, bias, a, b, beta=1, alpha=1):
 @_register("aten.bmm")
 def _bmm(ctx, a, b):
     return ctx.b.batch_matmul(ctx.value(a), ctx.value(b))
+
+
+@_register("aten.baddbmm")
+def _baddbmm(ctx, bias, a, b, beta=1, alpha=1):
+    """beta * bias + alpha * (a @ b) (attention with an additive mask)."""
+    y = ctx.b.batch_matmul(ctx.value(a), ctx.value(b))
+    bias = _scalar_arg(ctx, bias)
+    if beta == 0:
+        return _elementwise(ctx, lambda s, p: s.mul(p, float(alpha)), y)
+    return _elementwise(ctx, lambda s, p, q: s.add(s.mul(q, float(beta)) if beta != 1 else q,
+                                                   s.mul(p, float(alpha)) if alpha != 1 else p),
+                        y, bias)
 
 
 @_register("aten.matmul")

@@ -94,6 +94,27 @@ def _forward(tools, module, xs, precision="f32"):
     return [rel_err(g, w.numpy()) for g, w in zip(got, want)], program
 
 
+class MaskedEncoder(nn.Module):
+    """A TransformerEncoderLayer with a causal additive mask (a buffer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+        self.register_buffer("mask", torch.triu(torch.full((5, 5), float("-inf")), 1))
+
+    def forward(self, x):
+        return self.layer(x, src_mask=self.mask)
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 6, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(x)[0]
+
+
 MODELS = {
     "mlp": lambda: (models.mlp(64), (torch.rand(8, 64),)),
     "cnn": lambda: (models.cnn(), (torch.randn(4, 1, 8, 8),)),
@@ -103,6 +124,8 @@ MODELS = {
     "encoder_layer": lambda: (models.encoder_layer(), (torch.randn(2, 5, 16),)),
     "encoder_stack": lambda: (models.encoder_stack(), (torch.randn(5, 2, 8),)),
     "gpt": lambda: (GPT(), (torch.randint(0, 40, (2, 6)),)),
+    "masked_encoder": lambda: (MaskedEncoder(), (torch.randn(2, 5, 8),)),
+    "lstm": lambda: (Recurrent(), (torch.randn(2, 3, 4),)),
 }
 
 
