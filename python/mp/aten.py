@@ -35,7 +35,6 @@ draw random numbers, which mp has no op for yet: they are refused
 """
 
 import linecache
-import math
 import os
 import sys
 import warnings
@@ -1108,7 +1107,6 @@ class _Lowering:
         self.training = training
         self.tags = []  # (first line, end line, module path) per lowered node
         self.env = {}
-        self.const_env = {}
 
     def concrete(self, node):
         """The PyTorch value of a constant node (a parameter's current value)."""
@@ -1348,8 +1346,7 @@ def _scalar_result(builder, value):
     return builder.extract_scalar(value) if value.shape == () else value
 
 
-def export_program(module, example_inputs, loss=None, filename=DEFAULT_FILENAME,
-                   training_loss=None):
+def export_program(module, example_inputs, loss=None, filename=DEFAULT_FILENAME):
     """As export.export_program, through the ATen graph. `loss`
     ("cross_entropy" or "mse") adds `@loss(x, target, params...)` traced
     in train mode (BatchNorm with batch statistics; random ops refused)."""
@@ -1357,35 +1354,34 @@ def export_program(module, example_inputs, loss=None, filename=DEFAULT_FILENAME,
     program = AtenProgram(module, filename)
     # Traced with autograd on: PyTorch's fused inference kernels (the
     # TransformerEncoderLayer fast path) are then not taken.
-    if True:
-        gm = trace(module, inputs, training=False)
-        builder, _, args, results = _lower(program, gm, inputs, False)
-        if len(results) == 1 and results[0].shape == ():
-            name, attribute = "loss", "mp.loss"
-            results = [_scalar_result(builder, results[0])]
-        else:
-            name, attribute = "predict", "mp.predict"
-            if any(r.shape == () for r in results):
-                raise ExportError("a scalar result next to tensors is not supported")
-        if loss is not None:
-            if loss not in _fx._LOSSES:
-                raise ExportError("unknown loss %r (expected one of %s)" % (
-                    loss, sorted(_fx._LOSSES)))
-            if len(inputs) != 1 or len(results) != 1 or results[0].shape == ():
-                raise ExportError("a training export needs a module with one input and one "
-                                  "tensor output")
-            tgm = trace(module, inputs, training=True)
-            lbuilder, lowering, largs, lresults = _lower(program, tgm, inputs, True)
-            target = _ir.Value("%labels", lresults[0].shape)
-            value = _fx._LOSSES[loss](_Ctx.for_builder(lowering, "loss %r" % loss),
-                                      lresults[0], target)
-            program._add_function("loss", lbuilder, [largs[0], target], [value], "mp.loss")
-            if _has_running_stats(module):
-                warnings.warn(
-                    "mp.export_training: BatchNorm trains on batch statistics, but mp does not "
-                    "update its running statistics yet; @predict uses the values at export",
-                    stacklevel=3)
-        program._add_function(name, builder, args, results, attribute)
+    gm = trace(module, inputs, training=False)
+    builder, _, args, results = _lower(program, gm, inputs, False)
+    if len(results) == 1 and results[0].shape == ():
+        name, attribute = "loss", "mp.loss"
+        results = [_scalar_result(builder, results[0])]
+    else:
+        name, attribute = "predict", "mp.predict"
+        if any(r.shape == () for r in results):
+            raise ExportError("a scalar result next to tensors is not supported")
+    if loss is not None:
+        if loss not in _fx._LOSSES:
+            raise ExportError("unknown loss %r (expected one of %s)" % (
+                loss, sorted(_fx._LOSSES)))
+        if len(inputs) != 1 or len(results) != 1 or results[0].shape == ():
+            raise ExportError("a training export needs a module with one input and one "
+                              "tensor output")
+        tgm = trace(module, inputs, training=True)
+        lbuilder, lowering, largs, lresults = _lower(program, tgm, inputs, True)
+        target = _ir.Value("%labels", lresults[0].shape)
+        value = _fx._LOSSES[loss](_Ctx.for_builder(lowering, "loss %r" % loss),
+                                  lresults[0], target)
+        program._add_function("loss", lbuilder, [largs[0], target], [value], "mp.loss")
+        if _has_running_stats(module):
+            warnings.warn(
+                "mp.export_training: BatchNorm trains on batch statistics, but mp does not "
+                "update its running statistics yet; @predict uses the values at export",
+                stacklevel=3)
+    program._add_function(name, builder, args, results, attribute)
     with torch.no_grad(), _ModeAndState(module, False):
         out = module(*inputs)
     program.example_outputs = out
