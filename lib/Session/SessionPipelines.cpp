@@ -33,6 +33,7 @@ mlir::mp::TrainPasses trainPasses(const TrainOptions &options,
   passes.optimizer.momentum = options.momentum;
   passes.optimizer.weightDecay = options.weightDecay;
   passes.optimizer.accumulate = options.accumulate;
+  passes.dropout.seed = options.dropoutSeed;
   return passes;
 }
 
@@ -158,6 +159,8 @@ LogicalResult buildSessionInferPipeline(
   if (!verifyInferOptions(options, error))
     return errorHandler("mp-session-infer: " + error);
   pm.addPass(mlir::mp::createMPKeepPrediction());
+  // A prediction is evaluation: dropout is the identity.
+  pm.addPass(mlir::mp::createMPLowerDropout());
   addPredictionPasses(pm, options);
   // Entries that host code calls on buffers, and what they call inlined.
   pm.addPass(mlir::mp::createMPInferEntries());

@@ -385,6 +385,7 @@ private:
   LogicalResult differentiateFakeQuant(FakeQuantOp fakeQuant, OpBuilder &b);
   LogicalResult differentiateExtract(tensor::ExtractOp extract, OpBuilder &b);
   LogicalResult differentiateDataMovement(Operation *op, OpBuilder &b);
+  LogicalResult differentiateDropout(DropoutOp dropout, OpBuilder &b);
   bool needsDifferentiating(Operation *op);
   /// The gradient of `input` through result `resultIndex` of `op`, or null
   /// when the body does not make the result depend on it.
@@ -1058,6 +1059,17 @@ LogicalResult ReverseSweep::differentiateExtract(tensor::ExtractOp extract,
   return success();
 }
 
+/// Dropout is linear with its mask: the gradient is dropped by the same
+/// mask, which the same stream regenerates.
+LogicalResult ReverseSweep::differentiateDropout(DropoutOp dropout,
+                                                 OpBuilder &b) {
+  addGrad(b, dropout.getInput(),
+          DropoutOp::create(b, dropout.getLoc(), dropout.getType(),
+                            grads.lookup(dropout.getOutput()),
+                            dropout.getRatioAttr(), dropout.getStreamAttr()));
+  return success();
+}
+
 /// Whether some result of \p op is active and has a gradient.
 bool ReverseSweep::needsDifferentiating(Operation *op) {
   bool hasGrad = llvm::any_of(op->getResults(),
@@ -1091,6 +1103,8 @@ LogicalResult ReverseSweep::differentiate(Operation *op, OpBuilder &b) {
     return differentiateExtract(extract, b);
   if (isDataMovement(op))
     return differentiateDataMovement(op, b);
+  if (auto dropout = dyn_cast<DropoutOp>(op))
+    return differentiateDropout(dropout, b);
   if (isScalarOp(op))
     return differentiateScalar(op, b);
   return op->emitError() << "cannot differentiate '" << op->getName()
@@ -1228,6 +1242,22 @@ FailureOr<SmallVector<unsigned>> parameterIndices(func::FuncOp loss) {
   return paramIndices;
 }
 
+/// Numbers \p loss's dropouts that have no stream, in order after the
+/// largest given, so that the gradient's dropouts (same stream) draw the
+/// same masks.
+void numberDropoutStreams(func::FuncOp loss) {
+  int64_t next = 0;
+  loss.walk([&](DropoutOp op) {
+    if (IntegerAttr stream = op.getStreamAttr())
+      next = std::max(next, stream.getInt() + 1);
+  });
+  Builder b(loss.getContext());
+  loss.walk([&](DropoutOp op) {
+    if (!op.getStreamAttr())
+      op.setStreamAttr(b.getI64IntegerAttr(next++));
+  });
+}
+
 /// Aggregate ops (linalg.softmax) are differentiated through their
 /// decomposition into generics.
 LogicalResult decomposeAggregates(func::FuncOp grad) {
@@ -1319,6 +1349,7 @@ struct AutodiffPass : mp::impl::MPAutodiffBase<AutodiffPass> {
     if (symbols.lookup(name))
       return loss.emitError()
              << "cannot create '@" << name << "': the symbol already exists";
+    numberDropoutStreams(loss);
     func::FuncOp grad = cloneAsGradient(loss, name, symbols);
     FailureOr<SmallVector<Value>> grads = sweep(grad, *paramIndices);
     if (failed(grads)) {

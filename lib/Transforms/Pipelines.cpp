@@ -42,6 +42,7 @@ TrainPasses mlir::mp::trainPasses(const TrainPipelineOptions &options) {
   passes.optimizer.momentum = options.momentum;
   passes.optimizer.weightDecay = options.weightDecay;
   passes.optimizer.accumulate = options.accumulate;
+  passes.dropout.seed = options.dropoutSeed;
   return passes;
 }
 
@@ -63,6 +64,9 @@ void mlir::mp::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createMPOptimizer(passes.optimizer));
   if (passes.qat)
     pm.addPass(createMPQuantObservers(passes.observers));
+  // Masks drawn in the step (it has the step counter); predictions drop
+  // dropout.
+  pm.addPass(createMPLowerDropout(passes.dropout));
   // f32 training is the same step without the precision rewrite.
   if (passes.dtype == FloatPrecision::F32)
     return;

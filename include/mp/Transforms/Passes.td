@@ -558,6 +558,48 @@ def MPFakeQuant : Pass<"mp-fake-quant", "::mlir::ModuleOp"> {
   ];
 }
 
+def MPLowerDropout : Pass<"mp-lower-dropout", "::mlir::ModuleOp"> {
+  let summary = "Expand mp.dropout: a counter-based random mask in training "
+                "steps, the identity elsewhere";
+  let description = [{
+    In a function with an `mp.step` argument (the training step
+    `--mp-optimizer` built), each `mp.dropout` becomes an elementwise
+    `linalg.generic` that draws its mask from Philox4x32-10 (Salmon et al.,
+    "Parallel random numbers: as easy as 1, 2, 3", SC 2011) inside the
+    loop body: counter `(linear index, stream, step, 0)`, key the two
+    32-bit halves of `seed`; the element is kept when the first output word
+    is at least `round(ratio * 2^32)`, and then multiplied by
+    `1 / (1 - ratio)`. Nothing is stored between the forward and the
+    backward pass: the backward dropout regenerates the same bits. A
+    dropout with ratio 0, and every dropout in a function without a step
+    counter (prediction, evaluation), is replaced by its input. A gradient
+    accumulation step (`mp.accumulation_of`) with a dropout is an error:
+    its micro-batches have no step counter of their own yet.
+
+    Before:
+
+    ```mlir
+    func.func @train_step(..., %step: i32 {mp.step}, ...) {
+      %y = mp.dropout %x {ratio = 1.000000e-01 : f64, stream = 0 : i64} : tensor<8x64xf32>
+    ```
+
+    After: `%y = linalg.generic ... { linalg.index, arith.mului_extended,
+    arith.xori ... arith.cmpi uge ... arith.select }`.
+  }];
+  let options = [
+    Option<"seed", "seed", "uint64_t", "0",
+           "Key of the random masks (training option dropout-seed)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+  let statistics = [
+    Statistic<"numMasks", "masks", "dropouts expanded with a random mask">
+  ];
+}
+
 def MPQuantObservers : Pass<"mp-quant-observers", "::mlir::ModuleOp"> {
   let summary = "Keep the activation scales of quantization-aware training "
                 "as moving-average observers in the training step's state";

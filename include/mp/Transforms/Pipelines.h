@@ -91,6 +91,10 @@ struct TrainPipelineOptions : public PassPipelineOptions<TrainPipelineOptions> {
       llvm::cl::desc("QAT: optimizer steps after which the activation "
                      "observers stop moving (0: never)"),
       llvm::cl::init(MPQuantObserversOptions().freezeAfter)};
+  Option<uint64_t> dropoutSeed{
+      *this, "dropout-seed",
+      llvm::cl::desc("Key of dropout's random masks (--mp-lower-dropout)"),
+      llvm::cl::init(MPLowerDropoutOptions().seed)};
   Option<int64_t> ranks{
       *this, "ranks",
       llvm::cl::desc("Data-parallel training over this many MPI ranks: "
@@ -114,6 +118,7 @@ struct TrainPasses {
   /// ranks 0: one process, no --mp-data-parallel.
   MPDataParallelOptions dataParallel;
   MPOptimizerOptions optimizer;
+  MPLowerDropoutOptions dropout;
 };
 
 /// --mp-train-pipeline's options as the passes take them.
@@ -121,7 +126,7 @@ TrainPasses trainPasses(const TrainPipelineOptions &options);
 
 /// (qat) --mp-fake-quant, then --mp-autodiff, --mp-loss-scaling,
 /// (ranks > 0) --mp-data-parallel, --mp-optimizer, (qat) --mp-quant-observers,
-/// then (dtype f16 or bf16)
+/// --mp-lower-dropout, then (dtype f16 or bf16)
 /// --mp-auto-mixed-precision and --mp-save-low-precision.
 void buildTrainPipeline(OpPassManager &pm, const TrainPasses &passes);
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &options);

@@ -458,3 +458,19 @@ func.func @fake_quant_scale(%x: tensor<4x8xf32>, %s: tensor<4xf32>) {
   %q = mp.fake_quant %x, %s {axis = 1 : i64} : tensor<4x8xf32>, tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @dropout_ratio_one(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'mp.dropout' op ratio must be in [0, 1), got 1}}
+  %y = mp.dropout %x {ratio = 1.000000e+00 : f64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_negative_stream(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'mp.dropout' op stream must be non-negative, got -1}}
+  %y = mp.dropout %x {ratio = 1.000000e-01 : f64, stream = -1 : i64} : tensor<4x8xf32>
+  return
+}

@@ -124,3 +124,10 @@ func.func @fake_quant(%x: tensor<4x8xf32>, %w: tensor<8x16xbf16>) -> (tensor<4x8
   %wq = mp.fake_quant %w, %sw {axis = 1 : i64} : tensor<8x16xbf16>, tensor<16xf32>
   return %xq, %wq : tensor<4x8xf32>, tensor<8x16xbf16>
 }
+
+// CHECK-LABEL: func.func @dropout
+func.func @dropout(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  // CHECK: mp.dropout %{{.*}} {ratio = 1.000000e-01 : f64, stream = 2 : i64} : tensor<4x8xbf16>
+  %y = mp.dropout %x {ratio = 1.000000e-01 : f64, stream = 2 : i64} : tensor<4x8xbf16>
+  return %y : tensor<4x8xbf16>
+}

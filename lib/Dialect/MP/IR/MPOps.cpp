@@ -305,3 +305,13 @@ LogicalResult FakeQuantOp::verify() {
   return verifyScaleShape(*this, getInput().getType(), getScale().getType(),
                           getAxis());
 }
+
+LogicalResult DropoutOp::verify() {
+  double ratio = getRatio().convertToDouble();
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return emitOpError() << "ratio must be in [0, 1), got " << ratio;
+  if (IntegerAttr stream = getStreamAttr(); stream && stream.getInt() < 0)
+    return emitOpError() << "stream must be non-negative, got "
+                         << stream.getInt();
+  return success();
+}

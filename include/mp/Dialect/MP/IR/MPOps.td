@@ -281,4 +281,35 @@ def MP_FakeQuantOp : MP_Op<"fake_quant",
   let hasVerifier = 1;
 }
 
+def MP_DropoutOp : MP_Op<"dropout", [AllTypesMatch<["input", "output"]>]> {
+  let summary = "inverted dropout with a counter-based random mask";
+  let description = [{
+    In a training step, zeroes each element with probability `ratio` and
+    scales the others by `1 / (1 - ratio)`; everywhere else (prediction,
+    evaluation) it is the identity. The mask is not stored: element `i` is
+    kept when the first word of Philox4x32-10 with counter
+    `(i, stream, step, 0)` and key `(seed low, seed high)` is at least
+    `round(ratio * 2^32)`, so it depends on the seed, the op's `stream`, the
+    training step and the element's position only: the same on any number
+    of threads, after a resume, and in the backward pass, whose derivative
+    is `mp.dropout` of the gradient with the same `stream`.
+
+    `--mp-autodiff` numbers a loss function's dropouts that have no
+    `stream` (in order, after the largest given); `--mp-lower-dropout`
+    expands them. The op has no `Pure` trait: two dropouts of one value
+    without streams are two draws, not one.
+
+    Example:
+
+    ```mlir
+    %y = mp.dropout %x {ratio = 1.000000e-01 : f64} : tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins MP_FloatTensor:$input, F64Attr:$ratio,
+                   OptionalAttr<I64Attr>:$stream);
+  let results = (outs MP_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 #endif // MP_DIALECT_MP_IR_MPOPS_TD
