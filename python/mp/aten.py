@@ -29,9 +29,12 @@ module in train mode for `@loss`: BatchNorm normalizes with the batch's
 statistics, as PyTorch trains. Its running statistics are not updated by
 mp (the session state for them is not there yet); `@predict` (traced in
 eval mode) uses the running statistics the module had at export, and a
-warning says so. Dropout and stochastic depth with p > 0 in train mode
-draw random numbers, which mp has no op for yet: they are refused
-(ExportError naming the random op); eval-mode exports drop them.
+warning says so. Train-mode dropout (nn.Dropout, F.dropout,
+nn.MultiheadAttention's attention dropout) is one `mp.dropout` op of its
+ratio in @loss (inverted dropout with a counter-based mask in the training
+step; see _DropoutAsOp); other bernoulli masks (stochastic depth,
+Dropout2d) are 0/1 masks made from `mp.dropout` of ones. Eval-mode
+exports (@predict) have no dropout; other random ops are refused.
 """
 
 import linecache
@@ -156,6 +159,63 @@ def _make_fx():
     return make_fx
 
 
+# -- dropout ---------------------------------------------------------------------
+#
+# F.dropout in training mode is recorded as one op, `mp::dropout(x, p)`
+# (a torch.library op defined here), rather than as PyTorch's CPU
+# decomposition (empty_like, bernoulli_, div_, mul): it becomes one
+# `mp.dropout` in @loss, which --mp-autodiff differentiates and
+# --mp-lower-dropout expands with a counter-based mask. While a module is
+# traced, torch.nn.functional.dropout (which nn.Dropout, F.dropout and
+# nn.MultiheadAttention's attention dropout call) and torch.dropout are
+# replaced by _traced_dropout. Random ops that reach the graph another way
+# (stochastic depth's bernoulli_, torch.dropout bound before the trace)
+# are lowered as masks (see _bernoulli).
+
+_LIBRARY = None
+_ORIGINAL_DROPOUT = torch.nn.functional.dropout
+_ORIGINAL_TORCH_DROPOUT = torch.dropout
+
+
+def _dropout_library():
+    global _LIBRARY
+    if _LIBRARY is None:
+        lib = torch.library.Library("mp", "DEF")
+        lib.define("dropout(Tensor x, float p) -> Tensor")
+
+        def dropout(x, p):  # what PyTorch computes (the trace runs it once)
+            return _ORIGINAL_TORCH_DROPOUT(x, p, True)
+        lib.impl("dropout", dropout, "CPU")
+        lib.impl("dropout", lambda x, p: torch.empty_like(x), "Meta")
+        _LIBRARY = lib
+    return torch.ops.mp.dropout
+
+
+def _traced_dropout(input, p=0.5, training=True, inplace=False):
+    if not training:
+        return _ORIGINAL_DROPOUT(input, p, False, inplace)
+    if p < 0.0 or p > 1.0:
+        raise ValueError("dropout probability has to be between 0 and 1, but got {}".format(p))
+    return _dropout_library()(input, float(p))
+
+
+def _traced_torch_dropout(input, p, train):
+    return _traced_dropout(input, p, train)
+
+
+class _DropoutAsOp:
+    """Within it, train-mode F.dropout / torch.dropout record mp::dropout."""
+
+    def __enter__(self):
+        _dropout_library()
+        self.saved = (torch.nn.functional.dropout, torch.dropout)
+        torch.nn.functional.dropout = _traced_dropout
+        torch.dropout = _traced_torch_dropout
+
+    def __exit__(self, *exc):
+        torch.nn.functional.dropout, torch.dropout = self.saved
+
+
 def trace(module, example_inputs, training=False):
     """The ATen graph (an fx GraphModule) of `module` on `example_inputs`,
     functionalized, with node.meta["mp_path"] / ["mp_source"]. The module's
@@ -171,7 +231,7 @@ def trace(module, example_inputs, training=False):
     else:  # pragma: no cover (torch 2.x)
         fn = torch.func.functionalize(forward)
     recorder = _PathRecorder(module)
-    with _ModeAndState(module, training):
+    with _ModeAndState(module, training), _DropoutAsOp():
         try:
             with recorder:
                 graph = make_fx(fn)(*inputs)
@@ -257,11 +317,14 @@ def _op_name(target):
     return "%s.%s" % (mod, name) if mod else name
 
 
+# Random ops without a lowering (those with one, dropout and bernoulli, are
+# lowered to mp.dropout and never folded).
 _RANDOM_OPS = {
     "aten.bernoulli", "aten.bernoulli_", "aten.native_dropout", "aten.dropout", "aten.rand",
     "aten.rand_like", "aten.randn", "aten.randn_like", "aten.randint", "aten.randint_like",
     "aten.randperm", "aten.normal", "aten.normal_", "aten.uniform", "aten.uniform_",
     "aten.exponential_", "aten.multinomial", "aten.feature_dropout", "aten.alpha_dropout",
+    "mp.dropout",
 }
 
 
@@ -1056,6 +1119,58 @@ def _amax(ctx, x, dims=(), keepdim=False):
     return ctx.b.reshape(ctx.b.reduce(x, dims, "max"), _shape(ctx))
 
 
+# -- dropout --------------------------------------------------------------------
+
+def _dropout_value(ctx, x, ratio):
+    """`mp.dropout` of x: inverted dropout in a training step, the identity
+    elsewhere. Only train-mode traces (@loss) emit it: an eval-mode trace
+    that draws random numbers (F.dropout(training=True) in eval mode) is
+    refused, since @predict has no random numbers; with ratio 0 it is the
+    identity (torchvision's swin calls F.dropout(attn, p=0.0) in eval)."""
+    ratio = float(ratio)
+    if not ctx.training and ratio == 0.0:
+        return x
+    if not ctx.training:
+        ctx.fail("a random op in an eval-mode trace (e.g. F.dropout(x, training=True) with "
+                 "the module in eval mode): mp's predictions draw no random numbers")
+    if not 0.0 <= ratio < 1.0:
+        ctx.fail("a drop probability of %r (mp.dropout takes 0 <= p < 1)" % ratio)
+    name = ctx.b.fresh()
+    ctx.b.emit("%s = mp.dropout %s {ratio = %.17e : f64} : %s" % (name, x.name, ratio, x.type))
+    return _ir.Value(name, x.shape)
+
+
+@_register("mp.dropout")
+def _mp_dropout(ctx, x, p):
+    return _dropout_value(ctx, ctx.value(x), p)
+
+
+@_register("aten.dropout", "aten.native_dropout")
+def _aten_dropout(ctx, x, p, train):
+    x = ctx.value(x)
+    y = _dropout_value(ctx, x, p) if train else x
+    return (y, None) if ctx.op == "aten.native_dropout" else y
+
+
+@_register("aten.bernoulli", "aten.bernoulli_")
+def _bernoulli(ctx, x, p=None, generator=None):
+    """A 0/1 mask of x's shape, 1 with probability p (stochastic depth,
+    PyTorch's CPU dropout): `mp.dropout` of ones with ratio 1 - p, made
+    exactly 0 or 1 by a select."""
+    if p is None and ctx.op == "aten.bernoulli_":
+        p = 0.5  # bernoulli_.float's default (Dropout2d's 1 - p when p = 0.5)
+    if isinstance(p, _Const) and p.tensor.dim() == 0:
+        p = float(p.tensor)
+    if p is None or not _num(p):
+        ctx.fail("probabilities from a tensor (only a number probability is supported)")
+    if generator is not None:
+        ctx.fail("an explicit generator")
+    shape = _shape(ctx)
+    dropped = _dropout_value(ctx, ctx.b.filled(shape, 1.0), 1.0 - float(p))
+    return ctx.b.elementwise(shape, [(dropped, list(range(len(shape))))],
+                             lambda s, k: s.select(_cmpf(s, "one", k, 0.0), 1.0, 0.0))
+
+
 # -- losses ---------------------------------------------------------------------
 
 @_register("aten.nll_loss_forward", "aten.nll_loss")
@@ -1161,8 +1276,10 @@ class _Lowering:
                 ctx.fail("this output of %s is not supported" % _op_name(node.args[0].target))
             return item
         if op in _RANDOM_OPS:
-            ctx.fail("a random op (dropout or stochastic depth in training mode); mp has no "
-                     "random-number op yet: export the model in eval mode, or set p=0")
+            if op not in _ATEN:
+                ctx.fail("a random op mp has no lowering for (mp lowers dropout and "
+                         "bernoulli with a number probability)")
+            return self._lower_op(ctx, op, args, kwargs)  # never folded
         live = [x for x in _flatten((args, kwargs)) if _live(x)]
         if live and op in _SHAPE_ONLY_OPS:
             # Depends on the shape of a live tensor, not on its values.
@@ -1171,6 +1288,9 @@ class _Lowering:
             live = []
         if not live:
             return self._fold(ctx, target, args, kwargs)
+        return self._lower_op(ctx, op, args, kwargs)
+
+    def _lower_op(self, ctx, op, args, kwargs):
         lower = _ATEN.get(op)
         if lower is None:
             ctx.fail("no lowering for this ATen op (supported: see docs/python.md)")

@@ -241,7 +241,7 @@ def run(text, func, args, precision="f32", amp_options="", vectorize=False, opt_
     """Executes @func of `text` (MLIR on tensors) on `args` (numpy arrays in
     argument order: f32 tensors, or i64 ones such as class-index targets)
     and returns its results as float32 arrays (a scalar result as shape
-    (1,)).
+    (1,)). mp.dropout is the identity here (no training step).
 
     precision "f16"/"bf16" applies `--mp-auto-mixed-precision=dtype=...` (plus
     `amp_options`) to the module first. The defaults, scalar loops
@@ -264,13 +264,17 @@ def run(text, func, args, precision="f32", amp_options="", vectorize=False, opt_
         module = text[:-1] + driver + "\n}\n"
     else:
         module = text + "\n" + driver + "\n"
+    # Outside a training step mp.dropout is the identity: --mp-lower-dropout
+    # makes it so (--mp-lower-cpu does not lower it).
+    passes = ["--mp-lower-dropout"] if "mp.dropout" in module else []
     try:
-        lowered = mp_opt(module, "--mp-lower-cpu=vectorize=%d" % int(vectorize), timeout=timeout)
+        lowered = mp_opt(module, *passes, "--mp-lower-cpu=vectorize=%d" % int(vectorize),
+                         timeout=timeout)
     except RunError:
         if not vectorize:
             raise
         # As mp-run does: the affine vectorizer rejects some loop nests.
-        lowered = mp_opt(module, "--mp-lower-cpu=vectorize=0", timeout=timeout)
+        lowered = mp_opt(module, *passes, "--mp-lower-cpu=vectorize=0", timeout=timeout)
     printed = _check_output([tool("mlir-runner"), "-e", "main", "-entry-point-result=void", "-O%d" % opt_level,
                              "-shared-libs=" + ",".join(_runner_libs())],
                             stdin=lowered, timeout=timeout)

@@ -239,18 +239,6 @@ def test_training_export_trains_in_train_mode(tools):
     assert "func.func @train_step" in out and "xbf16>" in out
 
 
-def test_dropout_is_refused_in_training_and_dropped_in_predict():
-    torch.manual_seed(25)
-    module = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 3))
-    x = torch.randn(4, 8)
-    text = mp.export(module, (x,), frontend="aten")
-    assert "@predict" in text
-    with pytest.raises(mp.ExportError, match=r"aten\.\w*(bernoulli|dropout)\w* in module '1'.*"
-                       r"random op") as info:
-        mp.export_training(module, x, num_classes=3, frontend="aten")
-    assert info.value.module_path == "1"
-
-
 def test_locations_name_module_paths_and_pin_ops(tools):
     """Every op a module produced carries loc("<module path>"(FILE:LINE:COL))
     with LINE:COL its own place in the text: --keep-f32 LINE:COL pins it."""
