@@ -28,7 +28,7 @@ TrainOptions changedOptions() {
       "scale-hysteresis=4 optimizer=adamw lr=0.001 momentum=0.5 "
       "weight-decay=0.01 clip-norm=1.5 accumulate=3 qat qat-freeze-after=7 "
       "dropout-seed=12345 weight-copies=convert in-place-updates=false "
-      "keep-f32=a.mlir:1:2,b.mlir:3:4 loss=mse "
+      "keep-f32=a.mlir:1:2,b.mlir:3:4 loss=mse ignore-index=0 "
       "batch-size=32 seed=18446744073709551615 device=cuda tf32=false "
       "distributed cache=false cache-dir='/tmp/a dir' ranks=4 "
       "probes=compute-ops parallel-loops=false approximate-math=false "

@@ -211,14 +211,19 @@ int mp_session_init_parameter(mp_session *session, const char *name,
 int mp_session_init_parameters(mp_session *session, int scheme,
                                uint64_t seed);
 
-/* One training step on a batch: x holds batch x features, labels batch x
- * classes (one-hot). `loss` and `stepped` (0 when the step was skipped for
- * inf/nan gradients, and for a micro-batch that only accumulated its
- * gradients) may be NULL. */
-int mp_session_train_step(mp_session *session, const float *x,
-                          const float *labels, float *loss, int *stepped);
-/* Logits (batch x classes) of a batch. */
-int mp_session_predict(mp_session *session, const float *x, float *logits);
+/* One training step on a batch: x and labels as mp_session_io_json
+ * describes them (floats: batch x features and batch x classes one-hot;
+ * a language model: i64 token ids [B, T] and target ids [B, T]). `loss`
+ * and `stepped` (0 when the step was skipped for inf/nan gradients, and
+ * for a micro-batch that only accumulated its gradients) may be NULL. */
+int mp_session_train_step(mp_session *session, const void *x,
+                          const void *labels, float *loss, int *stepped);
+/* Logits (batch x classes; [B, T, V] for a language model) of a batch. */
+int mp_session_predict(mp_session *session, const void *x, float *logits);
+/* What the step takes and the prediction gives, as JSON:
+ * {"x": {"shape": [...], "dtype": "f32"|"i32"|"i64"}, "labels": {...},
+ * "logits": {...}}. Owned by the session. */
+const char *mp_session_io_json(const mp_session *session);
 
 /* The training step counter, current loss scale and consecutive clean
  * steps of the dynamic scaler. */

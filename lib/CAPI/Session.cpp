@@ -18,6 +18,9 @@
 
 #include "mprt/mprt.h"
 
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -30,6 +33,7 @@ struct mp_session {
   std::string model; // the path it came from (stats files name it)
   float gradNorm = std::numeric_limits<float>::quiet_NaN();
   mutable std::string optionsText; // mp_session_options_text's
+  mutable std::string ioJson;      // mp_session_io_json's
 };
 
 struct mp_infer {
@@ -207,6 +211,27 @@ const char *mp_session_options_text(const mp_session *s) {
   return s->optionsText.c_str();
 }
 
+const char *mp_session_io_json(const mp_session *s) {
+  if (!s || !s->session)
+    return "";
+  const mp::CompiledEntries &e = s->session->compiledEntries();
+  auto tensor = [](const std::vector<int64_t> &shape,
+                   mp::CompiledEntries::Element element) {
+    static const char *const names[] = {"f32", "i32", "i64"};
+    llvm::json::Array dims;
+    for (int64_t d : shape)
+      dims.push_back(d);
+    return llvm::json::Object{{"shape", std::move(dims)},
+                              {"dtype", names[static_cast<int>(element)]}};
+  };
+  llvm::json::Object io{
+      {"x", tensor(e.inputShape, e.inputElement)},
+      {"labels", tensor(e.labelShape, e.labelElement)},
+      {"logits", tensor(e.logitsShape, mp::CompiledEntries::Element::F32)}};
+  s->ioJson = llvm::formatv("{0}", llvm::json::Value(std::move(io))).str();
+  return s->ioJson.c_str();
+}
+
 const char *mp_session_pipelines(const mp_session *s) {
   return s && s->session ? s->session->pipelines().c_str() : "";
 }
@@ -332,7 +357,7 @@ int mp_session_set(mp_session *s, int kind, size_t index, const float *values,
   return succeed();
 }
 
-int mp_session_train_step(mp_session *s, const float *x, const float *labels,
+int mp_session_train_step(mp_session *s, const void *x, const void *labels,
                           float *loss, int *stepped) {
   if (!s || !x || !labels)
     return fail("mp_session_train_step: NULL session, x or labels");
@@ -349,7 +374,7 @@ int mp_session_train_step(mp_session *s, const float *x, const float *labels,
   return succeed();
 }
 
-int mp_session_predict(mp_session *s, const float *x, float *logits) {
+int mp_session_predict(mp_session *s, const void *x, float *logits) {
   if (!s || !x || !logits)
     return fail("mp_session_predict: NULL session, x or logits");
   std::string error;

@@ -522,6 +522,10 @@ llvm::json::Object Session::artifactMetadata() const {
       {"features", entries.features},
       {"classes", entries.classes},
       {"input_shape", artifactShape(entries.inputShape)},
+      {"label_shape", artifactShape(entries.labelShape)},
+      {"logits_shape", artifactShape(entries.logitsShape)},
+      {"input_element", static_cast<int64_t>(entries.inputElement)},
+      {"label_element", static_cast<int64_t>(entries.labelElement)},
       {"vectorized", vectorized},
       {"has_predict", hasPredict},
       // The entries write over their parameter and state arguments
@@ -558,6 +562,29 @@ bool readArtifactOptions(const llvm::json::Object &metadata,
 
 bool isPositive(std::optional<int64_t> value) { return value && *value > 0; }
 
+/// The labels' and logits' shapes and what x and the labels hold; an
+/// artifact written before they were recorded has f32 one-hot labels.
+std::string readArtifactIds(const llvm::json::Object &metadata,
+                            CompiledEntries &entries) {
+  using Element = CompiledEntries::Element;
+  entries.labelShape = entries.logitsShape = {entries.batch, entries.classes};
+  entries.inputElement = entries.labelElement = Element::F32;
+  if (!metadata.get("label_shape"))
+    return "";
+  std::optional<int64_t> input = metadata.getInteger("input_element");
+  std::optional<int64_t> label = metadata.getInteger("label_element");
+  auto valid = [](std::optional<int64_t> e) {
+    return e && *e >= 0 && *e <= static_cast<int64_t>(Element::I64);
+  };
+  if (!valid(input) || !valid(label) ||
+      !readArtifactShape(metadata.get("label_shape"), entries.labelShape) ||
+      !readArtifactShape(metadata.get("logits_shape"), entries.logitsShape))
+    return "label or logits shapes";
+  entries.inputElement = static_cast<Element>(*input);
+  entries.labelElement = static_cast<Element>(*label);
+  return "";
+}
+
 /// The batch, features, classes and input shape; "" or what is bad.
 std::string readArtifactShapes(const llvm::json::Object &metadata,
                                CompiledEntries &entries) {
@@ -576,7 +603,7 @@ std::string readArtifactShapes(const llvm::json::Object &metadata,
     elements *= d;
   if (elements != entries.batch * entries.features)
     return "input_shape does not match batch x features";
-  return "";
+  return readArtifactIds(metadata, entries);
 }
 
 /// The flags artifact metadata records (all required).

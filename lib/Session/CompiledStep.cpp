@@ -51,12 +51,44 @@ int64_t elementBytes(Type type) {
   return cast<ShapedType>(type).getElementTypeBitWidth() / 8;
 }
 
+/// What a batch argument of an entry holds; fails for other element types.
+bool elementOf(Type type, CompiledEntries::Element &element) {
+  Type e = cast<ShapedType>(type).getElementType();
+  if (e.isF32())
+    element = CompiledEntries::Element::F32;
+  else if (e.isInteger(32))
+    element = CompiledEntries::Element::I32;
+  else if (e.isInteger(64))
+    element = CompiledEntries::Element::I64;
+  else
+    return false;
+  return true;
+}
+
+size_t batchBytes(const std::vector<int64_t> &shape,
+                  CompiledEntries::Element element) {
+  size_t bytes = element == CompiledEntries::Element::I64 ? 8 : 4;
+  for (int64_t d : shape)
+    bytes *= static_cast<size_t>(d);
+  return bytes;
+}
+
 /// "<function>#<ordinal> ...": the function --mp-check-numerics probed.
 std::string probedFunction(StringRef id) {
   return id.take_until([](char c) { return c == '#'; }).str();
 }
 
 } // namespace
+
+size_t CompiledEntries::inputBytes() const {
+  return batchBytes(inputShape, inputElement);
+}
+size_t CompiledEntries::labelBytes() const {
+  return batchBytes(labelShape, labelElement);
+}
+size_t CompiledEntries::logitsBytes() const {
+  return batchBytes(logitsShape, Element::F32);
+}
 
 int64_t Session::paramIndex(StringAttr name) const {
   for (auto [i, p] : llvm::enumerate(training.params))
@@ -77,7 +109,16 @@ bool Session::readTrainEntry(ModuleOp module, std::string &error) {
   int64_t elements =
       cast<ShapedType>(train.getArgumentTypes()[0]).getNumElements();
   entries.features = elements / entries.batch;
-  entries.classes = shapeOf(train.getArgumentTypes()[1])[1];
+  entries.labelShape = shapeOf(train.getArgumentTypes()[1]);
+  if (!elementOf(train.getArgumentTypes()[0], entries.inputElement) ||
+      !elementOf(train.getArgumentTypes()[1], entries.labelElement)) {
+    error = "the step's input and labels must hold f32, i32 or i64";
+    return false;
+  }
+  // One-hot labels have the logits' shape; class ids one class less
+  // (the prediction entry says how many classes).
+  entries.logitsShape = entries.labelShape;
+  entries.classes = entries.labelShape.back();
   training.params = inputsMarked(train, mlir::mp::kParamAttrName);
   training.state = inputsMarked(train, mlir::mp::kStateAttrName);
   training.sums.clear();
@@ -161,6 +202,11 @@ bool Session::readPredictEntries(ModuleOp module, std::string &error) {
   entries.predictArguments.clear();
   auto predict = module.lookupSymbol<func::FuncOp>("mp_predict_entry");
   hasPredict = static_cast<bool>(predict);
+  // The logits are the prediction's last argument (it writes them).
+  if (predict && predict.getNumArguments() > 0) {
+    entries.logitsShape = shapeOf(predict.getArgumentTypes().back());
+    entries.classes = entries.logitsShape.back();
+  }
   auto weights = module.lookupSymbol<func::FuncOp>("mp_predict_weights_entry");
   // Without copies (f32, GPU, probes) the prediction takes every parameter.
   if (!predict || !weights)

@@ -40,7 +40,7 @@ public:
                             !llvm::is_contained(sharedCopies, -1);
   }
 
-  bool trainStep(TrainingState &training, const float *x, const float *labels,
+  bool trainStep(TrainingState &training, const void *x, const void *labels,
                  StepResult &result, std::string &error) override {
     bool inPlace = entries.inPlaceUpdates;
     PackedArgs args;
@@ -95,7 +95,7 @@ public:
     return true;
   }
 
-  bool accumulate(TrainingState &training, const float *x, const float *labels,
+  bool accumulate(TrainingState &training, const void *x, const void *labels,
                   StepResult &result, std::string &error) override {
     bool inPlace = entries.accumulateInPlace;
     PackedArgs args;
@@ -117,11 +117,11 @@ public:
     return true;
   }
 
-  bool predict(TrainingState &training, const float *x, float *logits,
+  bool predict(TrainingState &training, const void *x, float *logits,
                std::string &error) override {
     StepThreads threads;
     PackedArgs args;
-    args.addMemRef(const_cast<float *>(x), entries.inputShape);
+    args.addMemRef(const_cast<void *>(x), entries.inputShape);
     if (!entries.predictWeights) {
       for (HostTensor &p : training.params)
         args.addMemRef(p.data.data(), p.shape);
@@ -146,7 +146,7 @@ public:
         args.addMemRef(data, p.shape);
       }
     }
-    args.addMemRef(logits, {entries.batch, entries.classes});
+    args.addMemRef(logits, entries.logitsShape);
     entries.predict(args.get().data());
     return true;
   }
@@ -237,11 +237,10 @@ private:
 
   /// The loss's arguments as both entries take them first: the batch and
   /// the parameters.
-  void addLossArgs(PackedArgs &args, TrainingState &training, const float *x,
-                   const float *labels) {
-    args.addMemRef(const_cast<float *>(x), entries.inputShape);
-    args.addMemRef(const_cast<float *>(labels),
-                   {entries.batch, entries.classes});
+  void addLossArgs(PackedArgs &args, TrainingState &training, const void *x,
+                   const void *labels) {
+    args.addMemRef(const_cast<void *>(x), entries.inputShape);
+    args.addMemRef(const_cast<void *>(labels), entries.labelShape);
     for (HostTensor &p : training.params)
       args.addMemRef(p.data.data(), p.shape);
   }

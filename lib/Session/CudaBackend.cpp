@@ -64,10 +64,9 @@ public:
     else
       for (const HostTensor &sum : training.sums)
         d.nextSums.push_back(cuda->allocate(bytes(sum)));
-    size_t sample = static_cast<size_t>(entries.batch) * sizeof(float);
-    d.x = cuda->allocate(sample * entries.features);
-    d.labels = cuda->allocate(sample * entries.classes);
-    d.logits = cuda->allocate(sample * entries.classes);
+    d.x = cuda->allocate(entries.inputBytes());
+    d.labels = cuda->allocate(entries.labelBytes());
+    d.logits = cuda->allocate(entries.logitsBytes());
     for (void **scalar :
          {&d.step, &d.scale, &d.tracker, &d.nextStep, &d.nextScale,
           &d.nextTracker, &d.loss, &d.stepped, &d.gradNorm, &d.overflow,
@@ -98,7 +97,7 @@ public:
     deviceStale = true;
   }
 
-  bool trainStep(TrainingState &training, const float *x, const float *labels,
+  bool trainStep(TrainingState &training, const void *x, const void *labels,
                  StepResult &result, std::string &error) override {
     syncToDevice(training);
     cuda->setTf32(entries.tf32); // process-wide: sessions may differ
@@ -154,7 +153,7 @@ public:
     return cuda->check(error);
   }
 
-  bool accumulate(TrainingState &training, const float *x, const float *labels,
+  bool accumulate(TrainingState &training, const void *x, const void *labels,
                   StepResult &result, std::string &error) override {
     syncToDevice(training);
     cuda->setTf32(entries.tf32);
@@ -181,40 +180,32 @@ public:
     return true;
   }
 
-  bool predict(TrainingState &training, const float *x, float *logits,
+  bool predict(TrainingState &training, const void *x, float *logits,
                std::string &error) override {
     syncToDevice(training);
     cuda->setTf32(entries.tf32);
     Buffers &d = buffers;
-    cuda->upload(d.x, x,
-                 static_cast<size_t>(entries.batch * entries.features) *
-                     sizeof(float));
+    cuda->upload(d.x, x, entries.inputBytes());
     PackedArgs args;
     args.addMemRef(d.x, entries.inputShape);
     for (size_t i = 0; i < training.params.size(); ++i)
       args.addMemRef(d.params[i], training.params[i].shape);
-    args.addMemRef(d.logits, {entries.batch, entries.classes});
+    args.addMemRef(d.logits, entries.logitsShape);
     entries.predict(args.get().data());
-    cuda->download(logits, d.logits,
-                   static_cast<size_t>(entries.batch * entries.classes) *
-                       sizeof(float));
+    cuda->download(logits, d.logits, entries.logitsBytes());
     return cuda->check(error);
   }
 
 private:
-  void uploadBatch(const float *x, const float *labels) {
-    cuda->upload(buffers.x, x,
-                 static_cast<size_t>(entries.batch * entries.features) *
-                     sizeof(float));
-    cuda->upload(buffers.labels, labels,
-                 static_cast<size_t>(entries.batch * entries.classes) *
-                     sizeof(float));
+  void uploadBatch(const void *x, const void *labels) {
+    cuda->upload(buffers.x, x, entries.inputBytes());
+    cuda->upload(buffers.labels, labels, entries.labelBytes());
   }
   /// The loss's arguments as both entries take them first: the batch (just
   /// uploaded) and the parameters.
   void addLossArgs(PackedArgs &args, const TrainingState &training) {
     args.addMemRef(buffers.x, entries.inputShape);
-    args.addMemRef(buffers.labels, {entries.batch, entries.classes});
+    args.addMemRef(buffers.labels, entries.labelShape);
     for (size_t i = 0; i < training.params.size(); ++i)
       args.addMemRef(buffers.params[i], training.params[i].shape);
   }

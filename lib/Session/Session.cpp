@@ -582,7 +582,7 @@ bool Session::hasInitialValues() const {
   return !training.params.empty();
 }
 
-bool Session::trainStep(const float *x, const float *labels, StepResult &result,
+bool Session::trainStep(const void *x, const void *labels, StepResult &result,
                         std::string &error) {
   StepState &scalars = training.scalars;
   if (scalars.micro + 1 < entries.window) {
@@ -605,7 +605,7 @@ bool Session::trainStep(const float *x, const float *labels, StepResult &result,
   return true;
 }
 
-bool Session::predict(const float *x, float *logits, std::string &error) {
+bool Session::predict(const void *x, float *logits, std::string &error) {
   if (!hasPredict) {
     error = "the model has no function marked mp.predict";
     return false;

@@ -43,6 +43,7 @@ void addModelPasses(OpPassManager &pm, const TrainOptions &options) {
   if (options.addLoss) {
     mlir::mp::MPAddLossOptions addLoss;
     addLoss.loss = *options.addLoss;
+    addLoss.ignoreIndex = options.ignoreIndex;
     pm.addPass(mlir::mp::createMPAddLoss(addLoss));
   }
   if (!options.keepF32.empty()) {

@@ -27,17 +27,17 @@ public:
   virtual ~StepBackend();
   /// One training step: `training` gets the new parameters, state and
   /// scalars (on a device backend, its host copies become stale).
-  virtual bool trainStep(TrainingState &training, const float *x,
-                         const float *labels, StepResult &result,
+  virtual bool trainStep(TrainingState &training, const void *x,
+                         const void *labels, StepResult &result,
                          std::string &error) = 0;
   /// Gradient accumulation: adds a micro-batch's gradients to the window's
   /// sums and state (`training.sums`, the window scalars); `result` gets
   /// the loss. With a window, `trainStep` also takes the sums, and zeroes
   /// them and the window scalars after the update.
-  virtual bool accumulate(TrainingState &training, const float *x,
-                          const float *labels, StepResult &result,
+  virtual bool accumulate(TrainingState &training, const void *x,
+                          const void *labels, StepResult &result,
                           std::string &error) = 0;
-  virtual bool predict(TrainingState &training, const float *x, float *logits,
+  virtual bool predict(TrainingState &training, const void *x, float *logits,
                        std::string &error) = 0;
   /// Brings the host copies of parameters and state up to date before they
   /// are read or written; the caller may change them afterwards.

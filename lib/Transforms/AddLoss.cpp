@@ -95,6 +95,128 @@ Value crossEntropy(OpBuilder &b, Location loc, Value logits, Value labels) {
                                f32Constant(b, loc, 1.0 / double(batch)));
 }
 
+/// Per position of \p logits [P..., V]: the reduction over the classes of
+/// `combine(value, acc)` from `init`, as a tensor<P...xf32>.
+Value reduceClasses(OpBuilder &b, Location loc, ValueRange inputs,
+                    ArrayRef<AffineMap> inputMaps, double init,
+                    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  auto type = cast<RankedTensorType>(inputs[0].getType());
+  unsigned rank = type.getRank();
+  AffineMap positions = AffineMap::getMultiDimIdentityMap(rank, b.getContext())
+                            .getMajorSubMap(rank - 1);
+  SmallVector<utils::IteratorType> iterators(rank - 1,
+                                             utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  return reduce2d(b, loc, inputs, inputMaps,
+                  filled(b, loc, type.getShape().drop_back(), init), positions,
+                  iterators, body);
+}
+
+/// logits[p, clamp(id[p])] for every position p (a gather, which the
+/// autodiff reverses with a scatter-add); ignored positions read class 0.
+Value targetScores(OpBuilder &b, Location loc, Value logits, Value ids,
+                   int64_t ignoreIndex) {
+  auto type = cast<RankedTensorType>(logits.getType());
+  unsigned positions = type.getRank() - 1;
+  int64_t classes = type.getShape().back();
+  AffineMap id = b.getMultiDimIdentityMap(positions);
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape().drop_back(),
+                                       b.getF32Type());
+  auto body = [&](OpBuilder &nb, Location nl, ValueRange args) {
+    Type idType = args[0].getType();
+    auto idConstant = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(nb, nl, idType, v);
+    };
+    Value kept = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ne,
+                                       args[0], idConstant(ignoreIndex));
+    Value target = arith::SelectOp::create(nb, nl, kept, args[0], idConstant(0));
+    target = arith::MaxSIOp::create(nb, nl, target, idConstant(0));
+    target = arith::MinSIOp::create(nb, nl, target, idConstant(classes - 1));
+    SmallVector<Value> coords;
+    for (unsigned d = 0; d < positions; ++d)
+      coords.push_back(linalg::IndexOp::create(nb, nl, d));
+    coords.push_back(
+        arith::IndexCastOp::create(nb, nl, nb.getIndexType(), target));
+    linalg::YieldOp::create(
+        nb, nl, tensor::ExtractOp::create(nb, nl, logits, coords).getResult());
+  };
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{ids},
+             ValueRange{init}, ArrayRef<AffineMap>{id, id},
+             SmallVector<utils::IteratorType>(positions,
+                                              utils::IteratorType::parallel),
+             body)
+      .getResult(0);
+}
+
+/// Over every position: the sum of `term(args...)` where the position's id
+/// is not \p ignoreIndex; `ins` are read at the position.
+Value sumKeptPositions(OpBuilder &b, Location loc, ValueRange ins,
+                       int64_t ignoreIndex,
+                       function_ref<Value(OpBuilder &, Location, ValueRange)>
+                           term) {
+  auto type = cast<RankedTensorType>(ins[0].getType());
+  unsigned rank = type.getRank();
+  SmallVector<AffineMap> maps(ins.size(), b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  return reduce2d(
+      b, loc, ins, maps, filled(b, loc, {}, 0.0),
+      AffineMap::get(rank, 0, {}, b.getContext()), iterators,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value ignore =
+            arith::ConstantIntOp::create(nb, nl, a[0].getType(), ignoreIndex);
+        Value kept = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ne,
+                                           a[0], ignore);
+        Value zero = f32Constant(nb, nl, 0.0);
+        Value value = arith::SelectOp::create(nb, nl, kept, term(nb, nl, a),
+                                              zero);
+        return arith::AddFOp::create(nb, nl, a.back(), value).getResult();
+      });
+}
+
+/// Mean over the positions whose id is not \p ignoreIndex of
+/// logsumexp(logits[p]) - logits[p, id[p]] (0 when all are ignored).
+Value tokenCrossEntropy(OpBuilder &b, Location loc, Value logits, Value ids,
+                        int64_t ignoreIndex) {
+  auto type = cast<RankedTensorType>(logits.getType());
+  unsigned rank = type.getRank();
+  MLIRContext *ctx = b.getContext();
+  AffineMap all = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap position = all.getMajorSubMap(rank - 1);
+  Value max = reduceClasses(b, loc, {logits}, {all}, -INFINITY,
+                            [](OpBuilder &nb, Location nl, ValueRange a) {
+                              return arith::MaximumFOp::create(nb, nl, a[0],
+                                                               a[1])
+                                  .getResult();
+                            });
+  Value sum = reduceClasses(b, loc, {logits, max}, {all, position}, 0.0,
+                            [](OpBuilder &nb, Location nl, ValueRange a) {
+                              Value d =
+                                  arith::SubFOp::create(nb, nl, a[0], a[1]);
+                              Value e = math::ExpOp::create(nb, nl, d);
+                              return arith::AddFOp::create(nb, nl, e, a[2])
+                                  .getResult();
+                            });
+  Value picked = targetScores(b, loc, logits, ids, ignoreIndex);
+  Value total = sumKeptPositions(
+      b, loc, {ids, max, sum, picked}, ignoreIndex,
+      [](OpBuilder &nb, Location nl, ValueRange a) {
+        Value logSum = math::LogOp::create(nb, nl, a[2]);
+        Value lse = arith::AddFOp::create(nb, nl, a[1], logSum);
+        return arith::SubFOp::create(nb, nl, lse, a[3]).getResult();
+      });
+  Value count = sumKeptPositions(b, loc, {ids}, ignoreIndex,
+                                 [](OpBuilder &nb, Location nl, ValueRange) {
+                                   return f32Constant(nb, nl, 1.0);
+                                 });
+  Value totalScalar = tensor::ExtractOp::create(b, loc, total, ValueRange{});
+  Value countScalar = tensor::ExtractOp::create(b, loc, count, ValueRange{});
+  Value divisor = arith::MaximumFOp::create(b, loc, countScalar,
+                                            f32Constant(b, loc, 1.0));
+  return arith::DivFOp::create(b, loc, totalScalar, divisor);
+}
+
 /// sum over b, c of (logits - labels)^2, / (B * C).
 Value meanSquaredError(OpBuilder &b, Location loc, Value logits,
                        Value labels) {
@@ -150,7 +272,7 @@ struct MPAddLossPass : public mp::impl::MPAddLossBase<MPAddLossPass> {
     auto logitsType = type.getNumResults() == 1
                           ? dyn_cast<RankedTensorType>(type.getResult(0))
                           : RankedTensorType();
-    if (!logitsType || logitsType.getRank() != 2 ||
+    if (!logitsType || logitsType.getRank() < 2 ||
         !logitsType.hasStaticShape() || !logitsType.getElementType().isF32())
       return {};
     return logitsType;
@@ -179,9 +301,9 @@ struct MPAddLossPass : public mp::impl::MPAddLossBase<MPAddLossPass> {
   /// `@loss(input, labels, params...) -> f32` after \p predict, with its
   /// argument attributes and entry block, marked mp.loss.
   static func::FuncOp declareLoss(OpBuilder &b, func::FuncOp predict,
-                                  RankedTensorType logitsType) {
+                                  Type labelsType) {
     FunctionType type = predict.getFunctionType();
-    SmallVector<Type> inputs = {type.getInput(0), logitsType};
+    SmallVector<Type> inputs = {type.getInput(0), labelsType};
     inputs.append(type.getInputs().begin() + 1, type.getInputs().end());
     auto lossFn = func::FuncOp::create(
         b, predict.getLoc(), "loss", b.getFunctionType(inputs, b.getF32Type()));
@@ -212,8 +334,16 @@ struct MPAddLossPass : public mp::impl::MPAddLossBase<MPAddLossPass> {
     if (!logitsType)
       return predict.emitError("--mp-add-loss: @")
              << predict.getSymName()
-             << " must return one tensor<BxCxf32> (the logits), not "
+             << " must return one static f32 tensor of rank 2 or more "
+                "(tensor<BxCxf32> logits, or tensor<BxTxVxf32> for a "
+                "sequence), not "
              << predict.getFunctionType().getResults();
+    // Sequence logits take one class id per position (a language model).
+    bool ids = logitsType.getRank() > 2;
+    if (ids && loss != LossKind::CrossEntropy)
+      return predict.emitError("--mp-add-loss: loss=mse needs logits of rank "
+                               "2, got ")
+             << logitsType;
     if (failed(checkArguments(predict)))
       return failure();
     if (module.lookupSymbol("loss"))
@@ -223,13 +353,19 @@ struct MPAddLossPass : public mp::impl::MPAddLossBase<MPAddLossPass> {
     Location loc = predict.getLoc();
     OpBuilder b(module.getContext());
     b.setInsertionPointAfter(predict);
-    func::FuncOp lossFn = declareLoss(b, predict, logitsType);
+    Type labelsType =
+        ids ? RankedTensorType::get(logitsType.getShape().drop_back(),
+                                    b.getI64Type())
+            : Type(logitsType);
+    func::FuncOp lossFn = declareLoss(b, predict, labelsType);
     Block *entry = &lossFn.getBody().front();
     Value logits = cloneForward(b, predict, entry);
     Value labels = entry->getArgument(1);
-    Value value = loss == LossKind::CrossEntropy
-                      ? crossEntropy(b, loc, logits, labels)
-                      : meanSquaredError(b, loc, logits, labels);
+    Value value =
+        ids ? tokenCrossEntropy(b, loc, logits, labels, ignoreIndex)
+        : loss == LossKind::CrossEntropy
+            ? crossEntropy(b, loc, logits, labels)
+            : meanSquaredError(b, loc, logits, labels);
     func::ReturnOp::create(b, loc, value);
     return success();
   }

@@ -22,6 +22,7 @@ build/ when the package is imported from it or installed from it with
 """
 
 import ctypes
+import json
 import os
 import sys
 
@@ -107,6 +108,7 @@ def library():
         "mp_session_create_with": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p,
                                                   ctypes.POINTER(P)]),
         "mp_session_options_text": (ctypes.c_char_p, [P]),
+        "mp_session_io_json": (ctypes.c_char_p, [P]),
         "mp_session_pipelines": (ctypes.c_char_p, [P]),
         "mp_session_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(P)]),
         "mp_session_free": (None, [P]),
@@ -221,6 +223,22 @@ def _floats(array, shape, what):
 
 def _pointer(array):
     return array.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
+
+_DTYPES = {"f32": np.float32, "i32": np.int32, "i64": np.int64}
+
+
+def _batch(array, io, what):
+    """A C-contiguous copy of `array` in the dtype and element count the
+    step takes for `what` (io: one entry of mp_session_io_json)."""
+    dtype = _DTYPES[io["dtype"]]
+    if dtype is not np.float32 and np.issubdtype(np.asarray(array).dtype, np.floating):
+        raise ValueError("%s must hold integer ids (%s), got floats" % (what, io["dtype"]))
+    array = np.ascontiguousarray(array, dtype=dtype)
+    if array.size != int(np.prod(io["shape"])):
+        raise ValueError("%s has %d elements, the model expects shape %s" %
+                         (what, array.size, tuple(io["shape"])))
+    return array
 
 
 def hardware_report():
@@ -349,6 +367,9 @@ class Session:
         self.compile_cache_note = lib.mp_session_cache_note(handle).decode()
         # The options string the step was compiled with (docs/options.md).
         self.options = lib.mp_session_options_text(handle).decode()
+        # Shapes and dtypes of x, the labels and the logits: floats, or a
+        # language model's token ids and [B, T, V] logits.
+        self.io = json.loads(lib.mp_session_io_json(handle).decode())
         # The pass pipelines that compiled the step, one per line: the step
         # on tensors (mp-session-train{...}, which mp-opt runs as well),
         # then the lowering ("" for an artifact).
@@ -393,17 +414,18 @@ class Session:
         """One step on a batch; returns (loss, stepped). `stepped` is False
         when the step was skipped for inf/nan gradients (loss scaling), and
         for a micro-batch that only accumulated its gradients."""
-        x = _floats(x, (self.batch_size, self.num_features), "x")
-        labels = _floats(labels, (self.batch_size, self.num_classes), "labels")
+        x = _batch(x, self.io["x"], "x")
+        labels = _batch(labels, self.io["labels"], "labels")
         loss, stepped = ctypes.c_float(), ctypes.c_int()
         _check(library().mp_session_train_step(self._handle, _pointer(x), _pointer(labels),
                                                ctypes.byref(loss), ctypes.byref(stepped)))
         return float(loss.value), bool(stepped.value)
 
     def predict(self, x):
-        """Logits (batch x classes) of one batch."""
-        x = _floats(x, (self.batch_size, self.num_features), "x")
-        logits = np.empty((self.batch_size, self.num_classes), dtype=np.float32)
+        """Logits (batch x classes; [B, T, V] for a language model) of one
+        batch."""
+        x = _batch(x, self.io["x"], "x")
+        logits = np.empty(self.io["logits"]["shape"], dtype=np.float32)
         _check(library().mp_session_predict(self._handle, _pointer(x), _pointer(logits)))
         return logits
 

@@ -91,6 +91,17 @@ struct CompiledEntries {
   bool accumulateInPlace = false;
   std::vector<int64_t> inputShape; // of x, batch first
   int64_t batch = 0, features = 0, classes = 0;
+  /// What x and the labels hold: f32 values, or integer ids (token ids, a
+  /// language model's targets: i32 or i64). The labels' and the
+  /// prediction's shapes, batch first ([B, C] one-hot and logits; [B, T]
+  /// ids and [B, T, V] logits for a language model).
+  enum class Element { F32, I32, I64 };
+  Element inputElement = Element::F32, labelElement = Element::F32;
+  std::vector<int64_t> labelShape, logitsShape;
+  /// Bytes of one batch of x, labels and logits.
+  size_t inputBytes() const;
+  size_t labelBytes() const;
+  size_t logitsBytes() const;
   /// The step writes the new parameters and state over the old ones (the
   /// lowering marked the entry mp.in_place_updates; docs/memory.md).
   bool inPlaceUpdates = false;
@@ -324,15 +335,19 @@ public:
   /// session has predicted; 0 when predictions convert per call).
   uint64_t predictionCopyBytes() const;
   StepState &stepState() { return training.scalars; }
+  /// What the compiled entries take: shapes and element types of x, the
+  /// labels and the logits.
+  const CompiledEntries &compiledEntries() const { return entries; }
 
-  /// One training step on a batch (x: batch x features, labels one-hot:
-  /// batch x classes). Updates parameters, state and scalars in place;
+  /// One training step on a batch: x and labels as the model takes them
+  /// (CompiledEntries: f32 values or integer ids; labels one-hot [B, C] or
+  /// class ids). Updates parameters, state and scalars in place;
   /// with gradient accumulation, only the last micro-batch of a window
   /// updates them (the others add their gradients to the window's).
-  bool trainStep(const float *x, const float *labels, StepResult &result,
+  bool trainStep(const void *x, const void *labels, StepResult &result,
                  std::string &error);
-  /// Logits (batch x classes) for a batch.
-  bool predict(const float *x, float *logits, std::string &error);
+  /// Logits (compiledEntries().logitsShape) for a batch.
+  bool predict(const void *x, float *logits, std::string &error);
 
   /// Writes parameters, optimizer state and the checkpoint's metadata (the
   /// run position, the precision, the step's scalars: step, scale,

@@ -397,9 +397,21 @@ def MPAddLoss : Pass<"mp-add-loss", "::mlir::ModuleOp"> {
         %w: tensor<64x10xf32> {mp.param = "w"}) -> f32 attributes {mp.loss}
     ```
 
+    Logits of rank 3 or more (`tensor<BxTxVxf32>`: a language model's
+    scores over its vocabulary at every position) take integer targets
+    instead, one class id per position (`tensor<BxTxi64>`), as PyTorch's
+    `cross_entropy` does: the loss is the mean over the positions whose id
+    is not `ignore-index` of `logsumexp(logits[p]) - logits[p, id]`,
+    computed in f32 from the logits (no one-hot tensor; the target's score
+    is a gather), and 0 when every position is ignored. An id outside
+    [0, V) other than `ignore-index` reads the nearest class (clamped): the
+    step cannot stop on it.
+
     A module that already has an `mp.loss` function is left as it is.
   }];
   let options = [
+    Option<"ignoreIndex", "ignore-index", "int64_t", "-100",
+           "Class id of positions the token cross-entropy leaves out">,
     Option<"loss", "loss", "::mlir::mp::LossKind",
            /*default=*/"::mlir::mp::LossKind::CrossEntropy",
            "The loss", [{::llvm::cl::values(

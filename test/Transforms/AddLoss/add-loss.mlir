@@ -59,9 +59,9 @@ module {
 
 // -----
 
-// expected-error @below {{--mp-add-loss: @predict must return one tensor<BxCxf32> (the logits)}}
-func.func @predict(%x: tensor<4x3x2xf32>) -> tensor<4x3x2xf32> attributes {mp.predict} {
-  return %x : tensor<4x3x2xf32>
+// expected-error @below {{--mp-add-loss: @predict must return one static f32 tensor of rank 2 or more (tensor<BxCxf32> logits, or tensor<BxTxVxf32> for a sequence), not 'tensor<4xf32>'}}
+func.func @predict(%x: tensor<4xf32>) -> tensor<4xf32> attributes {mp.predict} {
+  return %x : tensor<4xf32>
 }
 
 // -----
