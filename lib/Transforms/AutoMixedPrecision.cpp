@@ -90,6 +90,8 @@ private:
   Value loweredOperand(OpOperand &operand, Type compute, bool accumulateF32,
                        OpBuilder &b, bool &changed);
   void eraseDeadOps();
+  Value tableCopy(Value table, Type element);
+  void readCheapestTable(Operation *gather);
 
   const PrecisionAnalysis &analysis;
   Type lowType;
@@ -286,6 +288,65 @@ void Rewriter::rewriteOp(Operation *op, const OpDecision &decision) {
   ++numDemoted;
 }
 
+/// The copy of \p table that a gather writing \p element reads: the
+/// table itself (the input of a conversion of it) when it has that type or
+/// a narrower one, else a conversion to \p element that another reader
+/// made (a tied contraction's low weight), else the table itself.
+Value Rewriter::tableCopy(Value table, Type element) {
+  Value original = table;
+  if (Operation *def = table.getDefiningOp(); isCastGeneric(def))
+    original = cast<linalg::GenericOp>(def).getDpsInputs()[0];
+  Type own = elementType(original);
+  if (own == element ||
+      own.getIntOrFloatBitWidth() < element.getIntOrFloatBitWidth())
+    return original;
+  if (Value copy = converted.lookup({original, element}))
+    return copy;
+  return original;
+}
+
+/// The tensor.extract of \p gather's body that reads its table.
+static tensor::ExtractOp tableExtract(Operation *gather) {
+  tensor::ExtractOp found;
+  gather->getRegion(0).walk([&](tensor::ExtractOp extract) {
+    if (!gather->isAncestor(extract.getTensor().getParentBlock()->getParentOp()))
+      found = extract;
+  });
+  return found;
+}
+
+/// Makes \p gather read the cheapest copy of its table (tableCopy) and
+/// convert each element it copies: a gather never makes its table be
+/// converted whole, and reads the low copy a tied contraction reads.
+void Rewriter::readCheapestTable(Operation *gather) {
+  tensor::ExtractOp extract = tableExtract(gather);
+  if (!extract)
+    return;
+  Value table = extract.getTensor();
+  Type written = elementType(gather->getResult(0));
+  Value copy = tableCopy(table, written);
+  if (copy == table)
+    return;
+  Operation *yield = gather->getRegion(0).front().getTerminator();
+  OpBuilder b(yield);
+  Location loc = extract.getLoc();
+  Value element = tensor::ExtractOp::create(b, loc, copy, extract.getIndices());
+  Value old = yield->getOperand(0);
+  yield->setOperand(0, convertFloatScalar(b, loc, element, written));
+  // The old read and its conversions go; the table's conversion may too.
+  while (Operation *def = old.getDefiningOp()) {
+    if (!def->use_empty() || def->getBlock() != yield->getBlock())
+      break;
+    bool isRead = isa<tensor::ExtractOp>(def);
+    old = def->getOperand(0);
+    def->erase();
+    if (isRead)
+      break;
+  }
+  if (Operation *def = table.getDefiningOp())
+    maybeDead.insert(def);
+}
+
 void Rewriter::finishReplacements() {
   for (Operation *op : replaced) {
     for (OpResult oldResult : op->getResults()) {
@@ -458,8 +519,14 @@ void Rewriter::rewrite(func::FuncOp func, const Decisions &todo) {
   converted.clear();
   retypeSignature(func);
   // Decisions are in program order, so operands are rewritten before users.
-  for (auto &[op, decision] : todo)
+  SmallVector<Operation *> gathers;
+  for (auto &[op, decision] : todo) {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    bool isGather = linalgOp && gatheredExtract(linalgOp);
     rewriteOp(op, decision);
+    if (isGather)
+      gathers.push_back(current(op->getResult(0)).getDefiningOp());
+  }
 
   // Low results (keep-signature=false).
   bool signatureChanged = !analysis.lowArguments().empty();
@@ -474,6 +541,8 @@ void Rewriter::rewrite(func::FuncOp func, const Decisions &todo) {
     }
   });
   finishReplacements();
+  for (Operation *gather : gathers)
+    readCheapestTable(gather);
   eraseDeadOps();
   foldCastsIntoGenerics(func);
   eraseDeadOps();

@@ -90,6 +90,66 @@ Type mlir::mp::typeOf(MLIRContext *context, FloatPrecision precision) {
   return Float32Type::get(context);
 }
 
+StringRef mlir::mp::stringifyPrecisionRule(PrecisionRule rule) {
+  switch (rule) {
+  case PrecisionRule::Contraction:
+    return "contraction";
+  case PrecisionRule::Convolution:
+    return "convolution";
+  case PrecisionRule::DataMovement:
+    return "data-movement";
+  case PrecisionRule::Gather:
+    return "gather";
+  case PrecisionRule::Fill:
+    return "fill";
+  case PrecisionRule::Broadcast:
+    return "broadcast";
+  case PrecisionRule::Elementwise:
+    return "elementwise";
+  case PrecisionRule::Sigmoid:
+    return "sigmoid";
+  case PrecisionRule::SensitiveMath:
+    return "sensitive-math";
+  case PrecisionRule::Softmax:
+    return "softmax";
+  case PrecisionRule::MaxMinPooling:
+    return "max-min-pooling";
+  case PrecisionRule::SumPooling:
+    return "sum-pooling";
+  case PrecisionRule::MaxMinReduction:
+    return "max-min-reduction";
+  case PrecisionRule::SumReduction:
+    return "sum-reduction";
+  case PrecisionRule::Comparison:
+    return "comparison";
+  case PrecisionRule::ScalarBoundary:
+    return "scalar-boundary";
+  case PrecisionRule::MPOp:
+    return "mp-op";
+  case PrecisionRule::CollectiveBuffer:
+    return "collective-buffer";
+  case PrecisionRule::Call:
+    return "call";
+  case PrecisionRule::ControlFlow:
+    return "control-flow";
+  case PrecisionRule::NoBody:
+    return "no-body";
+  case PrecisionRule::NotUnderstood:
+    return "not-understood";
+  case PrecisionRule::AllowOps:
+    return "allow-ops";
+  case PrecisionRule::DenyOps:
+    return "deny-ops";
+  case PrecisionRule::GivenDecision:
+    return "given-decision";
+  case PrecisionRule::UserAttribute:
+    return "user-attribute";
+  case PrecisionRule::Range:
+    return "range";
+  }
+  llvm_unreachable("unknown precision rule");
+}
+
 //===----------------------------------------------------------------------===//
 // Classification rules
 //===----------------------------------------------------------------------===//
@@ -146,6 +206,32 @@ static bool touchesFloats(Operation &op) {
          llvm::any_of(op.getResultTypes(), isFloat);
 }
 
+tensor::ExtractOp mlir::mp::gatheredExtract(linalg::LinalgOp op) {
+  Operation *operation = op.getOperation();
+  if (operation->getNumResults() != 1 || op.getNumReductionLoops() != 0 ||
+      operation->getNumRegions() != 1 || operation->getRegion(0).empty())
+    return {};
+  Block &body = operation->getRegion(0).front();
+  auto extract = body.getTerminator()
+                     ->getOperand(0)
+                     .getDefiningOp<tensor::ExtractOp>();
+  if (!extract || extract->getBlock() != &body ||
+      !isa<FloatType>(extract.getType()))
+    return {};
+  // The table comes from outside: not an operand (those are block
+  // arguments, scalars) and not computed in the body.
+  if (operation->isAncestor(extract.getTensor().getParentBlock()->getParentOp()))
+    return {};
+  // Index arithmetic only, besides the extract.
+  WalkResult floats = operation->getRegion(0).walk([&](Operation *inner) {
+    if (inner == extract.getOperation() || isa<linalg::YieldOp>(inner))
+      return WalkResult::advance();
+    return touchesFloats(*inner) ? WalkResult::interrupt()
+                                 : WalkResult::advance();
+  });
+  return floats.wasInterrupted() ? tensor::ExtractOp() : extract;
+}
+
 /// Adds \p op, a float op of a linalg body, to \p summary; returns the
 /// summary of the whole body when \p op alone decides it.
 static std::optional<BodySummary> addToSummary(Operation &op,
@@ -191,8 +277,10 @@ static BodySummary summarizeBody(Block &body) {
 
 static Classified classifyPooling(StringRef name) {
   if (name.contains("_max") || name.contains("_min"))
-    return {PrecisionClass::Clear, "max/min pooling is precision-neutral"};
-  return {PrecisionClass::Deny, "sum pooling accumulates; kept in f32"};
+    return {PrecisionRule::MaxMinPooling, PrecisionClass::Clear,
+            "max/min pooling is precision-neutral"};
+  return {PrecisionRule::SumPooling, PrecisionClass::Deny,
+          "sum pooling accumulates; kept in f32"};
 }
 
 /// The class of linalg ops decided by what they are, not by their body.
@@ -203,19 +291,21 @@ static std::optional<Classified> classifyLinalgByKind(linalg::LinalgOp op,
   if (name.starts_with("linalg.pooling_"))
     return classifyPooling(name);
   if (isa<linalg::FillOp>(operation))
-    return Classified{PrecisionClass::Clear, "fill is precision-neutral"};
+    return Classified{PrecisionRule::Fill, PrecisionClass::Clear,
+                      "fill is precision-neutral"};
   if (isa<linalg::TransposeOp, linalg::CopyOp>(operation))
-    return Classified{PrecisionClass::Clear,
+    return Classified{PrecisionRule::DataMovement, PrecisionClass::Clear,
                       "data movement is precision-neutral"};
   if (isa<linalg::BroadcastOp>(operation))
-    return Classified{PrecisionClass::Infer, "broadcast follows its input"};
+    return Classified{PrecisionRule::Broadcast, PrecisionClass::Infer,
+                      "broadcast follows its input"};
   // Contractions and convolutions reduce; skip the costly structural
   // matching for the many elementwise ops.
   if (reduces && linalg::isaContractionOpInterface(op))
-    return Classified{PrecisionClass::Allow,
+    return Classified{PrecisionRule::Contraction, PrecisionClass::Allow,
                       "contraction: low-precision inputs, f32 accumulation"};
   if (reduces && linalg::isaConvolutionOpInterface(op))
-    return Classified{PrecisionClass::Allow,
+    return Classified{PrecisionRule::Convolution, PrecisionClass::Allow,
                       "convolution: low-precision inputs, f32 accumulation"};
   return std::nullopt;
 }
@@ -229,22 +319,25 @@ static Classified classifyElementwise(linalg::LinalgOp op,
     bool permutes = llvm::all_of(op.getIndexingMapsArray(),
                                  [](AffineMap m) { return m.isPermutation(); });
     if (permutes)
-      return {PrecisionClass::Clear, "data movement is precision-neutral"};
-    return {PrecisionClass::Infer, "broadcast follows its input"};
+      return {PrecisionRule::DataMovement, PrecisionClass::Clear,
+              "data movement is precision-neutral"};
+    return {PrecisionRule::Broadcast, PrecisionClass::Infer,
+            "broadcast follows its input"};
   }
   case BodyKind::MaxMin:
   case BodyKind::Safe:
-    return {PrecisionClass::Infer,
+    return {PrecisionRule::Elementwise, PrecisionClass::Infer,
             "elementwise " + body.detail + " follows its inputs"};
   case BodyKind::Sigmoid:
-    return {PrecisionClass::Infer, "sigmoid follows its input"};
+    return {PrecisionRule::Sigmoid, PrecisionClass::Infer,
+            "sigmoid follows its input"};
   case BodyKind::Sensitive:
-    return {PrecisionClass::Deny,
+    return {PrecisionRule::SensitiveMath, PrecisionClass::Deny,
             body.detail + " is numerically sensitive; kept in f32"};
   case BodyKind::Unknown:
     break;
   }
-  return {PrecisionClass::Deny,
+  return {PrecisionRule::NotUnderstood, PrecisionClass::Deny,
           "body op " + body.detail + " is not understood; kept in f32",
           /*understood=*/false};
 }
@@ -255,13 +348,19 @@ static Classified classifyLinalg(linalg::LinalgOp op) {
   if (std::optional<Classified> byKind = classifyLinalgByKind(op, reduces))
     return *byKind;
   if (operation->getNumRegions() != 1 || operation->getRegion(0).empty())
-    return {PrecisionClass::Deny, "linalg op without a body; kept in f32"};
+    return {PrecisionRule::NoBody, PrecisionClass::Deny,
+            "linalg op without a body; kept in f32"};
+  if (gatheredExtract(op))
+    return {PrecisionRule::Gather, PrecisionClass::Clear,
+            "gather copies table elements: precision-neutral, reads the "
+            "table's copy in its own type"};
   BodySummary body = summarizeBody(operation->getRegion(0).front());
   if (!reduces)
     return classifyElementwise(op, body);
   if (body.kind == BodyKind::MaxMin || body.kind == BodyKind::Copy)
-    return {PrecisionClass::Clear, "max/min reduction is precision-neutral"};
-  return {PrecisionClass::Deny,
+    return {PrecisionRule::MaxMinReduction, PrecisionClass::Clear,
+            "max/min reduction is precision-neutral"};
+  return {PrecisionRule::SumReduction, PrecisionClass::Deny,
           "sum/mean/variance reduction accumulates; kept in f32"};
 }
 
@@ -270,23 +369,24 @@ static std::optional<Classified> classifyTensorOrArith(Operation *op) {
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp,
           tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::ConcatOp,
           tensor::PadOp, tensor::CastOp, tensor::GatherOp>(op))
-    return Classified{PrecisionClass::Clear,
+    return Classified{PrecisionRule::DataMovement, PrecisionClass::Clear,
                       "data movement is precision-neutral"};
   if (isa<arith::CmpFOp>(op))
-    return Classified{PrecisionClass::Clear, "comparison is precision-neutral"};
+    return Classified{PrecisionRule::Comparison, PrecisionClass::Clear,
+                      "comparison is precision-neutral"};
   if (isSensitiveMath(op) || isa<arith::DivFOp>(op))
-    return Classified{PrecisionClass::Deny,
+    return Classified{PrecisionRule::SensitiveMath, PrecisionClass::Deny,
                       op->getName().getStringRef().str() +
                           " is numerically sensitive; kept in f32"};
   if (isSafeScalarOp(op) &&
       !isa<arith::ConstantOp, arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp,
            arith::UIToFPOp>(op))
-    return Classified{PrecisionClass::Infer,
+    return Classified{PrecisionRule::Elementwise, PrecisionClass::Infer,
                       "elementwise " + op->getName().getStringRef().str() +
                           " follows its inputs"};
   if (isa<tensor::ExtractOp, tensor::InsertOp, tensor::FromElementsOp,
           tensor::SplatOp>(op))
-    return Classified{PrecisionClass::Deny,
+    return Classified{PrecisionRule::ScalarBoundary, PrecisionClass::Deny,
                       "scalar boundary: scalar code stays f32"};
   return std::nullopt;
 }
@@ -295,22 +395,22 @@ static std::optional<Classified> classifyTensorOrArith(Operation *op) {
 /// ops, collective buffers, calls, control flow; otherwise unknown ops.
 static Classified classifyBoundary(Operation *op) {
   if (isa<MPDialect>(op->getDialect()))
-    return Classified{PrecisionClass::Deny,
+    return Classified{PrecisionRule::MPOp, PrecisionClass::Deny,
                       "mp ops keep the types they declare (loss scaling "
                       "unscales in f32)"};
   // --mp-data-parallel's buffers: gradients are all-reduced in f32.
   if (isa<bufferization::ToBufferOp, bufferization::ToTensorOp>(op))
-    return Classified{PrecisionClass::Deny,
+    return Classified{PrecisionRule::CollectiveBuffer, PrecisionClass::Deny,
                       "buffers of a collective (--mp-data-parallel) are "
                       "all-reduced in f32"};
   if (isa<CallOpInterface>(op))
-    return Classified{PrecisionClass::Deny,
+    return Classified{PrecisionRule::Call, PrecisionClass::Deny,
                       "calls pass f32; the callee is analysed on its own"};
   if (isa<RegionBranchOpInterface, RegionBranchTerminatorOpInterface>(op))
-    return Classified{PrecisionClass::Deny,
+    return Classified{PrecisionRule::ControlFlow, PrecisionClass::Deny,
                       "control flow carries f32 across its boundaries; the "
                       "ops inside are analysed on their own"};
-  return Classified{PrecisionClass::Deny,
+  return Classified{PrecisionRule::NotUnderstood, PrecisionClass::Deny,
                     "op '" + op->getName().getStringRef().str() +
                         "' is not understood by the precision analysis; "
                         "kept in f32",
@@ -323,7 +423,7 @@ FailureOr<Classified> mlir::mp::classifyOp(Operation *op) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return classifyLinalg(linalgOp);
   if (isa<linalg::SoftmaxOp>(op))
-    return Classified{PrecisionClass::Deny,
+    return Classified{PrecisionRule::Softmax, PrecisionClass::Deny,
                       "softmax is numerically sensitive; kept in f32"};
   if (std::optional<Classified> known = classifyTensorOrArith(op))
     return *known;
@@ -528,6 +628,7 @@ private:
     d.precisionClass = PrecisionClass::Deny;
     d.computeType = f32();
     d.reason = why;
+    d.rule = PrecisionRule::Range;
     fixed[op] = true;
   }
   Type f32() { return Float32Type::get(options.lowType.getContext()); }
@@ -560,6 +661,7 @@ OpDecision PrecisionGraphBuilder::ruleDecision(const Classified &rule,
   OpDecision decision;
   decision.precisionClass = rule.precisionClass;
   decision.reason = rule.reason;
+  decision.rule = rule.rule;
   decision.computeType = decision.precisionClass == PrecisionClass::Allow
                              ? options.lowType
                              : f32();
@@ -573,11 +675,12 @@ void PrecisionGraphBuilder::applyOptionLists(Operation *op,
                                              bool &isFixed) {
   StringRef name = op->getName().getStringRef();
   if (llvm::is_contained(options.denyOps, name)) {
-    decision = {PrecisionClass::Deny, f32(), "deny-ops names " + name.str()};
+    decision = {PrecisionClass::Deny, f32(), "deny-ops names " + name.str(),
+                PrecisionRule::DenyOps};
     isFixed = true;
   } else if (llvm::is_contained(options.allowOps, name)) {
     decision = {PrecisionClass::Allow, options.lowType,
-                "allow-ops names " + name.str()};
+                "allow-ops names " + name.str(), PrecisionRule::AllowOps};
     isFixed = true;
   }
 }
@@ -589,7 +692,8 @@ static void applyOpAttributes(Operation *op, OpDecision &decision,
   if (auto given =
           op->getAttrOfType<PrecisionDecisionAttr>(kDecisionAttrName)) {
     decision = {given.getPrecisionClass(), given.getComputeType(),
-                "decision given in the input (mp.decision)"};
+                "decision given in the input (mp.decision)",
+                PrecisionRule::GivenDecision};
     isFixed = true;
   }
   // The dialect verifies that mp.precision is a #mp.precision<...>.
@@ -601,6 +705,7 @@ static void applyOpAttributes(Operation *op, OpDecision &decision,
     decision.precisionClass = PrecisionClass::Deny;
   decision.reason = "user attribute mp.precision = #mp.precision<" +
                     stringifyFloatPrecision(forced.getValue()).str() + ">";
+  decision.rule = PrecisionRule::UserAttribute;
   isFixed = true;
 }
 
@@ -826,6 +931,9 @@ void PrecisionGraphBuilder::BoundaryCut::addSignatureNodes() {
 
 /// The node that consumes \p use's value: a return's, an op's input (or
 /// its output for a DPS init, which the f32 accumulator reads), or none.
+/// A gather's read of its table is none: the gather converts the elements
+/// it copies, so its table is never converted whole for it (the rewrite
+/// lets it read a copy in its own type when another reader made one).
 int PrecisionGraphBuilder::BoundaryCut::consumerNode(OpOperand &use) {
   if (auto it = returnNodes.find(&use); it != returnNodes.end())
     return it->second;
@@ -990,6 +1098,7 @@ mlir::mp::buildReport(const PrecisionAnalysis &analysis,
                            {"function", func ? func.getSymName() : StringRef()},
                            {"loc", locationText(op->getLoc())},
                            {"class", cls},
+                           {"rule", stringifyPrecisionRule(decision.rule)},
                            {"decision", type},
                            {"reason", decision.reason}});
   }

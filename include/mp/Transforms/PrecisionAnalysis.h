@@ -13,6 +13,8 @@
 #include "mp/Transforms/AttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -41,12 +43,48 @@ struct PrecisionAnalysisOptions {
   bool keepSignature = true;
 };
 
+/// Which rule or override decided an op's class: the typed reason of a
+/// decision (the report's "rule"; "reason" says the same for people).
+enum class PrecisionRule {
+  Contraction,
+  Convolution,
+  DataMovement,
+  Gather,
+  Fill,
+  Broadcast,
+  Elementwise,
+  Sigmoid,
+  SensitiveMath,
+  Softmax,
+  MaxMinPooling,
+  SumPooling,
+  MaxMinReduction,
+  SumReduction,
+  Comparison,
+  ScalarBoundary,
+  MPOp,
+  CollectiveBuffer,
+  Call,
+  ControlFlow,
+  NoBody,
+  NotUnderstood,
+  AllowOps,
+  DenyOps,
+  GivenDecision,
+  UserAttribute,
+  Range,
+};
+
+/// The report's spelling of `rule` ("gather", "sensitive-math", ...).
+llvm::StringRef stringifyPrecisionRule(PrecisionRule rule);
+
 /// The verdict for one op.
 struct OpDecision {
   PrecisionClass precisionClass = PrecisionClass::Deny;
   /// f32, or the low type (allow ops: the type of their inputs).
   Type computeType;
   std::string reason;
+  PrecisionRule rule = PrecisionRule::NotUnderstood;
 };
 
 /// Decisions for every op on float tensors in a module.
@@ -86,11 +124,20 @@ private:
 
 /// What the rules say of an op, before overrides and ranges.
 struct Classified {
+  PrecisionRule rule;
   PrecisionClass precisionClass;
   std::string reason;
   /// False for ops no rule knows: they stay f32 and are reported.
   bool understood = true;
 };
+
+/// The tensor.extract of a gather: when `op` is a linalg op with parallel
+/// loops and one result whose body yields one tensor.extract of a tensor
+/// defined outside it (the table: an embedding lookup, ONNX Gather), with
+/// no other float arithmetic in the body, that extract; null otherwise.
+/// The analysis treats a gather as a copy of table elements: it may write
+/// any float type and read whichever copy of the table exists.
+tensor::ExtractOp gatheredExtract(linalg::LinalgOp op);
 
 /// The rule-based class of `op` and why, before overrides and ranges.
 /// Returns failure for ops the analysis ignores (no float tensors).
