@@ -14,10 +14,10 @@ of epochs 2..N.
 
 Transformer: one nn.TransformerEncoderLayer (--d-model, --heads, feed-
 forward 4 x d_model, post-norm, ReLU, no dropout) on --sequences sequences
-of --seq-len tokens, exported with mp.export.export_training(loss="mse")
+of --seq-len tokens, exported with mp.export_training(loss="mse")
 and trained through mp.runtime.Session (device cuda or cpu) in f32, f16
 and bf16; PyTorch trains the same module from the same initial parameters
-(mp.export.load_params) in FP32, autocast f16 + GradScaler and autocast
+(mp.load_params) in FP32, autocast f16 + GradScaler and autocast
 bf16. x is [tokens, d_model] (viewed as [sequences, seq_len, d_model]
 inside the module), the target the next token's x in its sequence, MSE
 loss, SGD momentum 0.9, lr 0.05, the same batch every step. Both take the

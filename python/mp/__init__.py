@@ -1,4 +1,5 @@
-"""mp's Python package: export PyTorch modules to MLIR for mp's pipelines.
+"""mp's Python package: export PyTorch modules to MLIR for mp's pipelines
+(traced at the ATen level: python/mp/aten.py).
 
     import mp
     text = mp.export(model, (x,))                       # @predict, mp.param arguments
@@ -18,8 +19,8 @@ __all__ = [
 ]
 
 try:
-    from .export import (ExportError, Program, export, export_program, export_training,
-                         load_params, param_arrays, save_params)
+    from .aten import (ExportError, Program, export, export_program, export_training,
+                       load_params, param_arrays, save_params)
 except ModuleNotFoundError as error:
     # PyTorch is an optional dependency (`pip install "./python[torch]"`):
     # without it mp.runtime still trains and runs model files; the

@@ -48,14 +48,13 @@ import torch
 import torch.fx
 import torch.nn as nn
 
-from . import _ir
-from importlib import import_module
+from . import _ir, _ops
+from ._ops import ExportError
 
-_fx = import_module(".export", __package__)  # the module (mp.export is the function)
-
-ExportError = _fx.ExportError
-
-__all__ = ["export", "export_program", "export_training", "trace"]
+__all__ = [
+    "ExportError", "Program", "export", "export_program", "export_training", "load_params",
+    "param_arrays", "save_params", "trace",
+]
 
 # Locations name this file; pass the file the text is written to
 # (`filename=`) so that `--keep-f32 FILE:LINE:COL` finds the op.
@@ -187,6 +186,14 @@ def _dropout_library():
             return _ORIGINAL_TORCH_DROPOUT(x, p, True)
         lib.impl("dropout", dropout, "CPU")
         lib.impl("dropout", lambda x, p: torch.empty_like(x), "Meta")
+
+        def below_autograd(x, p):  # meta tensors have no autograd fallthrough
+            guard = torch._C._AutoDispatchBelowAutograd()  # noqa: F841 (held until deleted)
+            try:
+                return torch.ops.mp.dropout(x, p)
+            finally:
+                del guard
+        lib.impl("dropout", below_autograd, "AutogradMeta")
         _LIBRARY = lib
     return torch.ops.mp.dropout
 
@@ -449,7 +456,7 @@ def _elementwise(ctx, fn, *xs):
     if not tensors:
         ctx.fail("no tensor operand")
     out_shape = tuple(np.broadcast_shapes(*[v.shape for v in tensors]))
-    inputs = [v if _num(v) else _fx._broadcast_operand(ctx.b, v, out_shape) for v in vals]
+    inputs = [v if _num(v) else _ops._broadcast_operand(ctx.b, v, out_shape) for v in vals]
     return ctx.b.elementwise(out_shape, inputs, fn)
 
 
@@ -501,7 +508,7 @@ def _pow_body(e):
     return lambda s, p: s._op("math.powf %s, %s : f32" % (p, s.const(e)))
 
 
-_UNARY = dict(_fx._UNARY)
+_UNARY = dict(_ops._UNARY)
 _UNARY.update({
     "neg": lambda s, p: s.neg(p),
     "log": lambda s, p: s.log(p),
@@ -525,7 +532,7 @@ for _kind in _UNARY:
 def _gelu(ctx, x, approximate="none"):
     if approximate not in ("none", "tanh"):
         ctx.fail("approximate=%r" % approximate)
-    return _elementwise(ctx, _fx._gelu_body(approximate), x)
+    return _elementwise(ctx, _ops._gelu_body(approximate), x)
 
 
 @_register("aten.hardtanh")
@@ -643,7 +650,7 @@ def _expand(ctx, x, sizes, implicit=False):
     out = _shape(ctx)
     if tuple(x.shape) == out:
         return x
-    operand = _fx._broadcast_operand(ctx.b, x, out)
+    operand = _ops._broadcast_operand(ctx.b, x, out)
     return ctx.b.elementwise(out, [operand], lambda s, p: p)
 
 
@@ -651,13 +658,13 @@ def _slice_step(ctx, x, dim, start, size, step):
     """x[..., start:start + size * step:step, ...]: a copy reading x at
     `d * step + start` (step 1: export's slice, which autodiff takes)."""
     if step == 1:
-        return _fx._slice(ctx, x, dim, start, size)
+        return _ops._slice(ctx, x, dim, start, size)
     shape = list(x.shape)
     shape[dim] = size
     loops = list(range(x.rank))
     read = list(loops)
     read[dim] = "d%d * %d + %d" % (dim, step, start) if start else "d%d * %d" % (dim, step)
-    return ctx.b.generic(x.rank, [(x, read)], shape, loops, _fx._copy_body)
+    return ctx.b.generic(x.rank, [(x, read)], shape, loops, _ops._copy_body)
 
 
 @_register("aten.slice", "aten.slice_copy")
@@ -677,7 +684,7 @@ def _select(ctx, x, dim, index):
     x = ctx.value(x)
     dim %= x.rank
     index %= x.shape[dim]
-    y = _fx._slice(ctx, x, dim, index, 1)
+    y = _ops._slice(ctx, x, dim, index, 1)
     return ctx.b.reshape(y, _shape(ctx))
 
 
@@ -702,7 +709,7 @@ def _split(ctx, x, sizes=None, dim=0):
         if size == 0:  # an empty piece: refused where it is used
             pieces.append(None)
             continue
-        piece = _fx._slice(ctx, x, dim, start, size)
+        piece = _ops._slice(ctx, x, dim, start, size)
         if ctx.op == "aten.unbind":
             piece = ctx.b.reshape(piece, x.shape[:dim] + x.shape[dim + 1:])
         pieces.append(piece)
@@ -772,7 +779,7 @@ def _constant_pad(ctx, x, pad, value=0.0):
         if low[d] < 0 or high[d] < 0:
             start = max(-low[d], 0)
             size = y.shape[d] - start - max(-high[d], 0)
-            y = _fx._slice(ctx, y, d, start, size)
+            y = _ops._slice(ctx, y, d, start, size)
     return ctx.b.pad(y, [max(v, 0) for v in low], [max(v, 0) for v in high], float(value))
 
 
@@ -786,8 +793,8 @@ def _roll(ctx, x, shifts, dims=()):
         n = x.shape[dim]
         s = shift % n
         if s:
-            x = _concat(ctx.b, [_fx._slice(ctx, x, dim, n - s, s),
-                                _fx._slice(ctx, x, dim, 0, n - s)], dim)
+            x = _concat(ctx.b, [_ops._slice(ctx, x, dim, n - s, s),
+                                _ops._slice(ctx, x, dim, 0, n - s)], dim)
     return x
 
 
@@ -933,12 +940,12 @@ def _baddbmm(ctx, bias, a, b, beta=1, alpha=1):
 
 @_register("aten.matmul")
 def _matmul(ctx, a, b):
-    return _fx._matmul_values(ctx, ctx.value(a), ctx.value(b))
+    return _ops._matmul_values(ctx, ctx.value(a), ctx.value(b))
 
 
 @_register("aten.linear")
 def _linear(ctx, x, w, bias=None):
-    return _fx._linear_values(ctx, ctx.value(x), ctx.value(w, "weight"),
+    return _ops._linear_values(ctx, ctx.value(x), ctx.value(w, "weight"),
                               None if bias is None else ctx.value(bias, "bias"))
 
 
@@ -975,7 +982,7 @@ def _convolution(ctx, x, w, bias, stride, padding, dilation, transposed, output_
     x, w = ctx.value(x), ctx.value(w, "weight")
     if x.rank != 4:
         ctx.fail("input of rank %d (2-D convolution on NCHW batches only)" % x.rank)
-    stride, padding, dilation = (tuple(_fx._pair(v)) for v in (stride, padding, dilation))
+    stride, padding, dilation = (tuple(_ops._pair(v)) for v in (stride, padding, dilation))
     x = ctx.b.pad(x, [0, 0, padding[0], padding[1]], [0, 0, padding[0], padding[1]], 0.0)
     if groups == 1:
         y = ctx.b.conv2d(x, w, stride, dilation)
@@ -990,20 +997,20 @@ def _convolution(ctx, x, w, bias, stride, padding, dilation, transposed, output_
 
 @_register("aten.max_pool2d_with_indices", "aten.max_pool2d")
 def _max_pool(ctx, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-    y = _fx._pool2d(ctx, "max", x, kernel, stride, padding, dilation, ceil_mode)
+    y = _ops._pool2d(ctx, "max", x, kernel, stride, padding, dilation, ceil_mode)
     return (y, None) if ctx.op == "aten.max_pool2d_with_indices" else y
 
 
 @_register("aten.avg_pool2d")
 def _avg_pool(ctx, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
               divisor_override=None):
-    y = _fx._pool2d(ctx, "sum", x, kernel, stride, padding, 1, ceil_mode)
-    return _fx._avg_scale(ctx, y, kernel, padding, count_include_pad, divisor_override)
+    y = _ops._pool2d(ctx, "sum", x, kernel, stride, padding, 1, ceil_mode)
+    return _ops._avg_scale(ctx, y, kernel, padding, count_include_pad, divisor_override)
 
 
 @_register("aten._adaptive_avg_pool2d", "aten.adaptive_avg_pool2d")
 def _adaptive_avg(ctx, x, output_size):
-    return _fx._adaptive_avg(ctx, x, output_size)
+    return _ops._adaptive_avg(ctx, x, output_size)
 
 
 # -- normalization and softmax --------------------------------------------------
@@ -1044,13 +1051,13 @@ def _batch_norm(ctx, x, weight, bias, running_mean, running_var, *rest):
         mean, var = _batch_statistics(ctx, x, eps)
     else:
         mean, var = ctx.value(running_mean), ctx.value(running_var)
-    y = _fx._batch_norm_values(ctx, x, mean, var, w, bi, eps)
+    y = _ops._batch_norm_values(ctx, x, mean, var, w, bi, eps)
     return y if ctx.op == "aten.batch_norm" else (y, None, None)
 
 
 @_register("aten.native_layer_norm", "aten.layer_norm")
 def _layer_norm(ctx, x, shape, weight=None, bias=None, eps=1e-5, *rest):
-    y = _fx._layer_norm_values(ctx, ctx.value(x), tuple(shape),
+    y = _ops._layer_norm_values(ctx, ctx.value(x), tuple(shape),
                                None if weight is None else ctx.value(weight, "weight"),
                                None if bias is None else ctx.value(bias, "bias"), eps)
     return y if ctx.op == "aten.layer_norm" else (y, None, None)
@@ -1058,7 +1065,7 @@ def _layer_norm(ctx, x, shape, weight=None, bias=None, eps=1e-5, *rest):
 
 @_register("aten.native_group_norm")
 def _group_norm(ctx, x, weight, bias, n, c, hw, groups, eps):
-    y = _fx._group_norm_values(ctx, ctx.value(x), groups,
+    y = _ops._group_norm_values(ctx, ctx.value(x), groups,
                                None if weight is None else ctx.value(weight, "weight"),
                                None if bias is None else ctx.value(bias, "bias"), eps)
     return (y, None, None)
@@ -1066,7 +1073,7 @@ def _group_norm(ctx, x, weight, bias, n, c, hw, groups, eps):
 
 @_register("aten._softmax", "aten.softmax")
 def _softmax(ctx, x, dim, *rest):
-    return _fx._softmax_values(ctx.b, ctx.value(x), dim)
+    return _ops._softmax_values(ctx.b, ctx.value(x), dim)
 
 
 @_register("aten._log_softmax", "aten.log_softmax")
@@ -1182,7 +1189,7 @@ def _nll_loss(ctx, logp, target, weight=None, reduction=1, ignore_index=-100):
     target = ctx.indices(target, "target")
     if logp.rank != 2 or target.shape != logp.shape[:1]:
         ctx.fail("nll_loss needs input [B, C] and target [B]")
-    hot = _fx._one_hot(ctx, target, logp.shape[1], ignore_index)
+    hot = _ops._one_hot(ctx, target, logp.shape[1], ignore_index)
     total = b.generic(2, [(logp, [0, 1]), (hot, [0, 1])], (), [],
                       lambda s, a, acc: s.sub(acc, s.mul(a[0], a[1])), reduce_dims=[0, 1],
                       init=b.filled((), 0.0))
@@ -1249,7 +1256,7 @@ class _Lowering:
                 obj = self._attr(node)
                 name = self.program._param_name(obj)
                 if name is not None:
-                    env[node] = self.program._param(name, None)
+                    env[node] = self.program._param(name)
                 elif isinstance(obj, torch.Tensor):
                     env[node] = _Const(obj.detach().clone())
                 else:
@@ -1341,13 +1348,65 @@ def _check(ctx, ir):
 
 # -- programs -------------------------------------------------------------------
 
-class AtenProgram(_fx.Program):
-    """An exported module (see export.Program): parameters are named and
-    ordered as `module.named_parameters()`, one argument each (no split
-    of MultiheadAttention's in_proj_*: the IR slices it)."""
+# -- parameters -----------------------------------------------------------------
+
+def param_arrays(module):
+    """The module's parameters as float32 arrays named by their PyTorch
+    (`named_parameters`) names, as export names its mp.param arguments: an
+    OrderedDict in that order."""
+    return OrderedDict((name, np.ascontiguousarray(p.detach().cpu().to(torch.float32).numpy()))
+                       for name, p in module.named_parameters())
+
+
+def save_params(module, path):
+    """Writes param_arrays(module) to an .npz file (names = mp.param names)."""
+    np.savez(path, **param_arrays(module))
+
+
+def load_params(module, arrays):
+    """Copies parameters named as mp.param (a dict or an .npz path, e.g. an
+    mp-run checkpoint) back into the module; extra entries are ignored."""
+    if isinstance(arrays, str):
+        with np.load(arrays) as data:
+            arrays = {k: data[k] for k in data.files}
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if name not in arrays:
+                raise KeyError("no array for parameter '%s'" % name)
+            value = np.asarray(arrays[name], dtype=np.float32)
+            if tuple(value.shape) != tuple(p.shape):
+                raise ValueError("parameter '%s': shape %s, array %s" % (
+                    name, tuple(p.shape), value.shape))
+            p.copy_(torch.from_numpy(value))
+
+
+class _ParamSpec:
+    """An mp.param argument: its name (the PyTorch name), shape, position
+    in `named_parameters()` and SSA name."""
+
+    def __init__(self, name, shape, order, arg):
+        self.mp_name = self.torch_name = name
+        self.shape = tuple(shape)
+        self.order = order
+        self.arg = arg
+
+
+# -- programs -------------------------------------------------------------------
+
+class Program:
+    """An exported module: `mlir` (the text), `params` (the mp.param
+    arguments in order: `mp_name` = `torch_name`, `shape`), the functions
+    and `example_outputs` (PyTorch's eval-mode outputs on the example
+    inputs). Parameters are named and ordered as `module.named_parameters()`,
+    one argument each (MultiheadAttention's in_proj_weight too: the IR
+    slices it); only those the functions read are arguments."""
 
     def __init__(self, module, filename=DEFAULT_FILENAME):
-        super().__init__(module)
+        self.module = module
+        self.mlir = None
+        self.functions = []
+        self._params = OrderedDict()
+        self._counter = [0]
         self._order = OrderedDict()
         self._by_id = {}
         for position, (name, p) in enumerate(module.named_parameters()):
@@ -1356,24 +1415,33 @@ class AtenProgram(_fx.Program):
         self.filename = filename
         self._tags = {}
 
+    @property
+    def params(self):
+        return sorted(self._params.values(), key=lambda s: s.order)
+
+    def param_arrays(self, module=None):
+        """The arguments' values (the module's current parameters, or
+        another module's of the same structure), in argument order."""
+        arrays = param_arrays(module if module is not None else self.module)
+        return OrderedDict((s.mp_name, arrays[s.mp_name]) for s in self.params)
+
+    def save_params(self, path, module=None):
+        np.savez(path, **self.param_arrays(module))
+
     def _param_name(self, tensor):
         return self._by_id.get(id(tensor))
 
-    def _param(self, torch_name, part):
-        spec = self._params.get(torch_name)
+    def _param(self, name):
+        spec = self._params.get(name)
         if spec is None:
-            tensor = self.module.get_parameter(torch_name)
-            spec = _fx._ParamSpec(torch_name, torch_name, None, tuple(tensor.shape),
-                                  self._order[torch_name], "%%p%d" % self._order[torch_name])
-            self._params[torch_name] = spec
+            tensor = self.module.get_parameter(name)
+            order = self._order[name]
+            spec = _ParamSpec(name, tuple(tensor.shape), order, "%%p%d" % order)
+            self._params[name] = spec
         return _ir.Value(spec.arg, spec.shape)
 
-    def param_arrays(self, module=None):
-        module = module if module is not None else self.module
-        arrays = OrderedDict((n, p.detach().cpu().to(torch.float32).numpy())
-                             for n, p in module.named_parameters())
-        return OrderedDict((s.mp_name, np.ascontiguousarray(arrays[s.mp_name]))
-                           for s in self.params)
+    def _add_function(self, name, builder, inputs, results, attribute):
+        self.functions.append((name, builder, inputs, results, attribute))
 
     def _finish(self):
         text = ["// Exported from PyTorch (ATen graph, torch %s) by mp.export." % torch.__version__]
@@ -1467,11 +1535,19 @@ def _scalar_result(builder, value):
 
 
 def export_program(module, example_inputs, loss=None, filename=DEFAULT_FILENAME):
-    """As export.export_program, through the ATen graph. `loss`
-    ("cross_entropy" or "mse") adds `@loss(x, target, params...)` traced
-    in train mode (BatchNorm with batch statistics; random ops refused)."""
+    """Exports `module` called on `example_inputs` (float32 tensors, and
+    int64 tensors read as indices (embedding, index) or as the class-index
+    target of a cross-entropy loss; their shapes, batch included, are fixed
+    in the IR). Returns a Program whose `mlir` holds `@predict(inputs...,
+    params...)` marked `mp.predict`, traced in eval mode (or, when the
+    module returns a scalar loss, `@loss(inputs..., params...) -> f32`
+    marked `mp.loss`). With `loss` ("cross_entropy" or "mse") it also holds
+    `@loss(x, target, params...) -> f32` marked `mp.loss`, traced in train
+    mode (BatchNorm on the batch's statistics, dropout as mp.dropout),
+    where the target has the output's shape (one-hot labels for cross
+    entropy). `filename` is the file the ops' locations name."""
     inputs = _as_inputs(example_inputs)
-    program = AtenProgram(module, filename)
+    program = Program(module, filename)
     # Traced with autograd on: PyTorch's fused inference kernels (the
     # TransformerEncoderLayer fast path) are then not taken.
     gm = trace(module, inputs, training=False)
@@ -1484,16 +1560,16 @@ def export_program(module, example_inputs, loss=None, filename=DEFAULT_FILENAME)
         if any(r.shape == () for r in results):
             raise ExportError("a scalar result next to tensors is not supported")
     if loss is not None:
-        if loss not in _fx._LOSSES:
+        if loss not in _ops._LOSSES:
             raise ExportError("unknown loss %r (expected one of %s)" % (
-                loss, sorted(_fx._LOSSES)))
+                loss, sorted(_ops._LOSSES)))
         if len(inputs) != 1 or len(results) != 1 or results[0].shape == ():
             raise ExportError("a training export needs a module with one input and one "
                               "tensor output")
         tgm = trace(module, inputs, training=True)
         lbuilder, lowering, largs, lresults = _lower(program, tgm, inputs, True)
         target = _ir.Value("%labels", lresults[0].shape)
-        value = _fx._LOSSES[loss](_Ctx.for_builder(lowering, "loss %r" % loss),
+        value = _ops._LOSSES[loss](_Ctx.for_builder(lowering, "loss %r" % loss),
                                   lresults[0], target)
         program._add_function("loss", lbuilder, [largs[0], target], [value], "mp.loss")
         if _has_running_stats(module):
@@ -1514,11 +1590,19 @@ def _has_running_stats(module):
 
 
 def export(module, example_inputs, filename=DEFAULT_FILENAME):
+    """MLIR text of `module` applied to `example_inputs`: `@predict(inputs...,
+    params...)` marked mp.predict (`@loss` marked mp.loss when the module
+    returns a scalar loss), the parameters arguments marked
+    `mp.param = "<qualified name>"`. See export_program."""
     return export_program(module, example_inputs, filename=filename).mlir
 
 
 def export_training(module, example_x, num_classes=None, loss="cross_entropy",
                     filename=DEFAULT_FILENAME):
+    """MLIR text for `mp-run train` and sessions: `@loss(x, labels,
+    params...) -> f32` (mp.loss, train mode; labels one-hot [B,
+    num_classes] for cross entropy) and `@predict(x, params...)`
+    (mp.predict, eval mode) over the same parameters."""
     program = export_program(module, example_x, loss=loss, filename=filename)
     out = program.example_outputs
     if num_classes is not None and (out.dim() != 2 or out.shape[1] != num_classes):

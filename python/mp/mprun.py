@@ -16,7 +16,7 @@ the one checkpoint schema, docs/runtime-io.md), so `mp-run train
 import re
 import subprocess
 
-from .export import param_arrays
+from .aten import param_arrays
 from .run_mlir import RunError, tool
 
 _EPOCH = re.compile(r"^epoch (\d+)/\d+\s+loss ([-+0-9.eE naif]+)\s+test accuracy ([0-9.]+)%"

@@ -42,10 +42,10 @@ def encoder_layer():
 class TransformerClassifier(nn.Module):
     """A TransformerEncoderLayer, mean over tokens, linear head."""
 
-    def __init__(self, d_model=16, classes=10):
+    def __init__(self, d_model=16, classes=10, dropout=0.1):
         super().__init__()
         self.encoder = nn.TransformerEncoderLayer(d_model=d_model, nhead=2, dim_feedforward=32,
-                                                  batch_first=True)
+                                                  dropout=dropout, batch_first=True)
         self.head = nn.Linear(d_model, classes)
 
     def forward(self, x):

@@ -1,5 +1,5 @@
-"""The ATen-level PyTorch frontend (python/mp/aten.py, `mp.export(...,
-frontend="aten")`): models traced with make_fx at their example shapes,
+"""The PyTorch frontend (python/mp/aten.py, `mp.export`), traced at the
+ATen level: models traced with make_fx at their example shapes,
 lowered op by op, run through mp's CPU pipeline against PyTorch.
 
 Errors are norm-wise relative, ||mp - torch||_2 / ||torch||_2:
@@ -229,7 +229,7 @@ def test_training_export_trains_in_train_mode(tools):
     before = {k: v.clone() for k, v in module.state_dict().items()}
     x = torch.randn(4, 1, 8, 8)
     with pytest.warns(UserWarning, match="running statistics"):
-        text = mp.export_training(module, x, num_classes=10, frontend="aten")
+        text = mp.export_training(module, x, num_classes=10)
     assert not module.training
     for k, v in module.state_dict().items():
         assert torch.equal(v, before[k]), k
@@ -243,7 +243,7 @@ def test_locations_name_module_paths_and_pin_ops(tools):
     """Every op a module produced carries loc("<module path>"(FILE:LINE:COL))
     with LINE:COL its own place in the text: --keep-f32 LINE:COL pins it."""
     module = nn.Sequential(nn.Linear(4, 8), nn.Sequential(nn.ReLU(), nn.Linear(8, 2)))
-    text = mp.export(module, (torch.randn(3, 4),), frontend="aten", filename="m.mlir")
+    text = mp.export(module, (torch.randn(3, 4),), filename="m.mlir")
     lines = text.splitlines()
     matmuls = [(i + 1, line) for i, line in enumerate(lines) if "linalg.matmul" in line]
     assert len(matmuls) == 2
@@ -277,7 +277,7 @@ def test_errors_name_op_module_and_source_line():
     model's source line; data-dependent control flow: the module path."""
     module = nn.Sequential(nn.Linear(4, 4), nn.Sequential(_Cumsum()))
     with pytest.raises(mp.ExportError) as info:
-        mp.export(module, (torch.randn(2, 4),), frontend="aten")
+        mp.export(module, (torch.randn(2, 4),))
     message = str(info.value)
     assert "aten.cumsum" in message and "in module '1.0'" in message
     assert "test_aten_frontend.py:%d: return torch.cumsum(x, 1)" % (
@@ -285,10 +285,9 @@ def test_errors_name_op_module_and_source_line():
     assert info.value.op == "aten.cumsum" and info.value.module_path == "1.0"
 
     with pytest.raises(mp.ExportError, match="in module '1'") as info:
-        mp.export(nn.Sequential(nn.Linear(4, 4), _DataDependent()), (torch.randn(2, 4),),
-                  frontend="aten")
+        mp.export(nn.Sequential(nn.Linear(4, 4), _DataDependent()), (torch.randn(2, 4),))
     assert info.value.module_path == "1"
 
     with pytest.raises(mp.ExportError, match=r"aten._to_copy in module '0'.*int64"):
         mp.export(nn.Sequential(_ToFloat(), nn.Linear(4, 4)),
-                  (torch.ones(2, 4, dtype=torch.int64),), frontend="aten")
+                  (torch.ones(2, 4, dtype=torch.int64),))

@@ -49,24 +49,24 @@ def test_dropout_in_loss_not_in_predict():
     @predict has none, and the module's mode is restored."""
     module = DropoutMLP(0.2, 0.1)
     module.eval()
-    text = mp.export_training(module, torch.randn(8, 16), num_classes=4, frontend="aten")
+    text = mp.export_training(module, torch.randn(8, 16), num_classes=4)
     assert _ratios(text, "loss") == [0.2, 0.1]
     assert _ratios(text, "predict") == []
     assert not module.training
 
     layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.3, batch_first=True)
-    program = mp.export_program(layer, (torch.randn(2, 3, 8),), loss="mse", frontend="aten")
+    program = mp.export_program(layer, (torch.randn(2, 3, 8),), loss="mse")
     assert _ratios(program.mlir, "loss") == [0.3] * 4
     assert _ratios(program.mlir, "predict") == []
 
     from torchvision.ops import StochasticDepth
     depth = nn.Sequential(nn.Linear(4, 4), StochasticDepth(0.25, "row"))
-    text = mp.export_training(depth, torch.randn(3, 4), loss="mse", frontend="aten")
+    text = mp.export_training(depth, torch.randn(3, 4), loss="mse")
     assert _ratios(text, "loss") == [pytest.approx(0.25)]
     assert "mp.dropout" in text and "tensor<3x1xf32>" in text
 
     channels = nn.Sequential(nn.Conv2d(1, 2, 3), nn.Dropout2d(0.5))
-    text = mp.export_training(channels, torch.randn(2, 1, 6, 6), loss="mse", frontend="aten")
+    text = mp.export_training(channels, torch.randn(2, 1, 6, 6), loss="mse")
     assert _ratios(text, "loss") == [0.5] and "mp.dropout" in text
     assert "tensor<2x2x1x1xf32>" in text.split("mp.dropout", 1)[1].split("\n")[0]
 
@@ -77,7 +77,7 @@ def test_dropout_refused_where_it_cannot_be_exported(tools):
     the op and the module; so is a random op without a lowering."""
     module = nn.Sequential(nn.Linear(8, 8), nn.Dropout(1.0), nn.Linear(8, 3))
     with pytest.raises(mp.ExportError, match=r"mp\.dropout in module '1'.*0 <= p < 1"):
-        mp.export_training(module, torch.randn(4, 8), num_classes=3, frontend="aten")
+        mp.export_training(module, torch.randn(4, 8), num_classes=3)
 
     class MonteCarlo(nn.Module):
         def __init__(self):
@@ -88,7 +88,7 @@ def test_dropout_refused_where_it_cannot_be_exported(tools):
             return F.dropout(self.fc(x), 0.5, training=True)
     with pytest.raises(mp.ExportError, match=r"mp\.dropout.*test_export_dropout\.py:\d+: "
                                              r"return F\.dropout.*eval-mode trace"):
-        mp.export(MonteCarlo(), (torch.randn(4, 8),), frontend="aten")
+        mp.export(MonteCarlo(), (torch.randn(4, 8),))
 
     class Noise(nn.Module):
         def forward(self, x):
@@ -96,13 +96,13 @@ def test_dropout_refused_where_it_cannot_be_exported(tools):
     with pytest.raises(mp.ExportError, match=r"aten\.randn_like in module '1'.*"
                                              r"no lowering") as info:
         mp.export_training(nn.Sequential(nn.Linear(4, 4), Noise()), torch.randn(2, 4),
-                           loss="mse", frontend="aten")
+                           loss="mse")
     assert info.value.op == "aten.randn_like" and info.value.module_path == "1"
 
 
 def _session(tmp_path, name, module, x, **options):
     path = tmp_path / (name + ".mlir")
-    path.write_text(mp.export_training(module, x, frontend="aten"))
+    path.write_text(mp.export_training(module, x))
     session = runtime.Session(path, lr=0.1, momentum=0.9, **options)
     for key, value in mp.param_arrays(module).items():
         session.set_parameter(key, value)
@@ -163,7 +163,7 @@ def test_share_of_dropped_elements_is_the_ratio(tmp_path):
     d, p = 4096, 0.25
     module = ScaledDropout(d, p)
     path = tmp_path / "share.mlir"
-    path.write_text(mp.export_training(module, torch.ones(1, d), loss="mse", frontend="aten"))
+    path.write_text(mp.export_training(module, torch.ones(1, d), loss="mse"))
     session = runtime.Session(path, lr=1e-9, momentum=0.0)  # w stays 1
     session.set_parameter("w", np.ones(d, np.float32))
     x, target = np.ones((1, d), np.float32), np.zeros((1, d), np.float32)

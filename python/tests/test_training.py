@@ -18,6 +18,7 @@ with PyTorch FP32. After 5 epochs: 95.28% (mp f32 and PyTorch f32), 95.00%
 """
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -35,21 +36,24 @@ LR, MOMENTUM, BATCH = 0.05, 0.9, 64
 
 
 def _gradients(tools, module, x, classes):
-    """(mp's loss and gradients, PyTorch's) for cross entropy on x."""
-    module.eval()
+    """(mp's loss and gradients, PyTorch's) for cross entropy on x, both in
+    train mode (BatchNorm on the batch's statistics; the models' dropouts
+    are 0, and mp.dropout is the identity outside a training step)."""
+    module.train()
     labels = F.one_hot(torch.arange(x.shape[0]) % classes, classes).float()
-    program = mp.export_program(module, (x,), loss="cross_entropy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # BatchNorm's running statistics are not updated
+        program = mp.export_program(module, (x,), loss="cross_entropy")
     grad_ir = tools.mp_opt(program.mlir, "--mp-autodiff")
     got = tools.run(grad_ir, "loss_grad",
                     [x.numpy(), labels.numpy()] + list(program.param_arrays().values()))
     module.zero_grad()
+    state = {k: v.clone() for k, v in module.state_dict().items()}
     loss = F.cross_entropy(module(x), labels)
     loss.backward()
+    module.load_state_dict(state)  # PyTorch's forward updated the running statistics
     named = dict(module.named_parameters())
-    want = []
-    for spec in program.params:
-        g = named[spec.torch_name].grad
-        want.append((g if spec.rows is None else g[spec.rows[0]:spec.rows[1]]).numpy())
+    want = [named[spec.torch_name].grad.numpy() for spec in program.params]
     return got[0][0], got[1:], loss.item(), want, program
 
 
@@ -57,21 +61,21 @@ def _gradients(tools, module, x, classes):
 def test_autodiff_matches_autograd(tools, name):
     """Loss within 1e-6 relative; every parameter's gradient within 1e-5
     norm-wise relative (gradients that are exactly zero in exact arithmetic,
-    such as the key projection's bias under softmax, are measured against the
-    norm of all gradients). Measured: 1e-7..4e-7."""
+    such as the key projection's bias under softmax and a convolution bias
+    before a train-mode BatchNorm, are measured against 1% of the norm of
+    all gradients). Both in train mode (batch statistics)."""
     torch.manual_seed(10)
     module, x = {
         "mlp": (models.mlp(32), torch.rand(8, 64)),
         "cnn": (models._randomize_batch_norm(models.TrainCNN()), torch.randn(4, 1, 8, 8)),
-        "transformer": (models.TransformerClassifier(), torch.randn(3, 5, 16)),
+        "transformer": (models.TransformerClassifier(dropout=0.0), torch.randn(3, 5, 16)),
     }[name]
     loss, grads, want_loss, want, program = _gradients(tools, module, x, 10)
     assert abs(loss - want_loss) <= 1e-6 * abs(want_loss)
-    assert len(grads) == len(want) == len(list(module.parameters())) + (
-        4 if name == "transformer" else 0)  # in_proj_weight/bias split in three
+    assert len(grads) == len(want) == len(list(module.parameters()))
     total = np.sqrt(sum(np.sum(w.astype(np.float64) ** 2) for w in want))
     for spec, g, w in zip(program.params, grads, want):
-        err = np.linalg.norm(g.astype(np.float64) - w) / max(np.linalg.norm(w), 1e-3 * total)
+        err = np.linalg.norm(g.astype(np.float64) - w) / max(np.linalg.norm(w), 1e-2 * total)
         assert err <= 1e-5, "%s: gradient rel err %.3g" % (spec.mp_name, err)
 
 
