@@ -93,6 +93,9 @@ void mlir::mp::buildLowerCpuPipeline(OpPassManager &pm,
   // them, and mp's where they belong.
   if (options.probes)
     pm.addPass(createConvertProbesToRuntime());
+  // Dropouts left (a module lowered without the training pipeline):
+  // masks in a training step, the identity elsewhere.
+  pm.addPass(createMPLowerDropout());
   pm.addPass(createConvertMPToUpstream());
   // Convolutions become im2col + a product the runtime's GEMM runs.
   if (options.runtimeContractions)
@@ -235,6 +238,9 @@ LogicalResult mlir::mp::buildLowerGpuPipeline(
                         "' has no nvvm/libdevice/libdevice.10.bc");
 
   // Probes are dropped: their runtime observer reads host memory.
+  // Dropouts left (a module lowered without the training pipeline):
+  // masks in a training step, the identity elsewhere.
+  pm.addPass(createMPLowerDropout());
   pm.addPass(createConvertMPToUpstream());
   if (options.runtimeContractions)
     pm.addNestedPass<func::FuncOp>(createMPConvolutionsToGemm());

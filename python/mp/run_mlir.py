@@ -264,17 +264,15 @@ def run(text, func, args, precision="f32", amp_options="", vectorize=False, opt_
         module = text[:-1] + driver + "\n}\n"
     else:
         module = text + "\n" + driver + "\n"
-    # Outside a training step mp.dropout is the identity: --mp-lower-dropout
-    # makes it so (--mp-lower-cpu does not lower it).
-    passes = ["--mp-lower-dropout"] if "mp.dropout" in module else []
+    # --mp-lower-cpu expands mp.dropout (the identity outside a training step).
     try:
-        lowered = mp_opt(module, *passes, "--mp-lower-cpu=vectorize=%d" % int(vectorize),
+        lowered = mp_opt(module, "--mp-lower-cpu=vectorize=%d" % int(vectorize),
                          timeout=timeout)
     except RunError:
         if not vectorize:
             raise
         # As mp-run does: the affine vectorizer rejects some loop nests.
-        lowered = mp_opt(module, *passes, "--mp-lower-cpu=vectorize=0", timeout=timeout)
+        lowered = mp_opt(module, "--mp-lower-cpu=vectorize=0", timeout=timeout)
     printed = _check_output([tool("mlir-runner"), "-e", "main", "-entry-point-result=void", "-O%d" % opt_level,
                              "-shared-libs=" + ",".join(_runner_libs())],
                             stdin=lowered, timeout=timeout)
