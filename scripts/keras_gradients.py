@@ -11,7 +11,7 @@ libmp_session.so cannot share one):
 `tf` writes NAME_tfgrad.npz (every trainable variable and its gradient of
 the mean cross-entropy in float64 and in f32, BatchNormalization in
 inference mode); `mp` takes
-one SGD step with lr 1 and no momentum through mp.runtime.Session, so each
+one SGD step with lr 2^20 and no momentum through mp.runtime.Session, so each
 parameter moves by minus its gradient, matches parameters to Keras variables
 by value (kernels HWIO -> OIHW) and prints the worst relative errors.
 """
@@ -60,8 +60,14 @@ def mp_side(name, workdir):
     from mp import runtime
     data = np.load(os.path.join(workdir, name + ".npz"))
     x, labels = data["x"].reshape(len(data["x"]), -1), data["labels"]
+    # One SGD step moves each parameter by lr * gradient. With lr 1 the
+    # gradient read back as before - after carries the rounding of the
+    # weights (ulp(|w|) / |g|: 1e-4 to 1 relative for the small gradients of
+    # squeeze-and-excitation kernels). A power-of-two lr large enough that
+    # lr * |g| dominates |w| reads it back to f32 accuracy.
+    lr = 2.0 ** 20
     session = runtime.Session(os.path.join(workdir, name + ".onnx"), batch_size=len(x),
-                              loss="cross-entropy", lr=1.0, momentum=0.0, cache=False)
+                              loss="cross-entropy", lr=lr, momentum=0.0, cache=False)
     before = session.parameters()
     loss, _ = session.train_step(x, np.eye(10, dtype=np.float32)[labels])
     after = session.parameters()
@@ -69,7 +75,7 @@ def mp_side(name, workdir):
     names = [k for k in ref.files if "@" not in k]
     errors = []
     for param, w in before.items():
-        grad = w - after[param]
+        grad = (w.astype(np.float64) - after[param]) / lr
         for k in names:
             v, g, t = ref[k], ref[k + "@grad"], ref[k + "@tf32"]
             forms = [(v, g, t)]
