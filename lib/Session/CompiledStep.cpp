@@ -115,7 +115,7 @@ bool Session::readTrainEntry(ModuleOp module, std::string &error) {
     error = "the step's input and labels must hold f32, i32 or i64";
     return false;
   }
-  // One-hot labels have the logits' shape; class ids one class less
+  // One-hot labels have the logits' shape; class ids one dimension less
   // (the prediction entry says how many classes).
   entries.logitsShape = entries.labelShape;
   entries.classes = entries.labelShape.back();
