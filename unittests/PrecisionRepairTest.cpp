@@ -4,6 +4,7 @@
 #include "mp/Session/PrecisionPins.h"
 #include "mp/Session/PrecisionRepair.h"
 
+#include "mp/Support/IRUtils.h"
 #include "mp/Transforms/AttrNames.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -254,6 +255,44 @@ TEST_F(Pins, PinsTheOpsAtTheLocations) {
   EXPECT_TRUE(pinned(5));
   EXPECT_FALSE(pinOpsToF32(*module, {"other.mlir:3:8"}, error));
   EXPECT_NE(error.find("no op of the model is at that location"),
+            std::string::npos);
+}
+
+// ONNX nodes are named locations around FILE:0:0 (no line), the PyTorch
+// frontend's ops module paths around one line each.
+constexpr const char *kNamedModel = R"mlir(func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = arith.mulf %x, %x : tensor<4xf32> loc("/conv/Mul"("m.onnx":0:0))
+  %b = arith.addf %a, %x : tensor<4xf32> loc("/conv/Add"("m.onnx":0:0))
+  %c = arith.subf %a, %b : tensor<4xf32> loc("features.3.block.1"("m.mlir":4:3))
+  %d = arith.mulf %c, %b : tensor<4xf32> loc("features.30"("m.mlir":5:3))
+  return %d : tensor<4xf32>
+}
+)mlir";
+
+TEST(NamedPins, NodeNamesAndModulePaths) {
+  auto context = createSessionContext();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(kNamedModel,
+                                                        context.get(), "m");
+  ASSERT_TRUE(module);
+  // Users are named as precisely as their locations allow: an ONNX node by
+  // its name (m.onnx:0:0 is every node), a PyTorch op by its line.
+  EXPECT_EQ(userLocations(*module, "/conv/Mul"),
+            (std::vector<std::string>{"/conv/Add", "m.mlir:4:3"}));
+  EXPECT_EQ(userLocations(*module, "/conv/Add"),
+            (std::vector<std::string>{"m.mlir:4:3", "m.mlir:5:3"}));
+  std::string error;
+  ASSERT_TRUE(pinOpsToF32(*module, {"/conv/Add", "features.3"}, error))
+      << error;
+  std::vector<std::string> pinned;
+  module->walk([&](mlir::Operation *op) {
+    if (op->hasAttr(mlir::mp::kPrecisionAttrName))
+      pinned.push_back(mlir::mp::keepF32Location(op->getLoc()));
+  });
+  // "features.3" takes features.3.block.1, not features.30.
+  EXPECT_EQ(pinned, (std::vector<std::string>{"/conv/Add", "m.mlir:4:3"}));
+  EXPECT_FALSE(pinOpsToF32(*module, {"features.4"}, error));
+  EXPECT_NE(error.find("--keep-f32 features.4: no op of the model is at that "
+                       "location or in that module"),
             std::string::npos);
 }
 

@@ -223,7 +223,7 @@ void Session::readProbeSites(ModuleOp module) {
     Value input = observe.getInput();
     if (Operation *producer = input.getDefiningOp())
       site.op = producer->getName().getStringRef().str();
-    site.location = mlir::mp::fileLocationText(observe.getLoc());
+    site.location = mlir::mp::keepF32Location(observe.getLoc());
     Type element = cast<RankedTensorType>(input.getType()).getElementType();
     site.lowPrecision = element.isF16() || element.isBF16();
     sites[observe.getId().str()] = site;

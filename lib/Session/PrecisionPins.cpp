@@ -44,7 +44,7 @@ std::vector<std::string> userLocations(ModuleOp module,
   module.walk([&](Operation *op) {
     if (!readers.contains(op))
       return;
-    std::string at = mlir::mp::fileLocationText(op->getLoc());
+    std::string at = mlir::mp::keepF32Location(op->getLoc());
     if (!at.empty() && at != location &&
         std::find(users.begin(), users.end(), at) == users.end())
       users.push_back(at);

@@ -76,12 +76,72 @@ static bool sameLocation(StringRef here, StringRef wanted) {
          llvm::sys::fs::equivalent(file, wantedFile);
 }
 
+/// The names of the name locations in `loc`, outermost first.
+static void collectNames(Location loc, SmallVectorImpl<StringRef> &names) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    names.push_back(name.getName().getValue());
+    collectNames(name.getChildLoc(), names);
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      collectNames(inner, names);
+  } else if (auto callSite = dyn_cast<CallSiteLoc>(loc)) {
+    collectNames(callSite.getCallee(), names);
+  }
+}
+
+/// The first file location in `loc` that has a line.
+static FileLineColLoc firstLineLocation(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return file.getLine() != 0 ? file : FileLineColLoc();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return firstLineLocation(name.getChildLoc());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (FileLineColLoc file = firstLineLocation(inner))
+        return file;
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    return firstLineLocation(callSite.getCallee());
+  return {};
+}
+
+std::string keepF32Location(Location loc) {
+  if (FileLineColLoc file = firstLineLocation(loc))
+    return fileLocationText(file);
+  SmallVector<StringRef> names;
+  collectNames(loc, names);
+  if (!names.empty())
+    return names.front().str();
+  return fileLocationText(loc);
+}
+
+/// Whether `name` is the module path `wanted` or a path inside it.
+static bool inModule(StringRef name, StringRef wanted) {
+  return name.starts_with(wanted) &&
+         (name.size() == wanted.size() || name[wanted.size()] == '.');
+}
+
+/// Whether an op at `loc` stands at `wanted` (see opsAtLocation).
+static bool standsAt(Location loc, StringRef wanted) {
+  std::string file = fileLocationText(loc);
+  if (!file.empty() && sameLocation(file, wanted))
+    return true;
+  SmallVector<StringRef> names;
+  collectNames(loc, names);
+  if (llvm::any_of(names, [&](StringRef name) { return inModule(name, wanted); }))
+    return true;
+  auto [name, at] = wanted.split(" at ");
+  return !at.empty() && !file.empty() && llvm::is_contained(names, name) &&
+         sameLocation(file, at);
+}
+
 std::vector<Operation *> opsAtLocation(Operation *root, StringRef wanted) {
   std::vector<Operation *> found;
+  if (wanted.empty())
+    return found;
   root->walk([&](Operation *op) {
     if (op->hasTrait<OpTrait::IsTerminator>() || op->getNumResults() == 0)
       return;
-    if (sameLocation(fileLocationText(op->getLoc()), wanted))
+    if (standsAt(op->getLoc(), wanted))
       found.push_back(op);
   });
   return found;

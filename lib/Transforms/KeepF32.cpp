@@ -2,7 +2,8 @@
 //
 // How mp-run --keep-f32 and a session's precision repair keep an op in f32
 // that the model does not pin: by the source location --mp-check-numerics
-// reports, which survives autodiff and the AMP rewrite.
+// reports (FILE:LINE:COL, or the module path / ONNX node name of a named
+// location; see opsAtLocation), which survives autodiff and the AMP rewrite.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +35,10 @@ struct MPKeepF32Pass : mlir::mp::impl::MPKeepF32Base<MPKeepF32Pass> {
       if (ops.empty()) {
         module.emitError()
             << "--keep-f32 " << wanted
-            << ": no op of the model is at that location (give "
-               "FILE:LINE:COL or LINE:COL as --check-numerics prints it)";
+            << ": no op of the model is at that location or in that module "
+               "(give FILE:LINE:COL, LINE:COL, a module path or node name, "
+               "or NAME at FILE:LINE:COL, as --check-numerics and the "
+               "precision report print them)";
         return signalPassFailure();
       }
       for (Operation *op : ops)

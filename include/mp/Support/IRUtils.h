@@ -33,10 +33,23 @@ std::string locationText(Location loc);
 /// fused locations and call sites' callees); "" when it has none.
 std::string fileLocationText(Location loc);
 
-/// The ops under `root` that produce values and stand at `wanted`:
-/// "FILE:LINE:COL" (FILE spelled as in the model, or another path to the
-/// same file: a run resumed with another spelling of the model's path
-/// finds its pins) or "LINE:COL" in any file; in program order.
+/// What `--keep-f32` takes to name the op at `loc` alone, as precisely as
+/// `loc` allows: "file:line:col" of its first file location with a line
+/// (hand-written MLIR, the PyTorch frontend's one line per op), else the
+/// name of its first name location (an ONNX node, whose file location is
+/// FILE:0:0), else its file location; "" when it has none of these.
+std::string keepF32Location(Location loc);
+
+/// The ops under `root` that produce values and stand at `wanted`, in
+/// program order. `wanted` is any of:
+/// - "FILE:LINE:COL" (FILE spelled as in the model, or another path to the
+///   same file: a run resumed with another spelling of the model's path
+///   finds its pins) or "LINE:COL" in any file;
+/// - a name: the ops whose location holds a name location (NameLoc) with
+///   that name, or, for a module path, one inside it ("features.3" takes
+///   "features.3.block.1" but not "features.30");
+/// - "NAME at FILE:LINE:COL", as locationText prints a named location: the
+///   ops with both.
 std::vector<Operation *> opsAtLocation(Operation *root, StringRef wanted);
 
 /// `value` (a float scalar) converted to the float type `type`: extf to a

@@ -1187,17 +1187,26 @@ def MPKeepF32 : Pass<"mp-keep-f32", "::mlir::ModuleOp"> {
   let summary = "Pin the ops at the given source locations to f32";
   let description = [{
     Sets `mp.precision = #mp.precision<f32>` on every op that produces
-    values and stands at one of `locations`: `FILE:LINE:COL` as
-    `--mp-check-numerics` names it (FILE spelled as in the model or another
-    path to the same file) or `LINE:COL` in any file. Autodiff then pins the
-    op's derivative too, and `--mp-auto-mixed-precision` keeps both in f32.
-    This is how `mp-run --keep-f32` and a session's precision repair keep
-    an op in f32. A location no op stands at is an error that says so.
+    values and stands at one of `locations`:
+    - `FILE:LINE:COL` as `--mp-check-numerics` names it (FILE spelled as in
+      the model or another path to the same file) or `LINE:COL` in any file;
+    - a module path or node name, as `--mp-check-numerics` names an op with
+      a named location (`loc("features.3.block.1"(...))` from the PyTorch
+      frontend, an ONNX node's name): the ops whose location carries that
+      name, and for a module path every op inside the module too
+      (`features.3` takes `features.3.block.1`, not `features.30`);
+    - `NAME at FILE:LINE:COL`, as the precision report's `loc` prints a
+      named location: the ops with both.
+    Autodiff then pins the op's derivative too (it keeps the location), and
+    `--mp-auto-mixed-precision` keeps both in f32. This is how
+    `mp-run --keep-f32` and a session's precision repair keep an op in f32.
+    A location no op stands at is an error that says so.
   }];
   let options = [
     ListOption<"locations", "locations", "std::string",
-               "Source locations (FILE:LINE:COL or LINE:COL) of the ops "
-               "to keep in f32">
+               "Source locations (FILE:LINE:COL, LINE:COL, a module path or "
+               "node name, or NAME at FILE:LINE:COL) of the ops to keep in "
+               "f32">
   ];
   let dependentDialects = ["::mlir::mp::MPDialect"];
 }
