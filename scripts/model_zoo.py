@@ -17,78 +17,22 @@ installs it) and mp's build (MP_BUILD_DIR or the clone's build/).
 """
 
 import argparse
-import math
 import os
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python", "tests"))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 from mp import aten, run_mlir  # noqa: E402
+from models import GPT  # noqa: E402
 
 TORCHVISION = ["resnet18", "resnet50", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16",
                "convnext_tiny", "swin_t", "regnet_y_400mf", "shufflenet_v2_x1_0", "densenet121"]
-
-
-class Block(nn.Module):
-    """A GPT-2 block as people write it: pre-norm, fused qkv split, the
-    causal mask a buffer sliced to the sequence length, GELU MLP."""
-
-    def __init__(self, d, heads, block_size, dropout=0.1):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(d)
-        self.c_attn = nn.Linear(d, 3 * d)
-        self.c_proj = nn.Linear(d, d)
-        self.ln_2 = nn.LayerNorm(d)
-        self.c_fc = nn.Linear(d, 4 * d)
-        self.mlp_proj = nn.Linear(4 * d, d)
-        self.n_head = heads
-        self.attn_dropout = nn.Dropout(dropout)
-        self.resid_dropout = nn.Dropout(dropout)
-        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size))
-                             .view(1, 1, block_size, block_size))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = self.attn_dropout(F.softmax(att, dim=-1))
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        x = x + self.resid_dropout(self.c_proj(y))
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
-
-
-class GPT(nn.Module):
-    """Token and position embeddings, pre-norm blocks, final LayerNorm, the
-    head tied to the token embedding."""
-
-    def __init__(self, vocab=64, d=32, block_size=16, layers=2, heads=2, dropout=0.1):
-        super().__init__()
-        self.wte = nn.Embedding(vocab, d)
-        self.wpe = nn.Embedding(block_size, d)
-        self.drop = nn.Dropout(dropout)
-        self.h = nn.ModuleList([Block(d, heads, block_size, dropout) for _ in range(layers)])
-        self.ln_f = nn.LayerNorm(d)
-        self.lm_head = nn.Linear(d, vocab, bias=False)
-        self.lm_head.weight = self.wte.weight
-
-    def forward(self, idx):
-        B, T = idx.size()
-        pos = torch.arange(0, T, dtype=torch.long, device=idx.device)
-        x = self.drop(self.wte(idx) + self.wpe(pos))
-        for block in self.h:
-            x = block(x)
-        return self.lm_head(self.ln_f(x))
 
 
 def _nonzero_parameters(model):

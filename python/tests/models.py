@@ -216,3 +216,60 @@ class Functional(nn.Module):
         v = torch.sub(torch.add(torch.neg(u), z * z, alpha=0.5), z, alpha=2.0) / torch.div(z, 3.0)
         w = F.layer_norm(v.t().reshape(16, 8), (8,), self.ln_weight)
         return w, torch.mm(w, self.mat)
+
+
+# A GPT-2-style decoder as people write it (the ATen frontend's tests and
+# scripts/model_zoo.py).
+class GPTBlock(nn.Module):
+    """A GPT-2 block as people write it: pre-norm, fused qkv split, the
+    causal mask a buffer sliced to the sequence length, GELU MLP."""
+
+    def __init__(self, d, heads, block_size, dropout=0.1):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d)
+        self.c_fc = nn.Linear(d, 4 * d)
+        self.mlp_proj = nn.Linear(4 * d, d)
+        self.n_head = heads
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size))
+                             .view(1, 1, block_size, block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = self.attn_dropout(F.softmax(att, dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.resid_dropout(self.c_proj(y))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+
+class GPT(nn.Module):
+    """Token and position embeddings, pre-norm blocks, final LayerNorm, the
+    head tied to the token embedding."""
+
+    def __init__(self, vocab=64, d=32, block_size=16, layers=2, heads=2, dropout=0.1):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(block_size, d)
+        self.drop = nn.Dropout(dropout)
+        self.h = nn.ModuleList([GPTBlock(d, heads, block_size, dropout) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx):
+        B, T = idx.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))

@@ -13,7 +13,6 @@ Errors are norm-wise relative, ||mp - torch||_2 / ||torch||_2:
 The whole zoo (ten torchvision models at 64x64) is scripts/model_zoo.py.
 """
 
-import math
 import re
 import warnings
 
@@ -31,56 +30,9 @@ from mp import aten
 torchvision = pytest.importorskip("torchvision")
 
 
-class Block(nn.Module):
-    """A GPT-2 block written the usual way (as scripts/model_zoo.py)."""
-
-    def __init__(self, d=16, heads=2, block_size=8, dropout=0.1):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(d)
-        self.c_attn = nn.Linear(d, 3 * d)
-        self.c_proj = nn.Linear(d, d)
-        self.ln_2 = nn.LayerNorm(d)
-        self.c_fc = nn.Linear(d, 4 * d)
-        self.mlp_proj = nn.Linear(4 * d, d)
-        self.n_head = heads
-        self.drop = nn.Dropout(dropout)
-        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size))
-                             .view(1, 1, block_size, block_size))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = self.drop(F.softmax(att, dim=-1))
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        x = x + self.c_proj(y)
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
-
-
-class GPT(nn.Module):
-    """Token + position embeddings, two blocks, the head tied to wte."""
-
-    def __init__(self, vocab=40, d=16, block_size=8, dropout=0.1):
-        super().__init__()
-        self.wte = nn.Embedding(vocab, d)
-        self.wpe = nn.Embedding(block_size, d)
-        self.drop = nn.Dropout(dropout)
-        self.h = nn.ModuleList([Block(d, 2, block_size, dropout) for _ in range(2)])
-        self.ln_f = nn.LayerNorm(d)
-        self.lm_head = nn.Linear(d, vocab, bias=False)
-        self.lm_head.weight = self.wte.weight
-
-    def forward(self, idx):
-        B, T = idx.size()
-        pos = torch.arange(0, T, dtype=torch.long)
-        x = self.drop(self.wte(idx) + self.wpe(pos))
-        for block in self.h:
-            x = block(x)
-        return self.lm_head(self.ln_f(x))
+def GPT(dropout=0.1):
+    """The decoder of models.GPT at test size."""
+    return models.GPT(vocab=40, d=16, block_size=8, dropout=dropout)
 
 
 def _forward(tools, module, xs, precision="f32"):
