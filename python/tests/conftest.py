@@ -3,6 +3,7 @@ every test that executes IR needs mp's tools, built by scripts/setup.sh."""
 
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +13,9 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
+import mp  # noqa: E402
 from mp import run_mlir  # noqa: E402
 
 # Sessions compile their steps: no test reads or fills a user's compile
@@ -44,3 +47,25 @@ def rel_err(got, want):
     assert got.shape == want.shape, (got.shape, want.shape)
     assert np.all(np.isfinite(got)), "non-finite values in mp's result"
     return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+
+
+def train_mode_gradients(tools, module, x, classes):
+    """(mp's loss and gradients, PyTorch's) for cross entropy on x, both in
+    train mode (BatchNorm on the batch's statistics; the models' dropouts
+    are 0, and mp.dropout is the identity outside a training step)."""
+    module.train()
+    labels = F.one_hot(torch.arange(x.shape[0]) % classes, classes).float()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # BatchNorm's running statistics are not updated
+        program = mp.export_program(module, (x,), loss="cross_entropy")
+    grad_ir = tools.mp_opt(program.mlir, "--mp-autodiff")
+    got = tools.run(grad_ir, "loss_grad",
+                    [x.numpy(), labels.numpy()] + list(program.param_arrays().values()))
+    module.zero_grad()
+    state = {k: v.clone() for k, v in module.state_dict().items()}
+    loss = F.cross_entropy(module(x), labels)
+    loss.backward()
+    module.load_state_dict(state)  # PyTorch's forward updated the running statistics
+    named = dict(module.named_parameters())
+    want = [named[spec.torch_name].grad.numpy() for spec in program.params]
+    return got[0][0], got[1:], loss.item(), want, program

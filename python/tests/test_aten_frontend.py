@@ -20,11 +20,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 import models
 import mp
-from conftest import rel_err
+from conftest import rel_err, train_mode_gradients
 from mp import aten
 
 torchvision = pytest.importorskip("torchvision")
@@ -116,26 +115,6 @@ def test_gpt_bf16(tools):
     assert errors[0] <= 3e-2
 
 
-def _gradients(tools, module, x, classes=10):
-    """mp's loss and gradients of the train-mode @loss (cross entropy on
-    one-hot labels) against PyTorch's autograd in train mode."""
-    module.train()
-    labels = F.one_hot(torch.arange(x.shape[0]) % classes, classes).float()
-    program = aten.export_program(module, (x,), loss="cross_entropy")
-    grad_ir = tools.mp_opt(program.mlir, "--mp-autodiff")
-    got = tools.run(grad_ir, "loss_grad",
-                    [x.numpy(), labels.numpy()] + list(program.param_arrays().values()))
-    module.zero_grad()
-    state = {k: v.clone() for k, v in module.state_dict().items()}
-    out = module(x)
-    loss = F.cross_entropy(out.reshape(-1, classes) if out.dim() == 2 else out, labels)
-    loss.backward()
-    module.load_state_dict(state)
-    named = dict(module.named_parameters())
-    want = [named[s.torch_name].grad.numpy() for s in program.params]
-    return got[0][0], got[1:], loss.item(), want, program
-
-
 class _Flat(nn.Module):
     """A decoder's logits of the last position: [B, vocab]."""
 
@@ -162,7 +141,7 @@ def test_train_mode_gradients_match_autograd(tools, name):
         classes = 40
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # BatchNorm's running statistics (tested below)
-        loss, grads, want_loss, want, program = _gradients(tools, module, x, classes)
+        loss, grads, want_loss, want, program = train_mode_gradients(tools, module, x, classes)
     assert abs(loss - want_loss) <= 1e-6 * abs(want_loss)
     assert len(grads) == len(want) == len(list(module.parameters()))
     total = np.sqrt(sum(np.sum(w.astype(np.float64) ** 2) for w in want))

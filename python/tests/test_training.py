@@ -18,7 +18,6 @@ with PyTorch FP32. After 5 epochs: 95.28% (mp f32 and PyTorch f32), 95.00%
 """
 
 import os
-import warnings
 
 import numpy as np
 import pytest
@@ -28,33 +27,11 @@ import torch.nn.functional as F
 import models
 import mp
 import mprun_order
-from conftest import rel_err
+from conftest import rel_err, train_mode_gradients
 from mp import mprun
 
 EPOCHS = 3
 LR, MOMENTUM, BATCH = 0.05, 0.9, 64
-
-
-def _gradients(tools, module, x, classes):
-    """(mp's loss and gradients, PyTorch's) for cross entropy on x, both in
-    train mode (BatchNorm on the batch's statistics; the models' dropouts
-    are 0, and mp.dropout is the identity outside a training step)."""
-    module.train()
-    labels = F.one_hot(torch.arange(x.shape[0]) % classes, classes).float()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # BatchNorm's running statistics are not updated
-        program = mp.export_program(module, (x,), loss="cross_entropy")
-    grad_ir = tools.mp_opt(program.mlir, "--mp-autodiff")
-    got = tools.run(grad_ir, "loss_grad",
-                    [x.numpy(), labels.numpy()] + list(program.param_arrays().values()))
-    module.zero_grad()
-    state = {k: v.clone() for k, v in module.state_dict().items()}
-    loss = F.cross_entropy(module(x), labels)
-    loss.backward()
-    module.load_state_dict(state)  # PyTorch's forward updated the running statistics
-    named = dict(module.named_parameters())
-    want = [named[spec.torch_name].grad.numpy() for spec in program.params]
-    return got[0][0], got[1:], loss.item(), want, program
 
 
 @pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
@@ -70,7 +47,7 @@ def test_autodiff_matches_autograd(tools, name):
         "cnn": (models._randomize_batch_norm(models.TrainCNN()), torch.randn(4, 1, 8, 8)),
         "transformer": (models.TransformerClassifier(dropout=0.0), torch.randn(3, 5, 16)),
     }[name]
-    loss, grads, want_loss, want, program = _gradients(tools, module, x, 10)
+    loss, grads, want_loss, want, program = train_mode_gradients(tools, module, x, 10)
     assert abs(loss - want_loss) <= 1e-6 * abs(want_loss)
     assert len(grads) == len(want) == len(list(module.parameters()))
     total = np.sqrt(sum(np.sum(w.astype(np.float64) ** 2) for w in want))
@@ -304,7 +281,7 @@ def test_maxpool_tie_gradient(tools):
                                  torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8, 3))
     with torch.no_grad():
         module[0].bias.fill_(0.5)
-    loss, grads, want_loss, want, program = _gradients(tools, module, torch.zeros(2, 1, 4, 4), 3)
+    loss, grads, want_loss, want, program = train_mode_gradients(tools, module, torch.zeros(2, 1, 4, 4), 3)
     assert abs(loss - want_loss) <= 1e-6 * abs(want_loss)
     for spec, g, w in zip(program.params, grads, want):
         assert rel_err(g, w) <= 1e-5, spec.mp_name
